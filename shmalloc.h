@@ -1,0 +1,1415 @@
+/* shmalloc.h - v0.1 - the symmetric-heap allocator of an OpenSHMEM runtime.
+   MIT licence: see the end of this file.
+
+   USAGE
+     In exactly one C file, before the #include:
+
+         #define SHMALLOC_IMPLEMENTATION
+         #include "shmalloc.h"
+
+     Every other file includes "shmalloc.h" alone and sees declarations.
+
+   WHAT IS IN HERE, IN THE ORDER DATA FLOWS
+     1. SHMEM names: shmem_malloc/shmalloc, shmem_free/shfree,
+        shmem_realloc/shrealloc, shmem_align/shmemalign, shmem_calloc,
+        shmem_malloc_with_hints, malloc_error, shmalloc_check, shmalloc_stats.
+        They act on the *current* heap (shmalloc_set_current).
+     2. The symmetric heap (shmalloc_heap_*): one TLSF heap plus a transport.
+        Each call is collective: every PE calls it with the same arguments and
+        gets a block at the same offset from its heap's base.
+     3. The TLSF core (shmalloc_tlsf_*): a local O(1) allocator over a region
+        the caller supplies.  No communication, no libc allocation, no output
+        except through the output hook.  Results depend only on the sequence
+        of calls and on offsets from the region's base.
+
+     A program usually gets all of this ready-made from a transport file
+     (transports/shmalloc_pthreads.h: PEs are threads; transports/
+     shmalloc_pmix_ofi.h: PEs are processes).  A runtime that vendors the
+     header fills a shmalloc_transport with its own barrier and calls
+     shmalloc_heap_create on every PE; see examples/vendor_runtime.c.
+
+   CONTENTS
+     COMPILE-TIME OPTIONS   search for ">> options"
+     TRANSPORT CONTRACT     search for ">> transport"
+     ERRORS                 search for ">> errors"
+     THREAD SAFETY          search for ">> threads"
+*/
+#ifndef SHMALLOC_H_INCLUDED
+#define SHMALLOC_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* >> options ---------------------------------------------------------------
+   Define any of these before including the header (in the implementation
+   file, and consistently in every file for the ones marked "all files").
+
+   SHMALLOC_STATIC           all files: every function static (one-file use).
+   SHMALLOC_API              all files: decoration of every public function.
+   SHMALLOC_NO_SHMEM_NAMES   all files: leave out shmem_malloc, shfree, ...
+                             and malloc_error, for runtimes with their own.
+   SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG >= 2.
+   SHMALLOC_MEMCPY, SHMALLOC_MEMMOVE, SHMALLOC_MEMSET   the libc routines used.
+   SHMALLOC_DEBUG            0 none; 1 argument validation (the default: bad
+                             pointers are always caught); 2 internal
+                             assertions; 3 a full heap check after every call.
+   SHMALLOC_SL_LOG2          log2 of the second-level lists per class, 2..5.
+   SHMALLOC_MAX_LOG2         log2 of the largest heap, 30..46 (64 TiB).
+*/
+#if defined(SHMALLOC_STATIC) && (defined(__GNUC__) || defined(__clang__))
+#  define SHMALLOC_DEF static __attribute__((unused))
+#elif defined(SHMALLOC_STATIC)
+#  define SHMALLOC_DEF static
+#else
+#  define SHMALLOC_DEF extern
+#endif
+#if !defined(SHMALLOC_API)
+#  define SHMALLOC_API
+#endif
+#if !defined(SHMALLOC_SL_LOG2)
+#  define SHMALLOC_SL_LOG2 5 /* 32 lists per power of two: <= 3% waste per class */
+#endif
+#if !defined(SHMALLOC_MAX_LOG2)
+#  define SHMALLOC_MAX_LOG2 46 /* 64 TiB, half of x86-64 user address space */
+#endif
+#if SHMALLOC_SL_LOG2 < 2 || SHMALLOC_SL_LOG2 > 5
+#  error "SHMALLOC_SL_LOG2 must be between 2 and 5"
+#endif
+#if SHMALLOC_MAX_LOG2 < 30 || SHMALLOC_MAX_LOG2 > 46
+#  error "SHMALLOC_MAX_LOG2 must be between 30 and 46"
+#endif
+
+/* Thread-local storage for malloc_error and the current heap. */
+#if !defined(SHMALLOC_TLS)
+#  if defined(__GNUC__) || defined(__clang__)
+#    define SHMALLOC_TLS __thread
+#  elif defined(__cplusplus) && __cplusplus >= 201103L
+#    define SHMALLOC_TLS thread_local
+#  elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#    define SHMALLOC_TLS _Thread_local
+#  else
+#    error "define SHMALLOC_TLS to your compiler's thread-local storage class"
+#  endif
+#endif
+
+#define SHMALLOC_ALIGNMENT 16   /* every block starts on this boundary */
+#define SHMALLOC_HEADER 16      /* bytes a block costs beyond its rounded size */
+#define SHMALLOC_DEFAULT_HEAP_SIZE ((size_t)512 << 20)
+
+/* >> errors ----------------------------------------------------------------
+   The values of malloc_error (from the OpenSHMEM reference implementation).
+   Caller misuse is returned and recorded; the heap is left unchanged. */
+#define SHMEM_MALLOC_OK                 0L
+#define SHMEM_MALLOC_BAD_SIZE         (-1L)  /* size too large, count*size overflow */
+#define SHMEM_MALLOC_FAIL             (-2L)  /* no block large enough */
+#define SHMEM_MALLOC_NOT_IN_SYMM_HEAP (-3L)  /* pointer outside the heap */
+#define SHMEM_MALLOC_ALREADY_FREE     (-4L)  /* pointer to a free block */
+#define SHMEM_MALLOC_NOT_ALIGNED      (-5L)  /* pointer inside the heap, not a block start */
+#define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
+#define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
+#define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
+
+/* Hints of shmem_malloc_with_hints (OpenSHMEM 1.5); unknown bits are ignored. */
+#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#define SHMEM_MALLOC_SIGNAL_REMOTE  2L
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* ---- output hook ---------------------------------------------------------
+   All text the library prints goes through one function: stream 1 is what a
+   program would print to stdout (statistics), stream 2 to stderr (checker
+   findings, start-up errors).  The default writes to stdout and stderr.
+   Passing NULL restores the default. */
+typedef void (*shmalloc_output_fn)(void *user, int stream, const char *text);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
+
+/* ---- TLSF core -------------------------------------------------------- */
+typedef struct shmalloc_tlsf shmalloc_tlsf;
+
+typedef struct shmalloc_counters {
+    size_t capacity;       /* bytes of block space, headers included */
+    size_t in_use;         /* bytes in used blocks, headers included */
+    size_t free;           /* capacity - in_use */
+    size_t largest_free;   /* size of the largest free block */
+    size_t high_water;     /* highest offset ever reached by a used block */
+    size_t used_blocks;    /* number of used blocks */
+} shmalloc_counters;
+
+typedef struct shmalloc_block_info {
+    size_t offset;  /* of the user pointer from the region's base */
+    size_t size;    /* bytes of the block, header included */
+    int used;       /* 1 used, 0 free */
+} shmalloc_block_info;
+/* Return nonzero to stop the walk. */
+typedef int (*shmalloc_walk_fn)(void *user, const shmalloc_block_info *block);
+
+/* Bytes to add to `capacity` so that a fresh heap created over
+   capacity + shmalloc_tlsf_overhead(capacity) bytes can serve one
+   shmalloc_tlsf_malloc(capacity).  Control structures live at the region's
+   end, so block offsets start near 0. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity);
+/* mem must be 16-byte aligned; NULL when the region is too small or too big. */
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t bytes);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
+/* align: any power of two (values below 16 mean 16); NULL on a bad one. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size);
+/* realloc(NULL, n) mallocs; realloc(p, 0) frees and returns NULL; NULL with
+   p untouched on failure.  Keeps the block's alignment when it moves. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
+/* Returns SHMEM_MALLOC_OK, or the code of a bad pointer (heap unchanged). */
+SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
+/* 0 for a pointer that is not a used block. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);
+/* SHMEM_MALLOC_OK if ptr is the start of a used block, else the error code. */
+SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user);
+/* shmalloc_check semantics: level < 0 silent, 0 first problem to stream 2,
+   > 0 also a line per block.  0 when consistent. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level);
+
+/* >> transport --------------------------------------------------------------
+   How the symmetric heap talks to the other PEs.  `user` is passed back as
+   the first argument of every member.  Every member returns 0 on success.
+
+   barrier          REQUIRED.  Returns when every PE has called it.  Called
+                    by every collective heap call, even one that fails
+                    locally, so no PE is left waiting.
+   allreduce_max    optional.  values[0..count) := the maximum over all PEs,
+                    count <= 16; it must also synchronise like barrier.  With
+                    it, a collective call fails on every PE or on none, and
+                    PEs that pass different sizes all get NULL with
+                    SHMEM_MALLOC_SYMMSIZE_FAILED.  Without it, each PE
+                    decides alone and a failure on one PE is not seen by
+                    the others.
+   register_region  optional.  Called once by shmalloc_heap_create, on every
+   deregister_region  PE, with the block space; deregister by
+                    shmalloc_heap_destroy.  A failed registration makes
+                    create fail (after the barrier, on every PE with the
+                    all-reduce).
+   lock, unlock     optional.  Serialise the threads of one PE; without them
+                    one PE's heap must be used by one thread at a time.
+
+   Lifecycle: map memory (same size on every PE) -> shmalloc_heap_create on
+   every PE (collective) -> collective calls in the same order everywhere ->
+   shmalloc_heap_destroy on every PE (collective). */
+typedef struct shmalloc_transport {
+    void *user;
+    int (*barrier)(void *user);
+    int (*allreduce_max)(void *user, uint64_t *values, int count);
+    int (*register_region)(void *user, void *base, size_t bytes);
+    int (*deregister_region)(void *user, void *base, size_t bytes);
+    int (*lock)(void *user);
+    int (*unlock)(void *user);
+} shmalloc_transport;
+
+/* A transport for one PE in one thread: barrier and all-reduce do nothing. */
+SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void);
+
+/* ---- symmetric heap --------------------------------------------------- */
+typedef struct shmalloc_heap shmalloc_heap;
+
+/* Bytes of memory to map for a heap whose nominal size is `nominal`: the
+   allocator's own overhead is added, so one allocation of `nominal` bytes
+   succeeds on a fresh heap. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal);
+/* Collective.  The heap lives inside mem (16-byte aligned); the transport is
+   copied.  NULL (with *err set when err is not NULL) on failure. */
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes,
+                                                              const shmalloc_transport *tp,
+                                                              long *err);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
+/* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
+   when err is not NULL. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err);
+/* Not collective. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level);
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h);
+/* Start of the block space: offsets of symmetric objects are from here. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h);
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
+/* 1 when p lies inside the heap's block space. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
+
+/* >> threads ----------------------------------------------------------------
+   The current heap is per thread, falling back to a process-wide one:
+   a transport whose PEs are processes calls shmalloc_set_process_heap once;
+   one whose PEs are threads calls shmalloc_set_current in each PE thread
+   (and a thread a PE starts calls it with its parent's shmalloc_current()).
+   With the transport's lock and unlock, several threads of one PE may call
+   the heap at once; collective calls keep OpenSHMEM's rule of one thread
+   per collective at a time. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h);
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void);
+
+/* ---- heap size from the environment ------------------------------------
+   Parses "512M", "1.5g", "4096", ... (K/M/G/T, powers of 1024).  Returns 0
+   and sets *out on success, -1 on a bad value (empty, not a number, unknown
+   suffix, zero, larger than 2^SHMALLOC_MAX_LOG2). */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out);
+/* Reads SHMEM_SYMMETRIC_HEAP_SIZE, then SHMEM_SYMMETRIC_SIZE, then
+   SMA_SYMMETRIC_SIZE.  Returns 0 with *out set (the default when none is
+   set), or -1 after printing to stream 2 a message naming the variable, the
+   value and what is accepted. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out);
+
+/* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
+#if !defined(SHMALLOC_NO_SHMEM_NAMES)
+#  if defined(SHMALLOC_STATIC)
+static SHMALLOC_TLS long malloc_error;
+#  else
+extern SHMALLOC_TLS long malloc_error;
+#  endif
+SHMALLOC_DEF SHMALLOC_API void *shmem_malloc(size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc(size_t size);
+SHMALLOC_DEF SHMALLOC_API void shmem_free(void *ptr);
+SHMALLOC_DEF SHMALLOC_API void shfree(void *ptr);
+SHMALLOC_DEF SHMALLOC_API void *shmem_realloc(void *ptr, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shrealloc(void *ptr, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmem_align(size_t alignment, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmemalign(size_t alignment, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmem_calloc(size_t count, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints);
+SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
+#endif
+
+#if defined(__cplusplus)
+}
+#endif
+#endif /* SHMALLOC_H_INCLUDED */
+
+/* ========================================================================
+   IMPLEMENTATION
+   ======================================================================== */
+#if defined(SHMALLOC_IMPLEMENTATION) && !defined(SHMALLOC__IMPLEMENTED)
+#define SHMALLOC__IMPLEMENTED
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(SHMALLOC_MEMCPY)
+#  define SHMALLOC_MEMCPY(d, s, n) memcpy((d), (s), (n))
+#endif
+#if !defined(SHMALLOC_MEMMOVE)
+#  define SHMALLOC_MEMMOVE(d, s, n) memmove((d), (s), (n))
+#endif
+#if !defined(SHMALLOC_MEMSET)
+#  define SHMALLOC_MEMSET(d, c, n) memset((d), (c), (n))
+#endif
+#if !defined(SHMALLOC_DEBUG)
+#  define SHMALLOC_DEBUG 1 /* bad pointers are always caught: the start map costs nothing extra */
+#endif
+#if !defined(SHMALLOC_ASSERT)
+#  include <assert.h>
+#  define SHMALLOC_ASSERT(c) assert(c)
+#endif
+#if SHMALLOC_DEBUG >= 2
+#  define SHM__ASSERT(c) SHMALLOC_ASSERT(c)
+#else
+#  define SHM__ASSERT(c) ((void)0)
+#endif
+
+typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 : -1];
+
+#if defined(__GNUC__) || defined(__clang__)
+#  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
+#  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
+#else
+#  define SHM__FMT(a, b)
+#  define SHM__LIKELY(c) (c)
+#endif
+
+/* >> output ----------------------------------------------------------------- */
+static void shm__default_output(void *user, int stream, const char *text)
+{
+    (void)user;
+    fputs(text, stream == 1 ? stdout : stderr);
+}
+
+static shmalloc_output_fn shm__output = shm__default_output;
+static void *shm__output_user;
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user)
+{
+    shm__output = fn ? fn : shm__default_output;
+    shm__output_user = fn ? user : NULL;
+}
+
+static void shm__print(int stream, const char *fmt, ...) SHM__FMT(2, 3);
+static void shm__print(int stream, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    shm__output(shm__output_user, stream, line);
+}
+
+/* >> tlsf ------------------------------------------------------------------
+   Two-level segregated fit (Masmano et al., ECRTS 2004).  A block is
+   described by a 16-byte header just before its user pointer:
+
+       prev_phys  the previous block, valid only while that block is free
+                  (it is the last word of the previous block's payload)
+       header     size | flags: bit 0 this block is free, bit 1 the
+                  previous block is free; bits 58..63 the log2 of the
+                  alignment a used block was allocated with
+
+   The size is the distance to the next block, so a used block's payload
+   runs to the next block's header word: usable = size - 8.  Free blocks
+   keep their list links in the payload.  A zero-size used "sentinel" block
+   ends the chain.  A bitmap with one bit per 16 bytes marks where used
+   blocks start, so every free and realloc pointer is checked exactly,
+   without trusting bytes the user may have overwritten. */
+#define SHM__FREE ((size_t)1)
+#define SHM__PREV_FREE ((size_t)2)
+#define SHM__ALIGN_SHIFT 58
+#define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
+#define SHM__MIN_BLOCK ((size_t)32)
+#define SHM__SL_COUNT (1u << SHMALLOC_SL_LOG2)
+#define SHM__FL_SHIFT (SHMALLOC_SL_LOG2 + 4) /* sizes below 2^this map to fl 0 */
+#define SHM__SMALL ((size_t)1 << SHM__FL_SHIFT)
+/* Block sizes below 2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
+#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 - SHM__FL_SHIFT + 2)
+#define SHM__MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2)
+#define SHM__MAX_ALIGN ((size_t)1 << SHMALLOC_MAX_LOG2)
+
+typedef struct shm__block {
+    struct shm__block *prev_phys;
+    size_t header;
+    struct shm__block *next_free; /* free blocks only: the payload starts here */
+    struct shm__block *prev_free;
+} shm__block;
+
+struct shmalloc_tlsf {
+    char *base;            /* first block; block offsets are from here */
+    shm__block *sentinel;  /* zero-size used block at the end */
+    uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
+    size_t capacity;       /* bytes from base to the sentinel */
+    size_t in_use, used_blocks, high_water;
+    uint64_t fl_bitmap;
+    uint32_t sl_bitmap[SHM__FL_COUNT];
+    shm__block null_block; /* every empty list points here: no NULL checks */
+    shm__block *heads[SHM__FL_COUNT][SHM__SL_COUNT];
+};
+
+static unsigned shm__fls(size_t x) /* index of the highest set bit; x != 0 */
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return 63u - (unsigned)__builtin_clzll((unsigned long long)x);
+#else
+    unsigned i = 0;
+    while (x >>= 1) i++;
+    return i;
+#endif
+}
+
+static unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0 */
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (unsigned)__builtin_ctzll((unsigned long long)x);
+#else
+    unsigned i = 0;
+    while (!(x & 1)) { x >>= 1; i++; }
+    return i;
+#endif
+}
+
+static size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
+static shm__block *shm__at(const void *p, size_t off) { return (shm__block *)((uintptr_t)p + off); }
+static void *shm__user(const shm__block *b) { return (char *)(uintptr_t)b + 16; }
+static shm__block *shm__of_user(const void *p) { return (shm__block *)((uintptr_t)p - 16); }
+static size_t shm__offset(const shmalloc_tlsf *t, const void *p)
+{
+    return (size_t)((uintptr_t)p - (uintptr_t)t->base);
+}
+static size_t shm__align_of(const shm__block *b)
+{
+    return (size_t)1 << (b->header >> SHM__ALIGN_SHIFT);
+}
+
+/* Block size serving a request of n bytes (n <= SHM__MAX_REQUEST): the
+   payload plus the header word, rounded to 16; never below the minimum. */
+static size_t shm__block_size(size_t n)
+{
+    size_t s = (n + 8 + 15) & ~(size_t)15;
+    return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
+}
+
+static void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
+{
+    if (size < SHM__SMALL) {
+        *fl = 0;
+        *sl = (unsigned)(size >> 4);
+    } else {
+        unsigned f = shm__fls(size);
+        *fl = f - SHM__FL_SHIFT + 1;
+        *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) - SHM__SL_COUNT;
+    }
+}
+
+static void shm__insert(shmalloc_tlsf *t, shm__block *b)
+{
+    unsigned fl, sl;
+    shm__block *head;
+    shm__mapping(shm__size(b), &fl, &sl);
+    head = t->heads[fl][sl];
+    b->next_free = head;
+    b->prev_free = &t->null_block;
+    head->prev_free = b;
+    t->heads[fl][sl] = b;
+    t->fl_bitmap |= (uint64_t)1 << fl;
+    t->sl_bitmap[fl] |= 1u << sl;
+}
+
+static void shm__remove(shmalloc_tlsf *t, shm__block *b)
+{
+    shm__block *next = b->next_free, *prev = b->prev_free;
+    next->prev_free = prev;
+    prev->next_free = next;
+    if (prev == &t->null_block) { /* b was the head of its list */
+        unsigned fl, sl;
+        shm__mapping(shm__size(b), &fl, &sl);
+        t->heads[fl][sl] = next;
+        if (next == &t->null_block) {
+            t->sl_bitmap[fl] &= ~(1u << sl);
+            if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
+        }
+    }
+}
+
+/* A free block of at least `size` bytes, or NULL; changes nothing.  The
+   request is rounded up to the next list boundary so that any block of the
+   list found fits.  When no such list has a block, the head of the
+   request's own list may still fit: that lets a request for (nearly) the
+   whole of the largest block succeed, still in O(1). */
+static shm__block *shm__find(const shmalloc_tlsf *t, size_t size)
+{
+    unsigned fl, sl;
+    size_t rounded = size;
+    shm__block *b;
+    if (size >= SHM__SMALL) rounded += ((size_t)1 << (shm__fls(size) - SHMALLOC_SL_LOG2)) - 1;
+    shm__mapping(rounded, &fl, &sl);
+    if (SHM__LIKELY(fl < SHM__FL_COUNT)) {
+        uint32_t sl_map = t->sl_bitmap[fl] & (~0u << sl);
+        if (!sl_map) {
+            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
+            if (fl_map) {
+                fl = shm__ctz(fl_map);
+                sl_map = t->sl_bitmap[fl];
+            }
+        }
+        if (sl_map) return t->heads[fl][shm__ctz(sl_map)];
+    }
+    shm__mapping(size, &fl, &sl);
+    if (fl >= SHM__FL_COUNT) return NULL;
+    b = t->heads[fl][sl];
+    return shm__size(b) >= size ? b : NULL; /* the null block has size 0 */
+}
+
+/* Gap between a free block's user pointer and the first one aligned to
+   `align` that can start a block: a gap must hold a free block, so 16
+   becomes 16 + align. */
+static size_t shm__gap(const shm__block *b, size_t align)
+{
+    uintptr_t u = (uintptr_t)shm__user(b);
+    size_t gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
+    return gap && gap < SHM__MIN_BLOCK ? gap + align : gap;
+}
+
+/* The search size that guarantees room for `size` bytes at `align`. */
+static shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, size_t align)
+{
+    return align <= SHMALLOC_ALIGNMENT ? shm__find(t, size) : shm__find(t, size + align + 16);
+}
+
+/* Makes b (previous block used, not in a list) free: merges it with the
+   next block if that is free, and files it. */
+static void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    shm__block *next = shm__at(b, size);
+    if (next->header & SHM__FREE) {
+        shm__remove(t, next);
+        size += shm__size(next);
+        next = shm__at(b, size);
+    }
+    b->header = size | SHM__FREE;
+    next->prev_phys = b;
+    next->header |= SHM__PREV_FREE;
+    shm__insert(t, b);
+}
+
+static void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
+{
+    size_t bit = shm__offset(t, b) >> 4;
+    uint64_t mask = (uint64_t)1 << (bit & 63);
+    if (used) t->start_map[bit >> 6] |= mask;
+    else t->start_map[bit >> 6] &= ~mask;
+}
+
+static void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water mark */
+{
+    size_t end = shm__offset(t, b) + shm__size(b);
+    if (end > t->high_water) t->high_water = end;
+}
+
+/* Cuts b (removed from its list or otherwise owned, size >= `size`) down to
+   `size`, returns the tail to the free lists and marks b used. */
+static void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2)
+{
+    size_t bsize = shm__size(b);
+    shm__block *next = shm__at(b, bsize);
+    if (bsize - size >= SHM__MIN_BLOCK) {
+        shm__block *rest = shm__at(b, size);
+        rest->header = (bsize - size) | SHM__FREE;
+        next->prev_phys = rest;
+        shm__insert(t, rest);
+        bsize = size;
+    } else {
+        next->header &= ~SHM__PREV_FREE;
+    }
+    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    shm__mark_used(t, b, 1);
+    t->in_use += bsize;
+    t->used_blocks++;
+    shm__reach(t, b);
+    return shm__user(b);
+}
+
+/* Takes the free block b found for (size, align). */
+static void *shm__take(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align)
+{
+    size_t gap;
+    shm__remove(t, b);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0);
+    gap = shm__gap(b, align);
+    if (gap) { /* the leading gap becomes a free block of its own */
+        shm__block *a = shm__at(b, gap);
+        a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
+        a->prev_phys = b;
+        b->header = gap | SHM__FREE;
+        shm__insert(t, b);
+        b = a;
+    }
+    return shm__carve(t, b, size, shm__fls(align));
+}
+
+/* Frees the used block b (already validated). */
+static void shm__release(shmalloc_tlsf *t, shm__block *b)
+{
+    size_t size = shm__size(b);
+    shm__mark_used(t, b, 0);
+    t->in_use -= size;
+    t->used_blocks--;
+    if (b->header & SHM__PREV_FREE) {
+        shm__block *prev = b->prev_phys;
+        shm__remove(t, prev);
+        size += shm__size(prev);
+        b = prev;
+    }
+    shm__file_free(t, b, size);
+}
+
+/* Is ptr the user pointer of a used block?  Reads only the start map for
+   the answer; the block's header only to tell a double free from a wild
+   pointer. */
+static long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+{
+    uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
+    size_t bit;
+    const shm__block *b;
+    if (u < lo || u >= (uintptr_t)t->sentinel) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
+    bit = (size_t)(u - lo) >> 4;
+    if (t->start_map[bit >> 6] & ((uint64_t)1 << (bit & 63))) return SHMEM_MALLOC_OK;
+    b = shm__of_user(ptr);
+    if ((b->header & SHM__FREE) && shm__size(b) >= SHM__MIN_BLOCK &&
+        shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
+        shm__at(b, shm__size(b))->prev_phys == b)
+        return SHMEM_MALLOC_ALREADY_FREE;
+    return SHMEM_MALLOC_NOT_ALIGNED;
+}
+
+/* ---- resize: planned first, so a collective realloc can agree before
+   anything changes ---------------------------------------------------- */
+enum { SHM__IN_PLACE = 1, SHM__INTO_PREV, SHM__MOVE };
+typedef struct shm__resize {
+    int how;
+    size_t size;        /* the new block size */
+    shm__block *target; /* SHM__MOVE: the free block to move to */
+} shm__resize;
+
+/* Order of preference: in place (shrink, or grow into a free next block),
+   into a free previous block (and the next), then move to a new block with
+   the same alignment. */
+static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, shm__resize *r)
+{
+    long e = shm__validate(t, ptr);
+    const shm__block *b = shm__of_user(ptr), *next;
+    size_t avail;
+    if (e) return e;
+    if (n > SHM__MAX_REQUEST) return SHMEM_MALLOC_BAD_SIZE;
+    r->size = shm__block_size(n);
+    next = shm__at(b, shm__size(b));
+    avail = shm__size(b) + (next->header & SHM__FREE ? shm__size(next) : 0);
+    r->how = SHM__IN_PLACE;
+    if (avail >= r->size) return SHMEM_MALLOC_OK;
+    if (b->header & SHM__PREV_FREE) {
+        const shm__block *prev = b->prev_phys;
+        r->how = SHM__INTO_PREV;
+        if (avail + shm__size(prev) >= r->size &&
+            ((uintptr_t)shm__user(prev) & (shm__align_of(b) - 1)) == 0)
+            return SHMEM_MALLOC_OK;
+    }
+    r->how = SHM__MOVE;
+    r->target = shm__find_aligned(t, r->size, shm__align_of(b));
+    return r->target ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
+}
+
+/* Gives the tail of used block b beyond `size` back to the free lists. */
+static void shm__trim(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    size_t tail = shm__size(b) - size;
+    if (tail < SHM__MIN_BLOCK) return;
+    b->header -= tail;
+    t->in_use -= tail;
+    shm__file_free(t, shm__at(b, size), tail);
+}
+
+static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm__resize *r)
+{
+    shm__block *b = shm__of_user(ptr), *next;
+    size_t keep = shm__size(b) - 8 < n ? shm__size(b) - 8 : n;
+    if (r->how == SHM__MOVE) {
+        void *q = shm__take(t, r->target, r->size, shm__align_of(b));
+        SHMALLOC_MEMCPY(q, ptr, keep);
+        shm__release(t, b);
+        return q;
+    }
+    if (r->how == SHM__INTO_PREV) { /* b's header is inside the copy's destination */
+        shm__block *prev = b->prev_phys;
+        size_t header = b->header, psize = shm__size(prev);
+        shm__remove(t, prev);
+        shm__mark_used(t, b, 0);
+        SHMALLOC_MEMMOVE(shm__user(prev), ptr, keep);
+        prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
+        shm__mark_used(t, prev, 1);
+        t->in_use += psize;
+        b = prev;
+    }
+    next = shm__at(b, shm__size(b));
+    if (shm__size(b) < r->size) { /* absorb the free next block */
+        size_t nsize = shm__size(next);
+        shm__remove(t, next);
+        b->header += nsize;
+        shm__at(b, shm__size(b))->header &= ~SHM__PREV_FREE;
+        t->in_use += nsize;
+        shm__reach(t, b);
+    }
+    shm__trim(t, b, r->size);
+    return shm__user(b);
+}
+
+/* ---- TLSF public API -------------------------------------------------- */
+#define SHM__CONTROL ((sizeof(shmalloc_tlsf) + 15) & ~(size_t)15)
+
+static size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
+
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
+{
+    size_t area;
+    if (capacity > SHM__MAX_REQUEST) return 0;
+    area = ((capacity + 15) & ~(size_t)15) + 32; /* block header, sentinel */
+    return area + shm__map_bytes(area) + SHM__CONTROL - capacity;
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t bytes)
+{
+    size_t area, i, j;
+    shmalloc_tlsf *t;
+    shm__block *first;
+    if (!mem || ((uintptr_t)mem & 15) || bytes < SHM__CONTROL + 64) return NULL;
+    /* the largest block space whose start map and control still fit */
+    area = (bytes - SHM__CONTROL) / 129 * 128 & ~(size_t)15;
+    while (area && area + shm__map_bytes(area) + SHM__CONTROL > bytes) area -= 16;
+    while (area + 16 + shm__map_bytes(area + 16) + SHM__CONTROL <= bytes) area += 16;
+    if (area < 16 + SHM__MIN_BLOCK || area - 16 >= (size_t)1 << (SHMALLOC_MAX_LOG2 + 1)) return NULL;
+
+    t = (shmalloc_tlsf *)(void *)((char *)mem + area);
+    SHMALLOC_MEMSET(t, 0, sizeof *t);
+    t->base = (char *)mem;
+    t->capacity = area - 16;
+    t->sentinel = shm__at(mem, area - 16);
+    t->start_map = (uint64_t *)(void *)((char *)t + SHM__CONTROL);
+    SHMALLOC_MEMSET(t->start_map, 0, shm__map_bytes(area));
+    t->null_block.next_free = t->null_block.prev_free = &t->null_block;
+    for (i = 0; i < SHM__FL_COUNT; i++)
+        for (j = 0; j < SHM__SL_COUNT; j++) t->heads[i][j] = &t->null_block;
+
+    first = (shm__block *)mem;
+    first->header = t->capacity | SHM__FREE;
+    t->sentinel->header = SHM__PREV_FREE;
+    t->sentinel->prev_phys = first;
+    shm__insert(t, first);
+    return t;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
+{
+    shm__block *b;
+    if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
+    size = shm__block_size(size);
+    b = shm__find(t, size);
+    return b ? shm__take(t, b, size, 0) : NULL;
+}
+
+static int shm__bad_align(size_t align)
+{
+    return align == 0 || (align & (align - 1)) || align > SHM__MAX_ALIGN;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
+{
+    shm__block *b;
+    if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
+    size = shm__block_size(size);
+    b = shm__find_aligned(t, size, align);
+    return b ? shm__take(t, b, size, align) : NULL;
+}
+
+SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
+{
+    long e;
+    if (!ptr) return SHMEM_MALLOC_OK;
+    e = shm__validate(t, ptr);
+    if (!e) shm__release(t, shm__of_user(ptr));
+    return e;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
+{
+    shm__resize r;
+    if (!ptr) return shmalloc_tlsf_malloc(t, size);
+    if (!size) {
+        shmalloc_tlsf_free(t, ptr);
+        return NULL;
+    }
+    return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__commit_resize(t, ptr, size, &r);
+}
+
+SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
+{
+    return shm__validate(t, ptr);
+}
+
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr)
+{
+    return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
+
+/* The largest free block is in the highest non-empty list: O(length of
+   that list), which is one block in the common case of a heap's tail. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
+{
+    const shm__block *b;
+    out->capacity = t->capacity;
+    out->in_use = t->in_use;
+    out->free = t->capacity - t->in_use;
+    out->high_water = t->high_water;
+    out->used_blocks = t->used_blocks;
+    out->largest_free = 0;
+    if (!t->fl_bitmap) return;
+    b = t->heads[shm__fls(t->fl_bitmap)][shm__fls(t->sl_bitmap[shm__fls(t->fl_bitmap)])];
+    for (; b != &t->null_block; b = b->next_free)
+        if (shm__size(b) > out->largest_free) out->largest_free = shm__size(b);
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user)
+{
+    const shm__block *b = (const shm__block *)(const void *)t->base;
+    while (b < t->sentinel) {
+        shmalloc_block_info info;
+        info.offset = shm__offset(t, b) + 16;
+        info.size = shm__size(b);
+        info.used = !(b->header & SHM__FREE);
+        /* a corrupted size ends the walk rather than leave the heap */
+        if (info.size < SHM__MIN_BLOCK || info.size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b)) return;
+        if (fn(user, &info)) return;
+        b = shm__at(b, info.size);
+    }
+}
+
+/* ---- checker: never follows a size or a link out of the block space ---- */
+typedef struct shm__checker {
+    const shmalloc_tlsf *t;
+    int level, problems;
+} shm__checker;
+
+static void shm__problem(shm__checker *c, const char *fmt, ...) SHM__FMT(2, 3);
+static void shm__problem(shm__checker *c, const char *fmt, ...)
+{
+    char line[400];
+    va_list ap;
+    if (c->level >= 0 && (c->problems == 0 || c->level > 0)) {
+        va_start(ap, fmt);
+        vsnprintf(line, sizeof line, fmt, ap);
+        va_end(ap);
+        shm__print(2, "shmalloc_check: %s\n", line);
+    }
+    c->problems++;
+}
+
+static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
+{
+    return (uintptr_t)b >= (uintptr_t)t->base && (uintptr_t)b < (uintptr_t)t->sentinel &&
+           !(shm__offset(t, b) & 15);
+}
+
+static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
+{
+    size_t bit = shm__offset(t, b) >> 4;
+    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
+/* The physical chain: sizes, flags, back links, start map, counters.
+   Returns the number of free blocks seen. */
+static size_t shm__check_chain(shm__checker *c)
+{
+    const shmalloc_tlsf *t = c->t;
+    const shm__block *b = (const shm__block *)(const void *)t->base;
+    size_t nfree = 0, nused = 0, used_bytes = 0, prev_free = 0, marked = 0, i;
+    while (b != t->sentinel) {
+        size_t off = shm__offset(t, b) + 16, size = shm__size(b), is_free = b->header & SHM__FREE;
+        if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b)) {
+            shm__problem(c, "block at offset %zu: size %zu (header 0x%zx) %s", off, size, b->header,
+                         size < SHM__MIN_BLOCK ? "is below the minimum block" : "runs past the end of the heap");
+            return nfree;
+        }
+        if (!(b->header & SHM__PREV_FREE) != !prev_free)
+            shm__problem(c, "block at offset %zu: says the previous block is %s, it is %s", off,
+                         b->header & SHM__PREV_FREE ? "free" : "used", prev_free ? "free" : "used");
+        if (is_free) {
+            if (prev_free) shm__problem(c, "block at offset %zu: two free blocks side by side", off);
+            if (shm__at(b, size)->prev_phys != b)
+                shm__problem(c, "free block at offset %zu: the next block's back link is wrong", off);
+            if (shm__starts_used(t, b)) shm__problem(c, "free block at offset %zu is marked used", off);
+            if (b->header >> SHM__ALIGN_SHIFT)
+                shm__problem(c, "free block at offset %zu carries alignment bits", off);
+            nfree++;
+        } else {
+            if (!shm__starts_used(t, b)) shm__problem(c, "used block at offset %zu is not marked used", off);
+            if ((uintptr_t)shm__user(b) & (shm__align_of(b) - 1))
+                shm__problem(c, "used block at offset %zu is not aligned to its %zu", off, shm__align_of(b));
+            nused++;
+            used_bytes += size;
+        }
+        if (c->level > 0)
+            shm__print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
+        prev_free = is_free;
+        b = shm__at(b, size);
+    }
+    if (t->sentinel->header != (prev_free ? SHM__PREV_FREE : 0))
+        shm__problem(c, "end-of-heap marker overwritten (header 0x%zx)", t->sentinel->header);
+    if (used_bytes != t->in_use || nused != t->used_blocks)
+        shm__problem(c, "counters say %zu used blocks of %zu bytes, the heap has %zu of %zu", t->used_blocks,
+                     t->in_use, nused, used_bytes);
+    for (i = 0; i < shm__map_bytes(t->capacity + 16) / 8; i++) {
+        uint64_t w = t->start_map[i];
+        for (; w; w &= w - 1) marked++;
+    }
+    if (marked != nused) shm__problem(c, "start map marks %zu blocks used, the heap has %zu", marked, nused);
+    return nfree;
+}
+
+/* The free lists and bitmaps; a list longer than the free blocks is a cycle. */
+static void shm__check_lists(shm__checker *c, size_t nfree)
+{
+    const shmalloc_tlsf *t = c->t;
+    size_t listed = 0;
+    unsigned fl, sl;
+    for (fl = 0; fl < SHM__FL_COUNT; fl++) {
+        if (!(t->fl_bitmap >> fl & 1) != !t->sl_bitmap[fl])
+            shm__problem(c, "first-level bitmap bit %u disagrees with its second-level word", fl);
+        for (sl = 0; sl < SHM__SL_COUNT; sl++) {
+            const shm__block *e = t->heads[fl][sl], *prev = &t->null_block;
+            size_t n = 0;
+            unsigned efl, esl;
+            if (!(t->sl_bitmap[fl] >> sl & 1) != (e == &t->null_block))
+                shm__problem(c, "list %u/%u: bitmap says %s", fl, sl, e == &t->null_block ? "non-empty" : "empty");
+            for (; e != &t->null_block; prev = e, e = e->next_free) {
+                if (!shm__in_blocks(t, e)) {
+                    shm__problem(c, "list %u/%u: link %p points outside the heap", fl, sl, (const void *)e);
+                    break;
+                }
+                shm__mapping(shm__size(e), &efl, &esl);
+                if (!(e->header & SHM__FREE))
+                    shm__problem(c, "list %u/%u: block at offset %zu is used", fl, sl, shm__offset(t, e) + 16);
+                else if (efl != fl || esl != sl)
+                    shm__problem(c, "list %u/%u: free block at offset %zu of %zu bytes belongs in list %u/%u", fl, sl,
+                                 shm__offset(t, e) + 16, shm__size(e), efl, esl);
+                if (e->prev_free != prev)
+                    shm__problem(c, "list %u/%u: block at offset %zu has a wrong back link", fl, sl,
+                                 shm__offset(t, e) + 16);
+                if (++n > nfree) {
+                    shm__problem(c, "list %u/%u: more entries than free blocks (a cycle)", fl, sl);
+                    break;
+                }
+            }
+            listed += n;
+        }
+    }
+    if (listed != nfree) shm__problem(c, "%zu free blocks in the heap, %zu in the free lists", nfree, listed);
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level)
+{
+    shm__checker c;
+    c.t = t;
+    c.level = level;
+    c.problems = 0;
+    shm__check_lists(&c, shm__check_chain(&c));
+    return c.problems;
+}
+
+/* >> heap ------------------------------------------------------------------
+   The collective layer.  A call takes the lock, does its local part, then
+   agrees with the other PEs through the all-reduce (which is also its
+   barrier): size, ~size and the negated error code, all maximised, so that
+   max(size) != min(size) reveals PEs that passed different sizes and every
+   PE sees the worst failure.  malloc takes its block before agreeing (calloc
+   zeroes it then too, so no peer's put can land before the zeroing) and
+   gives it back if any PE failed: the block found is always a list head and
+   lists are LIFO, so giving it back restores the heap exactly.  realloc
+   plans, agrees, moves, then synchronises again, since a peer may write to
+   the new block as soon as it returns. */
+enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__CALLS };
+
+struct shmalloc_heap {
+    shmalloc_tlsf *tlsf;
+    shmalloc_transport tp;
+    size_t calls[SHM__CALLS];
+};
+#define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
+
+static int shm__noop(void *user) { (void)user; return 0; }
+static int shm__noop_reduce(void *user, uint64_t *values, int count)
+{
+    (void)user, (void)values, (void)count;
+    return 0;
+}
+static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL};
+
+SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
+
+static void shm__set(long *err, long e)
+{
+    if (err) *err = e;
+}
+
+static void shm__lock(shmalloc_heap *h)
+{
+    if (h->tp.lock) h->tp.lock(h->tp.user);
+}
+
+static void shm__unlock(shmalloc_heap *h)
+{
+    if (h->tp.unlock) h->tp.unlock(h->tp.user);
+}
+
+static long shm__agree(const shmalloc_transport *tp, size_t size, long err)
+{
+    uint64_t v[3];
+    if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
+    v[0] = size;
+    v[1] = ~(uint64_t)size;
+    v[2] = (uint64_t)-err;
+    if (tp->allreduce_max(tp->user, v, 3)) return SHMEM_MALLOC_FAIL;
+    if (v[0] != ~v[1]) return SHMEM_MALLOC_SYMMSIZE_FAILED;
+    return -(long)v[2];
+}
+
+static void shm__debug_check(const shmalloc_heap *h)
+{
+#if SHMALLOC_DEBUG >= 3
+    SHMALLOC_ASSERT(shmalloc_tlsf_check(h->tlsf, 0) == 0);
+#else
+    (void)h;
+#endif
+}
+
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
+{
+    size_t overhead = shmalloc_tlsf_overhead(nominal);
+    return overhead ? nominal + overhead + SHM__HEAP_BYTES + 16 : 0;
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes, const shmalloc_transport *tp,
+                                                              long *err)
+{
+    shmalloc_tlsf *t = NULL;
+    shmalloc_heap *h;
+    size_t tbytes = 0;
+    long e = SHMEM_MALLOC_OK;
+    int registered = 0;
+    if (!tp || !tp->barrier) {
+        shm__set(err, SHMEM_MALLOC_FAIL);
+        return NULL;
+    }
+    if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
+        tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
+        t = shmalloc_tlsf_create(mem, tbytes);
+    }
+    if (!t) e = SHMEM_MALLOC_BAD_SIZE;
+    else if (tp->register_region) {
+        registered = tp->register_region(tp->user, t->base, t->capacity) == 0;
+        if (!registered) e = SHMEM_MALLOC_FAIL;
+    }
+    e = shm__agree(tp, bytes, e);
+    if (e) {
+        if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, t->capacity);
+        shm__set(err, e);
+        return NULL;
+    }
+    h = (shmalloc_heap *)(void *)((char *)mem + tbytes);
+    SHMALLOC_MEMSET(h, 0, sizeof *h);
+    h->tlsf = t;
+    h->tp = *tp;
+    shm__set(err, SHMEM_MALLOC_OK);
+    return h;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
+{
+    if (!h) return;
+    h->tp.barrier(h->tp.user);
+    if (h->tp.deregister_region) h->tp.deregister_region(h->tp.user, h->tlsf->base, h->tlsf->capacity);
+}
+
+/* malloc, align and calloc: `e` is an error found before the call (calloc's
+   overflow); the call still synchronises. */
+static void *shm__alloc(shmalloc_heap *h, int call, size_t align, size_t size, int zero, long e, long *err)
+{
+    void *p = NULL;
+    size_t high_water;
+    if (!h) {
+        shm__set(err, SHMEM_MALLOC_FAIL);
+        return NULL;
+    }
+    if (size == 0 && !e) { /* OpenSHMEM 1.5: NULL, no barrier */
+        shm__set(err, SHMEM_MALLOC_OK);
+        return NULL;
+    }
+    shm__lock(h);
+    h->calls[call]++;
+    high_water = h->tlsf->high_water;
+    if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
+    if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
+    if (!e) {
+        size_t bsize = shm__block_size(size);
+        shm__block *b = shm__find_aligned(h->tlsf, bsize, align);
+        if (b) p = shm__take(h->tlsf, b, bsize, align);
+        else e = SHMEM_MALLOC_FAIL;
+        if (p && zero) SHMALLOC_MEMSET(p, 0, size);
+    }
+    e = shm__agree(&h->tp, size, e);
+    if (e && p) {
+        shm__release(h->tlsf, shm__of_user(p));
+        h->tlsf->high_water = high_water;
+        p = NULL;
+    }
+    shm__debug_check(h);
+    shm__unlock(h);
+    shm__set(err, e);
+    return p;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err)
+{
+    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err)
+{
+    return shm__alloc(h, SHM__ALIGN, align, size, 0, SHMEM_MALLOC_OK, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err)
+{
+    int overflow = count && size > SIZE_MAX / count;
+    return shm__alloc(h, SHM__CALLOC, SHMALLOC_ALIGNMENT, overflow ? SIZE_MAX : count * size, 1,
+                      overflow ? SHMEM_MALLOC_BAD_SIZE : SHMEM_MALLOC_OK, err);
+}
+
+static void shm__free(shmalloc_heap *h, int call, void *ptr, long *err)
+{
+    long e;
+    if (!ptr) {
+        shm__set(err, SHMEM_MALLOC_OK);
+        return;
+    }
+    if (!h) {
+        shm__set(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+        return;
+    }
+    shm__lock(h);
+    h->calls[call]++;
+    e = shm__agree(&h->tp, 0, shm__validate(h->tlsf, ptr));
+    if (!e) shm__release(h->tlsf, shm__of_user(ptr));
+    shm__debug_check(h);
+    shm__unlock(h);
+    shm__set(err, e);
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err)
+{
+    shm__free(h, SHM__FREE_CALL, ptr, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
+{
+    shm__resize r;
+    void *q = NULL;
+    long e;
+    if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
+    if (!size) {
+        shm__free(h, SHM__REALLOC, ptr, err);
+        return NULL;
+    }
+    if (!h) {
+        shm__set(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+        return NULL;
+    }
+    shm__lock(h);
+    h->calls[SHM__REALLOC]++;
+    e = shm__agree(&h->tp, size, shm__plan_resize(h->tlsf, ptr, size, &r));
+    if (!e) {
+        q = shm__commit_resize(h->tlsf, ptr, size, &r);
+        if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
+    }
+    shm__debug_check(h);
+    shm__unlock(h);
+    shm__set(err, e);
+    return q;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
+{
+    int problems;
+    if (!h) {
+        if (level >= 0) shm__print(2, "shmalloc_check: no current symmetric heap\n");
+        return 1;
+    }
+    shm__lock(h);
+    problems = shmalloc_tlsf_check(h->tlsf, level);
+    shm__unlock(h);
+    return problems;
+}
+
+/* Statistics: counts from one walk, then the map and the block lines. */
+typedef struct shm__tally {
+    size_t count[2], bytes[2]; /* [0] free, [1] busy */
+    char map[201];
+    size_t fill;
+    int level;
+} shm__tally;
+
+static int shm__tally_block(void *user, const shmalloc_block_info *b)
+{
+    shm__tally *s = (shm__tally *)user;
+    s->count[b->used]++;
+    s->bytes[b->used] += b->size;
+    if (s->level >= 2)
+        shm__print(1, "  block at offset %zu: %zu bytes, %s\n", b->offset, b->size, b->used ? "busy" : "free");
+    return 0;
+}
+
+static int shm__map_block(void *user, const shmalloc_block_info *b)
+{
+    shm__tally *s = (shm__tally *)user;
+    s->map[s->fill++] = b->used ? '*' : '.';
+    if (s->fill == sizeof s->map - 1) {
+        s->map[s->fill] = 0;
+        shm__print(1, "%s", s->map);
+        s->fill = 0;
+    }
+    return 0;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
+{
+    static const char *const names[SHM__CALLS] = {"malloc", "free", "realloc", "align", "calloc"};
+    shmalloc_counters c;
+    shm__tally s;
+    int i;
+    if (!h) {
+        shm__print(1, "shmalloc_stats: no current symmetric heap\n");
+        return;
+    }
+    SHMALLOC_MEMSET(&s, 0, sizeof s);
+    s.level = level;
+    shm__lock(h);
+    shmalloc_tlsf_counters(h->tlsf, &c);
+    shm__print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", shm__user((const shm__block *)(void *)h->tlsf->base), c.capacity);
+    for (i = 0; i < SHM__CALLS; i++) shm__print(1, " %s %zu%s", names[i], h->calls[i], i + 1 < SHM__CALLS ? "," : "\n");
+    if (level >= 2) shm__print(1, "  blocks:\n");
+    shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
+    shm__print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
+               s.count[0], s.bytes[0], c.largest_free);
+    shm__print(1, "  spec: 0 blocks, 0 bytes\n  high water: %zu bytes\n", c.high_water);
+    if (level >= 1) {
+        shm__print(1, "  map: ");
+        shmalloc_tlsf_walk(h->tlsf, shm__map_block, &s);
+        s.map[s.fill] = 0;
+        shm__print(1, "%s\n", s.map);
+    }
+    shm__unlock(h);
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return h->tlsf->base; }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return h->tlsf->capacity; }
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
+{
+    return (uintptr_t)p >= (uintptr_t)h->tlsf->base && (uintptr_t)p < (uintptr_t)h->tlsf->sentinel;
+}
+
+/* ---- current heap ---- */
+static SHMALLOC_TLS shmalloc_heap *shm__current;
+static shmalloc_heap *shm__process_heap;
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h) { shm__current = h; }
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h) { shm__process_heap = h; }
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
+{
+    return shm__current ? shm__current : shm__process_heap;
+}
+
+/* ---- heap size from the environment ---- */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out)
+{
+    const char *p = text;
+    uint64_t whole = 0, frac = 0, scale = 1, limit = (uint64_t)1 << SHMALLOC_MAX_LOG2, value;
+    unsigned shift = 0;
+    int digits = 0;
+    if (!p) return -1;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > limit) return -1;
+    }
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (scale < 1000000000) { /* nine decimals are plenty */
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                scale *= 10;
+            }
+    if (!digits) return -1;
+    switch (*p) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    case '\0': break;
+    default: return -1;
+    }
+    if (*p && p[1]) return -1;
+    if (whole > limit >> shift) return -1;
+    value = (whole << shift) + (uint64_t)((double)frac / (double)scale * (double)((uint64_t)1 << shift));
+    if (value == 0 || value > limit) return -1;
+    *out = (size_t)value;
+    return 0;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
+{
+    static const char *const names[] = {"SHMEM_SYMMETRIC_HEAP_SIZE", "SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *value = getenv(names[i]);
+        if (!value) continue;
+        if (shmalloc_parse_size(value, out) == 0) return 0;
+        shm__print(2,
+                   "shmalloc: %s=\"%s\" is not a heap size: expected a positive number, decimals allowed, "
+                   "with an optional K, M, G or T suffix (powers of 1024), at most %lluT, e.g. 512M or 1.5G\n",
+                   names[i], value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 40));
+        return -1;
+    }
+    *out = SHMALLOC_DEFAULT_HEAP_SIZE;
+    return 0;
+}
+
+/* >> shmem names ------------------------------------------------------------ */
+#if !defined(SHMALLOC_NO_SHMEM_NAMES)
+SHMALLOC_TLS long malloc_error = SHMEM_MALLOC_OK;
+
+SHMALLOC_DEF SHMALLOC_API void *shmem_malloc(size_t size)
+{
+    return shmalloc_heap_malloc(shmalloc_current(), size, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API void *shmalloc(size_t size) { return shmem_malloc(size); }
+SHMALLOC_DEF SHMALLOC_API void shmem_free(void *ptr) { shmalloc_heap_free(shmalloc_current(), ptr, &malloc_error); }
+SHMALLOC_DEF SHMALLOC_API void shfree(void *ptr) { shmem_free(ptr); }
+SHMALLOC_DEF SHMALLOC_API void *shmem_realloc(void *ptr, size_t size)
+{
+    return shmalloc_heap_realloc(shmalloc_current(), ptr, size, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
+SHMALLOC_DEF SHMALLOC_API void *shmem_align(size_t alignment, size_t size)
+{
+    return shmalloc_heap_align(shmalloc_current(), alignment, size, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API void *shmemalign(size_t alignment, size_t size) { return shmem_align(alignment, size); }
+SHMALLOC_DEF SHMALLOC_API void *shmem_calloc(size_t count, size_t size)
+{
+    return shmalloc_heap_calloc(shmalloc_current(), count, size, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
+{
+    (void)hints; /* every block suits remote atomics and signals */
+    return shmem_malloc(size);
+}
+SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level) { return shmalloc_heap_check(shmalloc_current(), level); }
+SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { shmalloc_heap_stats(shmalloc_current(), level); }
+#endif
+
+#endif /* SHMALLOC_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+MIT License
+
+Copyright (c) 2026 The shmalloc authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+*/

@@ -129,11 +129,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *
 typedef struct shmalloc_tlsf shmalloc_tlsf;
 
 typedef struct shmalloc_counters {
-    size_t capacity;       /* bytes of block space, headers included */
+    size_t capacity;       /* bytes of all blocks, headers included; the last
+                              block's payload may reach 8 bytes beyond */
     size_t in_use;         /* bytes in used blocks, headers included */
     size_t free;           /* capacity - in_use */
     size_t largest_free;   /* size of the largest free block */
-    size_t high_water;     /* highest offset ever reached by a used block */
+    size_t high_water;     /* highest offset ever reached by a used block's
+                              usable bytes */
     size_t used_blocks;    /* number of used blocks */
 } shmalloc_counters;
 
@@ -235,8 +237,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level);
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h);
 /* Start of the block space: offsets of symmetric objects are from here. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h);
+/* Bytes from the base that user data may occupy: counters.capacity + 8,
+   since the last block's payload ends 8 bytes past the last block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
-/* 1 when p lies inside the heap's block space. */
+/* 1 when p lies in [base, base + shmalloc_heap_size). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
 
 /* >> threads ----------------------------------------------------------------
@@ -264,7 +268,9 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
-#  if defined(SHMALLOC_STATIC)
+#  if defined(SHMALLOC_STATIC) && (defined(__GNUC__) || defined(__clang__))
+static SHMALLOC_TLS long malloc_error __attribute__((unused));
+#  elif defined(SHMALLOC_STATIC)
 static SHMALLOC_TLS long malloc_error;
 #  else
 extern SHMALLOC_TLS long malloc_error;
@@ -376,6 +382,7 @@ static void shm__print(int stream, const char *fmt, ...)
    without trusting bytes the user may have overwritten. */
 #define SHM__FREE ((size_t)1)
 #define SHM__PREV_FREE ((size_t)2)
+#define SHM__RESERVED ((size_t)12) /* bits 2 and 3: always zero */
 #define SHM__ALIGN_SHIFT 58
 #define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
 #define SHM__MIN_BLOCK ((size_t)32)
@@ -562,7 +569,7 @@ static void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 
 static void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water mark */
 {
-    size_t end = shm__offset(t, b) + shm__size(b);
+    size_t end = shm__offset(t, b) + shm__size(b) + 8; /* the end of the usable bytes */
     if (end > t->high_water) t->high_water = end;
 }
 
@@ -717,9 +724,9 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         b->header += nsize;
         shm__at(b, shm__size(b))->header &= ~SHM__PREV_FREE;
         t->in_use += nsize;
-        shm__reach(t, b);
     }
     shm__trim(t, b, r->size);
+    shm__reach(t, b);
     return shm__user(b);
 }
 
@@ -741,7 +748,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
     size_t area, i, j;
     shmalloc_tlsf *t;
     shm__block *first;
-    if (!mem || ((uintptr_t)mem & 15) || bytes < SHM__CONTROL + 64) return NULL;
+    if (!mem || ((uintptr_t)mem & 15) || bytes < SHM__CONTROL + 16 + SHM__MIN_BLOCK) return NULL;
     /* the largest block space whose start map and control still fit */
     area = (bytes - SHM__CONTROL) / 129 * 128 & ~(size_t)15;
     while (area && area + shm__map_bytes(area) + SHM__CONTROL > bytes) area -= 16;
@@ -886,6 +893,16 @@ static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
     return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
+/* Does a block start at b?  Used blocks are in the start map; a free one
+   must have a sane size and its successor's back link. */
+static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
+{
+    size_t size = shm__size(b);
+    if (b == t->sentinel || shm__starts_used(t, b)) return 1;
+    return (b->header & SHM__FREE) && size >= SHM__MIN_BLOCK &&
+           size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) && shm__at(b, size)->prev_phys == b;
+}
+
 /* The physical chain: sizes, flags, back links, start map, counters.
    Returns the number of free blocks seen. */
 static size_t shm__check_chain(shm__checker *c)
@@ -895,9 +912,12 @@ static size_t shm__check_chain(shm__checker *c)
     size_t nfree = 0, nused = 0, used_bytes = 0, prev_free = 0, marked = 0, i;
     while (b != t->sentinel) {
         size_t off = shm__offset(t, b) + 16, size = shm__size(b), is_free = b->header & SHM__FREE;
-        if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b)) {
-            shm__problem(c, "block at offset %zu: size %zu (header 0x%zx) %s", off, size, b->header,
-                         size < SHM__MIN_BLOCK ? "is below the minimum block" : "runs past the end of the heap");
+        if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) ||
+            (b->header & SHM__RESERVED)) {
+            shm__problem(c, "block at offset %zu: header 0x%zx %s", off, b->header,
+                         b->header & SHM__RESERVED   ? "is not a multiple of 16"
+                         : size < SHM__MIN_BLOCK     ? "gives a size below the minimum block"
+                                                     : "gives a size that runs past the end of the heap");
             return nfree;
         }
         if (!(b->header & SHM__PREV_FREE) != !prev_free)
@@ -922,6 +942,11 @@ static size_t shm__check_chain(shm__checker *c)
             shm__print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
         prev_free = is_free;
         b = shm__at(b, size);
+        if (!shm__plausible(t, b)) {
+            shm__problem(c, "block at offset %zu: its size %zu leads to offset %zu, where no block starts", off, size,
+                         shm__offset(t, b) + 16);
+            return nfree;
+        }
     }
     if (t->sentinel->header != (prev_free ? SHM__PREV_FREE : 0))
         shm__problem(c, "end-of-heap marker overwritten (header 0x%zx)", t->sentinel->header);
@@ -1076,12 +1101,12 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     }
     if (!t) e = SHMEM_MALLOC_BAD_SIZE;
     else if (tp->register_region) {
-        registered = tp->register_region(tp->user, t->base, t->capacity) == 0;
+        registered = tp->register_region(tp->user, t->base, t->capacity + 8) == 0;
         if (!registered) e = SHMEM_MALLOC_FAIL;
     }
     e = shm__agree(tp, bytes, e);
     if (e) {
-        if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, t->capacity);
+        if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, t->capacity + 8);
         shm__set(err, e);
         return NULL;
     }
@@ -1097,7 +1122,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 {
     if (!h) return;
     h->tp.barrier(h->tp.user);
-    if (h->tp.deregister_region) h->tp.deregister_region(h->tp.user, h->tlsf->base, h->tlsf->capacity);
+    if (h->tp.deregister_region) h->tp.deregister_region(h->tp.user, h->tlsf->base, shmalloc_heap_size(h));
 }
 
 /* malloc, align and calloc: `e` is an error found before the call (calloc's
@@ -1282,10 +1307,12 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return h->tlsf->base; }
-SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return h->tlsf->capacity; }
+/* The last block's payload runs into the sentinel's first word. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return h->tlsf->capacity + 8; }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {
-    return (uintptr_t)p >= (uintptr_t)h->tlsf->base && (uintptr_t)p < (uintptr_t)h->tlsf->sentinel;
+    return (uintptr_t)p >= (uintptr_t)h->tlsf->base &&
+           (uintptr_t)p - (uintptr_t)h->tlsf->base < shmalloc_heap_size(h);
 }
 
 /* ---- current heap ---- */
@@ -1344,8 +1371,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
         if (shmalloc_parse_size(value, out) == 0) return 0;
         shm__print(2,
                    "shmalloc: %s=\"%s\" is not a heap size: expected a positive number, decimals allowed, "
-                   "with an optional K, M, G or T suffix (powers of 1024), at most %lluT, e.g. 512M or 1.5G\n",
-                   names[i], value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 40));
+                   "with an optional K, M, G or T suffix (powers of 1024), at most %lluG, e.g. 512M or 1.5G\n",
+                   names[i], value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
         return -1;
     }
     *out = SHMALLOC_DEFAULT_HEAP_SIZE;
@@ -1354,7 +1381,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
 
 /* >> shmem names ------------------------------------------------------------ */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
+#  if defined(SHMALLOC_STATIC)
+static SHMALLOC_TLS long malloc_error = SHMEM_MALLOC_OK;
+#  else
 SHMALLOC_TLS long malloc_error = SHMEM_MALLOC_OK;
+#  endif
 
 SHMALLOC_DEF SHMALLOC_API void *shmem_malloc(size_t size)
 {

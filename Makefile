@@ -1,0 +1,107 @@
+# shmalloc: `make demo` runs the example, `make test` runs every test
+# (installing what it needs with apt-get when run as root).
+
+CC      ?= cc
+OPT     ?= -O2 -g
+STD     ?= -std=c99
+WARN     = -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Wstrict-prototypes -Wmissing-prototypes -Werror
+SAN     ?=
+CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
+LDLIBS   = -pthread
+B       ?= build
+RUN     ?=
+TESTS    = test_tlsf test_heap test_pthreads
+HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
+PTHREADS = transports/shmalloc_pthreads.c
+
+.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check clean
+
+all: examples libs
+examples: $(B)/hello_pthreads $(B)/vendor_runtime
+libs: $(B)/libshmalloc_pthreads.a
+
+$(B):
+	mkdir -p $(B)
+
+$(B)/%.o: transports/%.c $(HEADERS) | $(B)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/libshmalloc_pthreads.a: $(B)/shmalloc_pthreads.o
+	ar rcs $@ $^
+
+$(B)/hello_pthreads: examples/hello_pthreads.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a $(LDLIBS) -o $@
+
+$(B)/vendor_runtime: examples/vendor_runtime.c shmalloc.h | $(B)
+	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
+
+$(B)/test_tlsf: tests/test_tlsf.c tests/shmalloc_impl.c shmalloc.h | $(B)
+	$(CC) $(CFLAGS) tests/test_tlsf.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_heap: tests/test_heap.c tests/shmalloc_impl.c shmalloc.h | $(B)
+	$(CC) $(CFLAGS) tests/test_heap.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_pthreads: tests/test_pthreads.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
+
+demo: $(B)/hello_pthreads
+	./$(B)/hello_pthreads 4
+
+# Criterion is the one package a fresh Debian machine lacks.
+deps:
+	@if ! printf '#include <criterion/criterion.h>\n' | $(CC) -E -x c - >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null; \
+	  else echo "make test needs libcriterion-dev (apt-get install libcriterion-dev, as root)" >&2; exit 1; fi; \
+	fi
+	@if [ -n "$(NEED)" ] && ! command -v $(NEED) >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NEED) >/dev/null; fi
+
+# Each test binary runs its tests in forked workers; a failure stops the run.
+# Sanitizers abort on their first report, so Criterion counts it as a crash;
+# Valgrind writes one log per process, and any non-empty log fails the run.
+export ASAN_OPTIONS  = abort_on_error=1:detect_leaks=1
+export UBSAN_OPTIONS = abort_on_error=1:halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS  = abort_on_error=1:halt_on_error=1
+JOBS ?= 2
+run-tests: $(addprefix $(B)/,$(TESTS)) examples
+	@rm -rf $(B)/vg && mkdir -p $(B)/vg
+	@set -e; for t in $(TESTS); do echo "== $$t"; $(RUN) ./$(B)/$$t --jobs $(JOBS); done
+	$(RUN) ./$(B)/vendor_runtime 3
+	$(RUN) ./$(B)/hello_pthreads 4 >/dev/null
+	@if [ -n "$$(find $(B)/vg -name '*.log' -size +0)" ]; then \
+	  cat $$(find $(B)/vg -name '*.log' -size +0); echo "valgrind reported errors" >&2; exit 1; fi
+
+test: deps
+	$(MAKE) run-tests
+
+test-asan: deps
+	$(MAKE) run-tests B=build/asan OPT="-O1 -g" \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+
+test-tsan: deps
+	$(MAKE) run-tests B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
+
+test-valgrind: deps
+	$(MAKE) deps NEED=valgrind
+	$(MAKE) run-tests B=build/valgrind OPT="-O1 -g" \
+	  JOBS=1 RUN="valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
+	  --log-file=build/valgrind/vg/%p.log"
+
+# The header warnings-clean as C99 and C11 under gcc and clang, and its
+# declarations (with the transport's) as C++17 under g++ and clang++.
+compile-check:
+	@set -e; for cc in gcc clang; do for std in c99 c11; do \
+	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG=3 -DSHMALLOC_SL_LOG2=4"; do \
+	    echo "$$cc -std=$$std $$v"; \
+	    $$cc -std=$$std $(WARN) $$v -I. -c tests/shmalloc_impl.c -o /dev/null; done; \
+	  $$cc -std=$$std $(WARN) -I. -c $(PTHREADS) -o /dev/null; \
+	  $$cc -std=$$std $(WARN) -I. -c examples/hello_pthreads.c -o /dev/null; \
+	  $$cc -std=$$std $(WARN) -I. -c examples/vendor_runtime.c -o /dev/null; done; done
+	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \
+	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
+	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
+	@echo "compile-check: all clean"
+
+clean:
+	rm -rf build

@@ -1,0 +1,1038 @@
+/* test_pthreads.c - the symmetric heap on the pthreads transport: 1, 2, 4
+   and 8 PEs as threads of the test process.
+
+   Criterion's asserts belong to the test's main thread, so PE threads
+   record failures (a count and the first message) through PE_CHECK and
+   run_pes asserts on them once shmalloc_pthreads_run has returned. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* setenv, nanosleep, pthread */
+#endif
+#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+
+#include "transports/shmalloc_pthreads.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_PES 8
+#define SMALL_HEAP ((size_t)1 << 20)
+#define TEST_TIMEOUT 60 /* seconds; a hang fails instead of blocking the run */
+
+/* ---- failures found in PE threads --------------------------------------- */
+static int failure_count;
+static char first_failure[600];
+
+static void pe_failed(int line, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    if (__atomic_add_fetch(&failure_count, 1, __ATOMIC_ACQ_REL) != 1) return;
+    n = snprintf(first_failure, sizeof first_failure, "line %d, PE %d of %d: ", line,
+                 shmem_my_pe(), shmem_n_pes());
+    if (n < 0 || (size_t)n >= sizeof first_failure) n = 0;
+    va_start(ap, fmt);
+    vsnprintf(first_failure + n, sizeof first_failure - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+#define PE_CHECK(cond)                                                                     \
+    do {                                                                                   \
+        if (!(cond)) pe_failed(__LINE__, "%s is false (malloc_error %ld)", #cond, malloc_error); \
+    } while (0)
+
+#define PE_CHECK_EQ(got, want)                                                             \
+    do {                                                                                   \
+        long long got_ = (long long)(got), want_ = (long long)(want);                      \
+        if (got_ != want_)                                                                 \
+            pe_failed(__LINE__, "%s is %lld, expected %s = %lld", #got, got_, #want, want_); \
+    } while (0)
+
+/* State the PE threads of one test share; Criterion runs each test in a
+   fresh process, run_pes clears it anyway. */
+static struct {
+    void *ptrs[MAX_PES];
+    long errors[MAX_PES];
+    size_t values[MAX_PES];
+    int arrived; /* atomic */
+    int calls;   /* atomic: pe_main invocations */
+} shared;
+
+static void run_pes(int npes, size_t heap_size, void (*pe_main)(void *), void *arg)
+{
+    int rc, failures;
+    memset(&shared, 0, sizeof shared);
+    rc = shmalloc_pthreads_run(npes, heap_size, pe_main, arg);
+    failures = __atomic_load_n(&failure_count, __ATOMIC_ACQUIRE);
+    cr_assert_eq(rc, 0, "shmalloc_pthreads_run(%d PEs) returned %d", npes, rc);
+    cr_assert_eq(failures, 0, "%d failed checks with %d PEs; first: %s", failures, npes,
+                 first_failure);
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts;
+    ts.tv_sec = us / 1000000L;
+    ts.tv_nsec = (us % 1000000L) * 1000L;
+    nanosleep(&ts, NULL);
+}
+
+static shmalloc_counters heap_counters(void)
+{
+    shmalloc_counters c;
+    shmalloc_tlsf_counters(shmalloc_heap_tlsf(shmalloc_current()), &c);
+    return c;
+}
+
+static long block_state(const void *p)
+{
+    return shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), p);
+}
+
+/* Collective: p on every PE is the block shmem_ptr names from every peer. */
+static void check_symmetric(void *p, int line)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), q;
+    shared.ptrs[me] = p;
+    shmem_barrier_all();
+    for (q = 0; q < npes; q++) {
+        void *mapped = p != NULL ? shmem_ptr(p, q) : NULL;
+        if (mapped != shared.ptrs[q])
+            pe_failed(line, "shmem_ptr(%p, %d) is %p but PE %d got %p", p, q, mapped, q,
+                      shared.ptrs[q]);
+    }
+    shmem_barrier_all(); /* nobody publishes the next pointer while others read */
+}
+#define CHECK_SYMMETRIC(p) check_symmetric((p), __LINE__)
+
+/* Every heap-changing test ends each PE here. */
+static void check_heap_empty(int line)
+{
+    shmalloc_counters c = heap_counters();
+    if (shmalloc_check(-1) != 0) pe_failed(line, "shmalloc_check(-1) found a corrupted heap");
+    if (c.used_blocks != 0) pe_failed(line, "%zu blocks still in use", c.used_blocks);
+}
+#define CHECK_HEAP_EMPTY() check_heap_empty(__LINE__)
+
+/* Byte i of the fill with `tag`: start and stride both depend on the tag,
+   so a stale block of another tag does not pass for a fresh one. */
+static unsigned char pattern(unsigned tag, size_t i)
+{
+    unsigned h = tag * 2654435761u;
+    return (unsigned char)((h >> 24) + (unsigned)i * (((h >> 16) & 0x7fu) * 2u + 1u));
+}
+
+static void fill(void *p, size_t n, unsigned tag)
+{
+    unsigned char *b = (unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++) b[i] = pattern(tag, i);
+}
+
+/* Index of the first byte that differs from fill(.., tag), or n. */
+static size_t first_unlike(const void *p, size_t n, unsigned tag)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != pattern(tag, i)) return i;
+    return n;
+}
+
+static int pe_counts[] = {1, 2, 4, 8};
+
+/* A test run once for each PE count; *npes in its body. */
+#define PE_COUNT_TEST(name)                                                              \
+    ParameterizedTestParameters(pes, name)                                              \
+    {                                                                                   \
+        return cr_make_param_array(int, pe_counts, sizeof pe_counts / sizeof pe_counts[0]); \
+    }                                                                                   \
+    ParameterizedTest(int *npes, pes, name, .timeout = TEST_TIMEOUT)
+
+/* ---- symmetry and data movement ------------------------------------------- */
+static void pe_malloc_symmetric(void *arg)
+{
+    static const size_t sizes[] = {1, 16, 17, 100, 4096, 3, 70000, 24};
+    void *p[sizeof sizes / sizeof sizes[0]];
+    size_t i, n = sizeof sizes / sizeof sizes[0];
+    (void)arg;
+    for (i = 0; i < n; i++) {
+        p[i] = shmem_malloc(sizes[i]);
+        PE_CHECK(p[i] != NULL);
+        PE_CHECK(((uintptr_t)p[i] & (SHMALLOC_ALIGNMENT - 1)) == 0);
+        CHECK_SYMMETRIC(p[i]);
+        memset(p[i], shmem_my_pe(), sizes[i]);
+    }
+    shmem_free(p[1]);
+    shfree(p[4]);
+    shmem_free(p[6]);
+    p[1] = shmem_malloc(10);
+    CHECK_SYMMETRIC(p[1]);
+    p[4] = shmalloc(5000);
+    CHECK_SYMMETRIC(p[4]);
+    p[6] = shmem_malloc_with_hints(300, SHMEM_MALLOC_ATOMICS_REMOTE | 0x100L);
+    CHECK_SYMMETRIC(p[6]);
+    for (i = 0; i < n; i++) shmem_free(p[i]);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_returns_the_same_offset_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_malloc_symmetric, NULL);
+}
+
+#define RING_BYTES 1000
+
+static void pe_put_get(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    int left = (me + npes - 1) % npes, right = (me + 1) % npes;
+    unsigned char *buf = (unsigned char *)shmem_malloc(RING_BYTES);
+    unsigned char local[RING_BYTES];
+    size_t at;
+    (void)arg;
+    PE_CHECK(buf != NULL);
+    if (buf == NULL) return;
+    memset(buf, 0xee, RING_BYTES);
+    fill(local, RING_BYTES, (unsigned)me);
+    shmem_barrier_all(); /* every buf is initialised before anyone puts into it */
+    shmem_putmem(buf, local, RING_BYTES, right);
+    shmem_putmem(buf, local + 1, 0, right); /* zero bytes: no effect */
+    shmem_barrier_all();
+    at = first_unlike(buf, RING_BYTES, (unsigned)left);
+    if (at != RING_BYTES) pe_failed(__LINE__, "byte %zu put by PE %d is wrong", at, left);
+
+    memset(local, 0, sizeof local);
+    shmem_getmem(local, buf, RING_BYTES, right); /* right's buf holds our bytes */
+    at = first_unlike(local, RING_BYTES, (unsigned)me);
+    if (at != RING_BYTES) pe_failed(__LINE__, "byte %zu got from PE %d is wrong", at, right);
+    shmem_free(buf);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(putmem_lands_in_the_peer_block_and_getmem_reads_it_back)
+{
+    run_pes(*npes, SMALL_HEAP, pe_put_get, NULL);
+}
+
+static void pe_barrier_rounds(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), q;
+    size_t round;
+    (void)arg;
+    for (round = 1; round <= 2000; round++) {
+        shared.values[me] = round;
+        shmem_barrier_all();
+        for (q = 0; q < npes; q++)
+            if (shared.values[q] != round)
+                pe_failed(__LINE__, "round %zu: PE %d's write not seen", round, q);
+        shmem_barrier_all(); /* the next round's writes wait for these reads */
+    }
+}
+
+PE_COUNT_TEST(barrier_all_makes_every_pe_write_visible_to_all)
+{
+    run_pes(*npes, SMALL_HEAP, pe_barrier_rounds, NULL);
+}
+
+/* ---- every collective call is a barrier ------------------------------------ */
+#define COLLECTIVE_OPS 13
+
+/* Collective op k of a fixed sequence, successful and failing calls. */
+static void collective_op(int k, void **a, void **b)
+{
+    int on_stack = 0;
+    void *q;
+    switch (k) {
+    case 0: *a = shmem_malloc(128); break;
+    case 1: *b = shmem_calloc(8, 16); break;
+    case 2: *a = shmem_realloc(*a, 4096); break; /* grows */
+    case 3: *a = shmem_realloc(*a, 64); break;   /* shrinks */
+    case 4: shmem_free(*b); *b = NULL; break;
+    case 5: *b = shmem_align(256, 100); break;
+    case 6: *b = shmem_realloc(*b, 0); break;    /* frees */
+    case 7: *b = shmem_malloc_with_hints(50, SHMEM_MALLOC_SIGNAL_REMOTE); break;
+    case 8: shmem_free(&on_stack); break;        /* fails: not in the heap */
+    case 9: /* fails: too large; b is kept */
+        q = shmem_realloc(*b, (size_t)1 << 40);
+        if (q != NULL) *b = q;
+        break;
+    case 10: q = shmem_malloc((size_t)1 << 40); shmem_free(q); break; /* fails */
+    case 11: shfree(*b); *b = NULL; break;
+    default: shfree(*a); *a = NULL; break;
+    }
+}
+
+static void pe_collectives_wait(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), k, seen;
+    void *a = NULL, *b = NULL;
+    (void)arg;
+    for (k = 0; k < COLLECTIVE_OPS; k++) {
+        if (npes > 1 && me == k % npes) sleep_us(20000); /* the late PE */
+        __atomic_add_fetch(&shared.arrived, 1, __ATOMIC_SEQ_CST);
+        collective_op(k, &a, &b);
+        seen = __atomic_load_n(&shared.arrived, __ATOMIC_SEQ_CST);
+        if (seen != npes * (k + 1))
+            pe_failed(__LINE__, "left collective op %d with %d of %d arrivals", k, seen,
+                      npes * (k + 1));
+        shmem_barrier_all(); /* nobody arrives at op k+1 before all checked op k */
+    }
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(no_pe_leaves_a_collective_call_before_every_pe_arrived)
+{
+    run_pes(*npes, SMALL_HEAP, pe_collectives_wait, NULL);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+static void pe_bad_free_on_one_pe(void *arg)
+{
+    int me = shmem_my_pe(), on_stack = 0;
+    void *p = shmem_malloc(64);
+    (void)arg;
+    PE_CHECK(p != NULL);
+    shmem_free(me == 0 ? (void *)&on_stack : p);
+    /* With the all-reduce the failure is agreed: nobody freed, all report it. */
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(heap_counters().used_blocks, 1);
+    shmem_free(p);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(bad_free_on_one_pe_fails_on_every_pe_and_frees_nothing)
+{
+    run_pes(*npes, SMALL_HEAP, pe_bad_free_on_one_pe, NULL);
+}
+
+/* PE 0 fills most of its heap outside the collective layer, so only its
+   part of the next collective malloc fails. */
+static void pe_local_exhaustion(void *arg)
+{
+    int me = shmem_my_pe();
+    shmalloc_tlsf *t = shmalloc_heap_tlsf(shmalloc_current());
+    void *hog = me == 0 ? shmalloc_tlsf_malloc(t, SMALL_HEAP / 2 + 4096) : NULL;
+    size_t used_before = heap_counters().used_blocks;
+    void *p;
+    (void)arg;
+    PE_CHECK(me != 0 || hog != NULL);
+    p = shmem_malloc(SMALL_HEAP / 2);
+    PE_CHECK(p == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_FAIL);
+    PE_CHECK_EQ(heap_counters().used_blocks, used_before);
+    if (hog != NULL) PE_CHECK_EQ(shmalloc_tlsf_free(t, hog), SHMEM_MALLOC_OK);
+    shmem_barrier_all();
+    p = shmem_malloc(SMALL_HEAP / 2); /* now it fits everywhere */
+    PE_CHECK(p != NULL);
+    CHECK_SYMMETRIC(p);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_failing_on_one_pe_returns_null_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_local_exhaustion, NULL);
+}
+
+static void pe_private_error(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), q;
+    (void)arg;
+    PE_CHECK(shmem_malloc((size_t)1 << 40) == NULL); /* fails on every PE */
+    PE_CHECK(malloc_error != SHMEM_MALLOC_OK);
+    shmem_barrier_all();
+    if (me % 2 == 0) PE_CHECK(shmem_malloc(0) == NULL); /* local: sets OK */
+    shared.errors[me] = malloc_error;
+    shmem_barrier_all();
+    for (q = 0; q < npes; q++) {
+        if (q % 2 == 0) PE_CHECK_EQ(shared.errors[q], SHMEM_MALLOC_OK);
+        else PE_CHECK(shared.errors[q] != SHMEM_MALLOC_OK);
+    }
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_error_of_one_pe_is_not_seen_by_another)
+{
+    run_pes(*npes, SMALL_HEAP, pe_private_error, NULL);
+}
+
+static void check_mismatch(void *p, int line)
+{
+    long want = shmem_n_pes() > 1 ? SHMEM_MALLOC_SYMMSIZE_FAILED : SHMEM_MALLOC_OK;
+    if (shmem_n_pes() > 1 && p != NULL) pe_failed(line, "mismatched call returned %p", p);
+    if (malloc_error != want) pe_failed(line, "malloc_error %ld, expected %ld", malloc_error, want);
+}
+
+static void pe_mismatched_sizes(void *arg)
+{
+    size_t me = (size_t)shmem_my_pe(), used;
+    void *keep = shmem_malloc(100), *p;
+    (void)arg;
+    used = heap_counters().used_blocks;
+    fill(keep, 100, 5);
+    p = shmem_malloc(64 + me);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) shmem_free(p);
+    p = shmem_calloc(4 + me, 16);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) shmem_free(p);
+    p = shmem_align(64, 100 + 16 * me);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) shmem_free(p);
+    p = shmem_realloc(keep, 200 + me);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) keep = p;
+    PE_CHECK_EQ(heap_counters().used_blocks, used);
+    PE_CHECK_EQ(first_unlike(keep, 100, 5), 100); /* the old block is intact */
+    shmem_free(keep);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(mismatched_sizes_give_null_and_symmsize_failed_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_mismatched_sizes, NULL);
+}
+
+static void pe_malloc_zero(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), k;
+    (void)arg;
+    PE_CHECK(shmem_malloc((size_t)1 << 40) == NULL);
+    if (me == 0) /* alone: a barrier in it would pair with the peers' below */
+        for (k = 0; k < 3; k++) {
+            PE_CHECK(shmem_malloc(0) == NULL);
+            PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+            PE_CHECK(shmem_calloc(0, 8) == NULL);
+        }
+    __atomic_add_fetch(&shared.arrived, 1, __ATOMIC_SEQ_CST);
+    shmem_barrier_all();
+    PE_CHECK_EQ(__atomic_load_n(&shared.arrived, __ATOMIC_SEQ_CST), npes);
+    shmem_barrier_all();
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_zero_returns_null_with_ok_and_no_barrier)
+{
+    run_pes(*npes, SMALL_HEAP, pe_malloc_zero, NULL);
+}
+
+static void pe_free_null(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), k;
+    void *p = shmem_malloc(32);
+    (void)arg;
+    if (me == 0)
+        for (k = 0; k < 3; k++) {
+            shmem_free(NULL);
+            shfree(NULL);
+        }
+    PE_CHECK_EQ(heap_counters().used_blocks, 1);
+    __atomic_add_fetch(&shared.arrived, 1, __ATOMIC_SEQ_CST);
+    shmem_barrier_all();
+    PE_CHECK_EQ(__atomic_load_n(&shared.arrived, __ATOMIC_SEQ_CST), npes);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(free_null_does_nothing_and_does_not_synchronise)
+{
+    run_pes(*npes, SMALL_HEAP, pe_free_null, NULL);
+}
+
+/* ---- realloc, one case per test ----------------------------------------------- */
+static void pe_realloc_null(void *arg)
+{
+    void *p = shmem_realloc(NULL, 300);
+    (void)arg;
+    PE_CHECK(p != NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_SYMMETRIC(p);
+    shrealloc(p, 0);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_of_null_allocates_a_symmetric_block)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_null, NULL);
+}
+
+static void pe_realloc_zero(void *arg)
+{
+    void *p = shmem_malloc(300);
+    (void)arg;
+    PE_CHECK(shmem_realloc(p, 0) == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_ALREADY_FREE);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_to_zero_frees_the_block_and_returns_null)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_zero, NULL);
+}
+
+static void pe_realloc_grow(void *arg)
+{
+    void *p = shmem_malloc(64), *q; /* alone in a fresh heap: free space follows */
+    (void)arg;
+    fill(p, 64, 1);
+    q = shmem_realloc(p, 8192);
+    PE_CHECK(q == p);
+    PE_CHECK_EQ(first_unlike(q, 64, 1), 64);
+    PE_CHECK(shmalloc_tlsf_usable_size(shmalloc_heap_tlsf(shmalloc_current()), q) >= 8192);
+    CHECK_SYMMETRIC(q);
+    shmem_free(q);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_grows_in_place_into_following_free_space)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_grow, NULL);
+}
+
+static void pe_realloc_shrink(void *arg)
+{
+    void *p = shmem_malloc(8192), *after = shmem_malloc(16), *q;
+    (void)arg;
+    fill(p, 8192, 2);
+    q = shmem_realloc(p, 100);
+    PE_CHECK(q == p);
+    PE_CHECK_EQ(first_unlike(q, 100, 2), 100);
+    CHECK_SYMMETRIC(q);
+    shmem_free(after);
+    shmem_free(q);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_shrinks_in_place_keeping_the_contents)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_shrink, NULL);
+}
+
+static void pe_realloc_move(void *arg)
+{
+    void *p = shmem_malloc(200), *wall = shmem_malloc(16), *q;
+    int me = shmem_my_pe();
+    (void)arg;
+    fill(p, 200, (unsigned)me + 10);
+    q = shmem_realloc(p, 50000); /* wall blocks growth in place */
+    PE_CHECK(q != NULL && q != p);
+    PE_CHECK_EQ(first_unlike(q, 200, (unsigned)me + 10), 200);
+    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_ALREADY_FREE);
+    CHECK_SYMMETRIC(q);
+    shmem_free(wall);
+    shmem_free(q);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_moves_a_blocked_block_and_keeps_its_contents)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_move, NULL);
+}
+
+#define MOVE_BYTES ((size_t)2 << 20)
+
+/* A peer may put into the moved block as soon as realloc returns: the
+   owner's copy of the old contents must be finished by then. */
+static void pe_realloc_move_then_put(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    int left = (me + npes - 1) % npes, right = (me + 1) % npes;
+    unsigned char *p = (unsigned char *)shmem_malloc(MOVE_BYTES), *q, word[64];
+    void *wall = shmem_malloc(16);
+    (void)arg;
+    memset(p, 0x5a, MOVE_BYTES);
+    fill(word, sizeof word, (unsigned)me);
+    q = (unsigned char *)shmem_realloc(p, MOVE_BYTES + 4096);
+    PE_CHECK(q != NULL && q != p);
+    if (q == NULL) return;
+    shmem_putmem(q, word, sizeof word, right); /* no barrier first, on purpose */
+    shmem_barrier_all();
+    PE_CHECK_EQ(first_unlike(q, sizeof word, (unsigned)left), sizeof word);
+    PE_CHECK(q[sizeof word] == 0x5a && q[MOVE_BYTES - 1] == 0x5a);
+    shmem_free(wall);
+    shmem_free(q);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_returns_only_after_every_pe_moved_its_block)
+{
+    run_pes(*npes, (size_t)8 << 20, pe_realloc_move_then_put, NULL);
+}
+
+static void pe_realloc_fail(void *arg)
+{
+    void *p = shmem_malloc(500), *q;
+    (void)arg;
+    fill(p, 500, 3);
+    q = shmem_realloc(p, SMALL_HEAP * 4);
+    PE_CHECK(q == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_REALLOC_FAILED);
+    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(first_unlike(p, 500, 3), 500);
+    CHECK_SYMMETRIC(p);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_failure_returns_null_and_keeps_the_old_block)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_fail, NULL);
+}
+
+static void pe_realloc_bad_pointer(void *arg)
+{
+    int on_stack = 0;
+    void *p = shmem_malloc(64);
+    (void)arg;
+    PE_CHECK(shmem_realloc(&on_stack, 100) == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    PE_CHECK(shmem_realloc((char *)p + 16, 100) == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_ALIGNED);
+    shmem_free(p);
+    PE_CHECK(shmem_realloc(p, 100) == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_ALREADY_FREE);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(realloc_of_a_bad_pointer_returns_null_and_says_why)
+{
+    run_pes(*npes, SMALL_HEAP, pe_realloc_bad_pointer, NULL);
+}
+
+/* ---- align and calloc ---------------------------------------------------------- */
+#define ALIGN_HEAP ((size_t)4 << 20)
+
+static void pe_align(void *arg)
+{
+    static const size_t aligns[] = {1, 2, 8, 16, 32, 64, 128, 1024, 4096, 65536, (size_t)1 << 20};
+    void *p[sizeof aligns / sizeof aligns[0]], *spacer[sizeof aligns / sizeof aligns[0]];
+    size_t i, n = sizeof aligns / sizeof aligns[0];
+    (void)arg;
+    for (i = 0; i < n; i++) {
+        size_t want = aligns[i] < SHMALLOC_ALIGNMENT ? SHMALLOC_ALIGNMENT : aligns[i];
+        spacer[i] = shmem_malloc(24 + i * 40); /* so the next one is not aligned by luck */
+        p[i] = i % 2 ? shmemalign(aligns[i], 100 + i) : shmem_align(aligns[i], 100 + i);
+        PE_CHECK(p[i] != NULL);
+        if (((uintptr_t)p[i] & (want - 1)) != 0)
+            pe_failed(__LINE__, "shmem_align(%zu) gave %p", aligns[i], p[i]);
+        CHECK_SYMMETRIC(p[i]);
+    }
+    for (i = 0; i < n; i++) {
+        shmem_free(p[i]);
+        shmem_free(spacer[i]);
+    }
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(align_gives_aligned_blocks_at_the_same_offset_everywhere)
+{
+    run_pes(*npes, ALIGN_HEAP, pe_align, NULL);
+}
+
+static void pe_align_bad(void *arg)
+{
+    static const size_t bad[] = {0, 3, 24, 48, 1000};
+    size_t i;
+    (void)arg;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        PE_CHECK(shmem_align(bad[i], 64) == NULL);
+        PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
+    }
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(align_that_is_not_a_power_of_two_fails_with_memalign_failed)
+{
+    run_pes(*npes, SMALL_HEAP, pe_align_bad, NULL);
+}
+
+static void pe_calloc(void *arg)
+{
+    unsigned char *dirty = (unsigned char *)shmem_malloc(5000), *z;
+    size_t i;
+    (void)arg;
+    memset(dirty, 0xa5, 5000);
+    shmem_free(dirty);
+    z = (unsigned char *)shmem_calloc(50, 100);
+    PE_CHECK(z != NULL);
+    PE_CHECK(z == dirty); /* the dirtied block came back: the zeroing is real */
+    for (i = 0; z != NULL && i < 5000; i++)
+        if (z[i] != 0) {
+            pe_failed(__LINE__, "byte %zu of calloc's block is 0x%x", i, z[i]);
+            break;
+        }
+    CHECK_SYMMETRIC(z);
+    shmem_free(z);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(calloc_zeroes_memory_an_earlier_block_dirtied)
+{
+    run_pes(*npes, SMALL_HEAP, pe_calloc, NULL);
+}
+
+static void pe_calloc_overflow(void *arg)
+{
+    (void)arg;
+    PE_CHECK(shmem_calloc(SIZE_MAX / 2, 4) == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_BAD_SIZE);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(calloc_whose_count_times_size_overflows_fails_with_bad_size)
+{
+    run_pes(*npes, SMALL_HEAP, pe_calloc_overflow, NULL);
+}
+
+/* ---- shmem_ptr and friends --------------------------------------------------- */
+static void pe_ptr_edges(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), on_stack = 0, q;
+    char *p = (char *)shmem_malloc(64);
+    (void)arg;
+    PE_CHECK(shmem_ptr(p, me) == p);
+    PE_CHECK(shmem_ptr(p, -1) == NULL);
+    PE_CHECK(shmem_ptr(p, npes) == NULL);
+    PE_CHECK(shmem_ptr(&on_stack, me) == NULL);
+    PE_CHECK(shmem_ptr(&shared, 0) == NULL); /* globals are not symmetric here */
+    PE_CHECK(shmem_ptr(NULL, 0) == NULL);
+    for (q = 0; q < npes; q++) PE_CHECK_EQ(shmem_addr_accessible(p + 10, q), 1);
+    PE_CHECK_EQ(shmem_addr_accessible(p, npes), 0);
+    PE_CHECK_EQ(shmem_addr_accessible(p, -1), 0);
+    PE_CHECK_EQ(shmem_addr_accessible(&on_stack, 0), 0);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(shmem_ptr_is_null_for_a_bad_pe_or_an_address_outside_the_heap)
+{
+    run_pes(*npes, SMALL_HEAP, pe_ptr_edges, NULL);
+}
+
+Test(pthreads, pe_queries_outside_a_pe_thread_say_no_pe)
+{
+    int x = 0;
+    cr_assert_eq(shmem_my_pe(), -1);
+    cr_assert_eq(shmem_n_pes(), 0);
+    cr_assert_null(shmem_ptr(&x, 0));
+    cr_assert_eq(shmem_addr_accessible(&x, 0), 0);
+    shmem_barrier_all(); /* returns at once */
+    shmem_quiet();
+}
+
+static void pe_put_outside(void *arg)
+{
+    int on_stack = 0, one = 1;
+    (void)arg;
+    shmem_barrier_all();
+    if (shmem_my_pe() == shmem_n_pes() - 1) shmem_putmem(&on_stack, &one, sizeof one, 0);
+    shmem_barrier_all(); /* never completes: the put above ends the process */
+}
+
+Test(pthreads, putmem_to_a_non_symmetric_address_exits_with_status_1, .exit_code = 1,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    shmalloc_pthreads_run(2, SMALL_HEAP, pe_put_outside, NULL);
+}
+
+static void pe_get_past_end(void *arg)
+{
+    char *p = (char *)shmem_malloc(64), sink[64];
+    (void)arg;
+    if (shmem_my_pe() == 0) shmem_getmem(sink, p, SMALL_HEAP * 2, 1 % shmem_n_pes());
+    shmem_barrier_all();
+}
+
+Test(pthreads, getmem_of_a_range_past_the_heap_end_exits_with_status_1, .exit_code = 1,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    shmalloc_pthreads_run(2, SMALL_HEAP, pe_get_past_end, NULL);
+}
+
+static void pe_global_exit(void *arg)
+{
+    (void)arg;
+    if (shmem_my_pe() == 1) {
+        sleep_us(20000); /* the others are waiting in the barrier by now */
+        shmem_global_exit(7);
+    }
+    shmem_barrier_all();
+}
+
+Test(pthreads, global_exit_from_one_pe_ends_the_process_with_its_status, .exit_code = 7,
+     .timeout = TEST_TIMEOUT)
+{
+    shmalloc_pthreads_run(4, SMALL_HEAP, pe_global_exit, NULL);
+}
+
+/* ---- shmalloc_pthreads_run's own checks --------------------------------------- */
+static void pe_count_call(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&shared.calls, 1, __ATOMIC_RELAXED);
+}
+
+/* The redirected stderr, as text. */
+static void read_stderr(char *buf, size_t size)
+{
+    size_t n;
+    fflush(stderr);
+    n = fread(buf, 1, size - 1, cr_get_redirected_stderr());
+    buf[n] = '\0';
+}
+
+Test(pthreads, run_with_npes_outside_1_to_1024_fails_without_starting_pes,
+     .init = cr_redirect_stderr)
+{
+    static const int bad[] = {0, -1, 1025, 100000};
+    char text[2048];
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_neq(shmalloc_pthreads_run(bad[i], SMALL_HEAP, pe_count_call, NULL), 0,
+                      "npes %d accepted", bad[i]);
+    cr_assert_neq(shmalloc_pthreads_run(2, SMALL_HEAP, NULL, NULL), 0, "NULL pe_main accepted");
+    cr_assert_eq(shared.calls, 0);
+    read_stderr(text, sizeof text);
+    cr_assert(strstr(text, "npes is 100000") != NULL, "stderr was: %s", text);
+}
+
+/* Text the allocator printed through its output hook. */
+static char hook_text[2048];
+
+static void capture_output(void *user, int stream, const char *text)
+{
+    size_t used = strlen(hook_text);
+    (void)user;
+    if (stream == 2) snprintf(hook_text + used, sizeof hook_text - used, "%s", text);
+}
+
+static void clear_size_env(void)
+{
+    unsetenv("SHMEM_SYMMETRIC_HEAP_SIZE");
+    unsetenv("SHMEM_SYMMETRIC_SIZE");
+    unsetenv("SMA_SYMMETRIC_SIZE");
+}
+
+Test(pthreads, run_with_a_bad_heap_size_variable_fails_naming_it,
+     .init = cr_redirect_stderr)
+{
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "abc", 1);
+    shmalloc_set_output(capture_output, NULL);
+    cr_assert_neq(shmalloc_pthreads_run(2, 0, pe_count_call, NULL), 0);
+    shmalloc_set_output(NULL, NULL);
+    cr_assert_eq(shared.calls, 0);
+    cr_assert(strstr(hook_text, "SHMEM_SYMMETRIC_HEAP_SIZE") != NULL && strstr(hook_text, "abc"),
+              "message was: %s", hook_text);
+}
+
+Test(pthreads, run_fails_cleanly_when_the_heaps_cannot_be_mapped,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    char text[2048];
+    /* 8 x 32 TiB is more than a 47-bit address space holds. */
+    cr_assert_neq(shmalloc_pthreads_run(8, (size_t)1 << 45, pe_count_call, NULL), 0);
+    cr_assert_eq(shared.calls, 0);
+    read_stderr(text, sizeof text);
+    cr_assert(strstr(text, "cannot map") != NULL, "stderr was: %s", text);
+}
+
+/* What a PE sees of its heap's size: the largest block it can allocate. */
+static void pe_record_size(void *arg)
+{
+    void *p = shmem_malloc(*(const size_t *)arg);
+    shared.values[shmem_my_pe()] = shmalloc_heap_size(shmalloc_current());
+    shared.errors[shmem_my_pe()] = malloc_error;
+    shmem_free(p);
+}
+
+static size_t heap_size_with(size_t explicit_size, size_t must_fit)
+{
+    memset(&shared, 0, sizeof shared);
+    cr_assert_eq(shmalloc_pthreads_run(2, explicit_size, pe_record_size, &must_fit), 0);
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK, "malloc(%zu) failed", must_fit);
+    cr_assert_eq(shared.values[0], shared.values[1]);
+    return shared.values[0];
+}
+
+Test(pthreads, heap_size_comes_from_the_argument_then_each_variable_in_order,
+     .timeout = TEST_TIMEOUT)
+{
+    size_t one_m = (size_t)1 << 20, size;
+    clear_size_env();
+    setenv("SMA_SYMMETRIC_SIZE", "3M", 1);
+    size = heap_size_with(0, 3 * one_m);
+    cr_assert(size >= 3 * one_m && size < 4 * one_m, "SMA_SYMMETRIC_SIZE gave %zu", size);
+    setenv("SHMEM_SYMMETRIC_SIZE", "2m", 1);
+    size = heap_size_with(0, 2 * one_m);
+    cr_assert(size >= 2 * one_m && size < 3 * one_m, "SHMEM_SYMMETRIC_SIZE gave %zu", size);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1.5M", 1);
+    size = heap_size_with(0, 3 * one_m / 2);
+    cr_assert(size >= 3 * one_m / 2 && size < 2 * one_m, "SHMEM_SYMMETRIC_HEAP_SIZE gave %zu", size);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "abc", 1); /* never read: the argument wins */
+    size = heap_size_with(5 * one_m, 5 * one_m);
+    cr_assert(size >= 5 * one_m && size < 6 * one_m, "the argument gave %zu", size);
+    clear_size_env();
+    size = heap_size_with(0, SHMALLOC_DEFAULT_HEAP_SIZE);
+    cr_assert(size >= SHMALLOC_DEFAULT_HEAP_SIZE, "the default gave %zu", size);
+}
+
+/* ---- threads of one PE ------------------------------------------------------ */
+typedef struct helper_arg {
+    shmalloc_heap *heap;
+    int stop;   /* atomic */
+    int checks; /* checks that ran */
+    int bad;    /* checks that failed, or a PE identity seen */
+} helper_arg;
+
+static void *helper_main(void *arg)
+{
+    helper_arg *h = (helper_arg *)arg;
+    shmalloc_set_current(h->heap); /* as the threads section tells a PE's thread to */
+    if (shmem_my_pe() != -1) h->bad++;
+    while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE)) {
+        if (shmalloc_check(-1) != 0) h->bad++;
+        h->checks++;
+        sleep_us(100); /* leave the cpus to the PEs: there may be 16 threads on 2 */
+    }
+    return NULL;
+}
+
+static void pe_with_helper(void *arg)
+{
+    helper_arg h;
+    pthread_t thread;
+    void *p[16];
+    int round, i;
+    (void)arg;
+    memset(&h, 0, sizeof h);
+    h.heap = shmalloc_current();
+    PE_CHECK_EQ(pthread_create(&thread, NULL, helper_main, &h), 0);
+    for (round = 0; round < 50; round++) {
+        for (i = 0; i < 16; i++) p[i] = shmem_malloc((size_t)(16 + 32 * i + round));
+        for (i = 0; i < 16; i += 2) p[i] = shmem_realloc(p[i], (size_t)(500 + i));
+        for (i = 0; i < 16; i++) shmem_free(p[i]);
+    }
+    __atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(thread, NULL);
+    PE_CHECK_EQ(h.bad, 0);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(a_second_thread_of_a_pe_can_check_its_heap_during_collectives)
+{
+    run_pes(*npes, SMALL_HEAP, pe_with_helper, NULL);
+}
+
+/* ---- randomized stress ------------------------------------------------------- */
+#define STRESS_SLOTS 48
+#define STRESS_STEPS 10000
+#define STRESS_HEAP ((size_t)16 << 20)
+
+typedef struct stress_slot {
+    unsigned char *p;
+    size_t size;
+    unsigned tag; /* the fill of PE q is fill(.., tag + q) */
+} stress_slot;
+
+static uint64_t next_random(uint64_t *state) /* xorshift64*: same stream on every PE */
+{
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return *state * 0x2545f4914f6cdd1dULL;
+}
+
+static size_t random_size(uint64_t *rng)
+{
+    uint64_t r = next_random(rng);
+    return (size_t)(r % 8 == 0 ? 1 + (r >> 8) % 65536 : 1 + (r >> 8) % 2048);
+}
+
+static void stress_alloc(stress_slot *s, uint64_t *rng, unsigned tag)
+{
+    int me = shmem_my_pe();
+    uint64_t kind = next_random(rng) % 4;
+    s->size = random_size(rng);
+    if (kind == 0) s->p = (unsigned char *)shmem_calloc(1, s->size);
+    else if (kind == 1) s->p = (unsigned char *)shmem_align((size_t)16 << (next_random(rng) % 6), s->size);
+    else s->p = (unsigned char *)shmem_malloc(s->size);
+    if (s->p == NULL) {
+        pe_failed(__LINE__, "allocation of %zu bytes failed", s->size);
+        return;
+    }
+    s->tag = tag;
+    fill(s->p, s->size, tag + (unsigned)me);
+}
+
+static void stress_realloc(stress_slot *s, uint64_t *rng, unsigned tag)
+{
+    int me = shmem_my_pe();
+    size_t size = random_size(rng), keep = size < s->size ? size : s->size;
+    unsigned char *q = (unsigned char *)shmem_realloc(s->p, size);
+    if (q == NULL) {
+        pe_failed(__LINE__, "realloc to %zu bytes failed", size);
+        return;
+    }
+    if (first_unlike(q, keep, s->tag + (unsigned)me) != keep)
+        pe_failed(__LINE__, "realloc from %zu to %zu lost contents", s->size, size);
+    s->p = q;
+    s->size = size;
+    s->tag = tag;
+    fill(s->p, s->size, tag + (unsigned)me);
+}
+
+/* A peer's copy of slot s holds the peer's fill, at the same offset. */
+static void stress_verify(stress_slot *s, int peer, unsigned char *scratch)
+{
+    int me = shmem_my_pe();
+    shared.ptrs[me] = s->p;
+    shmem_barrier_all(); /* every fill so far is visible */
+    if (shmem_ptr(s->p, peer) != shared.ptrs[peer])
+        pe_failed(__LINE__, "slot at %p maps to %p on PE %d, which has %p", (void *)s->p,
+                  shmem_ptr(s->p, peer), peer, shared.ptrs[peer]);
+    else {
+        shmem_getmem(scratch, s->p, s->size, peer);
+        if (first_unlike(scratch, s->size, s->tag + (unsigned)peer) != s->size)
+            pe_failed(__LINE__, "PE %d's copy of a %zu-byte block is wrong", peer, s->size);
+    }
+    shmem_barrier_all(); /* the peer changes it only after we read */
+}
+
+static void pe_stress(void *arg)
+{
+    static stress_slot slots[MAX_PES][STRESS_SLOTS];
+    static unsigned char scratch[MAX_PES][65536];
+    stress_slot *mine = slots[shmem_my_pe()];
+    uint64_t rng = 0x5eed5eed12345ULL;
+    int step, npes = shmem_n_pes();
+    (void)arg;
+    for (step = 0; step < STRESS_STEPS; step++) { /* no early exit: it would strand peers */
+        stress_slot *s = &mine[next_random(&rng) % STRESS_SLOTS];
+        uint64_t action = next_random(&rng) % 8;
+        if (s->p == NULL) stress_alloc(s, &rng, (unsigned)step);
+        else if (action < 3) {
+            shmem_free(s->p);
+            s->p = NULL;
+        } else if (action < 6) stress_realloc(s, &rng, (unsigned)step);
+        else stress_verify(s, (int)(next_random(&rng) % (uint64_t)npes), scratch[shmem_my_pe()]);
+        if (step % 1000 == 0 && shmalloc_check(-1) != 0)
+            pe_failed(__LINE__, "heap corrupted at step %d", step);
+    }
+    for (step = 0; step < STRESS_SLOTS; step++) shmem_free(mine[step].p);
+    CHECK_HEAP_EMPTY();
+}
+
+Test(pthreads, ten_thousand_random_collective_calls_keep_data_and_symmetry,
+     .timeout = TEST_TIMEOUT)
+{
+    run_pes(4, STRESS_HEAP, pe_stress, NULL);
+}

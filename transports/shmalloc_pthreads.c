@@ -1,0 +1,496 @@
+/* shmalloc_pthreads.c - the pthreads transport: every PE is a thread of one
+   process, with its own mmap'ed symmetric heap.  See shmalloc_pthreads.h. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* MAP_ANONYMOUS and MAP_NORESERVE */
+#endif
+
+#define SHMALLOC_IMPLEMENTATION
+#include "../shmalloc.h"
+#include "shmalloc_pthreads.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ThreadSanitizer does not model fences (gcc rejects them under -Werror);
+   it checks the ordering the barrier's atomics give instead. */
+#if defined(__SANITIZE_THREAD__)
+#  define SHM__TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define SHM__TSAN 1
+#  endif
+#endif
+
+#define SHM__REDUCE_MAX 16                  /* values per all-reduce (contract) */
+#define SHM__SPIN_PAUSE 64                  /* barrier polls with a cpu pause */
+#define SHM__SPIN_YIELD 64                  /* then polls with sched_yield */
+#define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* heap base alignment cap */
+
+/* >> barrier -----------------------------------------------------------------
+   Central counter plus generation.  Waiters poll briefly, because PEs on
+   idle cores arrive within microseconds, then sleep, because with more PEs
+   than cores the last arriver needs the cpu a spinner would burn. */
+typedef struct shm__barrier {
+    unsigned count;      /* arrivals in this episode (atomic) */
+    unsigned generation; /* bumped when an episode completes (atomic) */
+    unsigned parties;
+    pthread_mutex_t mutex;
+    pthread_cond_t cond;
+} shm__barrier;
+
+static int shm__barrier_init(shm__barrier *b, unsigned parties)
+{
+    b->count = 0;
+    b->generation = 0;
+    b->parties = parties;
+    if (pthread_mutex_init(&b->mutex, NULL) != 0) return -1;
+    if (pthread_cond_init(&b->cond, NULL) != 0) {
+        pthread_mutex_destroy(&b->mutex);
+        return -1;
+    }
+    return 0;
+}
+
+static void shm__barrier_fini(shm__barrier *b)
+{
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->mutex);
+}
+
+static void shm__cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int shm__barrier_passed(shm__barrier *b, unsigned generation)
+{
+    return __atomic_load_n(&b->generation, __ATOMIC_ACQUIRE) != generation;
+}
+
+static void shm__barrier_wait(shm__barrier *b)
+{
+    /* Read before arriving: the episode cannot end without us. */
+    unsigned generation = __atomic_load_n(&b->generation, __ATOMIC_ACQUIRE);
+    int i;
+
+    if (__atomic_add_fetch(&b->count, 1u, __ATOMIC_ACQ_REL) == b->parties) {
+        /* Reset before the release below, so a PE that sees the new
+           generation and arrives at the next episode counts from 0. */
+        __atomic_store_n(&b->count, 0u, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&b->mutex);
+        __atomic_store_n(&b->generation, generation + 1u, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&b->cond);
+        pthread_mutex_unlock(&b->mutex);
+        return;
+    }
+    for (i = 0; i < SHM__SPIN_PAUSE + SHM__SPIN_YIELD; i++) {
+        if (shm__barrier_passed(b, generation)) return;
+        if (i < SHM__SPIN_PAUSE) shm__cpu_pause();
+        else sched_yield();
+    }
+    /* Checked under the mutex the last arriver bumps it under: no lost
+       wake-up. */
+    pthread_mutex_lock(&b->mutex);
+    while (!shm__barrier_passed(b, generation)) pthread_cond_wait(&b->cond, &b->mutex);
+    pthread_mutex_unlock(&b->mutex);
+}
+
+/* >> world -------------------------------------------------------------------
+   One run of shmalloc_pthreads_run: the PEs, their heaps, the shared state
+   of the barrier and the all-reduce. */
+typedef struct shm__world shm__world;
+
+typedef struct shm__pe {
+    shm__world *world;
+    int index;
+    unsigned reduce_calls; /* parity picks this call's all-reduce buffer */
+    void *mem;             /* the mmap'ed, aligned heap memory */
+    size_t mem_bytes;
+    shmalloc_heap *heap;   /* published to peers by the barrier after create */
+    long create_err;
+    int thread_started;
+    pthread_t thread;
+    pthread_mutex_t lock;  /* serialises the threads of this PE */
+} shm__pe;
+
+struct shm__world {
+    int npes;
+    void (*pe_main)(void *arg);
+    void *arg;
+    shm__barrier barrier;
+    uint64_t *reduce;      /* [2][npes][SHM__REDUCE_MAX] */
+    int create_failed;     /* written by the threads, read after join */
+    shm__pe *pes;
+    /* Start gate: threads wait here until all were created, so a failed
+       pthread_create cannot leave the others in the first barrier. */
+    pthread_mutex_t gate_mutex;
+    pthread_cond_t gate_cond;
+    int gate;              /* 0 closed, 1 run, -1 give up */
+};
+
+static SHMALLOC_TLS shm__pe *shm__self;
+
+/* >> transport ---------------------------------------------------------------
+   The shmalloc_transport members; user is the calling PE's shm__pe. */
+static int shm__tp_barrier(void *user)
+{
+    shm__pe *pe = (shm__pe *)user;
+    shm__barrier_wait(&pe->world->barrier);
+    return 0;
+}
+
+/* Double-buffered by call parity: a PE can write a parity's slots again
+   only after the next call's barrier, which every PE reaches only after it
+   has read this call's slots.  So one barrier per call suffices. */
+static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
+{
+    shm__pe *pe = (shm__pe *)user;
+    shm__world *w = pe->world;
+    size_t per_pe = SHM__REDUCE_MAX, n, i;
+    uint64_t *slots = w->reduce + (size_t)(pe->reduce_calls & 1u) * (size_t)w->npes * per_pe;
+    int bad = count < 0 || count > SHM__REDUCE_MAX, q;
+
+    n = bad ? 0 : (size_t)count;
+    pe->reduce_calls++;
+    for (i = 0; i < n; i++) slots[(size_t)pe->index * per_pe + i] = values[i];
+    shm__barrier_wait(&w->barrier); /* even when bad: no PE is left waiting */
+    for (q = 0; q < w->npes; q++) {
+        const uint64_t *peer = slots + (size_t)q * per_pe;
+        for (i = 0; i < n; i++)
+            if (peer[i] > values[i]) values[i] = peer[i];
+    }
+    return bad ? -1 : 0;
+}
+
+static int shm__tp_lock(void *user)
+{
+    return pthread_mutex_lock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
+}
+
+static int shm__tp_unlock(void *user)
+{
+    return pthread_mutex_unlock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
+}
+
+/* >> memory ------------------------------------------------------------------
+   Bases aligned to a power of two covering the heap keep every alignment
+   up to that size at the same offset on every PE. */
+static size_t shm__map_alignment(size_t bytes, size_t page)
+{
+    size_t align = page;
+    while (align < bytes && align < SHM__MAX_MAP_ALIGN) align <<= 1;
+    return align;
+}
+
+/* Maps bytes (rounded up to pages) at an aligned address; NULL on failure. */
+static void *shm__map_heap(size_t bytes, size_t *mapped)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len, align, head, tail;
+    char *raw;
+    uintptr_t start;
+
+    if (bytes > SIZE_MAX - page) return NULL;
+    len = (bytes + page - 1) & ~(page - 1);
+    align = shm__map_alignment(len, page);
+    if (len > SIZE_MAX - align) return NULL;
+    raw = (char *)mmap(NULL, len + align, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == (char *)MAP_FAILED) return NULL;
+    start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    head = (size_t)(start - (uintptr_t)raw);
+    tail = align - head;
+    if (head > 0) munmap(raw, head);
+    if (tail > 0) munmap((char *)start + len, tail);
+    *mapped = len;
+    return (void *)start;
+}
+
+/* >> pe threads --------------------------------------------------------------*/
+static int shm__wait_gate(shm__world *w)
+{
+    int gate;
+    pthread_mutex_lock(&w->gate_mutex);
+    while (w->gate == 0) pthread_cond_wait(&w->gate_cond, &w->gate_mutex);
+    gate = w->gate;
+    pthread_mutex_unlock(&w->gate_mutex);
+    return gate > 0;
+}
+
+static void shm__open_gate(shm__world *w, int gate)
+{
+    pthread_mutex_lock(&w->gate_mutex);
+    w->gate = gate;
+    pthread_cond_broadcast(&w->gate_cond);
+    pthread_mutex_unlock(&w->gate_mutex);
+}
+
+/* Collective: 1 when every PE created its heap.  The all-reduce's barrier
+   also publishes each pe->heap to the peers. */
+static int shm__all_created(shm__pe *pe)
+{
+    uint64_t failed = pe->heap == NULL ? 1u : 0u;
+    if (failed) __atomic_store_n(&pe->world->create_failed, 1, __ATOMIC_RELAXED);
+    shm__tp_allreduce_max(pe, &failed, 1);
+    return failed == 0;
+}
+
+static void *shm__pe_thread(void *arg)
+{
+    shm__pe *pe = (shm__pe *)arg;
+    shm__world *w = pe->world;
+    shmalloc_transport tp;
+
+    if (!shm__wait_gate(w)) return NULL;
+    memset(&tp, 0, sizeof tp);
+    tp.user = pe;
+    tp.barrier = shm__tp_barrier;
+    tp.allreduce_max = shm__tp_allreduce_max;
+    tp.lock = shm__tp_lock;
+    tp.unlock = shm__tp_unlock;
+    pe->heap = shmalloc_heap_create(pe->mem, pe->mem_bytes, &tp, &pe->create_err);
+    /* If some PE failed, those that succeeded skip destroy too: it is
+       collective, and the heaps hold nothing outside the memory we unmap. */
+    if (!shm__all_created(pe)) return NULL;
+    shm__self = pe;
+    shmalloc_set_current(pe->heap);
+    w->pe_main(w->arg);
+    shmem_quiet();
+    shm__barrier_wait(&w->barrier); /* peers may still read this heap */
+    shmalloc_heap_destroy(pe->heap);
+    shmalloc_set_current(NULL);
+    shm__self = NULL;
+    return NULL;
+}
+
+/* >> run ---------------------------------------------------------------------*/
+static int shm__world_init(shm__world *w, int npes, void (*pe_main)(void *), void *arg)
+{
+    memset(w, 0, sizeof *w);
+    w->npes = npes;
+    w->pe_main = pe_main;
+    w->arg = arg;
+    w->pes = (shm__pe *)calloc((size_t)npes, sizeof *w->pes);
+    w->reduce = (uint64_t *)calloc(2 * (size_t)npes * SHM__REDUCE_MAX, sizeof *w->reduce);
+    if (w->pes == NULL || w->reduce == NULL) goto fail_alloc;
+    if (shm__barrier_init(&w->barrier, (unsigned)npes) != 0) goto fail_alloc;
+    if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_barrier;
+    if (pthread_cond_init(&w->gate_cond, NULL) != 0) goto fail_gate;
+    return 0;
+fail_gate:
+    pthread_mutex_destroy(&w->gate_mutex);
+fail_barrier:
+    shm__barrier_fini(&w->barrier);
+fail_alloc:
+    free(w->pes);
+    free(w->reduce);
+    return -1;
+}
+
+static void shm__world_fini(shm__world *w)
+{
+    int q;
+    for (q = 0; q < w->npes; q++) {
+        if (w->pes[q].mem != NULL) {
+            munmap(w->pes[q].mem, w->pes[q].mem_bytes);
+            pthread_mutex_destroy(&w->pes[q].lock);
+        }
+    }
+    pthread_cond_destroy(&w->gate_cond);
+    pthread_mutex_destroy(&w->gate_mutex);
+    shm__barrier_fini(&w->barrier);
+    free(w->pes);
+    free(w->reduce);
+}
+
+/* Maps every PE's heap; -1 after a message when one cannot be mapped. */
+static int shm__map_all(shm__world *w, size_t bytes)
+{
+    int q;
+    for (q = 0; q < w->npes; q++) {
+        shm__pe *pe = &w->pes[q];
+        pe->world = w;
+        pe->index = q;
+        pe->mem = shm__map_heap(bytes, &pe->mem_bytes);
+        if (pe->mem == NULL) {
+            fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d\n",
+                    bytes, q);
+            return -1;
+        }
+        if (pthread_mutex_init(&pe->lock, NULL) != 0) {
+            munmap(pe->mem, pe->mem_bytes);
+            pe->mem = NULL;
+            fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Starts the threads behind the gate and joins them; -1 when one could
+   not be started (the others then return without touching their heaps). */
+static int shm__start_and_join(shm__world *w)
+{
+    int q, started = 1;
+    for (q = 0; q < w->npes && started; q++) {
+        shm__pe *pe = &w->pes[q];
+        pe->thread_started = pthread_create(&pe->thread, NULL, shm__pe_thread, pe) == 0;
+        started = pe->thread_started;
+    }
+    if (!started)
+        fprintf(stderr, "shmalloc_pthreads_run: cannot start the thread of PE %d\n", q - 1);
+    shm__open_gate(w, started ? 1 : -1);
+    for (q = 0; q < w->npes; q++)
+        if (w->pes[q].thread_started) pthread_join(w->pes[q].thread, NULL);
+    return started ? 0 : -1;
+}
+
+static void shm__report_create_failure(const shm__world *w)
+{
+    int q;
+    for (q = 0; q < w->npes; q++) {
+        if (w->pes[q].heap == NULL) {
+            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap "
+                    "(malloc_error %ld)\n", q, w->pes[q].create_err);
+            return;
+        }
+    }
+}
+
+static int shm__check_size(size_t heap_size, size_t *bytes)
+{
+    if (heap_size == 0 && shmalloc_heap_size_from_env(&heap_size) != 0) return -1;
+    if (heap_size == 0 || heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n",
+                heap_size, SHMALLOC_MAX_LOG2);
+        return -1;
+    }
+    *bytes = shmalloc_heap_bytes(heap_size);
+    if (*bytes < heap_size) {
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", heap_size);
+        return -1;
+    }
+    return 0;
+}
+
+int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
+{
+    shm__world w;
+    size_t bytes;
+    int rc;
+
+    if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
+        fprintf(stderr, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n", npes,
+                SHMALLOC_PTHREADS_MAX_PES);
+        return 1;
+    }
+    if (pe_main == NULL) {
+        fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
+        return 1;
+    }
+    if (shm__check_size(heap_size, &bytes) != 0) return 1;
+    if (shm__world_init(&w, npes, pe_main, arg) != 0) {
+        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
+        return 1;
+    }
+    rc = shm__map_all(&w, bytes) == 0 ? shm__start_and_join(&w) : -1;
+    if (rc == 0 && w.create_failed) {
+        shm__report_create_failure(&w);
+        rc = -1;
+    }
+    shm__world_fini(&w);
+    return rc == 0 ? 0 : 1;
+}
+
+/* >> shmem -------------------------------------------------------------------*/
+int shmem_my_pe(void)
+{
+    return shm__self != NULL ? shm__self->index : -1;
+}
+
+int shmem_n_pes(void)
+{
+    return shm__self != NULL ? shm__self->world->npes : 0;
+}
+
+void shmem_quiet(void)
+{
+    /* Puts are plain memcpy, complete on return: only ordering is left. */
+#if !defined(SHM__TSAN)
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+void shmem_barrier_all(void)
+{
+    if (shm__self == NULL) return;
+    shmem_quiet();
+    shm__barrier_wait(&shm__self->world->barrier);
+}
+
+static int shm__valid_pe(const shm__pe *me, int pe)
+{
+    return me != NULL && pe >= 0 && pe < me->world->npes;
+}
+
+void *shmem_ptr(const void *dest, int pe)
+{
+    shm__pe *me = shm__self;
+    size_t offset;
+
+    if (!shm__valid_pe(me, pe) || !shmalloc_heap_contains(me->heap, dest)) return NULL;
+    offset = (size_t)((const char *)dest - (const char *)shmalloc_heap_base(me->heap));
+    return (char *)shmalloc_heap_base(me->world->pes[pe].heap) + offset;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    shm__pe *me = shm__self;
+    return shm__valid_pe(me, pe) && shmalloc_heap_contains(me->heap, addr);
+}
+
+/* Peer pe's address of the symmetric range [addr, addr + n); ends the
+   process when the range is not wholly inside this PE's heap. */
+static char *shm__remote_range(const char *what, const void *addr, size_t n, int pe)
+{
+    shm__pe *me = shm__self;
+    uintptr_t last = (uintptr_t)addr + (n - 1);
+    char *remote = (char *)shmem_ptr(addr, pe);
+
+    if (remote == NULL || last < (uintptr_t)addr ||
+        !shmalloc_heap_contains(me->heap, (const void *)last)) {
+        fprintf(stderr, "%s: %zu bytes at %p on PE %d are not a symmetric range "
+                "(calling PE %d of %d)\n", what, n, addr, pe, shmem_my_pe(), shmem_n_pes());
+        shmem_global_exit(1);
+    }
+    return remote;
+}
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    if (nelems == 0) return;
+    memcpy(shm__remote_range("shmem_putmem", dest, nelems, pe), source, nelems);
+}
+
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    if (nelems == 0) return;
+    memcpy(dest, shm__remote_range("shmem_getmem", source, nelems, pe), nelems);
+}
+
+void shmem_global_exit(int status)
+{
+    /* _exit, not exit: atexit handlers and library destructors would run
+       while the other PE threads are still using the heaps. */
+    fflush(NULL);
+    _exit(status);
+}

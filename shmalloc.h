@@ -332,7 +332,9 @@ typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 :
 #if defined(__GNUC__) || defined(__clang__)
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
+#  define SHM__INLINE static inline __attribute__((always_inline))
 #else
+#  define SHM__INLINE static inline
 #  define SHM__FMT(a, b)
 #  define SHM__LIKELY(c) (c)
 #endif
@@ -409,11 +411,13 @@ struct shmalloc_tlsf {
     size_t in_use, used_blocks, high_water;
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[SHM__FL_COUNT];
-    shm__block null_block; /* every empty list points here: no NULL checks */
-    shm__block *heads[SHM__FL_COUNT][SHM__SL_COUNT];
+    unsigned fl_count;     /* first-level classes this region can hold */
+    /* circular free lists, each with a sentinel node of size 0: unlinking
+       needs no list index and no NULL checks */
+    shm__block lists[][SHM__SL_COUNT];
 };
 
-static unsigned shm__fls(size_t x) /* index of the highest set bit; x != 0 */
+SHM__INLINE unsigned shm__fls(size_t x) /* index of the highest set bit; x != 0 */
 {
 #if defined(__GNUC__) || defined(__clang__)
     return 63u - (unsigned)__builtin_clzll((unsigned long long)x);
@@ -424,7 +428,7 @@ static unsigned shm__fls(size_t x) /* index of the highest set bit; x != 0 */
 #endif
 }
 
-static unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0 */
+SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0 */
 {
 #if defined(__GNUC__) || defined(__clang__)
     return (unsigned)__builtin_ctzll((unsigned long long)x);
@@ -435,28 +439,28 @@ static unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0 */
 #endif
 }
 
-static size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
-static shm__block *shm__at(const void *p, size_t off) { return (shm__block *)((uintptr_t)p + off); }
-static void *shm__user(const shm__block *b) { return (char *)(uintptr_t)b + 16; }
-static shm__block *shm__of_user(const void *p) { return (shm__block *)((uintptr_t)p - 16); }
-static size_t shm__offset(const shmalloc_tlsf *t, const void *p)
+SHM__INLINE size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
+SHM__INLINE shm__block *shm__at(const void *p, size_t off) { return (shm__block *)((uintptr_t)p + off); }
+SHM__INLINE void *shm__user(const shm__block *b) { return (char *)(uintptr_t)b + 16; }
+SHM__INLINE shm__block *shm__of_user(const void *p) { return (shm__block *)((uintptr_t)p - 16); }
+SHM__INLINE size_t shm__offset(const shmalloc_tlsf *t, const void *p)
 {
     return (size_t)((uintptr_t)p - (uintptr_t)t->base);
 }
-static size_t shm__align_of(const shm__block *b)
+SHM__INLINE size_t shm__align_of(const shm__block *b)
 {
     return (size_t)1 << (b->header >> SHM__ALIGN_SHIFT);
 }
 
 /* Block size serving a request of n bytes (n <= SHM__MAX_REQUEST): the
    payload plus the header word, rounded to 16; never below the minimum. */
-static size_t shm__block_size(size_t n)
+SHM__INLINE size_t shm__block_size(size_t n)
 {
     size_t s = (n + 8 + 15) & ~(size_t)15;
     return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
 }
 
-static void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
+SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 {
     if (size < SHM__SMALL) {
         *fl = 0;
@@ -468,69 +472,89 @@ static void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
     }
 }
 
-static void shm__insert(shmalloc_tlsf *t, shm__block *b)
+/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+SHM__INLINE void shm__insert_at(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl)
 {
-    unsigned fl, sl;
-    shm__block *head;
-    shm__mapping(shm__size(b), &fl, &sl);
-    head = t->heads[fl][sl];
-    b->next_free = head;
-    b->prev_free = &t->null_block;
-    head->prev_free = b;
-    t->heads[fl][sl] = b;
+    shm__block *list = &t->lists[fl][sl];
+    b->next_free = list->next_free;
+    b->prev_free = list;
+    list->next_free->prev_free = b;
+    list->next_free = b;
     t->fl_bitmap |= (uint64_t)1 << fl;
     t->sl_bitmap[fl] |= 1u << sl;
 }
 
-static void shm__remove(shmalloc_tlsf *t, shm__block *b)
+SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b)
+{
+    unsigned fl, sl;
+    shm__mapping(shm__size(b), &fl, &sl);
+    shm__insert_at(t, b, fl, sl);
+}
+
+SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
 {
     shm__block *next = b->next_free, *prev = b->prev_free;
     next->prev_free = prev;
     prev->next_free = next;
-    if (prev == &t->null_block) { /* b was the head of its list */
-        unsigned fl, sl;
-        shm__mapping(shm__size(b), &fl, &sl);
-        t->heads[fl][sl] = next;
-        if (next == &t->null_block) {
-            t->sl_bitmap[fl] &= ~(1u << sl);
-            if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
-        }
+    if (next == prev) { /* only the sentinel is left: the list is empty */
+        size_t i = (size_t)(prev - &t->lists[0][0]);
+        unsigned fl = (unsigned)(i >> SHMALLOC_SL_LOG2), sl = (unsigned)(i & (SHM__SL_COUNT - 1));
+        t->sl_bitmap[fl] &= ~(1u << sl);
+        if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
     }
 }
 
-/* A free block of at least `size` bytes, or NULL; changes nothing.  The
-   request is rounded up to the next list boundary so that any block of the
-   list found fits.  When no such list has a block, the head of the
-   request's own list may still fit: that lets a request for (nearly) the
-   whole of the largest block succeed, still in O(1). */
-static shm__block *shm__find(const shmalloc_tlsf *t, size_t size)
+/* b takes old's place in its list: a block that only changes size within
+   its class keeps its position, with no bitmap work. */
+SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
 {
-    unsigned fl, sl;
+    b->next_free = old->next_free;
+    b->prev_free = old->prev_free;
+    b->next_free->prev_free = b;
+    b->prev_free->next_free = b;
+}
+
+/* Do free-block sizes small <= large map to the same list? */
+SHM__INLINE int shm__same_list(size_t small, size_t large)
+{
+    return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
+}
+
+/* A free block of at least `size` bytes and its list, or NULL; changes
+   nothing.  The request is rounded up to the next list boundary so that
+   any block of the list found fits.  When no such list has a block, the
+   head of the request's own list may still fit: that lets a request for
+   (nearly) the whole of the largest block succeed, still in O(1). */
+SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *fl, unsigned *sl)
+{
     size_t rounded = size;
     shm__block *b;
     if (size >= SHM__SMALL) rounded += ((size_t)1 << (shm__fls(size) - SHMALLOC_SL_LOG2)) - 1;
-    shm__mapping(rounded, &fl, &sl);
-    if (SHM__LIKELY(fl < SHM__FL_COUNT)) {
-        uint32_t sl_map = t->sl_bitmap[fl] & (~0u << sl);
+    shm__mapping(rounded, fl, sl);
+    if (SHM__LIKELY(*fl < t->fl_count)) {
+        uint32_t sl_map = t->sl_bitmap[*fl] & (~0u << *sl);
         if (!sl_map) {
-            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
+            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (*fl + 1));
             if (fl_map) {
-                fl = shm__ctz(fl_map);
-                sl_map = t->sl_bitmap[fl];
+                *fl = shm__ctz(fl_map);
+                sl_map = t->sl_bitmap[*fl];
             }
         }
-        if (sl_map) return t->heads[fl][shm__ctz(sl_map)];
+        if (SHM__LIKELY(sl_map != 0)) {
+            *sl = shm__ctz(sl_map);
+            return t->lists[*fl][*sl].next_free;
+        }
     }
-    shm__mapping(size, &fl, &sl);
-    if (fl >= SHM__FL_COUNT) return NULL;
-    b = t->heads[fl][sl];
-    return shm__size(b) >= size ? b : NULL; /* the null block has size 0 */
+    shm__mapping(size, fl, sl);
+    if (*fl >= t->fl_count) return NULL;
+    b = t->lists[*fl][*sl].next_free;
+    return shm__size(b) >= size ? b : NULL; /* an empty list's sentinel has size 0 */
 }
 
 /* Gap between a free block's user pointer and the first one aligned to
    `align` that can start a block: a gap must hold a free block, so 16
    becomes 16 + align. */
-static size_t shm__gap(const shm__block *b, size_t align)
+SHM__INLINE size_t shm__gap(const shm__block *b, size_t align)
 {
     uintptr_t u = (uintptr_t)shm__user(b);
     size_t gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
@@ -538,28 +562,42 @@ static size_t shm__gap(const shm__block *b, size_t align)
 }
 
 /* The search size that guarantees room for `size` bytes at `align`. */
-static shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, size_t align)
+SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, size_t align, unsigned *fl,
+                                          unsigned *sl)
 {
-    return align <= SHMALLOC_ALIGNMENT ? shm__find(t, size) : shm__find(t, size + align + 16);
+    return shm__find(t, align <= SHMALLOC_ALIGNMENT ? size : size + align + 16, fl, sl);
 }
 
-/* Makes b (previous block used, not in a list) free: merges it with the
-   next block if that is free, and files it. */
-static void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* Files [b, b + size) as one free block, merged with its free neighbours;
+   b is in no list, and its PREV_FREE flag is right.  The block that grows
+   keeps its list position when its class does not change. */
+SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    shm__block *next = shm__at(b, size);
-    if (next->header & SHM__FREE) {
-        shm__remove(t, next);
-        size += shm__size(next);
-        next = shm__at(b, size);
+    shm__block *anchor = NULL, *next = shm__at(b, size);
+    if (b->header & SHM__PREV_FREE) {
+        anchor = b = b->prev_phys;
+        size += shm__size(b);
     }
-    b->header = size | SHM__FREE;
+    if (next->header & SHM__FREE) {
+        size_t nsize = shm__size(next);
+        if (anchor) shm__remove(t, next);
+        else anchor = next;
+        size += nsize;
+        next = shm__at(next, nsize);
+    }
+    if (anchor && shm__same_list(shm__size(anchor), size)) {
+        b->header = size | SHM__FREE;
+        if (anchor != b) shm__replace(anchor, b);
+    } else {
+        if (anchor) shm__remove(t, anchor);
+        b->header = size | SHM__FREE;
+        shm__insert(t, b);
+    }
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
-    shm__insert(t, b);
 }
 
-static void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
+SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
     size_t bit = shm__offset(t, b) >> 4;
     uint64_t mask = (uint64_t)1 << (bit & 63);
@@ -567,25 +605,35 @@ static void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
     else t->start_map[bit >> 6] &= ~mask;
 }
 
-static void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water mark */
+SHM__INLINE void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water mark */
 {
     size_t end = shm__offset(t, b) + shm__size(b) + 8; /* the end of the usable bytes */
     if (end > t->high_water) t->high_water = end;
 }
 
-/* Cuts b (removed from its list or otherwise owned, size >= `size`) down to
-   `size`, returns the tail to the free lists and marks b used. */
-static void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2)
+/* Cuts free block b down to `size` and marks it used; the tail goes back
+   to the free lists.  `listed`: b is still in list fl/sl, and the tail
+   takes its place there when it stays in the same class. */
+SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
+                             unsigned fl, unsigned sl)
 {
     size_t bsize = shm__size(b);
     shm__block *next = shm__at(b, bsize);
     if (bsize - size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
+        unsigned rfl, rsl;
         rest->header = (bsize - size) | SHM__FREE;
         next->prev_phys = rest;
-        shm__insert(t, rest);
+        shm__mapping(bsize - size, &rfl, &rsl);
+        if (listed && rfl == fl && rsl == sl) {
+            shm__replace(b, rest);
+        } else {
+            if (listed) shm__remove(t, b);
+            shm__insert_at(t, rest, rfl, rsl);
+        }
         bsize = size;
     } else {
+        if (listed) shm__remove(t, b);
         next->header &= ~SHM__PREV_FREE;
     }
     b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
@@ -596,67 +644,60 @@ static void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t ali
     return shm__user(b);
 }
 
-/* Takes the free block b found for (size, align). */
-static void *shm__take(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align)
+/* Takes the free block b that shm__find_aligned found in list fl/sl. */
+SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
 {
     size_t gap;
-    shm__remove(t, b);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0);
+    shm__block *a;
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, fl, sl);
     gap = shm__gap(b, align);
-    if (gap) { /* the leading gap becomes a free block of its own */
-        shm__block *a = shm__at(b, gap);
-        a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
-        a->prev_phys = b;
-        b->header = gap | SHM__FREE;
-        shm__insert(t, b);
-        b = a;
-    }
-    return shm__carve(t, b, size, shm__fls(align));
+    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, fl, sl);
+    shm__remove(t, b); /* the leading gap becomes a free block of its own */
+    a = shm__at(b, gap);
+    a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
+    a->prev_phys = b;
+    b->header = gap | SHM__FREE;
+    shm__insert(t, b);
+    return shm__carve(t, a, size, shm__fls(align), 0, 0, 0);
 }
 
 /* Frees the used block b (already validated). */
-static void shm__release(shmalloc_tlsf *t, shm__block *b)
+SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t size = shm__size(b);
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;
-    if (b->header & SHM__PREV_FREE) {
-        shm__block *prev = b->prev_phys;
-        shm__remove(t, prev);
-        size += shm__size(prev);
-        b = prev;
-    }
     shm__file_free(t, b, size);
 }
 
 /* Is ptr the user pointer of a used block?  Reads only the start map for
    the answer; the block's header only to tell a double free from a wild
    pointer. */
-static long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
     size_t bit;
     const shm__block *b;
     if (u < lo || u >= (uintptr_t)t->sentinel) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
-    bit = (size_t)(u - lo) >> 4;
-    if (t->start_map[bit >> 6] & ((uint64_t)1 << (bit & 63))) return SHMEM_MALLOC_OK;
     b = shm__of_user(ptr);
+    bit = shm__offset(t, b) >> 4; /* as shm__mark_used computes it, so the two share the work */
+    if (SHM__LIKELY(t->start_map[bit >> 6] & ((uint64_t)1 << (bit & 63)))) return SHMEM_MALLOC_OK;
     if ((b->header & SHM__FREE) && shm__size(b) >= SHM__MIN_BLOCK &&
         shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
         shm__at(b, shm__size(b))->prev_phys == b)
         return SHMEM_MALLOC_ALREADY_FREE;
     return SHMEM_MALLOC_NOT_ALIGNED;
 }
-
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
 enum { SHM__IN_PLACE = 1, SHM__INTO_PREV, SHM__MOVE };
 typedef struct shm__resize {
     int how;
     size_t size;        /* the new block size */
-    shm__block *target; /* SHM__MOVE: the free block to move to */
+    shm__block *target; /* SHM__MOVE: the free block to move to, */
+    unsigned fl, sl;    /* and its list */
 } shm__resize;
 
 /* Order of preference: in place (shrink, or grow into a free next block),
@@ -682,7 +723,7 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
             return SHMEM_MALLOC_OK;
     }
     r->how = SHM__MOVE;
-    r->target = shm__find_aligned(t, r->size, shm__align_of(b));
+    r->target = shm__find_aligned(t, r->size, shm__align_of(b), &r->fl, &r->sl);
     return r->target ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
 }
 
@@ -693,6 +734,7 @@ static void shm__trim(shmalloc_tlsf *t, shm__block *b, size_t size)
     if (tail < SHM__MIN_BLOCK) return;
     b->header -= tail;
     t->in_use -= tail;
+    shm__at(b, size)->header = 0; /* its previous block, b, is used */
     shm__file_free(t, shm__at(b, size), tail);
 }
 
@@ -701,7 +743,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
     shm__block *b = shm__of_user(ptr), *next;
     size_t keep = shm__size(b) - 8 < n ? shm__size(b) - 8 : n;
     if (r->how == SHM__MOVE) {
-        void *q = shm__take(t, r->target, r->size, shm__align_of(b));
+        void *q = shm__take(t, r->target, r->fl, r->sl, r->size, shm__align_of(b));
         SHMALLOC_MEMCPY(q, ptr, keep);
         shm__release(t, b);
         return q;
@@ -731,40 +773,58 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
 }
 
 /* ---- TLSF public API -------------------------------------------------- */
-#define SHM__CONTROL ((sizeof(shmalloc_tlsf) + 15) & ~(size_t)15)
-
 static size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
+
+/* The classes a region of `bytes` can need, and the control block's size:
+   small heaps get small control blocks. */
+static unsigned shm__fl_count(size_t bytes)
+{
+    unsigned fl, sl;
+    shm__mapping(bytes, &fl, &sl);
+    return fl + 1 < SHM__FL_COUNT ? fl + 1 : SHM__FL_COUNT;
+}
+
+static size_t shm__control_bytes(size_t bytes)
+{
+    size_t n = sizeof(shmalloc_tlsf) + shm__fl_count(bytes) * sizeof(shm__block[SHM__SL_COUNT]);
+    return (n + 15) & ~(size_t)15;
+}
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
 {
-    size_t area;
+    size_t area, bytes, total, last;
     if (capacity > SHM__MAX_REQUEST) return 0;
     area = ((capacity + 15) & ~(size_t)15) + 32; /* block header, sentinel */
-    return area + shm__map_bytes(area) + SHM__CONTROL - capacity;
+    total = bytes = area + shm__map_bytes(area);
+    do { /* the control block grows with the region it is part of */
+        last = total;
+        total = bytes + shm__control_bytes(last);
+    } while (total != last);
+    return total - capacity;
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t bytes)
 {
-    size_t area, i, j;
+    size_t area, i, j, control = shm__control_bytes(bytes);
     shmalloc_tlsf *t;
     shm__block *first;
-    if (!mem || ((uintptr_t)mem & 15) || bytes < SHM__CONTROL + 16 + SHM__MIN_BLOCK) return NULL;
+    if (!mem || ((uintptr_t)mem & 15) || bytes < control + 16 + SHM__MIN_BLOCK) return NULL;
     /* the largest block space whose start map and control still fit */
-    area = (bytes - SHM__CONTROL) / 129 * 128 & ~(size_t)15;
-    while (area && area + shm__map_bytes(area) + SHM__CONTROL > bytes) area -= 16;
-    while (area + 16 + shm__map_bytes(area + 16) + SHM__CONTROL <= bytes) area += 16;
+    area = (bytes - control) / 129 * 128 & ~(size_t)15;
+    while (area && area + shm__map_bytes(area) + control > bytes) area -= 16;
+    while (area + 16 + shm__map_bytes(area + 16) + control <= bytes) area += 16;
     if (area < 16 + SHM__MIN_BLOCK || area - 16 >= (size_t)1 << (SHMALLOC_MAX_LOG2 + 1)) return NULL;
 
     t = (shmalloc_tlsf *)(void *)((char *)mem + area);
     SHMALLOC_MEMSET(t, 0, sizeof *t);
+    t->fl_count = shm__fl_count(bytes);
     t->base = (char *)mem;
     t->capacity = area - 16;
     t->sentinel = shm__at(mem, area - 16);
-    t->start_map = (uint64_t *)(void *)((char *)t + SHM__CONTROL);
+    t->start_map = (uint64_t *)(void *)((char *)t + control);
     SHMALLOC_MEMSET(t->start_map, 0, shm__map_bytes(area));
-    t->null_block.next_free = t->null_block.prev_free = &t->null_block;
-    for (i = 0; i < SHM__FL_COUNT; i++)
-        for (j = 0; j < SHM__SL_COUNT; j++) t->heads[i][j] = &t->null_block;
+    for (i = 0; i < t->fl_count; i++)
+        for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
     first = (shm__block *)mem;
     first->header = t->capacity | SHM__FREE;
@@ -777,10 +837,11 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *b;
+    unsigned fl, sl;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
     size = shm__block_size(size);
-    b = shm__find(t, size);
-    return b ? shm__take(t, b, size, 0) : NULL;
+    b = shm__find(t, size, &fl, &sl);
+    return b ? shm__carve(t, b, size, 0, 1, fl, sl) : NULL;
 }
 
 static int shm__bad_align(size_t align)
@@ -791,10 +852,11 @@ static int shm__bad_align(size_t align)
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
 {
     shm__block *b;
+    unsigned fl, sl;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
     size = shm__block_size(size);
-    b = shm__find_aligned(t, size, align);
-    return b ? shm__take(t, b, size, align) : NULL;
+    b = shm__find_aligned(t, size, align, &fl, &sl);
+    return b ? shm__take(t, b, fl, sl, size, align) : NULL;
 }
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
@@ -833,7 +895,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { ret
    that list), which is one block in the common case of a heap's tail. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
 {
-    const shm__block *b;
+    const shm__block *b, *list;
     out->capacity = t->capacity;
     out->in_use = t->in_use;
     out->free = t->capacity - t->in_use;
@@ -841,8 +903,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
     out->used_blocks = t->used_blocks;
     out->largest_free = 0;
     if (!t->fl_bitmap) return;
-    b = t->heads[shm__fls(t->fl_bitmap)][shm__fls(t->sl_bitmap[shm__fls(t->fl_bitmap)])];
-    for (; b != &t->null_block; b = b->next_free)
+    list = &t->lists[shm__fls(t->fl_bitmap)][shm__fls(t->sl_bitmap[shm__fls(t->fl_bitmap)])];
+    for (b = list->next_free; b != list; b = b->next_free)
         if (shm__size(b) > out->largest_free) out->largest_free = shm__size(b);
 }
 
@@ -967,16 +1029,17 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
     const shmalloc_tlsf *t = c->t;
     size_t listed = 0;
     unsigned fl, sl;
-    for (fl = 0; fl < SHM__FL_COUNT; fl++) {
+    if (t->fl_bitmap >> t->fl_count) shm__problem(c, "first-level bitmap has bits beyond its classes");
+    for (fl = 0; fl < t->fl_count; fl++) {
         if (!(t->fl_bitmap >> fl & 1) != !t->sl_bitmap[fl])
             shm__problem(c, "first-level bitmap bit %u disagrees with its second-level word", fl);
         for (sl = 0; sl < SHM__SL_COUNT; sl++) {
-            const shm__block *e = t->heads[fl][sl], *prev = &t->null_block;
+            const shm__block *list = &t->lists[fl][sl], *e = list->next_free, *prev = list;
             size_t n = 0;
             unsigned efl, esl;
-            if (!(t->sl_bitmap[fl] >> sl & 1) != (e == &t->null_block))
-                shm__problem(c, "list %u/%u: bitmap says %s", fl, sl, e == &t->null_block ? "non-empty" : "empty");
-            for (; e != &t->null_block; prev = e, e = e->next_free) {
+            if (!(t->sl_bitmap[fl] >> sl & 1) != (e == list))
+                shm__problem(c, "list %u/%u: bitmap says %s", fl, sl, e == list ? "non-empty" : "empty");
+            for (; e != list; prev = e, e = e->next_free) {
                 if (!shm__in_blocks(t, e)) {
                     shm__problem(c, "list %u/%u: link %p points outside the heap", fl, sl, (const void *)e);
                     break;
@@ -1146,8 +1209,9 @@ static void *shm__alloc(shmalloc_heap *h, int call, size_t align, size_t size, i
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
     if (!e) {
         size_t bsize = shm__block_size(size);
-        shm__block *b = shm__find_aligned(h->tlsf, bsize, align);
-        if (b) p = shm__take(h->tlsf, b, bsize, align);
+        unsigned fl, sl;
+        shm__block *b = shm__find_aligned(h->tlsf, bsize, align, &fl, &sl);
+        if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
         else e = SHMEM_MALLOC_FAIL;
         if (p && zero) SHMALLOC_MEMSET(p, 0, size);
     }

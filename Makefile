@@ -1,6 +1,7 @@
 # shmalloc: `make demo` runs the example, `make test` runs every test
 # (installing what it needs with apt-get when run as root).
 
+SHELL   := /bin/bash
 CC      ?= cc
 OPT     ?= -O2 -g
 STD     ?= -std=c99
@@ -10,11 +11,11 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_heap test_pthreads
+TESTS    = test_tlsf test_heap test_bad_input test_pthreads
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
-.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check clean
+.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -40,6 +41,9 @@ $(B)/test_tlsf: tests/test_tlsf.c tests/shmalloc_impl.c shmalloc.h | $(B)
 
 $(B)/test_heap: tests/test_heap.c tests/shmalloc_impl.c shmalloc.h | $(B)
 	$(CC) $(CFLAGS) tests/test_heap.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_bad_input: tests/test_bad_input.c tests/shmalloc_impl.c shmalloc.h | $(B)
+	$(CC) $(CFLAGS) tests/test_bad_input.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_pthreads: tests/test_pthreads.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
@@ -102,6 +106,16 @@ compile-check:
 	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
 	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
 	@echo "compile-check: all clean"
+
+# libFuzzer over the TLSF core, from the committed seeds; new inputs go to
+# a scratch corpus under build/.  FUZZ_SECONDS=600 make fuzz for longer.
+FUZZ_SECONDS ?= 60
+fuzz:
+	mkdir -p build/fuzz-corpus
+	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -DSHMALLOC_DEBUG=2 $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c tests/shmalloc_impl.c -o build/fuzz_tlsf
+	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
+	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 
 clean:
 	rm -rf build

@@ -125,6 +125,9 @@ extern "C" {
 typedef void (*shmalloc_output_fn)(void *user, int stream, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
 
+/* A one-line description of a SHMEM_MALLOC_* code, for messages. */
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
+
 /* ---- TLSF core -------------------------------------------------------- */
 typedef struct shmalloc_tlsf shmalloc_tlsf;
 
@@ -364,6 +367,22 @@ static void shm__print(int stream, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     shm__output(shm__output_user, stream, line);
+}
+
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
+{
+    switch (code) {
+    case SHMEM_MALLOC_OK: return "no error";
+    case SHMEM_MALLOC_BAD_SIZE: return "size too large, or count * size overflows";
+    case SHMEM_MALLOC_FAIL: return "no free block is large enough";
+    case SHMEM_MALLOC_NOT_IN_SYMM_HEAP: return "pointer is not in the symmetric heap";
+    case SHMEM_MALLOC_ALREADY_FREE: return "block is already free";
+    case SHMEM_MALLOC_NOT_ALIGNED: return "pointer is not the start of a block";
+    case SHMEM_MALLOC_SYMMSIZE_FAILED: return "PEs passed different arguments";
+    case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
+    case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
+    default: return "unknown error code";
+    }
 }
 
 /* >> tlsf ------------------------------------------------------------------

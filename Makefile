@@ -11,7 +11,7 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_heap test_bad_input test_pthreads
+TESTS    = test_tlsf test_heap test_bad_input test_pthreads test_debug
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
@@ -46,6 +46,9 @@ $(B)/test_bad_input: tests/test_bad_input.c tests/shmalloc_impl.c shmalloc.h | $
 	$(CC) $(CFLAGS) tests/test_bad_input.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_pthreads: tests/test_pthreads.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_debug: tests/test_debug.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 
 demo: $(B)/hello_pthreads

@@ -197,6 +197,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
                     all-reduce).
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
+   pe               this PE's number, for messages.
 
    Lifecycle: map memory (same size on every PE) -> shmalloc_heap_create on
    every PE (collective) -> collective calls in the same order everywhere ->
@@ -209,6 +210,7 @@ typedef struct shmalloc_transport {
     int (*deregister_region)(void *user, void *base, size_t bytes);
     int (*lock)(void *user);
     int (*unlock)(void *user);
+    int pe; /* this PE's number, used only in messages */
 } shmalloc_transport;
 
 /* A transport for one PE in one thread: barrier and all-reduce do nothing. */
@@ -1098,17 +1100,26 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    agrees with the other PEs through the all-reduce (which is also its
    barrier): size, ~size and the negated error code, all maximised, so that
    max(size) != min(size) reveals PEs that passed different sizes and every
-   PE sees the worst failure.  malloc takes its block before agreeing (calloc
-   zeroes it then too, so no peer's put can land before the zeroing) and
-   gives it back if any PE failed: the block found is always a list head and
-   lists are LIFO, so giving it back restores the heap exactly.  realloc
-   plans, agrees, moves, then synchronises again, since a peer may write to
-   the new block as soon as it returns. */
-enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__CALLS };
+   PE sees the worst failure.  In debug mode (SHMALLOC_DEBUG=1 in the
+   environment) the call's kind, alignment and block offset are agreed the
+   same way, and a mismatch is reported by every PE.
+
+   malloc takes its block before agreeing (calloc zeroes it then too, so no
+   peer's put can land before the zeroing) and gives it back if any PE
+   failed.  Giving it back restores the heap exactly: the block came from a
+   list head, and merging it back undoes the split, list positions included.
+   realloc plans, agrees, moves, then synchronises again, since a peer may
+   write to the new block as soon as it returns. */
+enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__CREATE, SHM__CALLS };
+static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free", "realloc", "align", "calloc", "create"};
+
+#define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
+#define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
 
 struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
+    int debug;
     size_t calls[SHM__CALLS];
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
@@ -1119,7 +1130,7 @@ static int shm__noop_reduce(void *user, uint64_t *values, int count)
     (void)user, (void)values, (void)count;
     return 0;
 }
-static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL};
+static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0};
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
 
@@ -1138,16 +1149,73 @@ static void shm__unlock(shmalloc_heap *h)
     if (h->tp.unlock) h->tp.unlock(h->tp.user);
 }
 
-static long shm__agree(const shmalloc_transport *tp, size_t size, long err)
+/* One collective call as the PEs must agree on it. */
+typedef struct shm__call {
+    int kind;
+    size_t size, align, offset; /* offset: the block freed or resized */
+} shm__call;
+
+static long shm__agree(const shmalloc_transport *tp, int debug, const shm__call *c, long err)
 {
-    uint64_t v[3];
+    uint64_t v[9];
     if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
-    v[0] = size;
-    v[1] = ~(uint64_t)size;
+    v[0] = c->size;
+    v[1] = ~(uint64_t)c->size;
     v[2] = (uint64_t)-err;
-    if (tp->allreduce_max(tp->user, v, 3)) return SHMEM_MALLOC_FAIL;
-    if (v[0] != ~v[1]) return SHMEM_MALLOC_SYMMSIZE_FAILED;
-    return -(long)v[2];
+    v[3] = (uint64_t)c->kind;
+    v[4] = ~(uint64_t)c->kind;
+    v[5] = c->align;
+    v[6] = ~(uint64_t)c->align;
+    v[7] = c->offset;
+    v[8] = ~(uint64_t)c->offset;
+    if (tp->allreduce_max(tp->user, v, debug ? 9 : 3)) return SHMEM_MALLOC_FAIL;
+    if (v[0] == ~v[1] && (!debug || (v[3] == ~v[4] && v[5] == ~v[6] && v[7] == ~v[8]))) return -(long)v[2];
+    if (debug)
+        shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu) differs from another PE's call:%s%s%s%s\n",
+                   tp->pe, shm__call_names[c->kind], c->size, c->align, c->offset, v[3] != ~v[4] ? " the calls" : "",
+                   v[0] != ~v[1] ? " the sizes" : "", v[5] != ~v[6] ? " the alignments" : "",
+                   v[7] != ~v[8] ? " the blocks" : "");
+    return SHMEM_MALLOC_SYMMSIZE_FAILED;
+}
+
+/* SHMALLOC_DEBUG in the environment: 1 (or more) debug mode, 0 or unset
+   off; anything else is refused with a message (-1). */
+static int shm__debug_from_env(void)
+{
+    const char *v = getenv("SHMALLOC_DEBUG");
+    if (!v || !strcmp(v, "0") || !*v) return 0;
+    if (v[0] >= '1' && v[0] <= '9' && !v[1]) return 1;
+    shm__print(2, "shmalloc: SHMALLOC_DEBUG=\"%s\" is not a debug level: expected 0 (off) or 1 to 9 (on)\n", v);
+    return -1;
+}
+
+typedef struct shm__leaks {
+    const shmalloc_heap *h;
+    size_t count, bytes;
+} shm__leaks;
+
+static int shm__leak_block(void *user, const shmalloc_block_info *b)
+{
+    shm__leaks *l = (shm__leaks *)user;
+    if (!b->used) return 0;
+    if (++l->count <= 16)
+        shm__print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes\n", l->h->tp.pe, b->offset, b->size - 8);
+    l->bytes += b->size - 8;
+    return 0;
+}
+
+/* Debug mode: what the program never freed, at heap destruction. */
+static void shm__report_leaks(const shmalloc_heap *h)
+{
+    shm__leaks l = {NULL, 0, 0};
+    shmalloc_counters c;
+    l.h = h;
+    shmalloc_tlsf_counters(h->tlsf, &c);
+    if (!c.used_blocks) return;
+    shm__print(2, "shmalloc: PE %d: %zu blocks still allocated at finalize:\n", h->tp.pe, c.used_blocks);
+    shmalloc_tlsf_walk(h->tlsf, shm__leak_block, &l);
+    shm__print(2, "shmalloc: PE %d: %zu blocks, %zu bytes leaked%s\n", h->tp.pe, l.count, l.bytes,
+               l.count > 16 ? " (first 16 shown)" : "");
 }
 
 static void shm__debug_check(const shmalloc_heap *h)
@@ -1172,21 +1240,24 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     shmalloc_heap *h;
     size_t tbytes = 0;
     long e = SHMEM_MALLOC_OK;
-    int registered = 0;
+    int registered = 0, debug = shm__debug_from_env();
+    shm__call call = {SHM__CREATE, 0, 0, 0};
     if (!tp || !tp->barrier) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
     }
+    if (debug < 0) e = SHMEM_MALLOC_FAIL;
     if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
         t = shmalloc_tlsf_create(mem, tbytes);
     }
     if (!t) e = SHMEM_MALLOC_BAD_SIZE;
-    else if (tp->register_region) {
+    else if (tp->register_region && !e) {
         registered = tp->register_region(tp->user, t->base, t->capacity + 8) == 0;
         if (!registered) e = SHMEM_MALLOC_FAIL;
     }
-    e = shm__agree(tp, bytes, e);
+    call.size = bytes;
+    e = shm__agree(tp, debug > 0, &call, e);
     if (e) {
         if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, t->capacity + 8);
         shm__set(err, e);
@@ -1196,6 +1267,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     SHMALLOC_MEMSET(h, 0, sizeof *h);
     h->tlsf = t;
     h->tp = *tp;
+    h->debug = debug;
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
 }
@@ -1203,16 +1275,19 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 {
     if (!h) return;
+    if (h->debug) shm__report_leaks(h);
     h->tp.barrier(h->tp.user);
     if (h->tp.deregister_region) h->tp.deregister_region(h->tp.user, h->tlsf->base, shmalloc_heap_size(h));
 }
 
 /* malloc, align and calloc: `e` is an error found before the call (calloc's
    overflow); the call still synchronises. */
-static void *shm__alloc(shmalloc_heap *h, int call, size_t align, size_t size, int zero, long e, long *err)
+static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, int zero, long e, long *err)
 {
     void *p = NULL;
     size_t high_water;
+    shm__call call = {0, 0, 0, 0};
+    call.kind = kind;
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -1222,7 +1297,7 @@ static void *shm__alloc(shmalloc_heap *h, int call, size_t align, size_t size, i
         return NULL;
     }
     shm__lock(h);
-    h->calls[call]++;
+    h->calls[kind]++;
     high_water = h->tlsf->high_water;
     if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
@@ -1233,8 +1308,11 @@ static void *shm__alloc(shmalloc_heap *h, int call, size_t align, size_t size, i
         if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
         else e = SHMEM_MALLOC_FAIL;
         if (p && zero) SHMALLOC_MEMSET(p, 0, size);
+        else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
     }
-    e = shm__agree(&h->tp, size, e);
+    call.size = size;
+    call.align = align;
+    e = shm__agree(&h->tp, h->debug, &call, e);
     if (e && p) {
         shm__release(h->tlsf, shm__of_user(p));
         h->tlsf->high_water = high_water;
@@ -1263,8 +1341,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t co
                       overflow ? SHMEM_MALLOC_BAD_SIZE : SHMEM_MALLOC_OK, err);
 }
 
-static void shm__free(shmalloc_heap *h, int call, void *ptr, long *err)
+static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 {
+    shm__call call = {0, 0, 0, 0};
     long e;
     if (!ptr) {
         shm__set(err, SHMEM_MALLOC_OK);
@@ -1275,9 +1354,14 @@ static void shm__free(shmalloc_heap *h, int call, void *ptr, long *err)
         return;
     }
     shm__lock(h);
-    h->calls[call]++;
-    e = shm__agree(&h->tp, 0, shm__validate(h->tlsf, ptr));
-    if (!e) shm__release(h->tlsf, shm__of_user(ptr));
+    h->calls[kind]++;
+    call.kind = kind;
+    call.offset = shm__offset(h->tlsf, ptr);
+    e = shm__agree(&h->tp, h->debug, &call, shm__validate(h->tlsf, ptr));
+    if (!e) {
+        if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, shm__size(shm__of_user(ptr)) - 8);
+        shm__release(h->tlsf, shm__of_user(ptr));
+    }
     shm__debug_check(h);
     shm__unlock(h);
     shm__set(err, e);
@@ -1291,6 +1375,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shm__resize r;
+    shm__call call = {SHM__REALLOC, 0, 0, 0};
     void *q = NULL;
     long e;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
@@ -1304,9 +1389,13 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     }
     shm__lock(h);
     h->calls[SHM__REALLOC]++;
-    e = shm__agree(&h->tp, size, shm__plan_resize(h->tlsf, ptr, size, &r));
+    call.size = size;
+    call.offset = shm__offset(h->tlsf, ptr);
+    e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
     if (!e) {
+        size_t old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);
+        if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
         if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
     }
     shm__debug_check(h);

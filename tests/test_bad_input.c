@@ -141,8 +141,9 @@ Test(bad_input, every_call_with_every_bad_input_fails_cleanly_and_loses_nothing)
         if (!r->changes_heap) shmem_free(live);
         shmem_free(keep);
         shmem_free(end);
-        cr_expect(ok, "%s(%s): returned %p, malloc_error %ld (%s); expected %s and %ld", call_names[r->call],
-                  r->input, got, err, shmalloc_strerror(err), r->returns ? "a block" : "NULL", r->error);
+        if (!ok)
+            printf("  %s(%s): returned %p, malloc_error %ld; expected %s and %ld\n", call_names[r->call], r->input,
+                   got, err, r->returns ? "a block" : "NULL", r->error);
     }
     printf("bad-input matrix: %zu rows, %zu wrong\n", i, failures);
     cr_assert(failures == 0);
@@ -188,7 +189,7 @@ Test(bad_input, every_bad_heap_size_value_is_refused_with_a_message_naming_it)
             }
             printf("%-26s %-10s %s\n", vars[v], values[k], ok ? "refused, message names it" : "WRONG");
             failures += !ok;
-            cr_expect(ok, "%s=\"%s\": rc %d, message \"%s\"", vars[v], values[k], rc, message);
+            if (!ok) printf("  %s=\"%s\": rc %d, message \"%s\"\n", vars[v], values[k], rc, message);
         }
     printf("heap-size matrix: %zu values, %zu wrong\n", v * k, failures);
     cr_assert(failures == 0);

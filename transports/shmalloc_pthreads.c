@@ -257,6 +257,7 @@ static void *shm__pe_thread(void *arg)
     tp.allreduce_max = shm__tp_allreduce_max;
     tp.lock = shm__tp_lock;
     tp.unlock = shm__tp_unlock;
+    tp.pe = pe->index;
     pe->heap = shmalloc_heap_create(pe->mem, pe->mem_bytes, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */

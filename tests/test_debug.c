@@ -1,0 +1,195 @@
+/* Debug mode (SHMALLOC_DEBUG=1): asymmetric calls are caught on every PE
+   with a message naming what differs, blocks still allocated at the end
+   are reported, and fresh and freed memory carry fill patterns.  Runs on
+   the pthreads transport with 2 and 4 PEs. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* setenv */
+#endif
+#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+
+#include "transports/shmalloc_pthreads.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAP ((size_t)1 << 20)
+
+/* Messages from every PE thread, and the first failure seen in one. */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static char out[8192];
+static char failure[256];
+
+static void capture(void *user, int stream, const char *text)
+{
+    (void)user;
+    pthread_mutex_lock(&out_lock);
+    if (stream == 2) strncat(out, text, sizeof out - strlen(out) - 1);
+    pthread_mutex_unlock(&out_lock);
+}
+
+static void pe_fail(const char *what)
+{
+    pthread_mutex_lock(&out_lock);
+    if (!failure[0]) snprintf(failure, sizeof failure, "PE %d: %s", shmem_my_pe(), what);
+    pthread_mutex_unlock(&out_lock);
+}
+
+#define PE_CHECK(c) ((c) ? (void)0 : pe_fail(#c))
+
+static int run(int npes, void (*pe_main)(void *))
+{
+    int rc;
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    out[0] = failure[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    rc = shmalloc_pthreads_run(npes, HEAP, pe_main, NULL);
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(!failure[0], "%s", failure);
+    return rc;
+}
+
+static size_t count(const char *needle)
+{
+    size_t n = 0;
+    const char *p;
+    for (p = out; (p = strstr(p, needle)) != NULL; p++) n++;
+    return n;
+}
+
+/* ---- asymmetric calls ---- */
+static void pe_different_alignments(void *arg)
+{
+    void *p = shmem_align((size_t)64 << shmem_my_pe(), 100);
+    (void)arg;
+    PE_CHECK(p == NULL);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+static void pe_different_blocks(void *arg)
+{
+    char *x = shmem_malloc(64), *y = shmem_malloc(64);
+    (void)arg;
+    shmem_free(shmem_my_pe() == 0 ? x : y);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), x) == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), y) == SHMEM_MALLOC_OK);
+    shmem_free(x);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_OK);
+    shmem_free(y);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+static void pe_different_calls(void *arg)
+{
+    void *p = shmem_my_pe() == 0 ? shmem_malloc(64) : shmem_calloc(8, 8);
+    (void)arg;
+    PE_CHECK(p == NULL);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+static void pe_different_realloc_blocks(void *arg)
+{
+    char *x = shmem_malloc(64), *y = shmem_malloc(64);
+    (void)arg;
+    PE_CHECK(shmem_realloc(shmem_my_pe() == 0 ? x : y, 200) == NULL);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    shmem_free(x);
+    shmem_free(y);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(debug, different_alignments_fail_on_every_pe_and_say_so)
+{
+    cr_assert(run(2, pe_different_alignments) == 0);
+    cr_assert(count("differs from another PE's call: the alignments") == 2, "%s", out);
+    cr_assert(strstr(out, "PE 1: align(size 100, alignment 128") != NULL, "%s", out);
+}
+
+Test(debug, freeing_different_blocks_fails_on_every_pe_and_frees_nothing)
+{
+    cr_assert(run(4, pe_different_blocks) == 0);
+    cr_assert(count("differs from another PE's call: the blocks") == 4, "%s", out);
+}
+
+Test(debug, different_calls_with_the_same_size_are_caught)
+{
+    cr_assert(run(2, pe_different_calls) == 0);
+    cr_assert(count("the calls") == 2, "%s", out);
+}
+
+Test(debug, realloc_of_different_blocks_is_caught)
+{
+    cr_assert(run(2, pe_different_realloc_blocks) == 0);
+    cr_assert(count("realloc(size 200") == 2 && count("the blocks") == 2, "%s", out);
+}
+
+/* ---- leaks ---- */
+static void pe_leaks_two_blocks(void *arg)
+{
+    (void)arg;
+    PE_CHECK(shmem_malloc(100) != NULL);
+    PE_CHECK(shmem_malloc(5000) != NULL);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+static void pe_frees_everything(void *arg)
+{
+    (void)arg;
+    shmem_free(shmem_malloc(100));
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(debug, blocks_left_allocated_are_reported_with_offsets)
+{
+    cr_assert(run(2, pe_leaks_two_blocks) == 0);
+    cr_assert(count("2 blocks still allocated at finalize") == 2, "%s", out);
+    cr_assert(count("block at offset 16, ") == 2, "%s", out);
+    cr_assert(count("2 blocks, ") == 2, "%s", out);
+}
+
+Test(debug, a_clean_program_reports_nothing)
+{
+    cr_assert(run(2, pe_frees_everything) == 0);
+    cr_assert(out[0] == 0, "%s", out);
+}
+
+/* ---- fill patterns ---- */
+static void pe_fill_patterns(void *arg)
+{
+    unsigned char *p = shmem_malloc(256), *q = shmem_malloc(32), *z;
+    size_t i;
+    (void)arg;
+    for (i = 0; i < 256; i++) PE_CHECK(p[i] == 0xa1);
+    shmem_free(p);
+    for (i = 16; i < 256; i++) PE_CHECK(p[i] == 0xdf); /* the first 16 bytes hold free-list links */
+    z = shmem_calloc(16, 16);
+    for (i = 0; i < 256; i++) PE_CHECK(z[i] == 0);
+    shmem_free(z);
+    q = shmem_realloc(q, 4096);
+    for (i = 32; i < 4096; i++) PE_CHECK(q[i] == 0xa1);
+    shmem_free(q);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(debug, fresh_and_freed_memory_carry_distinct_fill_bytes)
+{
+    cr_assert(run(2, pe_fill_patterns) == 0);
+}
+
+static void pe_nothing(void *arg) { (void)arg; }
+
+Test(debug, a_bad_shmalloc_debug_value_stops_start_up_with_a_message)
+{
+    int rc;
+    setenv("SHMALLOC_DEBUG", "yes", 1);
+    out[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    rc = shmalloc_pthreads_run(2, HEAP, pe_nothing, NULL);
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(rc != 0);
+    cr_assert(strstr(out, "SHMALLOC_DEBUG=\"yes\"") != NULL, "%s", out);
+}

@@ -15,7 +15,7 @@ TESTS    = test_tlsf test_heap test_bad_input test_pthreads test_debug
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
-.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz clean
+.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -81,6 +81,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 
 test: deps
 	$(MAKE) run-tests
+	$(MAKE) poison-check
 
 test-asan: deps
 	$(MAKE) run-tests B=build/asan OPT="-O1 -g" \
@@ -110,13 +111,21 @@ compile-check:
 	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
 	@echo "compile-check: all clean"
 
+# SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.
+POISON_SRC = tests/poison_misuse.c $(PTHREADS)
+poison-check:
+	mkdir -p build/poison
+	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -fsanitize=address -I. $(POISON_SRC) $(LDLIBS) -o build/poison/asan
+	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -I. $(POISON_SRC) $(LDLIBS) -o build/poison/valgrind
+	tests/poison_check.sh build/poison/asan build/poison/valgrind
+
 # libFuzzer over the TLSF core, from the committed seeds; new inputs go to
 # a scratch corpus under build/.  FUZZ_SECONDS=600 make fuzz for longer.
 FUZZ_SECONDS ?= 60
 fuzz:
 	mkdir -p build/fuzz-corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -DSHMALLOC_DEBUG=2 $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c tests/shmalloc_impl.c -o build/fuzz_tlsf
+	  -DSHMALLOC_DEBUG=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c tests/shmalloc_impl.c -o build/fuzz_tlsf
 	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
 	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 

@@ -53,6 +53,8 @@
    SHMALLOC_DEBUG            0 none; 1 argument validation (the default: bad
                              pointers are always caught); 2 internal
                              assertions; 3 a full heap check after every call.
+   SHMALLOC_POISON           mark free memory and slack inaccessible to ASan
+                             (ASan builds) or Valgrind, for finding misuse.
    SHMALLOC_SL_LOG2          log2 of the second-level lists per class, 2..5.
    SHMALLOC_MAX_LOG2         log2 of the largest heap, 30..46 (64 TiB).
 */
@@ -332,6 +334,40 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 #  define SHM__ASSERT(c) ((void)0)
 #endif
 
+/* Poisoning (compile with -DSHMALLOC_POISON): the bytes of free blocks and
+   the slack after each request are marked inaccessible, and every block
+   gets a 16-byte red zone, so a program's use after free or overflow on a
+   symmetric block is reported: by AddressSanitizer in an ASan build, else
+   by Valgrind's memcheck (needs valgrind/memcheck.h). */
+#if defined(SHMALLOC_POISON) && defined(__SANITIZE_ADDRESS__)
+#  define SHMALLOC_ASAN 1
+#elif defined(SHMALLOC_POISON) && defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define SHMALLOC_ASAN 1
+#  endif
+#endif
+#if defined(SHMALLOC_POISON) && !defined(SHMALLOC_ASAN)
+#  define SHMALLOC_VALGRIND 1
+#endif
+#if defined(SHMALLOC_ASAN)
+#  include <sanitizer/asan_interface.h>
+#  define SHM__POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#  define SHM__UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#  define SHM__IS_POISONED(p) (__asan_region_is_poisoned((void *)(uintptr_t)(p), 8) != NULL) /* a word */
+#  define SHM__REDZONE 16
+#elif defined(SHMALLOC_VALGRIND)
+#  include <valgrind/memcheck.h>
+#  define SHM__POISON(p, n) ((void)VALGRIND_MAKE_MEM_NOACCESS((p), (n)))
+#  define SHM__UNPOISON(p, n) ((void)VALGRIND_MAKE_MEM_DEFINED((p), (n)))
+#  define SHM__IS_POISONED(p) 0
+#  define SHM__REDZONE 16
+#else
+#  define SHM__POISON(p, n) ((void)0)
+#  define SHM__UNPOISON(p, n) ((void)0)
+#  define SHM__IS_POISONED(p) 0
+#  define SHM__REDZONE 0
+#endif
+
 typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 : -1];
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -477,7 +513,7 @@ SHM__INLINE size_t shm__align_of(const shm__block *b)
    payload plus the header word, rounded to 16; never below the minimum. */
 SHM__INLINE size_t shm__block_size(size_t n)
 {
-    size_t s = (n + 8 + 15) & ~(size_t)15;
+    size_t s = (n + 8 + SHM__REDZONE + 15) & ~(size_t)15;
     return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
 }
 
@@ -606,6 +642,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
         size += nsize;
         next = shm__at(next, nsize);
     }
+    SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
     if (anchor && shm__same_list(shm__size(anchor), size)) {
         b->header = size | SHM__FREE;
         if (anchor != b) shm__replace(anchor, b);
@@ -616,6 +653,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     }
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
 }
 
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
@@ -645,6 +683,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         unsigned rfl, rsl;
         rest->header = (bsize - size) | SHM__FREE;
         next->prev_phys = rest;
+        SHM__POISON((char *)rest + 32, bsize - size - 32);
         shm__mapping(bsize - size, &rfl, &rsl);
         if (listed && rfl == fl && rsl == sl) {
             shm__replace(b, rest);
@@ -670,6 +709,7 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
 {
     size_t gap;
     shm__block *a;
+    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
     if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, fl, sl);
     gap = shm__gap(b, align);
     if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, fl, sl);
@@ -679,6 +719,7 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
     a->prev_phys = b;
     b->header = gap | SHM__FREE;
     shm__insert(t, b);
+    SHM__POISON((char *)b + 32, gap - 32);
     return shm__carve(t, a, size, shm__fls(align), 0, 0, 0);
 }
 
@@ -705,9 +746,10 @@ SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
     b = shm__of_user(ptr);
     bit = shm__offset(t, b) >> 4; /* as shm__mark_used computes it, so the two share the work */
     if (SHM__LIKELY(t->start_map[bit >> 6] & ((uint64_t)1 << (bit & 63)))) return SHMEM_MALLOC_OK;
+    if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
     if ((b->header & SHM__FREE) && shm__size(b) >= SHM__MIN_BLOCK &&
         shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
-        shm__at(b, shm__size(b))->prev_phys == b)
+        !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
         return SHMEM_MALLOC_ALREADY_FREE;
     return SHMEM_MALLOC_NOT_ALIGNED;
 }
@@ -763,6 +805,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
 {
     shm__block *b = shm__of_user(ptr), *next;
     size_t keep = shm__size(b) - 8 < n ? shm__size(b) - 8 : n;
+    SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
     if (r->how == SHM__MOVE) {
         void *q = shm__take(t, r->target, r->fl, r->sl, r->size, shm__align_of(b));
         SHMALLOC_MEMCPY(q, ptr, keep);
@@ -774,6 +817,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         size_t header = b->header, psize = shm__size(prev);
         shm__remove(t, prev);
         shm__mark_used(t, b, 0);
+        SHM__UNPOISON((char *)prev + 32, psize - 32);
         SHMALLOC_MEMMOVE(shm__user(prev), ptr, keep);
         prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
         shm__mark_used(t, prev, 1);
@@ -784,6 +828,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
     if (shm__size(b) < r->size) { /* absorb the free next block */
         size_t nsize = shm__size(next);
         shm__remove(t, next);
+        SHM__UNPOISON((char *)next + 32, nsize - 32);
         b->header += nsize;
         shm__at(b, shm__size(b))->header &= ~SHM__PREV_FREE;
         t->in_use += nsize;
@@ -852,17 +897,28 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
     t->sentinel->header = SHM__PREV_FREE;
     t->sentinel->prev_phys = first;
     shm__insert(t, first);
+    SHM__POISON((char *)first + 32, t->capacity - 32);
     return t;
+}
+
+/* Marks the slack after a request of n bytes inaccessible (poisoning only),
+   up to the next block's first word, which the allocator uses. */
+SHM__INLINE void *shm__fit(void *p, size_t n)
+{
+    if (p) SHM__POISON((char *)p + n, shm__size(shm__of_user(p)) - 16 - n);
+    (void)n;
+    return p;
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *b;
     unsigned fl, sl;
+    size_t bsize;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
-    size = shm__block_size(size);
-    b = shm__find(t, size, &fl, &sl);
-    return b ? shm__carve(t, b, size, 0, 1, fl, sl) : NULL;
+    bsize = shm__block_size(size);
+    b = shm__find(t, bsize, &fl, &sl);
+    return b ? shm__fit(shm__take(t, b, fl, sl, bsize, 0), size) : NULL;
 }
 
 static int shm__bad_align(size_t align)
@@ -874,10 +930,11 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
 {
     shm__block *b;
     unsigned fl, sl;
+    size_t bsize;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
-    size = shm__block_size(size);
-    b = shm__find_aligned(t, size, align, &fl, &sl);
-    return b ? shm__take(t, b, fl, sl, size, align) : NULL;
+    bsize = shm__block_size(size);
+    b = shm__find_aligned(t, bsize, align, &fl, &sl);
+    return b ? shm__fit(shm__take(t, b, fl, sl, bsize, align), size) : NULL;
 }
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
@@ -897,7 +954,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
         shmalloc_tlsf_free(t, ptr);
         return NULL;
     }
-    return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__commit_resize(t, ptr, size, &r);
+    return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
@@ -980,8 +1037,10 @@ static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
    must have a sane size and its successor's back link. */
 static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
 {
-    size_t size = shm__size(b);
+    size_t size;
     if (b == t->sentinel || shm__starts_used(t, b)) return 1;
+    if (SHM__IS_POISONED(&b->header)) return 0;
+    size = shm__size(b);
     return (b->header & SHM__FREE) && size >= SHM__MIN_BLOCK &&
            size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) && shm__at(b, size)->prev_phys == b;
 }
@@ -994,7 +1053,13 @@ static size_t shm__check_chain(shm__checker *c)
     const shm__block *b = (const shm__block *)(const void *)t->base;
     size_t nfree = 0, nused = 0, used_bytes = 0, prev_free = 0, marked = 0, i;
     while (b != t->sentinel) {
-        size_t off = shm__offset(t, b) + 16, size = shm__size(b), is_free = b->header & SHM__FREE;
+        size_t off = shm__offset(t, b) + 16, size, is_free;
+        if (SHM__IS_POISONED(&b->header)) {
+            shm__problem(c, "block at offset %zu lies inside a free block", off);
+            return nfree;
+        }
+        size = shm__size(b);
+        is_free = b->header & SHM__FREE;
         if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) ||
             (b->header & SHM__RESERVED)) {
             shm__problem(c, "block at offset %zu: header 0x%zx %s", off, b->header,
@@ -1061,7 +1126,7 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
             if (!(t->sl_bitmap[fl] >> sl & 1) != (e == list))
                 shm__problem(c, "list %u/%u: bitmap says %s", fl, sl, e == list ? "non-empty" : "empty");
             for (; e != list; prev = e, e = e->next_free) {
-                if (!shm__in_blocks(t, e)) {
+                if (!shm__in_blocks(t, e) || SHM__IS_POISONED(&e->header)) {
                     shm__problem(c, "list %u/%u: link %p points outside the heap", fl, sl, (const void *)e);
                     break;
                 }
@@ -1309,6 +1374,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
         else e = SHMEM_MALLOC_FAIL;
         if (p && zero) SHMALLOC_MEMSET(p, 0, size);
         else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
+        shm__fit(p, size);
     }
     call.size = size;
     call.align = align;
@@ -1359,6 +1425,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     call.offset = shm__offset(h->tlsf, ptr);
     e = shm__agree(&h->tp, h->debug, &call, shm__validate(h->tlsf, ptr));
     if (!e) {
+        SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
         if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, shm__size(shm__of_user(ptr)) - 8);
         shm__release(h->tlsf, shm__of_user(ptr));
     }
@@ -1396,6 +1463,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         size_t old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);
         if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
+        shm__fit(q, size);
         if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
     }
     shm__debug_check(h);
@@ -1449,7 +1517,6 @@ static int shm__map_block(void *user, const shmalloc_block_info *b)
 
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
 {
-    static const char *const names[SHM__CALLS] = {"malloc", "free", "realloc", "align", "calloc"};
     shmalloc_counters c;
     shm__tally s;
     int i;
@@ -1462,7 +1529,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shm__lock(h);
     shmalloc_tlsf_counters(h->tlsf, &c);
     shm__print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", shm__user((const shm__block *)(void *)h->tlsf->base), c.capacity);
-    for (i = 0; i < SHM__CALLS; i++) shm__print(1, " %s %zu%s", names[i], h->calls[i], i + 1 < SHM__CALLS ? "," : "\n");
+    for (i = 0; i < SHM__CREATE; i++)
+        shm__print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
     if (level >= 2) shm__print(1, "  blocks:\n");
     shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
     shm__print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],

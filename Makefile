@@ -11,7 +11,7 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_heap test_bad_input test_pthreads test_debug
+TESTS    = test_tlsf test_heap test_bad_input test_threads test_pthreads test_debug
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
@@ -44,6 +44,9 @@ $(B)/test_heap: tests/test_heap.c tests/shmalloc_impl.c shmalloc.h | $(B)
 
 $(B)/test_bad_input: tests/test_bad_input.c tests/shmalloc_impl.c shmalloc.h | $(B)
 	$(CC) $(CFLAGS) tests/test_bad_input.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_threads: tests/test_threads.c tests/shmalloc_impl.c shmalloc.h | $(B)
+	$(CC) $(CFLAGS) tests/test_threads.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_pthreads: tests/test_pthreads.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@

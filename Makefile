@@ -15,7 +15,7 @@ TESTS    = test_tlsf test_heap test_bad_input test_threads test_pthreads test_de
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
-.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check clean
+.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -121,6 +121,14 @@ poison-check:
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -fsanitize=address -I. $(POISON_SRC) $(LDLIBS) -o build/poison/asan
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -I. $(POISON_SRC) $(LDLIBS) -o build/poison/valgrind
 	tests/poison_check.sh build/poison/asan build/poison/valgrind
+
+# Long random runs with data verified across PEs; not part of make test.
+SOAK_OPS ?= 10000000
+soak: $(B)/soak_pthreads
+	./$(B)/soak_pthreads $(SOAK_OPS) 4
+
+$(B)/soak_pthreads: tests/soak_pthreads.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a $(LDLIBS) -o $@
 
 # libFuzzer over the TLSF core, from the committed seeds; new inputs go to
 # a scratch corpus under build/.  FUZZ_SECONDS=600 make fuzz for longer.

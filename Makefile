@@ -137,7 +137,7 @@ fuzz:
 	mkdir -p build/fuzz-corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	  -DSHMALLOC_DEBUG=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c tests/shmalloc_impl.c -o build/fuzz_tlsf
-	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
+	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
 	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 
 clean:

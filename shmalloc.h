@@ -138,6 +138,7 @@ typedef struct shmalloc_counters {
                               block's payload may reach 8 bytes beyond */
     size_t in_use;         /* bytes in used blocks, headers included */
     size_t free;           /* capacity - in_use */
+    size_t spec;           /* bytes of the spec area (shmalloc_tlsf_sbreak) */
     size_t largest_free;   /* size of the largest free block */
     size_t high_water;     /* highest offset ever reached by a used block's
                               usable bytes */
@@ -169,6 +170,13 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
 /* 0 for a pointer that is not a used block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);
+/* Moves the break between the blocks and the "spec" area at the top of the
+   region, a raw range outside the free lists: increment > 0 takes that
+   many bytes (rounded up to 16) from the free block at the top of the
+   heap, < 0 gives them back, 0 changes nothing.  Returns the start of the
+   spec area afterwards, or NULL (and nothing changes) when the top block
+   is not free and large enough, or more is given back than was taken. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment);
 /* SHMEM_MALLOC_OK if ptr is the start of a used block, else the error code. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
@@ -237,6 +245,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t si
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
+/* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err);
 /* Not collective. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level);
@@ -244,8 +254,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level);
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h);
 /* Start of the block space: offsets of symmetric objects are from here. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h);
-/* Bytes from the base that user data may occupy: counters.capacity + 8,
-   since the last block's payload ends 8 bytes past the last block. */
+/* Bytes from the base that user data may occupy: the blocks (the last
+   block's payload ends 8 bytes past it) and the spec area. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
 /* 1 when p lies in [base, base + shmalloc_heap_size). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
@@ -292,6 +302,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmem_align(size_t alignment, size_t size);
 SHMALLOC_DEF SHMALLOC_API void *shmemalign(size_t alignment, size_t size);
 SHMALLOC_DEF SHMALLOC_API void *shmem_calloc(size_t count, size_t size);
 SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints);
+SHMALLOC_DEF SHMALLOC_API void *shsbreak(ptrdiff_t increment);
 SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 #endif
@@ -462,7 +473,9 @@ typedef struct shm__block {
 
 struct shmalloc_tlsf {
     char *base;            /* first block; block offsets are from here */
-    shm__block *sentinel;  /* zero-size used block at the end */
+    shm__block *sentinel;  /* zero-size used block at the end of the blocks */
+    char *limit;           /* end of the block space; [sentinel + 16, limit)
+                              is the spec area that shmalloc_tlsf_sbreak made */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, used_blocks, high_water;
@@ -741,7 +754,9 @@ SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
     size_t bit;
     const shm__block *b;
-    if (u < lo || u >= (uintptr_t)t->sentinel) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (u < lo || u >= (uintptr_t)t->sentinel)
+        return u >= (uintptr_t)t->sentinel && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED /* spec area */
+                                                                       : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
     b = shm__of_user(ptr);
     bit = shm__offset(t, b) >> 4; /* as shm__mark_used computes it, so the two share the work */
@@ -887,6 +902,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
     t->base = (char *)mem;
     t->capacity = area - 16;
     t->sentinel = shm__at(mem, area - 16);
+    t->limit = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
     SHMALLOC_MEMSET(t->start_map, 0, shm__map_bytes(area));
     for (i = 0; i < t->fl_count; i++)
@@ -967,6 +983,56 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *
     return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
 }
 
+/* Can the break move by inc (a multiple of 16)?  The top block must be
+   free and keep at least a minimum block, or be taken whole. */
+static int shm__sbreak_ok(const shmalloc_tlsf *t, ptrdiff_t inc)
+{
+    const shm__block *top = t->sentinel->prev_phys;
+    size_t spec = (size_t)(t->limit - (char *)t->sentinel) - 16, n = (size_t)(inc < 0 ? -inc : inc);
+    if (inc < 0) return n <= spec && (n >= SHM__MIN_BLOCK || (t->sentinel->header & SHM__PREV_FREE));
+    if (!inc) return 1;
+    if (!(t->sentinel->header & SHM__PREV_FREE)) return 0;
+    return shm__size(top) == n || shm__size(top) >= n + SHM__MIN_BLOCK;
+}
+
+/* Moves the sentinel; the top free block shrinks or grows to match. */
+static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
+{
+    shm__block *old = t->sentinel, *top = old->prev_phys;
+    size_t n = (size_t)(inc < 0 ? -inc : inc);
+    if (inc > 0) {
+        SHM__UNPOISON((char *)old - n, n + 16); /* the new sentinel and the spec bytes */
+        shm__remove(t, top);
+        if (shm__size(top) == n) { /* the top block goes whole: the sentinel takes its place */
+            t->sentinel = top;
+            top->header = 0;
+        } else {
+            top->header -= n;
+            t->sentinel = shm__at(old, 0 - n);
+            t->sentinel->header = SHM__PREV_FREE;
+            t->sentinel->prev_phys = top;
+            shm__insert(t, top);
+        }
+        t->capacity -= n;
+    } else if (inc < 0) {
+        size_t flags = old->header & SHM__PREV_FREE;
+        t->sentinel = shm__at(old, n);
+        t->sentinel->header = 0;
+        t->capacity += n;
+        old->header = flags; /* a used block's header, so file_free sees the previous block right */
+        shm__file_free(t, old, n);
+    }
+    return (char *)t->sentinel + 16;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment)
+{
+    ptrdiff_t inc;
+    if (increment <= -PTRDIFF_MAX || increment >= PTRDIFF_MAX - 15) return NULL;
+    inc = increment < 0 ? -((-increment + 15) & ~(ptrdiff_t)15) : (increment + 15) & ~(ptrdiff_t)15;
+    return shm__sbreak_ok(t, inc) ? shm__sbreak(t, inc) : NULL;
+}
+
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
 
 /* The largest free block is in the highest non-empty list: O(length of
@@ -977,6 +1043,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
     out->capacity = t->capacity;
     out->in_use = t->in_use;
     out->free = t->capacity - t->in_use;
+    out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
     out->high_water = t->high_water;
     out->used_blocks = t->used_blocks;
     out->largest_free = 0;
@@ -1175,8 +1242,9 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    list head, and merging it back undoes the split, list positions included.
    realloc plans, agrees, moves, then synchronises again, since a peer may
    write to the new block as soon as it returns. */
-enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__CREATE, SHM__CALLS };
-static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free", "realloc", "align", "calloc", "create"};
+enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__CALLS };
+static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
+                                                        "calloc", "sbreak", "create"};
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -1318,13 +1386,13 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     }
     if (!t) e = SHMEM_MALLOC_BAD_SIZE;
     else if (tp->register_region && !e) {
-        registered = tp->register_region(tp->user, t->base, t->capacity + 8) == 0;
+        registered = tp->register_region(tp->user, t->base, (size_t)(t->limit - t->base)) == 0;
         if (!registered) e = SHMEM_MALLOC_FAIL;
     }
     call.size = bytes;
     e = shm__agree(tp, debug > 0, &call, e);
     if (e) {
-        if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, t->capacity + 8);
+        if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, (size_t)(t->limit - t->base));
         shm__set(err, e);
         return NULL;
     }
@@ -1472,6 +1540,30 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     return q;
 }
 
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err)
+{
+    shm__call call = {SHM__SBREAK, 0, 0, 0};
+    ptrdiff_t inc = 0;
+    void *p = NULL;
+    long e = SHMEM_MALLOC_OK;
+    if (!h) {
+        shm__set(err, SHMEM_MALLOC_FAIL);
+        return NULL;
+    }
+    shm__lock(h);
+    h->calls[SHM__SBREAK]++;
+    call.size = (size_t)increment;
+    if (increment <= -PTRDIFF_MAX || increment >= PTRDIFF_MAX - 15) e = SHMEM_MALLOC_BAD_SIZE;
+    else inc = increment < 0 ? -((-increment + 15) & ~(ptrdiff_t)15) : (increment + 15) & ~(ptrdiff_t)15;
+    if (!e && !shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
+    e = shm__agree(&h->tp, h->debug, &call, e);
+    if (!e) p = shm__sbreak(h->tlsf, inc);
+    shm__debug_check(h);
+    shm__unlock(h);
+    shm__set(err, e);
+    return p;
+}
+
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
 {
     int problems;
@@ -1535,12 +1627,12 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
     shm__print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
                s.count[0], s.bytes[0], c.largest_free);
-    shm__print(1, "  spec: 0 blocks, 0 bytes\n  high water: %zu bytes\n", c.high_water);
+    shm__print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
     if (level >= 1) {
         shm__print(1, "  map: ");
         shmalloc_tlsf_walk(h->tlsf, shm__map_block, &s);
         s.map[s.fill] = 0;
-        shm__print(1, "%s\n", s.map);
+        shm__print(1, "%s%s\n", s.map, c.spec ? "@" : ""); /* the spec area is one block, at the top */
     }
     shm__unlock(h);
 }
@@ -1548,7 +1640,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return h->tlsf->base; }
 /* The last block's payload runs into the sentinel's first word. */
-SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return h->tlsf->capacity + 8; }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h)
+{
+    return (size_t)(h->tlsf->limit - h->tlsf->base);
+}
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {
     return (uintptr_t)p >= (uintptr_t)h->tlsf->base &&
@@ -1647,6 +1742,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmemalign(size_t alignment, size_t size) { retu
 SHMALLOC_DEF SHMALLOC_API void *shmem_calloc(size_t count, size_t size)
 {
     return shmalloc_heap_calloc(shmalloc_current(), count, size, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API void *shsbreak(ptrdiff_t increment)
+{
+    return shmalloc_heap_sbreak(shmalloc_current(), increment, &malloc_error);
 }
 SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 {

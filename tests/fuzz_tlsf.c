@@ -93,12 +93,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         size_t size = pick_size(a, b), align = (size_t)1 << (b % 24);
         unsigned char *p;
         i = data[pos + 1] % SLOTS;
-        switch (kind % 6) {
+        switch (kind % 7) {
         case 0: /* malloc or memalign into an empty slot */
         case 1:
             if (live[i].p) break;
-            p = kind % 6 ? shmalloc_tlsf_memalign(heap, align, size) : shmalloc_tlsf_malloc(heap, size);
-            if (p) admit(i, p, size, kind % 6 ? align : 1, a);
+            p = kind % 7 ? shmalloc_tlsf_memalign(heap, align, size) : shmalloc_tlsf_malloc(heap, size);
+            if (p) admit(i, p, size, kind % 7 ? align : 1, a);
             break;
         case 2: /* realloc keeps contents and alignment */
             if (!live[i].p || !size) break;
@@ -129,6 +129,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             }
             if (shmalloc_tlsf_free(heap, p) == SHMEM_MALLOC_OK) fail("bad free accepted", i);
             break;
+        case 6: { /* the spec area: taken from the top, never over a live block */
+            ptrdiff_t inc = (ptrdiff_t)(b * 64) * (a & 1 ? -1 : 1);
+            unsigned char *top = shmalloc_tlsf_sbreak(heap, inc);
+            size_t k;
+            if (!top) break;
+            for (k = 0; k < SLOTS; k++)
+                if (live[k].p && live[k].p + live[k].size > top) fail("spec area over a live block", k);
+            if (inc > 0) memset(top, 0xee, (size_t)inc);
+            break;
+        }
         default: /* absurd requests fail cleanly */
             if (shmalloc_tlsf_malloc(heap, SIZE_MAX - a) || shmalloc_tlsf_memalign(heap, (size_t)1 << 63, 16) ||
                 shmalloc_tlsf_memalign(heap, 24, 16))

@@ -1025,12 +1025,19 @@ static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
     return (char *)t->sentinel + 16;
 }
 
+/* The increment rounded away from zero to 16; 0 when it cannot be. */
+static ptrdiff_t shm__sbreak_round(ptrdiff_t increment, int *bad)
+{
+    *bad = increment <= -PTRDIFF_MAX || increment >= PTRDIFF_MAX - 15;
+    if (*bad) return 0;
+    return increment < 0 ? -((-increment + 15) & ~(ptrdiff_t)15) : (increment + 15) & ~(ptrdiff_t)15;
+}
+
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment)
 {
-    ptrdiff_t inc;
-    if (increment <= -PTRDIFF_MAX || increment >= PTRDIFF_MAX - 15) return NULL;
-    inc = increment < 0 ? -((-increment + 15) & ~(ptrdiff_t)15) : (increment + 15) & ~(ptrdiff_t)15;
-    return shm__sbreak_ok(t, inc) ? shm__sbreak(t, inc) : NULL;
+    int bad;
+    ptrdiff_t inc = shm__sbreak_round(increment, &bad);
+    return !bad && shm__sbreak_ok(t, inc) ? shm__sbreak(t, inc) : NULL;
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
@@ -1543,8 +1550,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err)
 {
     shm__call call = {SHM__SBREAK, 0, 0, 0};
-    ptrdiff_t inc = 0;
+    ptrdiff_t inc;
     void *p = NULL;
+    int bad;
     long e = SHMEM_MALLOC_OK;
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
@@ -1553,9 +1561,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     shm__lock(h);
     h->calls[SHM__SBREAK]++;
     call.size = (size_t)increment;
-    if (increment <= -PTRDIFF_MAX || increment >= PTRDIFF_MAX - 15) e = SHMEM_MALLOC_BAD_SIZE;
-    else inc = increment < 0 ? -((-increment + 15) & ~(ptrdiff_t)15) : (increment + 15) & ~(ptrdiff_t)15;
-    if (!e && !shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
+    inc = shm__sbreak_round(increment, &bad);
+    if (bad) e = SHMEM_MALLOC_BAD_SIZE;
+    else if (!shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
     e = shm__agree(&h->tp, h->debug, &call, e);
     if (!e) p = shm__sbreak(h->tlsf, inc);
     shm__debug_check(h);

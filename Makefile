@@ -11,9 +11,11 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_heap test_bad_input test_threads test_pthreads test_debug test_sbreak
+TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_sbreak
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
+
+include mk/install.mk
 
 .PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
@@ -38,6 +40,9 @@ $(B)/vendor_runtime: examples/vendor_runtime.c shmalloc.h | $(B)
 
 $(B)/test_tlsf: tests/test_tlsf.c tests/shmalloc_impl.c shmalloc.h | $(B)
 	$(CC) $(CFLAGS) tests/test_tlsf.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_corrupt: tests/test_corrupt.c shmalloc.h | $(B)
+	$(CC) $(CFLAGS) -Wno-missing-prototypes $< -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_heap: tests/test_heap.c tests/shmalloc_impl.c shmalloc.h | $(B)
 	$(CC) $(CFLAGS) tests/test_heap.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
@@ -88,6 +93,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 test: deps
 	$(MAKE) run-tests
 	$(MAKE) poison-check
+	$(MAKE) cpp-check man-check install-check
 
 test-asan: deps
 	$(MAKE) run-tests B=build/asan OPT="-O1 -g" \

@@ -1,0 +1,264 @@
+# mk/install.mk - installing shmalloc, and the checks that go with it.
+#
+#   make install   [PREFIX=/usr/local] [DESTDIR=]   headers, libraries (static
+#                  and shared), pkg-config files, CMake package, man pages
+#   make uninstall [PREFIX=...] [DESTDIR=]          removes exactly those files
+#   make install-check   installs into a temporary DESTDIR and builds, links
+#                  and runs programs against it (tests/test_install.sh)
+#   make man-check       lints the man pages and renders each with man -l
+#   make cpp-check       the headers as C++11..C++20 with g++ and clang++,
+#                  then builds and runs examples/hello_cpp.cpp
+#
+# Included by the top-level Makefile, which provides CC, CFLAGS, B and the
+# rule for $(B)/libshmalloc_pthreads.a.  The PMIx + libfabric transport is
+# built only when `pkg-config --exists pmix libfabric` succeeds (force it
+# off with HAVE_PMIX_OFI=0).
+#
+# Installed layout (includedir = $(PREFIX)/include):
+#   include/shmalloc.h                         the header itself
+#   include/shmalloc/shmalloc.h                a one-line forward to ../shmalloc.h
+#   include/shmalloc/transports/shmalloc_*.h   the transport headers, unchanged
+# The pkg-config and CMake files add -I$(includedir)/shmalloc, so programs
+# keep the spellings they use in this tree ("shmalloc.h",
+# "transports/shmalloc_pthreads.h"); the transport headers' own
+# "../shmalloc.h" reaches the forward.  With -I$(includedir) alone (or none,
+# for PREFIX=/usr) <shmalloc.h> and <shmalloc/transports/...> work too.
+
+# This file may be included before the Makefile's first target: keep the
+# default goal as the Makefile sets it.
+shm_saved_goal := $(.DEFAULT_GOAL)
+
+B           ?= build
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+includedir  ?= $(PREFIX)/include
+libdir      ?= $(PREFIX)/lib
+mandir      ?= $(PREFIX)/share/man
+pkgconfigdir ?= $(libdir)/pkgconfig
+cmakedir    ?= $(libdir)/cmake/shmalloc
+INSTALL     ?= install
+PKG_CONFIG  ?= pkg-config
+
+# The version is the one on the header's first line ("shmalloc.h - v0.1 - ...").
+SHMALLOC_VERSION := $(or $(shell sed -n '1s/^.* - v\([0-9][0-9.]*\) - .*$$/\1/p' shmalloc.h),0.0)
+shm_major := $(word 1,$(subst ., ,$(SHMALLOC_VERSION)))
+shm_minor := $(or $(word 2,$(subst ., ,$(SHMALLOC_VERSION))),0)
+# The soname carries the major version: libshmalloc_pthreads.so.0.
+SHMALLOC_SOVERSION ?= $(shm_major)
+
+ifeq ($(origin HAVE_PMIX_OFI),undefined)
+HAVE_PMIX_OFI := $(if $(wildcard transports/shmalloc_pmix_ofi.c),$(shell $(PKG_CONFIG) --exists pmix libfabric 2>/dev/null && echo 1))
+endif
+shm_pmix_cflags = $(shell $(PKG_CONFIG) --cflags pmix libfabric)
+shm_pmix_libs   = $(shell $(PKG_CONFIG) --libs pmix libfabric)
+
+# ---- what gets built ------------------------------------------------------
+shm_transports := shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
+shm_all_transports := shmalloc_pthreads shmalloc_pmix_ofi
+shm_headers := shmalloc.h transports/shmalloc_pthreads.h
+shm_static  := $(foreach t,$(shm_transports),$(B)/lib$(t).a)
+shm_shared  := $(foreach t,$(shm_transports),$(B)/lib$(t).so.$(SHMALLOC_VERSION))
+shm_ldlibs_shmalloc_pthreads = -pthread
+shm_ldlibs_shmalloc_pmix_ofi = $(shm_pmix_libs)
+
+$(B)/pic:
+	mkdir -p $@
+
+$(B)/pic/shmalloc_pthreads.o: transports/shmalloc_pthreads.c $(shm_headers) | $(B)/pic
+	$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(B)/pic/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h | $(B)/pic
+	$(CC) $(CFLAGS) $(shm_pmix_cflags) -fPIC -c $< -o $@
+
+$(B)/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS) $(shm_pmix_cflags) -c $< -o $@
+
+$(B)/libshmalloc_pmix_ofi.a: $(B)/shmalloc_pmix_ofi.o
+	ar rcs $@ $^
+
+# -z defs: a shared library that links must have every symbol it needs.
+$(B)/lib%.so.$(SHMALLOC_VERSION): $(B)/pic/%.o
+	$(CC) $(CFLAGS) -shared -Wl,-soname,lib$*.so.$(SHMALLOC_SOVERSION) -Wl,-z,defs $< $(shm_ldlibs_$*) -o $@
+
+# ---- what gets installed --------------------------------------------------
+# The man pages: shmalloc.3 and its aliases (one .so line each), the
+# transports' pages, and shmalloc.7.
+shm_man3_aliases := shmem_malloc shmem_free shfree shmem_realloc shrealloc shmem_align \
+                    shmemalign shmem_calloc shmem_malloc_with_hints malloc_error \
+                    shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run
+shm_man3_pages    = shmalloc shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi) $(shm_man3_aliases)
+shm_man7_pages   := shmalloc
+shm_pc_name_shmalloc_pthreads := shmalloc-pthreads
+shm_pc_name_shmalloc_pmix_ofi := shmalloc-pmix-ofi
+
+# Every file install may put, for one transport list: uninstall and
+# install-check use the full list, so what install wrote always goes.
+shm_lib_files = $(foreach t,$(1),lib$(t).a lib$(t).so lib$(t).so.$(SHMALLOC_SOVERSION) lib$(t).so.$(SHMALLOC_VERSION))
+shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
+            $(foreach t,$(1),$(includedir)/shmalloc/transports/$(t).h) \
+            $(addprefix $(libdir)/,$(call shm_lib_files,$(1))) \
+            $(pkgconfigdir)/shmalloc.pc $(foreach t,$(1),$(pkgconfigdir)/$(shm_pc_name_$(t)).pc) \
+            $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
+            $(foreach p,$(2),$(mandir)/man3/$(p).3) $(foreach p,$(shm_man7_pages),$(mandir)/man7/$(p).7)
+shm_installed     = $(call shm_files,$(shm_transports),$(shm_man3_pages))
+shm_all_installed = $(call shm_files,$(shm_all_transports),$(sort $(shm_man3_pages) shmalloc_pmix_ofi))
+
+# Generated with the paths of this PREFIX, into $(B)/gen.
+shm_gen = $(B)/gen
+# In a .pc file, a directory under the prefix is written from ${prefix}.
+shm_pcdir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+shm_relpath = $(shell realpath -m --relative-to=$(2) $(1))
+
+.PHONY: install uninstall install-check man-check cpp-check shared-libs static-libs \
+        shm-generate print-install-files
+
+# $(call shm_need,COMMAND,PACKAGE): as root, installs the Debian package
+# when the command is missing (a check that still lacks it then fails).
+shm_need = if ! command -v $(1) >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "installing $(2) (for $(1))"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; } || true; fi
+
+static-libs: $(shm_static)
+shared-libs: $(shm_shared)
+
+shm-generate:
+	@mkdir -p $(shm_gen)
+	@printf '%s\n' '/* Installed by shmalloc.  The headers in transports/ include' \
+	  '   "../shmalloc.h", which is this file; it leads on to the real header. */' \
+	  '#include "../shmalloc.h"' > $(shm_gen)/shmalloc-forward.h
+	@printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$(call shm_pcdir,$(includedir))' '' \
+	  'Name: shmalloc' \
+	  'Description: symmetric-heap allocator for OpenSHMEM runtimes (single header)' \
+	  'Version: $(SHMALLOC_VERSION)' \
+	  'Cflags: -I$${includedir}/shmalloc' > $(shm_gen)/shmalloc.pc
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call shm_pcdir,$(libdir))' '' \
+	  'Name: shmalloc-pthreads' \
+	  'Description: shmalloc with its pthreads transport: PEs are threads of one process' \
+	  'Version: $(SHMALLOC_VERSION)' \
+	  'Requires: shmalloc = $(SHMALLOC_VERSION)' \
+	  'Libs: -L$${libdir} -lshmalloc_pthreads -pthread' > $(shm_gen)/shmalloc-pthreads.pc
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call shm_pcdir,$(libdir))' '' \
+	  'Name: shmalloc-pmix-ofi' \
+	  'Description: shmalloc with its PMIx + libfabric transport: PEs are processes' \
+	  'Version: $(SHMALLOC_VERSION)' \
+	  'Requires: shmalloc = $(SHMALLOC_VERSION), pmix, libfabric' \
+	  'Libs: -L$${libdir} -lshmalloc_pmix_ofi' > $(shm_gen)/shmalloc-pmix-ofi.pc
+	@for f in shmallocConfig shmallocConfigVersion; do \
+	  sed -e 's|@SHMALLOC_VERSION@|$(SHMALLOC_VERSION)|g' \
+	      -e 's|@SHMALLOC_VERSION_MAJOR@|$(shm_major)|g' \
+	      -e 's|@SHMALLOC_VERSION_MINOR@|$(shm_minor)|g' \
+	      -e 's|@SHMALLOC_SOVERSION@|$(SHMALLOC_SOVERSION)|g' \
+	      -e 's|@SHMALLOC_REL_INCLUDEDIR@|$(call shm_relpath,$(includedir),$(cmakedir))|g' \
+	      -e 's|@SHMALLOC_REL_LIBDIR@|$(call shm_relpath,$(libdir),$(cmakedir))|g' \
+	      cmake/$$f.cmake.in > $(shm_gen)/$$f.cmake || exit 1; done
+
+install: $(shm_static) $(shm_shared) shm-generate
+	$(INSTALL) -d $(DESTDIR)$(includedir)/shmalloc/transports $(DESTDIR)$(libdir) \
+	  $(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(cmakedir) $(DESTDIR)$(mandir)/man3 $(DESTDIR)$(mandir)/man7
+	$(INSTALL) -m 644 shmalloc.h $(DESTDIR)$(includedir)/shmalloc.h
+	$(INSTALL) -m 644 $(shm_gen)/shmalloc-forward.h $(DESTDIR)$(includedir)/shmalloc/shmalloc.h
+	$(INSTALL) -m 644 $(foreach t,$(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
+	$(INSTALL) -m 644 $(shm_static) $(DESTDIR)$(libdir)/
+	$(INSTALL) -m 755 $(shm_shared) $(DESTDIR)$(libdir)/
+	@set -e; for t in $(shm_transports); do \
+	  echo "ln -sf lib$$t.so.$(SHMALLOC_VERSION) lib$$t.so.$(SHMALLOC_SOVERSION); ln -sf lib$$t.so.$(SHMALLOC_SOVERSION) lib$$t.so"; \
+	  ln -sf lib$$t.so.$(SHMALLOC_VERSION) $(DESTDIR)$(libdir)/lib$$t.so.$(SHMALLOC_SOVERSION); \
+	  ln -sf lib$$t.so.$(SHMALLOC_SOVERSION) $(DESTDIR)$(libdir)/lib$$t.so; done
+	$(INSTALL) -m 644 $(shm_gen)/shmalloc.pc $(foreach t,$(shm_transports),$(shm_gen)/$(shm_pc_name_$(t)).pc) \
+	  $(DESTDIR)$(pkgconfigdir)/
+	$(INSTALL) -m 644 $(shm_gen)/shmallocConfig.cmake $(shm_gen)/shmallocConfigVersion.cmake $(DESTDIR)$(cmakedir)/
+	$(INSTALL) -m 644 $(foreach p,$(shm_man3_pages),man/$(p).3) $(DESTDIR)$(mandir)/man3/
+	$(INSTALL) -m 644 $(foreach p,$(shm_man7_pages),man/$(p).7) $(DESTDIR)$(mandir)/man7/
+
+# Only shmalloc's own directories are removed, and only when empty.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(shm_all_installed))
+	-@rmdir $(DESTDIR)$(includedir)/shmalloc/transports $(DESTDIR)$(includedir)/shmalloc \
+	  $(DESTDIR)$(cmakedir) 2>/dev/null || true
+
+# The files install puts, one per line, with DESTDIR (for install-check).
+print-install-files:
+	@printf '%s\n' $(addprefix $(DESTDIR),$(shm_installed))
+
+# The libraries are built here first, so a parallel make does not build
+# them twice at once (here and in the script's own make install).
+install-check: $(shm_static) $(shm_shared)
+	@$(call shm_need,pkg-config,pkgconf); $(call shm_need,cmake,cmake); $(call shm_need,readelf,binutils); \
+	  $(call shm_need,man,man-db); $(call shm_need,col,bsdextrautils)
+	@MAKE="$(MAKE)" MAKEFILE="$(firstword $(MAKEFILE_LIST))" B="$(B)" CC="$(CC)" \
+	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
+
+# ---- man pages ------------------------------------------------------------
+# The pages are linted where they are and rendered from a staged man3/man7
+# tree, so each alias's ".so man3/shmalloc.3" resolves as it will once
+# installed.  mandoc is installed when missing and we are root; otherwise
+# groff's warnings stand in for its lint.
+shm_man_sources = $(wildcard man/*.3 man/*.7)
+man-check:
+	@$(call shm_need,mandoc,mandoc); $(call shm_need,groff,groff-base); $(call shm_need,man,man-db); \
+	  $(call shm_need,col,bsdextrautils)
+	@set -e; stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; fail=0; \
+	mkdir -p "$$stage/man3" "$$stage/man7"; \
+	for p in $(sort $(shm_man3_pages) shmalloc_pmix_ofi); do \
+	  [ -f man/$$p.3 ] || { echo "FAIL man/$$p.3 is missing"; fail=1; continue; }; cp man/$$p.3 "$$stage/man3/"; done; \
+	cp man/shmalloc.7 "$$stage/man7/"; \
+	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages) shmalloc_pmix_ofi) shmalloc.7 " in \
+	  *" $$(basename $$f .3) "*|*" $$(basename $$f) "*) ;; \
+	  *) echo "FAIL $$f is not in mk/install.mk's lists, so install would leave it out"; fail=1;; esac; done; \
+	for f in "$$stage"/man3/*.3 "$$stage"/man7/*.7; do \
+	  page=$${f#$$stage/}; \
+	  if command -v mandoc >/dev/null 2>&1; then \
+	    out=$$(cd "$$stage" && mandoc -Tlint -Wall $$page 2>&1 | grep -v ': \.so is fragile, better use ln(1): so man[37]/' || true); \
+	    if [ -n "$$out" ]; then echo "FAIL mandoc -Tlint $$page:"; echo "$$out"; fail=1; fi; \
+	  fi; \
+	  out=$$(cd "$$stage" && groff -man -ww -z -Tutf8 $$page 2>&1 || true); \
+	  if [ -n "$$out" ]; then echo "FAIL groff -ww -z $$page:"; echo "$$out"; fail=1; fi; \
+	  text=$$(cd "$$stage" && MANWIDTH=80 MAN_KEEP_FORMATTING= man -l $$page 2>/dev/null | col -b); \
+	  name=$$(basename $$page | sed 's/\.[37]$$//'); \
+	  if ! printf '%s\n' "$$text" | grep -q "^NAME" || ! printf '%s\n' "$$text" | grep -qw -- "$$name"; then \
+	    echo "FAIL man -l $$page does not render a page naming $$name"; fail=1; \
+	  else echo "ok   $$page ($$(printf '%s\n' "$$text" | wc -l) lines)"; fi; \
+	done; \
+	command -v mandoc >/dev/null 2>&1 || echo "man-check: mandoc not found: linted with groff -ww only"; \
+	if [ $$fail = 0 ]; then echo "man-check: all pages clean"; else echo "man-check: FAILED" >&2; exit 1; fi
+
+# ---- C++ ------------------------------------------------------------------
+# The headers' declarations under each C++ standard and both compilers, with
+# the options that change them (SHMALLOC_STATIC is left out: it only makes
+# sense with the implementation in the same file); then the C++ example,
+# linked with the library the Makefile builds as C.
+# make's own default CXX is g++ already.
+CXX ?= g++
+shm_cxx_warn = -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror
+shm_cxx_probe = $(B)/gen/cpp_probe.cpp
+shm_cxx_transports = shmalloc_pthreads.h $(if $(wildcard transports/shmalloc_pmix_ofi.h),shmalloc_pmix_ofi.h)
+
+$(B)/hello_cpp: examples/hello_cpp.cpp $(B)/libshmalloc_pthreads.a $(shm_headers)
+	$(CXX) -std=c++11 $(OPT) $(shm_cxx_warn) -I. $< $(B)/libshmalloc_pthreads.a -pthread -o $@
+
+cpp-check: $(B)/hello_cpp
+	@$(call shm_need,clang++,clang)
+	@mkdir -p $(B)/gen
+	@printf '%s\n' '#include "shmalloc.h"' '#include <type_traits>' \
+	  '#if !defined(SHMALLOC_NO_SHMEM_NAMES)' \
+	  'static_assert(std::is_same<decltype(&shmem_malloc), void *(*)(size_t)>::value, "shmem_malloc");' \
+	  'static_assert(std::is_same<decltype(&shmem_align), void *(*)(size_t, size_t)>::value, "shmem_align");' \
+	  'static_assert(std::is_same<decltype(&shmem_free), void (*)(void *)>::value, "shmem_free");' \
+	  'static_assert(std::is_same<decltype(malloc_error), long>::value, "malloc_error");' \
+	  'long probe_error() { return malloc_error == SHMEM_MALLOC_OK ? 0 : malloc_error; }' \
+	  '#endif' \
+	  '#if defined(PROBE_TRANSPORT)' '#include PROBE_TRANSPORT' '#endif' \
+	  'int main() { return 0; }' > $(shm_cxx_probe)
+	@set -e; for cxx in g++ clang++; do for std in c++11 c++14 c++17 c++20; do \
+	  echo "$$cxx -std=$$std $(shm_cxx_warn): shmalloc.h with $(shm_cxx_transports)"; \
+	  for v in "" -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG=3 -DSHMALLOC_SL_LOG2=4 -DSHMALLOC_MAX_LOG2=40"; do \
+	    for tp in $(shm_cxx_transports); do \
+	      $$cxx -std=$$std $(shm_cxx_warn) $$v -DPROBE_TRANSPORT="\"transports/$$tp\"" -I. -c $(shm_cxx_probe) -o /dev/null || \
+	        { echo "failed: $$cxx -std=$$std $$v with transports/$$tp" >&2; exit 1; }; \
+	    done; done; done; done
+	$(abspath $(B)/hello_cpp) 4
+	@echo "cpp-check: all clean"
+
+.DEFAULT_GOAL := $(shm_saved_goal)

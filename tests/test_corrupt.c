@@ -1,0 +1,126 @@
+/* White-box corruption of the TLSF control block: its bitmaps and start
+   map are private, so this file expands the implementation itself to reach
+   them.  Each corruption must be reported by shmalloc_check at level 0 with
+   a message naming what is wrong, silently (nonzero) at level -1, without
+   crashing or looping.  Headers and free-list links are corrupted by
+   tests/test_tlsf.c through the public layout. */
+#define SHMALLOC_IMPLEMENTATION
+#include "shmalloc.h"
+#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+
+#include <string.h>
+
+static char region[1 << 20] __attribute__((aligned(4096)));
+static char said[2048];
+
+static void capture(void *user, int stream, const char *text)
+{
+    (void)user;
+    if (stream == 2) strncat(said, text, sizeof said - strlen(said) - 1);
+}
+
+/* A heap with used and free blocks in several lists. */
+static shmalloc_tlsf *busy_heap(void **a, void **b)
+{
+    shmalloc_tlsf *t = shmalloc_tlsf_create(region, sizeof region);
+    void *c;
+    cr_assert(t != NULL);
+    *a = shmalloc_tlsf_malloc(t, 100);
+    *b = shmalloc_tlsf_malloc(t, 3000);
+    c = shmalloc_tlsf_malloc(t, 100);
+    cr_assert(*a && *b && c);
+    cr_assert(shmalloc_tlsf_free(t, *b) == SHMEM_MALLOC_OK); /* a free block between used ones */
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    return t;
+}
+
+static void expect_reported(shmalloc_tlsf *t, const char *words)
+{
+    said[0] = 0;
+    cr_assert(shmalloc_tlsf_check(t, -1) != 0, "corruption not detected");
+    cr_assert(said[0] == 0, "level -1 printed: %s", said);
+    shmalloc_set_output(capture, NULL);
+    cr_assert(shmalloc_tlsf_check(t, 0) != 0);
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(strstr(said, words) != NULL, "expected \"%s\" in: %s", words, said);
+}
+
+Test(corrupt, a_first_level_bitmap_bit_without_a_list_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    cr_assert(!(t->fl_bitmap >> 5 & 1) && t->sl_bitmap[5] == 0);
+    t->fl_bitmap |= (uint64_t)1 << 5;
+    expect_reported(t, "first-level bitmap bit 5");
+}
+
+Test(corrupt, a_cleared_second_level_bit_of_a_non_empty_list_is_reported)
+{
+    void *a, *b;
+    unsigned fl, sl;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    shm__mapping(shm__size(shm__of_user(b)), &fl, &sl);
+    t->sl_bitmap[fl] &= ~(1u << sl);
+    expect_reported(t, "bitmap");
+}
+
+Test(corrupt, a_second_level_bit_of_an_empty_list_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    t->sl_bitmap[1] |= 1u << 7;
+    t->fl_bitmap |= 2;
+    expect_reported(t, "list 1/7: bitmap says non-empty");
+}
+
+Test(corrupt, a_stray_start_map_bit_inside_a_free_block_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    size_t bit = shm__offset(t, shm__of_user(b)) / 16 + 5;
+    t->start_map[bit / 64] |= (uint64_t)1 << (bit % 64);
+    expect_reported(t, "start map marks");
+}
+
+Test(corrupt, a_used_block_missing_from_the_start_map_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    size_t bit = shm__offset(t, shm__of_user(a)) / 16;
+    t->start_map[bit / 64] &= ~((uint64_t)1 << (bit % 64));
+    expect_reported(t, "offset 16");
+    cr_assert(shmalloc_tlsf_free(t, a) != SHMEM_MALLOC_OK, "a block the map does not know is not freed");
+}
+
+Test(corrupt, a_list_sentinel_pointing_outside_the_heap_is_reported_without_following_it)
+{
+    void *a, *b;
+    unsigned fl, sl;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    shm__mapping(shm__size(shm__of_user(b)), &fl, &sl);
+    t->lists[fl][sl].next_free = (shm__block *)(uintptr_t)0x10;
+    expect_reported(t, "points outside the heap");
+}
+
+Test(corrupt, a_free_list_cycle_is_reported_and_the_checker_stops)
+{
+    void *a, *b;
+    shm__block *f;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    f = shm__of_user(b);
+    f->next_free = f; /* the list never returns to its sentinel */
+    expect_reported(t, "wrong back link");
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    cr_assert(shmalloc_tlsf_check(t, 1) != 0); /* level 1 reports every problem */
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(strstr(said, "cycle") != NULL, "%s", said);
+}
+
+Test(corrupt, counters_that_disagree_with_the_blocks_are_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    t->in_use += 16;
+    expect_reported(t, "counters say");
+}

@@ -1,0 +1,306 @@
+#!/bin/sh
+# test_install.sh - installs shmalloc into a temporary tree and uses it the
+# way a program outside this repository would; run by `make install-check`.
+#
+# Part A installs with DESTDIR (PREFIX /usr/local inside it) and builds
+# examples/hello_pthreads.c against that tree with pkg-config (shared and
+# static) and with CMake (shared and static), checks the header layout, the
+# header-only package and the man pages, then uninstalls and requires an
+# empty tree.  Part B installs to a plain PREFIX (no DESTDIR), where
+# pkg-config needs no sysroot, builds a PMIx + libfabric program when that
+# transport is built, runs it as a single PE, and uninstalls again.
+#
+# Each step prints PASS or FAIL; the last line counts them.  The exit status
+# is nonzero when a step failed.  The temporary tree is kept on failure.
+#
+# Environment: MAKE, MAKEFILE (the top-level Makefile), B, CC, HAVE_PMIX_OFI
+# as make passes them; run by hand from anywhere with the defaults.
+
+# pkg-config's output is split into words on purpose, as in a makefile.
+# shellcheck disable=SC2046,SC2086
+
+cd "$(dirname "$0")/.." || exit 1
+MAKE=${MAKE:-make}
+MAKEFILE=${MAKEFILE:-Makefile}
+B=${B:-build}
+CC=${CC:-cc}
+PKG_CONFIG=${PKG_CONFIG:-pkg-config}
+SRC=$(pwd)
+version=$(sed -n '1s/^.* - v\([0-9][0-9.]*\) - .*$/\1/p' shmalloc.h)
+
+passed=0
+failed=0
+work=$(mktemp -d "${TMPDIR:-/tmp}/shmalloc-install-check.XXXXXX") || exit 1
+log=$work/log
+dest=$work/dest
+prefix=/usr/local
+root=$dest$prefix
+
+pass() { passed=$((passed + 1)); echo "PASS: $1"; }
+fail() {
+    failed=$((failed + 1)); echo "FAIL: $1"
+    [ -s "$log" ] && sed 's/^/    | /' "$log" | tail -n 30
+    return 0
+}
+# step NAME COMMAND...: runs the command with its output in $log.
+step() {
+    name=$1; shift
+    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name"; fi
+}
+mk() { "$MAKE" --no-print-directory -f "$MAKEFILE" B="$B" "$@"; }
+
+# Files (and symbolic links) left under a directory, one per line.
+files_under() { find "$1" ! -type d | sort; }
+
+# NEEDED entries of an ELF file.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+
+# The ring example prints "PE i of 4 received j from PE j" for every i.
+run_ring() {
+    out=$("$@" 4) || { echo "exit status $?"; return 1; }
+    echo "$out"
+    for i in 0 1 2 3; do
+        echo "$out" | grep -qx "PE $i of 4 received $(((i + 3) % 4)) from PE $(((i + 3) % 4))" || return 1
+    done
+}
+
+shared_linked() { needed "$1" | grep -qx 'libshmalloc_pthreads.so.[0-9]*'; }
+static_linked() { [ -f "$1" ] && ! needed "$1" | grep -q libshmalloc; }
+
+for tool in "$CC" $PKG_CONFIG cmake readelf man col; do
+    command -v "$tool" >/dev/null 2>&1 || echo "note: $tool not found: the steps that use it fail"
+done
+
+# ---- part A: DESTDIR ------------------------------------------------------
+step "make install DESTDIR=... (PREFIX=$prefix)" mk install DESTDIR="$dest" PREFIX="$prefix"
+if [ ! -f "$root/include/shmalloc.h" ]; then
+    [ "$failed" -gt 0 ] || failed=1
+    echo "install-check: $passed passed, $failed failed (nothing to check without an installation; kept $work)"
+    exit 1
+fi
+
+check_exact_files() {
+    mk -s print-install-files DESTDIR="$dest" PREFIX="$prefix" | sort >"$work/expected" || return 1
+    files_under "$dest" >"$work/actual"
+    diff "$work/expected" "$work/actual"
+}
+step "installed files are exactly install's list" check_exact_files
+
+check_layout() {
+    # The headers' two spellings: -I$includedir/shmalloc as pkg-config and
+    # CMake give it, and -I$includedir alone.
+    printf '%s\n' '#include "shmalloc.h"' '#include "transports/shmalloc_pthreads.h"' \
+        'int main(void) { return SHMALLOC_PTHREADS_MAX_PES > 0 ? 0 : 1; }' >"$work/layout1.c"
+    printf '%s\n' '#include <shmalloc.h>' '#include <shmalloc/transports/shmalloc_pthreads.h>' \
+        'int main(void) { return SHMALLOC_PTHREADS_MAX_PES > 0 ? 0 : 1; }' >"$work/layout2.c"
+    $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" -c "$work/layout1.c" -o /dev/null &&
+    $CC -std=c99 -Wall -Werror -I"$root/include" -c "$work/layout2.c" -o /dev/null &&
+    cmp shmalloc.h "$root/include/shmalloc.h" &&
+    cmp transports/shmalloc_pthreads.h "$root/include/shmalloc/transports/shmalloc_pthreads.h"
+}
+step "header layout: \"shmalloc.h\", \"transports/...\" and <shmalloc/transports/...> resolve" check_layout
+
+export PKG_CONFIG_PATH="$root/lib/pkgconfig"
+export PKG_CONFIG_SYSROOT_DIR="$dest"
+
+check_header_only() {
+    # shmalloc.pc alone: the header with its implementation and the
+    # one-PE transport, no library.
+    cat >"$work/header_only.c" <<'EOF'
+#define SHMALLOC_IMPLEMENTATION
+#include "shmalloc.h"
+
+#include <stdio.h>
+
+#define ARENA_BYTES ((size_t)1 << 20)
+static uint64_t arena[ARENA_BYTES / 8 + 2];
+
+int main(void)
+{
+    long err;
+    long *x;
+    void *mem = (void *)(((uintptr_t)arena + 15) & ~(uintptr_t)15); /* the heap wants 16-byte alignment */
+    shmalloc_heap *h = shmalloc_heap_create(mem, ARENA_BYTES, shmalloc_transport_single(), &err);
+    if (!h) return 1;
+    shmalloc_set_process_heap(h);
+    x = (long *)shmem_malloc(sizeof *x);
+    if (!x || malloc_error != SHMEM_MALLOC_OK) return 2;
+    *x = 42;
+    printf("header-only: %ld\n", *x);
+    shmem_free(x);
+    return shmalloc_check(0) == 0 ? 0 : 3;
+}
+EOF
+    $PKG_CONFIG --modversion shmalloc &&
+    $CC -std=c99 -Wall -Werror $($PKG_CONFIG --cflags shmalloc) "$work/header_only.c" \
+        $($PKG_CONFIG --libs shmalloc) -o "$work/header_only" &&
+    "$work/header_only"
+}
+step "pkg-config shmalloc (header only): build and run" check_header_only
+
+check_pc_shared() {
+    $CC -std=c99 -Wall -Werror $($PKG_CONFIG --cflags shmalloc-pthreads) examples/hello_pthreads.c \
+        $($PKG_CONFIG --libs shmalloc-pthreads) -o "$work/hello_pc_shared" &&
+    shared_linked "$work/hello_pc_shared" &&
+    LD_LIBRARY_PATH="$root/lib" run_ring "$work/hello_pc_shared"
+}
+step "pkg-config shmalloc-pthreads, shared: build and run (LD_LIBRARY_PATH)" check_pc_shared
+
+check_pc_static() {
+    $CC -std=c99 -Wall -Werror -static $($PKG_CONFIG --static --cflags shmalloc-pthreads) \
+        examples/hello_pthreads.c $($PKG_CONFIG --static --libs shmalloc-pthreads) -o "$work/hello_pc_static" &&
+    static_linked "$work/hello_pc_static" &&
+    run_ring "$work/hello_pc_static"
+}
+step "pkg-config --static shmalloc-pthreads: build and run" check_pc_static
+
+unset PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+
+# A CMake project using the installed package, configured in its own
+# directory.  $1: build directory, $2...: extra cmake arguments.
+cmake_project() {
+    proj=$work/cmake
+    mkdir -p "$proj"
+    cat >"$proj/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.13)
+project(shmalloc_install_check C)
+find_package(shmalloc $version REQUIRED COMPONENTS pthreads)
+message(STATUS "shmalloc_DIR: \${shmalloc_DIR}")
+add_executable(hello_pthreads "$SRC/examples/hello_pthreads.c")
+target_link_libraries(hello_pthreads PRIVATE shmalloc::pthreads)
+add_executable(header_only "$work/header_only.c")
+target_link_libraries(header_only PRIVATE shmalloc::shmalloc)
+if(TARGET shmalloc::pmix_ofi)
+  add_executable(hello_pmix_ofi "$work/pmix_ofi.c")
+  target_link_libraries(hello_pmix_ofi PRIVATE shmalloc::pmix_ofi)
+endif()
+EOF
+    bdir=$1; shift
+    cmake -S "$proj" -B "$bdir" -DCMAKE_PREFIX_PATH="$root" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_C_COMPILER="$(command -v "$CC")" "$@" >"$bdir.configure.log" 2>&1 ||
+        { cat "$bdir.configure.log"; return 1; }
+    grep -q "shmalloc_DIR: $root/lib/cmake/shmalloc" "$bdir.configure.log" ||
+        { echo "find_package did not find the DESTDIR tree:"; grep shmalloc_DIR "$bdir.configure.log"; return 1; }
+    cmake --build "$bdir"
+}
+
+cat >"$work/pmix_ofi.c" <<'EOF'
+#include "transports/shmalloc_pmix_ofi.h"
+
+#include <stdio.h>
+
+int main(void)
+{
+    long *x;
+    int ok;
+    shmem_init();
+    x = (long *)shmem_malloc(sizeof *x);
+    if (!x) return 1;
+    *x = 1000 + shmem_my_pe();
+    shmem_barrier_all();
+    ok = *x == 1000 + shmem_my_pe() && shmalloc_check(0) == 0;
+    printf("pmix_ofi: PE %d of %d %s\n", shmem_my_pe(), shmem_n_pes(), ok ? "ok" : "WRONG");
+    shmem_free(x);
+    shmem_finalize();
+    return ok ? 0 : 1;
+}
+EOF
+
+check_cmake_shared() {
+    cmake_project "$work/build-shared" &&
+    shared_linked "$work/build-shared/hello_pthreads" &&
+    LD_LIBRARY_PATH="$root/lib" run_ring "$work/build-shared/hello_pthreads" &&
+    "$work/build-shared/header_only" &&
+    if [ "$HAVE_PMIX_OFI" = 1 ]; then
+        needed "$work/build-shared/hello_pmix_ofi" | grep -q libshmalloc_pmix_ofi &&
+        LD_LIBRARY_PATH="$root/lib" timeout 60 "$work/build-shared/hello_pmix_ofi"
+    fi
+}
+step "CMake find_package(shmalloc), shared: build and run$([ "$HAVE_PMIX_OFI" = 1 ] && echo ' (with shmalloc::pmix_ofi)')" \
+    check_cmake_shared
+
+check_cmake_static() {
+    cmake_project "$work/build-static" -Dshmalloc_USE_STATIC_LIBS=ON &&
+    static_linked "$work/build-static/hello_pthreads" &&
+    run_ring "$work/build-static/hello_pthreads" &&
+    if [ "$HAVE_PMIX_OFI" = 1 ]; then
+        static_linked "$work/build-static/hello_pmix_ofi" &&
+        timeout 60 "$work/build-static/hello_pmix_ofi"
+    fi
+}
+step "CMake find_package(shmalloc) with shmalloc_USE_STATIC_LIBS: build and run" check_cmake_static
+
+check_cmake_missing_component() {
+    # Asking for a component that is not there must fail cleanly.
+    mkdir -p "$work/cmake-missing"
+    printf '%s\n' 'cmake_minimum_required(VERSION 3.13)' 'project(missing C)' \
+        'find_package(shmalloc REQUIRED COMPONENTS no_such_transport)' >"$work/cmake-missing/CMakeLists.txt"
+    if cmake -S "$work/cmake-missing" -B "$work/cmake-missing/b" -DCMAKE_PREFIX_PATH="$root" \
+        >"$work/cmake-missing/out" 2>&1; then
+        echo "configure succeeded"; return 1
+    fi
+    cat "$work/cmake-missing/out"
+    grep -q "there is no component no_such_transport" "$work/cmake-missing/out"
+}
+step "CMake: a missing component fails find_package" check_cmake_missing_component
+
+check_man() {
+    for page in shmem_malloc shfree shmalloc_stats shmalloc_pthreads; do
+        MANWIDTH=80 man -M "$root/share/man" 3 "$page" 2>&1 | col -b >"$work/page.txt"
+        if ! grep -q "^NAME" "$work/page.txt" || ! grep -qw "$page" "$work/page.txt"; then
+            echo "man 3 $page:"; head -5 "$work/page.txt"; return 1
+        fi
+    done
+    MANWIDTH=80 man -M "$root/share/man" 7 shmalloc 2>&1 | grep -q SHMEM_SYMMETRIC_HEAP_SIZE
+}
+step "man -M <DESTDIR>/share/man finds and renders the pages and aliases" check_man
+
+check_uninstall() {
+    mk uninstall DESTDIR="$dest" PREFIX="$prefix" || return 1
+    left=$(files_under "$dest")
+    [ -z "$left" ] || { echo "left behind:"; echo "$left"; return 1; }
+}
+step "make uninstall DESTDIR=... leaves no file" check_uninstall
+
+# ---- part B: PREFIX only --------------------------------------------------
+pre=$work/prefix
+check_prefix_install() {
+    mk install PREFIX="$pre" &&
+    PKG_CONFIG_PATH="$pre/lib/pkgconfig" $PKG_CONFIG --exists --print-errors shmalloc-pthreads &&
+    $CC -std=c99 $(PKG_CONFIG_PATH="$pre/lib/pkgconfig" $PKG_CONFIG --cflags shmalloc-pthreads) \
+        examples/hello_pthreads.c $(PKG_CONFIG_PATH="$pre/lib/pkgconfig" $PKG_CONFIG --libs shmalloc-pthreads) \
+        -Wl,-rpath,"$pre/lib" -o "$work/hello_prefix" &&
+    run_ring "$work/hello_prefix"
+}
+step "make install PREFIX=<tmp> (no DESTDIR): pkg-config build, run with rpath" check_prefix_install
+
+if [ "$HAVE_PMIX_OFI" = 1 ]; then
+    check_pc_pmix() {
+        export PKG_CONFIG_PATH="$pre/lib/pkgconfig"
+        libs=$($PKG_CONFIG --libs shmalloc-pmix-ofi) || return 1
+        echo "libs: $libs"
+        for l in -lshmalloc_pmix_ofi -lpmix -lfabric; do
+            echo " $libs " | grep -q -- " $l " || { echo "missing $l"; return 1; }
+        done
+        $CC -std=c99 -Wall -Werror $($PKG_CONFIG --cflags shmalloc-pmix-ofi) "$work/pmix_ofi.c" \
+            $libs -Wl,-rpath,"$pre/lib" -o "$work/pmix_prefix" &&
+        needed "$work/pmix_prefix" | grep -q libshmalloc_pmix_ofi &&
+        timeout 60 "$work/pmix_prefix"
+    }
+    step "pkg-config shmalloc-pmix-ofi: build, run as a single PE" check_pc_pmix
+    unset PKG_CONFIG_PATH
+fi
+
+check_prefix_uninstall() {
+    mk uninstall PREFIX="$pre" || return 1
+    [ ! -d "$pre" ] || { left=$(files_under "$pre"); [ -z "$left" ] || { echo "left behind:"; echo "$left"; return 1; }; }
+}
+step "make uninstall PREFIX=<tmp> leaves no file" check_prefix_uninstall
+
+echo "install-check: $passed passed, $failed failed"
+if [ "$failed" = 0 ]; then
+    rm -rf "$work"
+    exit 0
+fi
+echo "install-check: the trees and logs are kept in $work" >&2
+exit 1

@@ -102,7 +102,7 @@ shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
             $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
             $(foreach p,$(2),$(mandir)/man3/$(p).3) $(foreach p,$(shm_man7_pages),$(mandir)/man7/$(p).7)
 shm_installed     = $(call shm_files,$(shm_transports),$(shm_man3_pages))
-shm_all_installed = $(call shm_files,$(shm_all_transports),$(sort $(shm_man3_pages) shmalloc_pmix_ofi))
+shm_all_installed = $(call shm_files,$(shm_all_transports),$(sort $(shm_man3_pages)))
 
 # Generated with the paths of this PREFIX, into $(B)/gen.
 shm_gen = $(B)/gen
@@ -201,10 +201,10 @@ man-check:
 	  $(call shm_need,col,bsdextrautils)
 	@set -e; stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; fail=0; \
 	mkdir -p "$$stage/man3" "$$stage/man7"; \
-	for p in $(sort $(shm_man3_pages) shmalloc_pmix_ofi); do \
+	for p in $(sort $(shm_man3_pages)); do \
 	  [ -f man/$$p.3 ] || { echo "FAIL man/$$p.3 is missing"; fail=1; continue; }; cp man/$$p.3 "$$stage/man3/"; done; \
 	cp man/shmalloc.7 "$$stage/man7/"; \
-	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages) shmalloc_pmix_ofi) shmalloc.7 " in \
+	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages)) shmalloc.7 " in \
 	  *" $$(basename $$f .3) "*|*" $$(basename $$f) "*) ;; \
 	  *) echo "FAIL $$f is not in mk/install.mk's lists, so install would leave it out"; fail=1;; esac; done; \
 	for f in "$$stage"/man3/*.3 "$$stage"/man7/*.7; do \

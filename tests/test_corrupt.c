@@ -4,6 +4,9 @@
    a message naming what is wrong, silently (nonzero) at level -1, without
    crashing or looping.  Headers and free-list links are corrupted by
    tests/test_tlsf.c through the public layout. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* the TSan test runner uses mkstemp, strsignal */
+#endif
 #define SHMALLOC_IMPLEMENTATION
 #include "shmalloc.h"
 #include "criterion_shim.h" /* Criterion, or its stand-in under TSan */

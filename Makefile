@@ -16,6 +16,7 @@ HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
 include mk/install.mk
+include mk/bench.mk
 
 .PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 

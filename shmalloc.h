@@ -478,7 +478,7 @@ struct shmalloc_tlsf {
                               is the spec area that shmalloc_tlsf_sbreak made */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
     size_t capacity;       /* bytes from base to the sentinel */
-    size_t in_use, used_blocks, high_water;
+    size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[SHM__FL_COUNT];
     unsigned fl_count;     /* first-level classes this region can hold */
@@ -591,34 +591,35 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
 }
 
 /* A free block of at least `size` bytes and its list, or NULL; changes
-   nothing.  The request is rounded up to the next list boundary so that
-   any block of the list found fits.  When no such list has a block, the
-   head of the request's own list may still fit: that lets a request for
-   (nearly) the whole of the largest block succeed, still in O(1). */
+   nothing.  The head of the request's own list is tried first: a close
+   fit, and the only chance for a request of (nearly) the whole largest
+   block.  Otherwise the request is rounded up to the next list boundary,
+   so that any block of the list found fits. */
 SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *fl, unsigned *sl)
 {
     size_t rounded = size;
-    shm__block *b;
-    if (size >= SHM__SMALL) rounded += ((size_t)1 << (shm__fls(size) - SHMALLOC_SL_LOG2)) - 1;
-    shm__mapping(rounded, fl, sl);
-    if (SHM__LIKELY(*fl < t->fl_count)) {
-        uint32_t sl_map = t->sl_bitmap[*fl] & (~0u << *sl);
-        if (!sl_map) {
-            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (*fl + 1));
-            if (fl_map) {
-                *fl = shm__ctz(fl_map);
-                sl_map = t->sl_bitmap[*fl];
-            }
-        }
-        if (SHM__LIKELY(sl_map != 0)) {
-            *sl = shm__ctz(sl_map);
-            return t->lists[*fl][*sl].next_free;
-        }
-    }
     shm__mapping(size, fl, sl);
     if (*fl >= t->fl_count) return NULL;
-    b = t->lists[*fl][*sl].next_free;
-    return shm__size(b) >= size ? b : NULL; /* an empty list's sentinel has size 0 */
+    if (shm__size(t->lists[*fl][*sl].next_free) >= size) /* an empty list's sentinel has size 0 */
+        return t->lists[*fl][*sl].next_free;
+    if (size >= SHM__SMALL) {
+        rounded += ((size_t)1 << (shm__fls(size) - SHMALLOC_SL_LOG2)) - 1;
+        shm__mapping(rounded, fl, sl);
+    } else {
+        ++*sl; /* lists below SHM__SMALL hold one size each */
+    }
+    if (SHM__LIKELY(*fl < t->fl_count)) {
+        uint32_t sl_map = *sl < SHM__SL_COUNT ? t->sl_bitmap[*fl] & (~0u << *sl) : 0;
+        if (!sl_map) {
+            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (*fl + 1));
+            if (!fl_map) return NULL;
+            *fl = shm__ctz(fl_map);
+            sl_map = t->sl_bitmap[*fl];
+        }
+        *sl = shm__ctz(sl_map);
+        return t->lists[*fl][*sl].next_free;
+    }
+    return NULL;
 }
 
 /* Gap between a free block's user pointer and the first one aligned to

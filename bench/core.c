@@ -1,0 +1,396 @@
+/* bench/core.c - the TLSF core against the allocators users would pick
+   instead (issue 6, item 1).
+
+     core ALLOCATOR WORKLOAD [--callgrind | --footprint] [--steps N]
+
+   ALLOCATOR: shmalloc, glibc, jemalloc, tcmalloc, mimalloc.  WORKLOAD: a, b,
+   c or d (see bench/README.md).  A system allocator is linked into a binary
+   of its own (core_jemalloc, ...), so each runs in a fresh process with
+   nothing else in it; this binary execs its sibling when asked for one it
+   does not have.  One line of key=value figures goes to stdout.
+
+   Phases: fill (the live set), warm-up, timed (the steady-state loop, one
+   clock reading before and after: ns_per_op), latency (every operation
+   timed on its own: p999_ns).  --callgrind runs fill, warm-up and the timed
+   loop, the timed loop alone through the op_* wrappers, for
+   valgrind --tool=callgrind --toggle-collect='op_*'.  --footprint runs fill,
+   warm-up and timed loop writing every page handed out, and reports the
+   peak RSS growth (system allocators) or the high-water mark (shmalloc)
+   over the peak of live requested bytes. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* dladdr, MAP_NORESERVE, MAP_POPULATE */
+#endif
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "shmalloc.h"
+#include "workload.h"
+
+#if !defined(BENCH_SYSTEM)
+#  define BENCH_SYSTEM "glibc" /* the malloc this binary is linked with */
+#endif
+#define SHM_HEAP_BYTES GIB /* pre-faulted region for the TLSF core */
+
+/* ---- the allocators, behind one table ----------------------------------
+   Every entry takes the heap first, so the wrappers of shmalloc and of the
+   system allocators do the same work around the call. */
+typedef struct allocator {
+    void *(*malloc)(void *heap, size_t size);
+    void *(*memalign)(void *heap, size_t align, size_t size);
+    void *(*realloc)(void *heap, void *ptr, size_t size);
+    void (*free)(void *heap, void *ptr);
+} allocator;
+
+/* Fill and warm-up go through these: not counted by callgrind. */
+static void *shm_malloc(void *h, size_t n) { return shmalloc_tlsf_malloc((shmalloc_tlsf *)h, n); }
+static void *shm_memalign(void *h, size_t a, size_t n) { return shmalloc_tlsf_memalign((shmalloc_tlsf *)h, a, n); }
+static void *shm_realloc(void *h, void *p, size_t n) { return shmalloc_tlsf_realloc((shmalloc_tlsf *)h, p, n); }
+static void shm_free(void *h, void *p)
+{
+    if (shmalloc_tlsf_free((shmalloc_tlsf *)h, p) != SHMEM_MALLOC_OK) bench_die("shmalloc_tlsf_free refused a pointer");
+}
+static void *sys_malloc(void *h, size_t n)
+{
+    (void)h;
+    return malloc(n);
+}
+static void *sys_memalign(void *h, size_t a, size_t n)
+{
+    void *p;
+    (void)h;
+    return posix_memalign(&p, a, n) ? NULL : p;
+}
+static void *sys_realloc(void *h, void *p, size_t n)
+{
+    (void)h;
+    return realloc(p, n);
+}
+static void sys_free(void *h, void *p)
+{
+    (void)h;
+    free(p);
+}
+
+/* The steady-state loop goes through these: what callgrind counts. */
+BENCH_OP static void *op_shm_malloc(void *h, size_t n)
+{
+    void *p = shmalloc_tlsf_malloc((shmalloc_tlsf *)h, n);
+    BENCH_AFTER_CALL();
+    return p;
+}
+BENCH_OP static void *op_shm_memalign(void *h, size_t a, size_t n)
+{
+    void *p = shmalloc_tlsf_memalign((shmalloc_tlsf *)h, a, n);
+    BENCH_AFTER_CALL();
+    return p;
+}
+BENCH_OP static void *op_shm_realloc(void *h, void *p, size_t n)
+{
+    void *q = shmalloc_tlsf_realloc((shmalloc_tlsf *)h, p, n);
+    BENCH_AFTER_CALL();
+    return q;
+}
+BENCH_OP static void op_shm_free(void *h, void *p)
+{
+    shmalloc_tlsf_free((shmalloc_tlsf *)h, p); /* checked by the heap check at the end */
+    BENCH_AFTER_CALL();
+}
+BENCH_OP static void *op_sys_malloc(void *h, size_t n)
+{
+    void *p;
+    (void)h;
+    p = malloc(n);
+    BENCH_AFTER_CALL();
+    return p;
+}
+BENCH_OP static void *op_sys_memalign(void *h, size_t a, size_t n)
+{
+    void *p;
+    int e;
+    (void)h;
+    e = posix_memalign(&p, a, n);
+    BENCH_AFTER_CALL();
+    return e ? NULL : p;
+}
+BENCH_OP static void *op_sys_realloc(void *h, void *p, size_t n)
+{
+    void *q;
+    (void)h;
+    q = realloc(p, n);
+    BENCH_AFTER_CALL();
+    return q;
+}
+BENCH_OP static void op_sys_free(void *h, void *p)
+{
+    (void)h;
+    free(p);
+    BENCH_AFTER_CALL();
+}
+
+static const allocator shm_plain = {shm_malloc, shm_memalign, shm_realloc, shm_free};
+static const allocator shm_op = {op_shm_malloc, op_shm_memalign, op_shm_realloc, op_shm_free};
+static const allocator sys_plain = {sys_malloc, sys_memalign, sys_realloc, sys_free};
+static const allocator sys_op = {op_sys_malloc, op_sys_memalign, op_sys_realloc, op_sys_free};
+
+/* ---- one run -------------------------------------------------------------- */
+typedef struct run {
+    const allocator *al;
+    void *heap;
+    char workload;
+    void **slots;
+    int touch;           /* --footprint: write every page handed out */
+    uint32_t *samples;   /* latency phase: one per operation */
+    size_t nsamples;
+} run;
+
+static void *checked(void *p)
+{
+    if (!p) bench_die("an allocation failed");
+    return p;
+}
+
+/* ops[begin, end) of workloads b, c, d. */
+static void run_ops(run *r, const bench_op *ops, size_t begin, size_t end)
+{
+    const allocator *al = r->al;
+    void *h = r->heap, **slots = r->slots;
+    size_t i;
+    for (i = begin; i < end; i++) {
+        bench_op op = ops[i];
+        void **s = &slots[op.slot];
+        if (r->workload == 'd') {
+            *s = checked(*s ? al->realloc(h, *s, BENCH_SIZE(op)) : al->malloc(h, BENCH_SIZE(op)));
+        } else {
+            if (*s) al->free(h, *s);
+            *s = checked(r->workload == 'c' ? al->memalign(h, BENCH_ALIGN(op), BENCH_SIZE(op))
+                                            : al->malloc(h, BENCH_SIZE(op)));
+        }
+        if (r->touch) bench_touch(*s, BENCH_SIZE(op));
+    }
+}
+
+/* The same, each allocator call timed on its own. */
+static void run_ops_timed(run *r, const bench_op *ops, size_t begin, size_t end)
+{
+    const allocator *al = r->al;
+    void *h = r->heap, **slots = r->slots;
+    size_t i;
+    for (i = begin; i < end; i++) {
+        bench_op op = ops[i];
+        void **s = &slots[op.slot];
+        uint64_t t0, t1, t2;
+        if (r->workload == 'd') {
+            t0 = now_ns();
+            *s = al->realloc(h, *s, BENCH_SIZE(op));
+            t1 = now_ns();
+            r->samples[r->nsamples++] = (uint32_t)(t1 - t0);
+        } else {
+            t0 = now_ns();
+            al->free(h, *s);
+            t1 = now_ns();
+            *s = r->workload == 'c' ? al->memalign(h, BENCH_ALIGN(op), BENCH_SIZE(op)) : al->malloc(h, BENCH_SIZE(op));
+            t2 = now_ns();
+            r->samples[r->nsamples++] = (uint32_t)(t1 - t0);
+            r->samples[r->nsamples++] = (uint32_t)(t2 - t1);
+        }
+        checked(*s);
+    }
+}
+
+/* Workload a: n times malloc(64) then free, on an empty heap. */
+static void run_a(run *r, size_t n, int timed)
+{
+    const allocator *al = r->al;
+    void *h = r->heap;
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (timed) {
+            uint64_t t0 = now_ns(), t1, t2;
+            void *p = al->malloc(h, 64);
+            t1 = now_ns();
+            al->free(h, checked(p));
+            t2 = now_ns();
+            r->samples[r->nsamples++] = (uint32_t)(t1 - t0);
+            r->samples[r->nsamples++] = (uint32_t)(t2 - t1);
+        } else {
+            void *p = checked(al->malloc(h, 64));
+            if (r->touch) bench_touch(p, 64);
+            al->free(h, p);
+        }
+    }
+}
+
+/* ---- process-level helpers ------------------------------------------------- */
+/* Is malloc in this process the one this binary was built for? */
+static int malloc_is(const char *library)
+{
+    Dl_info info;
+    void *(*fn)(size_t) = malloc;
+    void *addr;
+    memcpy(&addr, &fn, sizeof addr); /* ISO C has no function-to-object cast */
+    return dladdr(addr, &info) && info.dli_fname && strstr(info.dli_fname, library) != NULL;
+}
+
+static void exec_sibling(const char *name, char **argv)
+{
+    char self[PATH_MAX], path[PATH_MAX + 32], *slash;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) bench_die("cannot find this program's path");
+    self[n] = 0;
+    slash = strrchr(self, '/');
+    if (slash) slash[1] = 0;
+    snprintf(path, sizeof path, "%score_%s", slash ? self : "./", name);
+    execv(path, argv);
+    fprintf(stderr, "core: %s is not built (%s: missing library?)\n", name, path);
+    exit(3);
+}
+
+static size_t rss_bytes(void) /* resident set, read without stdio (no malloc) */
+{
+    char text[128];
+    unsigned long pages = 0, res = 0;
+    int fd = open("/proc/self/statm", O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n <= 0) return 0;
+    text[n] = 0;
+    if (sscanf(text, "%lu %lu", &pages, &res) != 2) return 0;
+    return (size_t)res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Resets the peak RSS to the current one (Linux >= 4.0), so the peak read
+   at the end is the run's. */
+static int reset_peak_rss(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY), ok;
+    if (fd < 0) return 0;
+    ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok;
+}
+
+static size_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (size_t)ru.ru_maxrss * 1024;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: core shmalloc|glibc|jemalloc|tcmalloc|mimalloc a|b|c|d [--callgrind|--footprint] "
+                    "[--steps N]\n");
+    exit(1);
+}
+
+/* The issue's step counts, under callgrind too: d's buffers drift in size
+   for a long time, so a shorter counted loop would not be the same figure. */
+static size_t default_steps(char workload)
+{
+    return workload == 'c' ? 500000 : 1000000;
+}
+
+int main(int argc, char **argv)
+{
+    const char *name;
+    char workload;
+    int callgrind = 0, footprint = 0, is_shm, i, peak_ok = 0;
+    size_t steps = 0, live = 0, warm, lat, ops_timed, ops_lat, rss0 = 0, peak_live;
+    uint64_t t0, t1;
+    double ns_per_op = 0;
+    uint32_t p999 = 0, clock_cost = 0, *hist = NULL;
+    bench_seq seq = {0};
+    run r;
+    shmalloc_tlsf *tlsf = NULL;
+
+    if (argc < 3 || strlen(argv[2]) != 1 || argv[2][0] < 'a' || argv[2][0] > 'd') usage();
+    name = argv[1];
+    workload = argv[2][0];
+    for (i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
+        else if (!strcmp(argv[i], "--footprint")) footprint = 1;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = strtoull(argv[++i], NULL, 10);
+        else usage();
+    }
+    is_shm = !strcmp(name, "shmalloc");
+    if (!is_shm && strcmp(name, "glibc") && strcmp(name, "jemalloc") && strcmp(name, "tcmalloc") &&
+        strcmp(name, "mimalloc"))
+        usage();
+    if (!is_shm && strcmp(name, BENCH_SYSTEM)) exec_sibling(name, argv);
+    if (!is_shm && !malloc_is(strcmp(name, "glibc") ? name : "libc.so")) {
+        fprintf(stderr, "core: malloc in this process is not %s's\n", name);
+        return 3;
+    }
+    if (!steps) steps = default_steps(workload);
+    warm = workload == 'a' ? 1000 : 100000;
+    lat = callgrind || footprint ? 0 : steps < 200000 ? steps : 200000;
+
+    memset(&r, 0, sizeof r);
+    r.workload = workload;
+    r.touch = footprint;
+    if (is_shm) {
+        /* a symmetric heap is mapped and faulted in before the first call;
+           callgrind counts instructions, which page faults do not change */
+        int populate = callgrind ? 0 : MAP_POPULATE;
+        void *mem = mmap(NULL, SHM_HEAP_BYTES, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
+        if (mem == MAP_FAILED) bench_die("cannot map the heap");
+        tlsf = shmalloc_tlsf_create(mem, SHM_HEAP_BYTES);
+        if (!tlsf) bench_die("shmalloc_tlsf_create failed");
+        r.heap = tlsf;
+    }
+    if (workload != 'a') {
+        live = workload == 'd' ? 1000 : 10000;
+        bench_generate(&seq, workload, live, warm, steps, lat);
+        r.slots = (void **)bench_map(live * sizeof *r.slots);
+    }
+    ops_timed = workload == 'd' ? steps : 2 * steps;
+    ops_lat = workload == 'd' ? lat : 2 * lat;
+    if (lat) {
+        r.samples = (uint32_t *)bench_map(ops_lat * sizeof *r.samples + 20000 * sizeof *r.samples);
+        hist = (uint32_t *)bench_map(sizeof(uint32_t) << 16);
+    }
+    if (footprint) {
+        peak_ok = reset_peak_rss();
+        rss0 = rss_bytes();
+    }
+
+    r.al = is_shm ? &shm_plain : &sys_plain;
+    if (workload == 'a') run_a(&r, warm, 0);
+    else run_ops(&r, seq.ops, seq.begin[PHASE_FILL], seq.begin[PHASE_TIMED]);
+
+    if (!footprint) r.al = is_shm ? &shm_op : &sys_op;
+    t0 = now_ns();
+    if (workload == 'a') run_a(&r, steps, 0);
+    else run_ops(&r, seq.ops, seq.begin[PHASE_TIMED], seq.begin[PHASE_LAT]);
+    t1 = now_ns();
+    ns_per_op = (double)(t1 - t0) / (double)ops_timed;
+
+    if (lat) {
+        if (workload == 'a') run_a(&r, lat, 1);
+        else run_ops_timed(&r, seq.ops, seq.begin[PHASE_LAT], seq.begin[PHASES]);
+        p999 = bench_quantile(r.samples, r.nsamples, 0.999, hist);
+        clock_cost = bench_clock_cost(r.samples, hist);
+        p999 = p999 > clock_cost ? p999 - clock_cost : 0;
+    }
+
+    peak_live = workload == 'a' ? 64 : seq.peak_live[lat ? PHASE_LAT : PHASE_TIMED];
+    printf("allocator=%s workload=%c ops=%zu ns_per_op=%.2f", name, workload, ops_timed, ns_per_op);
+    if (lat) printf(" p999_ns=%u clock_ns=%u", p999, clock_cost);
+    if (is_shm) {
+        shmalloc_counters c;
+        shmalloc_tlsf_counters(tlsf, &c);
+        if (shmalloc_tlsf_check(tlsf, 0) != 0) bench_die("the heap check failed");
+        printf(" peak_live=%zu high_water=%zu frag=%.4f frag_kind=high_water", peak_live, c.high_water,
+               (double)c.high_water / (double)peak_live);
+    } else if (footprint) {
+        size_t grown = peak_rss_bytes() - rss0;
+        printf(" peak_live=%zu footprint=%zu frag=%.4f frag_kind=footprint%s", peak_live, grown,
+               (double)grown / (double)peak_live, peak_ok ? "" : "(ru_maxrss,no-reset)");
+    }
+    printf("\n");
+    return 0;
+}

@@ -1,0 +1,331 @@
+#!/usr/bin/env bash
+# bench/run.sh - runs the benchmarks that `make bench` builds (mk/bench.mk),
+# writes bench/results/*.csv and the scaling plot, and prints the table.
+#
+#   bench/run.sh all | core | scaling | table
+#
+# Each suite replaces its own rows of bench/results/summary.csv and keeps the
+# others', so a later suite (bench/collective) adds rows the same way:
+#   source bench/run.sh  (with BENCH_LIB=1)  then  summary_put SUITE ROWS.csv
+# Columns: suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,
+# instr_per_op,frag -- empty where a figure does not apply.
+#
+# Environment: BENCH_BIN (the binaries, default build/bench), BENCH_RUNS
+# (timed runs per figure, default 5), BENCH_ALLOCATORS, BENCH_WORKLOADS,
+# BENCH_LIVES, BENCH_HEAPS_MIB, BENCH_JOBS (parallel callgrind runs),
+# BENCH_CHRT=0 (no real-time priority).  Benchmarks print figures; a
+# missing allocator or tool is a note, never a failure.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+BIN=${BENCH_BIN:-build/bench}
+OUT=bench/results
+RUNS=${BENCH_RUNS:-5}
+ALLOCATORS=${BENCH_ALLOCATORS:-shmalloc glibc jemalloc tcmalloc mimalloc}
+WORKLOADS=${BENCH_WORKLOADS:-a b c d}
+LIVES=${BENCH_LIVES:-1000 10000 100000 1000000}
+HEAPS_MIB=${BENCH_HEAPS_MIB:-64 256 1024 4096 16384 65536}
+JOBS=${BENCH_JOBS:-$(nproc 2>/dev/null || echo 1)}
+HEADER='suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,instr_per_op,frag'
+SUMMARY=$OUT/summary.csv
+CG_DIR=$BIN/callgrind # profiles, for callgrind_annotate
+
+note() { echo "bench: note: $*" >&2; }
+
+# ---- helpers -----------------------------------------------------------------
+# The value of key=VALUE in a line of figures.
+kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' <<<"$2"; }
+
+# "median min max" of the numbers on stdin, one a line; nothing for none.
+stats() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f %.1f %.1f\n",
+  (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'; }
+
+# Timed runs on one core, at real-time priority where allowed: less noise.
+PIN=()
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ]; then PIN=(taskset -c 1); fi
+if [ "${BENCH_CHRT:-1}" = 1 ] && [ "$(id -u)" = 0 ] && chrt -f 10 true 2>/dev/null; then PIN=(chrt -f 10 "${PIN[@]}"); fi
+
+HAVE_VALGRIND=0
+command -v valgrind >/dev/null 2>&1 && HAVE_VALGRIND=1
+
+# Instructions per op: Collected (the Ir of op_* and everything they call)
+# over the ops the program says its counted loop made.  Prints "ops collected".
+callgrind() { # OUTFILE COMMAND...
+  local out=$1 log line
+  shift
+  log=$(valgrind --tool=callgrind --toggle-collect='op_*' --callgrind-out-file="$out" "$@" 2>&1 >"$out.stdout")
+  line=$(cat "$out.stdout")
+  echo "$(kv ops "$line") $(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<<"$log")"
+}
+
+# Waits until fewer than $1 background jobs run.
+pool() { while [ "$(jobs -rp | wc -l)" -ge "$1" ]; do wait -n; done; }
+
+# Replaces SUITE's rows of summary.csv with those in ROWS (no header), suites
+# kept in the order core, scaling, collective, then any other.
+summary_put() { # SUITE ROWS
+  local suite=$1 rows=$2 tmp
+  mkdir -p "$OUT"
+  tmp=$(mktemp)
+  { [ -f "$SUMMARY" ] && tail -n +2 "$SUMMARY" | awk -F, -v s="$suite" '$1 != s'; cat "$rows"; } |
+    awk -F, '{ r = $1 == "core" ? 1 : $1 == "scaling" ? 2 : $1 == "collective" ? 3 : 4; print r "," $0 }' |
+    sort -s -t, -n -k1,1 | cut -d, -f2- >"$tmp"
+  { echo "$HEADER"; cat "$tmp"; } >"$SUMMARY"
+  rm -f "$tmp"
+}
+
+core_binary() { # ALLOCATOR
+  case $1 in shmalloc | glibc) echo "$BIN/core" ;; *) echo "$BIN/core_$1" ;; esac
+}
+
+human_live() { awk -v n="$1" 'BEGIN { if (n >= 1e6 && n % 1e6 == 0) print n / 1e6 "M"; else if (n >= 1e3 && n % 1e3 == 0) print n / 1e3 "k"; else print n }'; }
+human_mib() { awk -v n="$1" 'BEGIN { if (n >= 1024 && n % 1024 == 0) print n / 1024 "GiB"; else print n "MiB" }'; }
+
+# ---- core: item 1 ----------------------------------------------------------------
+suite_core() {
+  local tmp=$1 a w rep line bin allocators=() started=$SECONDS
+  [ -x "$BIN/core" ] || { note "$BIN/core is not built (make bench-build)"; return; }
+  for a in $ALLOCATORS; do
+    bin=$(core_binary "$a")
+    if [ -x "$bin" ]; then allocators+=("$a"); else note "$a skipped: $bin is not built (its library is missing)"; fi
+  done
+  echo "core: ${allocators[*]} x workloads $WORKLOADS, $RUNS timed runs each (pinned: ${PIN[*]:-no})"
+  # Repetitions outermost, so a slow spell of the machine spreads over all.
+  for rep in $(seq 1 "$RUNS"); do
+    for a in "${allocators[@]}"; do
+      for w in $WORKLOADS; do
+        line=$("${PIN[@]}" "$(core_binary "$a")" "$a" "$w") || { note "core $a $w failed"; continue; }
+        echo "$line" >>"$tmp/core.$a.$w.runs"
+      done
+    done
+    echo "  timed run $rep/$RUNS done (${SECONDS}s)"
+  done
+  for a in "${allocators[@]}"; do
+    for w in $WORKLOADS; do
+      line=$("${PIN[@]}" "$(core_binary "$a")" "$a" "$w" --footprint) && echo "$line" >"$tmp/core.$a.$w.fp"
+    done
+  done
+  echo "  footprint runs done (${SECONDS}s)"
+  if [ "$HAVE_VALGRIND" = 1 ]; then
+    mkdir -p "$CG_DIR"
+    for a in "${allocators[@]}"; do
+      for w in $WORKLOADS; do
+        pool "$JOBS"
+        callgrind "$CG_DIR/core.$a.$w.out" "$(core_binary "$a")" "$a" "$w" --callgrind >"$tmp/core.$a.$w.cg" &
+      done
+    done
+    wait
+    echo "  callgrind runs done (${SECONDS}s)"
+  else
+    note "valgrind is missing: no instructions per op"
+  fi
+
+  local rows=$tmp/core.rows ns p999 instr frag ops ir
+  : >"$rows"
+  for a in "${allocators[@]}"; do
+    for w in $WORKLOADS; do
+      ns=$( [ -f "$tmp/core.$a.$w.runs" ] && while read -r line; do kv ns_per_op "$line"; done <"$tmp/core.$a.$w.runs" | stats)
+      p999=$( [ -f "$tmp/core.$a.$w.runs" ] && while read -r line; do kv p999_ns "$line"; done <"$tmp/core.$a.$w.runs" | stats | cut -d' ' -f1)
+      instr=
+      if [ -s "$tmp/core.$a.$w.cg" ]; then
+        read -r ops ir <"$tmp/core.$a.$w.cg"
+        [ -n "${ops:-}" ] && [ -n "${ir:-}" ] && [ "$ops" -gt 0 ] && instr=$(awk -v i="$ir" -v o="$ops" 'BEGIN { printf "%.1f", i / o }')
+      fi
+      frag=
+      if [ "$w" != a ] && [ -f "$tmp/core.$a.$w.fp" ]; then
+        frag=$(awk -v f="$(kv frag "$(cat "$tmp/core.$a.$w.fp")")" 'BEGIN { if (f != "") printf "%.3f", f }')
+      fi
+      set -- $ns
+      echo "core,$a,$w,,${1:-},${2:-},${3:-},${p999:+${p999%.*}},$instr,$frag" >>"$rows"
+    done
+  done
+  summary_put core "$rows"
+  echo "core: done in $((SECONDS - started))s"
+}
+
+# ---- scaling: item 2 ---------------------------------------------------------------
+suite_scaling() {
+  local tmp=$1 live heap rep line status started=$SECONDS
+  [ -x "$BIN/scaling" ] || { note "$BIN/scaling is not built (make bench-build)"; return; }
+  echo "scaling: workload b, live sets $LIVES x heaps $HEAPS_MIB MiB, $RUNS timed runs each"
+  for live in $LIVES; do
+    for heap in $HEAPS_MIB; do
+      for rep in $(seq 1 "$RUNS"); do
+        line=$("${PIN[@]}" "$BIN/scaling" "$live" "$heap") || { note "scaling $live $heap failed"; break; }
+        echo "$line" >>"$tmp/scaling.$live.$heap.runs"
+        [ "$(kv status "$line")" = ok ] || break # nofit / oom: the same every time
+      done
+    done
+    echo "  live set $(human_live "$live") timed (${SECONDS}s)"
+  done
+  if [ "$HAVE_VALGRIND" = 1 ]; then
+    mkdir -p "$CG_DIR"
+    for live in $LIVES; do
+      for heap in $HEAPS_MIB; do
+        [ "$(kv status "$(head -n 1 "$tmp/scaling.$live.$heap.runs" 2>/dev/null)")" = ok ] || continue
+        # valgrind maps at most about 63 GiB in one piece: the largest heap
+        # is counted at the largest size valgrind can map (column instr_heap_mib)
+        local cg_heap=$heap
+        [ "$heap" -gt 64512 ] && cg_heap=64512
+        echo "$cg_heap" >"$tmp/scaling.$live.$heap.cgheap"
+        # a 1M live set under valgrind takes a few GiB: run those alone
+        if [ "$live" -ge 1000000 ]; then pool 1; else pool "$JOBS"; fi
+        callgrind "$CG_DIR/scaling.$live.$heap.out" "$BIN/scaling" "$live" "$cg_heap" --callgrind \
+          >"$tmp/scaling.$live.$heap.cg" &
+        [ "$live" -ge 1000000 ] && wait
+      done
+    done
+    wait
+    echo "  callgrind runs done (${SECONDS}s)"
+  else
+    note "valgrind is missing: no instructions per op"
+  fi
+
+  local csv=$OUT/scaling.csv rows=$tmp/scaling.rows ns instr frag ops ir cg_heap
+  mkdir -p "$OUT"
+  echo "live,heap_mib,status,ns_per_op,ns_min,ns_max,instr_per_op,instr_heap_mib,frag" >"$csv"
+  : >"$rows"
+  for live in $LIVES; do
+    for heap in $HEAPS_MIB; do
+      line=$(head -n 1 "$tmp/scaling.$live.$heap.runs" 2>/dev/null)
+      status=$(kv status "$line")
+      if [ "$status" != ok ]; then
+        case $status in
+          nofit) status="skipped: needs $(kv need_mib "$line") MiB" ;;
+          oom) status="skipped: an allocation failed" ;;
+          *) status="failed" ;;
+        esac
+        echo "$live,$heap,$status,,,,,," >>"$csv"
+        continue
+      fi
+      ns=$(while read -r line; do kv ns_per_op "$line"; done <"$tmp/scaling.$live.$heap.runs" | stats)
+      frag=$(kv frag "$(head -n 1 "$tmp/scaling.$live.$heap.runs")")
+      instr= cg_heap=
+      if [ -s "$tmp/scaling.$live.$heap.cg" ]; then
+        read -r ops ir <"$tmp/scaling.$live.$heap.cg"
+        [ -n "${ops:-}" ] && [ -n "${ir:-}" ] && [ "$ops" -gt 0 ] && instr=$(awk -v i="$ir" -v o="$ops" 'BEGIN { printf "%.1f", i / o }')
+        cg_heap=$(cat "$tmp/scaling.$live.$heap.cgheap")
+      fi
+      set -- $ns
+      echo "$live,$heap,ok,$1,$2,$3,$instr,$cg_heap,$(awk -v f="$frag" 'BEGIN { printf "%.3f", f }')" >>"$csv"
+      echo "scaling,shmalloc,b/live=$(human_live "$live")/heap=$(human_mib "$heap"),,$1,$2,$3,,$instr,$(awk -v f="$frag" 'BEGIN { printf "%.3f", f }')" >>"$rows"
+    done
+  done
+  summary_put scaling "$rows"
+  plot_scaling "$csv" "$OUT/scaling.png"
+  echo "scaling: done in $((SECONDS - started))s"
+}
+
+# Two panels over heap size (log scale), one line per live set.
+plot_scaling() { # CSV PNG
+  local csv=$1 png=$2 dat live titles= xtics= heap
+  command -v gnuplot >/dev/null 2>&1 || { note "gnuplot is missing (gnuplot-nox): no $png"; return; }
+  dat=$(mktemp)
+  for live in $LIVES; do # one gnuplot data block per live set
+    awk -F, -v l="$live" '$1 == l && $3 == "ok" { print $2 / 1024, $4, $5, $6, ($7 == "" ? "NaN" : $7) }' "$csv" >>"$dat"
+    printf '\n\n' >>"$dat"
+    titles="$titles $(human_live "$live")"
+  done
+  for heap in $HEAPS_MIB; do xtics="${xtics:+$xtics, }\"$(human_mib "$heap")\" $(awk -v h="$heap" 'BEGIN { print h / 1024 }')"; done
+  gnuplot <<EOF || note "gnuplot failed: no $png"
+set terminal pngcairo noenhanced size 1400,560 font ",11"
+set output "$png"
+set datafile missing "NaN"
+titles = "$titles"
+set multiplot layout 1,2 title "shmalloc TLSF core, workload b: cost against heap size and live set"
+set logscale x 2
+set xlabel "heap size (mapped MAP_NORESERVE)"
+set xtics ($xtics)
+set xrange [$(awk -v l="$HEAPS_MIB" 'BEGIN { n = split(l, h, " "); lo = h[1]; hi = h[1]
+  for (i = 2; i <= n; i++) { if (h[i] < lo) lo = h[i]; if (h[i] > hi) hi = h[i] }
+  printf "%g:%g", lo / 1024 / 1.4, hi / 1024 * 1.4 }')]
+set grid
+set key bottom right
+set yrange [0:*]
+set ylabel "instructions per operation (callgrind)"
+plot for [i=1:words(titles)] "$dat" index (i-1) using 1:5 with linespoints lw 2 pt 7 title "live ".word(titles, i)
+set ylabel "ns per operation (median of runs; bars: min-max)"
+set logscale y 2
+set yrange [*:*]
+plot for [i=1:words(titles)] "$dat" index (i-1) using 1:2:3:4 with yerrorlines lw 2 pt 7 title "live ".word(titles, i)
+unset multiplot
+EOF
+  rm -f "$dat"
+}
+
+# ---- the table -------------------------------------------------------------------
+print_table() {
+  [ -f "$SUMMARY" ] || { note "no $SUMMARY yet"; return; }
+  echo
+  echo "== $SUMMARY"
+  awk -F, '
+    NR == 1 { next }
+    {
+      n++
+      c[n, 1] = $1; c[n, 2] = $2; c[n, 3] = $3; c[n, 4] = $4 == "" ? "-" : $4
+      c[n, 5] = $5 == "" ? "-" : $5 " (" $6 "-" $7 ")"
+      c[n, 6] = $8 == "" ? "-" : $8
+      c[n, 7] = $9 == "" ? "-" : $9
+      c[n, 8] = $10 == "" ? "-" : $10 ($1 == "core" && $2 != "shmalloc" ? " fp" : "")
+    }
+    function cell(j, text) { # left-aligned names, right-aligned figures
+      fmt = (j > 1 ? "  " : "") "%" (j >= 4 ? "" : "-") w[j] "s"
+      printf fmt, text
+    }
+    END {
+      split("suite|allocator|workload|PEs|ns/op median (min-max)|p99.9 ns|instr/op|frag", h, "|")
+      for (j = 1; j <= 8; j++) {
+        w[j] = length(h[j])
+        for (i = 1; i <= n; i++) if (length(c[i, j]) > w[j]) w[j] = length(c[i, j])
+      }
+      for (j = 1; j <= 8; j++) cell(j, h[j])
+      printf "\n"
+      for (j = 1; j <= 8; j++) { s = ""; while (length(s) < w[j]) s = s "-"; cell(j, s) }
+      printf "\n"
+      for (i = 1; i <= n; i++) {
+        if (i > 1 && (c[i, 1] != c[i - 1, 1] || c[i, 2] != c[i - 1, 2])) printf "\n"
+        for (j = 1; j <= 8; j++) cell(j, c[i, j])
+        printf "\n"
+      }
+    }' "$SUMMARY"
+  echo "frag: highest byte ever in use / peak live requested bytes (shmalloc);"
+  echo "      'fp' = peak RSS growth / peak live requested bytes (system allocators' footprint)"
+  print_targets
+}
+
+# Where the TLSF core stands against the targets of issue 6 (items 1 and 2).
+print_targets() {
+  awk -F, '
+    $1 == "core" && $2 == "shmalloc" { instr[$3] = $9; frag[$3] = $10 }
+    $1 == "scaling" && $9 != "" { v = $9 + 0; if (!m || v < lo) lo = v; if (!m || v > hi) hi = v; m++ }
+    function check(what, got, limit) {
+      if (got == "") { printf "  %-28s %7s  (target <= %s: not measured)\n", what, "-", limit; return }
+      printf "  %-28s %7s  (target <= %s: %s)\n", what, got, limit, got + 0 <= limit + 0 ? "met" : "missed"
+    }
+    END {
+      print "\ntargets of issue 6, TLSF core:"
+      check("instructions/op, a", instr["a"], 85); check("instructions/op, b", instr["b"], 70)
+      check("instructions/op, c", instr["c"], 80); check("instructions/op, d", instr["d"], 140)
+      check("fragmentation, b", frag["b"], 1.06); check("fragmentation, c", frag["c"], 1.12)
+      check("fragmentation, d", frag["d"], 2.3)
+      if (m) printf "  %-28s %6.1f%%  (%s..%s instr/op over %d points; target <= 10%%: %s)\n", "scaling spread of b",
+        (hi - lo) / lo * 100, lo, hi, m, (hi - lo) / lo <= 0.10 ? "met" : "missed"
+    }' "$SUMMARY"
+}
+
+# ---- main ----------------------------------------------------------------------------
+if [ "${BENCH_LIB:-0}" = 1 ]; then return 0 2>/dev/null || exit 0; fi
+what=${1:-all}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$OUT"
+case $what in
+  all) suite_core "$tmp"; suite_scaling "$tmp"
+       [ -x bench/collective.sh ] && bash bench/collective.sh ;; # item 3, when it exists
+  core) suite_core "$tmp" ;;
+  scaling) suite_scaling "$tmp" ;;
+  table) ;;
+  *) echo "usage: bench/run.sh all|core|scaling|table" >&2; exit 1 ;;
+esac
+print_table
+exit 0

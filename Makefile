@@ -18,7 +18,7 @@ PTHREADS = transports/shmalloc_pthreads.c
 include mk/install.mk
 include mk/bench.mk
 
-.PHONY: all examples libs demo deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+.PHONY: all examples libs demo demo-pmix test-pmix deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -66,12 +66,39 @@ $(B)/test_sbreak: tests/test_sbreak.c $(B)/libshmalloc_pthreads.a
 demo: $(B)/hello_pthreads
 	./$(B)/hello_pthreads 4
 
+# ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
+PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix libfabric 2>/dev/null)
+MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm
+
+$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h shmalloc.h | $(B)
+	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
+
+$(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h shmalloc.h | $(B)
+	$(CC) $(CFLAGS) examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
+
+$(B)/test_pmix_ofi: tests/test_pmix_ofi.c | $(B)
+	$(CC) $(CFLAGS) $< -lcriterion -o $@
+
+demo-pmix: deps $(B)/hello_pmix_ofi
+	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi
+
+# One mpirun at a time: the tests count the files the shm provider leaves.
+test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
+	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
+	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi >/dev/null
+
 # Criterion is the one package a fresh Debian machine lacks.
 deps:
 	@if ! printf '#include <criterion/criterion.h>\n' | $(CC) -E -x c - >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null; \
 	  else echo "make test needs libcriterion-dev (apt-get install libcriterion-dev, as root)" >&2; exit 1; fi; \
+	fi
+	@if ! pkg-config --exists pmix libfabric 2>/dev/null || ! command -v mpirun >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf libpmix-dev libfabric-dev openmpi-bin >/dev/null || \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf libpmix-dev libfabric-dev openmpi-bin >/dev/null; }; \
+	  else echo "make test needs libpmix-dev libfabric-dev openmpi-bin (apt-get install, as root)" >&2; exit 1; fi; \
 	fi
 	@if [ -n "$(NEED)" ] && ! command -v $(NEED) >/dev/null 2>&1; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NEED) >/dev/null; fi
@@ -93,6 +120,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 
 test: deps
 	$(MAKE) run-tests
+	$(MAKE) test-pmix
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 
@@ -117,6 +145,8 @@ compile-check:
 	    echo "$$cc -std=$$std $$v"; \
 	    $$cc -std=$$std $(WARN) $$v -I. -c tests/shmalloc_impl.c -o /dev/null; done; \
 	  $$cc -std=$$std $(WARN) -I. -c $(PTHREADS) -o /dev/null; \
+	  $$cc -std=$$std $(WARN) -I. $(shell pkg-config --cflags pmix libfabric) -c transports/shmalloc_pmix_ofi.c -o /dev/null; \
+	  $$cc -std=$$std $(WARN) -I. -c examples/hello_pmix_ofi.c -o /dev/null; \
 	  $$cc -std=$$std $(WARN) -I. -c examples/hello_pthreads.c -o /dev/null; \
 	  $$cc -std=$$std $(WARN) -I. -c examples/vendor_runtime.c -o /dev/null; done; done
 	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \

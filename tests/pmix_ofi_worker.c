@@ -1,0 +1,610 @@
+/* pmix_ofi_worker.c - the program tests/test_pmix_ofi.c launches: one PE of
+   the PMIx + libfabric transport, running the scenario named by argv[1].
+
+       mpirun -np 4 ./build/pmix_ofi_worker all
+       ./build/pmix_ofi_worker all          (no launcher: one PE)
+
+   Each PE prints "PE i of n: OK <scenario>" when its checks pass, or
+   "PE i of n: FAIL <scenario> line L: <reason>" for each one that does not,
+   and exits with 0 or 1.  Scenarios:
+
+     symmetric  every collective allocation lands at the same offset on every
+                PE; heap bases are the same or differ as
+                SHMALLOC_EXPECT_ADDRESSES (same|differ) says, when set
+     putget     puts and gets of several sizes and alignments, from and to
+                heap and non-heap memory, to peers and to this PE
+     realloc    realloc, align, calloc, free and their errors, data checked
+                on a peer with getmem
+     mismatch   PEs passing different sizes all get NULL with
+                SHMEM_MALLOC_SYMMSIZE_FAILED, and the heap stays usable
+     barrier    a PE that leaves a barrier early is caught: each round every
+                PE puts the round number to every peer before the barrier
+     stress     SHMALLOC_WORKER_OPS (10000) random collective operations with
+                the same seed on every PE, data checked on peers
+     all        the six above, in that order, in one launch
+   and, for fault tests:
+     init       shmem_init and shmem_finalize only
+     kill       PE 1 kills itself (SIGKILL) while the others are in a barrier
+     exit       PE 1 calls _exit(3) while the others are in a barrier
+     hang       PE 1 sleeps 30 s while the others are in a barrier
+     global_exit  PE 1 calls shmem_global_exit(7) */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* usleep */
+#endif
+#include "transports/shmalloc_pmix_ofi.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SLOTS 64
+#define DEFAULT_OPS 10000
+#define BARRIER_ROUNDS 200
+
+static int me, npes, failures;
+static const char *current = "";
+static uint64_t *scratch; /* npes words: the gather area */
+
+#if defined(__GNUC__) || defined(__clang__)
+static void fail(int line, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#endif
+static void fail(int line, const char *fmt, ...)
+{
+    char reason[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof reason, fmt, ap);
+    va_end(ap);
+    printf("PE %d of %d: FAIL %s line %d: %s\n", me, npes, current, line, reason);
+    fflush(stdout);
+    failures++;
+}
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) fail(__LINE__, "%s is false (malloc_error %ld)", #cond, malloc_error); \
+    } while (0)
+
+#define CHECK_EQ(got, want)                                                              \
+    do {                                                                                 \
+        long long got_ = (long long)(got), want_ = (long long)(want);                    \
+        if (got_ != want_) fail(__LINE__, "%s is %lld, expected %s = %lld", #got, got_, #want, want_); \
+    } while (0)
+
+/* ---- helpers ------------------------------------------------------------- */
+static unsigned char pattern(int pe, uint32_t tag, size_t i)
+{
+    return (unsigned char)((unsigned)pe * 151u + tag * 31u + (unsigned)i * 7u + (unsigned)(i >> 9));
+}
+
+static void fill(void *p, int pe, uint32_t tag, size_t from, size_t to)
+{
+    unsigned char *b = (unsigned char *)p;
+    size_t i;
+    for (i = from; i < to; i++) b[i] = pattern(pe, tag, i);
+}
+
+/* Index of the first byte of [from, to) that differs from pattern(pe, tag,
+   base + i), or -1. */
+static long mismatch_at(const void *p, int pe, uint32_t tag, size_t base, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (b[i] != pattern(pe, tag, base + i)) return (long)i;
+    return -1;
+}
+
+#define CHECK_PATTERN(p, pe, tag, base, n)                                               \
+    do {                                                                                 \
+        long at_ = mismatch_at((p), (pe), (tag), (base), (n));                           \
+        if (at_ >= 0) fail(__LINE__, "byte %ld of %s (%zu bytes) is not PE %d's tag %u data", at_, #p, \
+                           (size_t)(n), (int)(pe), (unsigned)(tag));                     \
+    } while (0)
+
+static uint64_t offset_of(const void *p)
+{
+    return (uint64_t)((const char *)p - (const char *)shmalloc_heap_base(shmalloc_current()));
+}
+
+/* Every PE's value, by puts into every PE's scratch and two barriers. */
+static void allgather(uint64_t v, uint64_t *out)
+{
+    int q;
+    for (q = 0; q < npes; q++) shmem_putmem(&scratch[me], &v, sizeof v, q);
+    shmem_barrier_all();
+    memcpy(out, scratch, (size_t)npes * sizeof *out);
+    shmem_barrier_all(); /* nobody overwrites scratch before all have read it */
+}
+
+/* 1 when v is the same on every PE. */
+static int same_everywhere(uint64_t v)
+{
+    uint64_t all[1024];
+    int q, same = 1;
+    if (npes > 1024) return 0;
+    allgather(v, all);
+    for (q = 0; q < npes; q++) same &= all[q] == v;
+    return same;
+}
+
+#define CHECK_SYMMETRIC(p)                                                               \
+    do {                                                                                 \
+        if (!same_everywhere(offset_of(p))) fail(__LINE__, "%s's offset %llu is not the same on every PE", #p, \
+                                                 (unsigned long long)offset_of(p));      \
+    } while (0)
+
+static size_t used_blocks(void)
+{
+    shmalloc_counters c;
+    shmalloc_tlsf_counters(shmalloc_heap_tlsf(shmalloc_current()), &c);
+    return c.used_blocks;
+}
+
+/* ---- scenarios --------------------------------------------------------- */
+static void scenario_symmetric(void)
+{
+    static const size_t sizes[] = {1, 8, 16, 100, 4096, 65536, (size_t)1 << 20, (size_t)3 << 20};
+    static const size_t aligns[] = {32, 256, 4096, (size_t)1 << 20};
+    void *blocks[16];
+    uint64_t bases[1024];
+    const char *expect = getenv("SHMALLOC_EXPECT_ADDRESSES");
+    int n = 0, i, q, same = 1;
+    size_t k;
+
+    allgather((uint64_t)(uintptr_t)shmalloc_heap_base(shmalloc_current()), bases);
+    for (q = 0; q < npes; q++) same &= bases[q] == bases[0];
+    if (me == 0) printf("PE 0 of %d: heap addresses %s\n", npes, same ? "same" : "differ");
+    if (expect && strcmp(expect, same ? "same" : "differ") != 0)
+        fail(__LINE__, "heap addresses %s, expected %s", same ? "same" : "differ", expect);
+
+    for (k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        blocks[n] = shmem_malloc(sizes[k]);
+        CHECK(blocks[n] != NULL);
+        if (!blocks[n]) continue;
+        CHECK_EQ((uintptr_t)blocks[n] % 16, 0);
+        CHECK(shmem_addr_accessible(blocks[n], 0));
+        CHECK_SYMMETRIC(blocks[n]);
+        n++;
+    }
+    for (k = 0; k < sizeof aligns / sizeof aligns[0]; k++) {
+        blocks[n] = shmem_align(aligns[k], 1000);
+        CHECK(blocks[n] != NULL);
+        if (!blocks[n]) continue;
+        CHECK_EQ((uintptr_t)blocks[n] % aligns[k], 0);
+        CHECK_SYMMETRIC(blocks[n]);
+        n++;
+    }
+    blocks[n] = shmem_calloc(7, 33);
+    CHECK(blocks[n] != NULL);
+    if (blocks[n]) CHECK_SYMMETRIC(blocks[n++]);
+    blocks[n] = shmem_malloc_with_hints(100, SHMEM_MALLOC_ATOMICS_REMOTE);
+    CHECK(blocks[n] != NULL);
+    if (blocks[n]) CHECK_SYMMETRIC(blocks[n++]);
+    /* Free every other block, then the rest: the holes must match too. */
+    for (i = 0; i < n; i += 2) shmem_free(blocks[i]);
+    blocks[0] = shmem_malloc(50);
+    CHECK(blocks[0] != NULL);
+    if (blocks[0]) CHECK_SYMMETRIC(blocks[0]);
+    for (i = 1; i < n; i += 2) shmem_free(blocks[i]);
+    shmem_free(blocks[0]);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+}
+
+static void scenario_putget(void)
+{
+    const size_t small = (size_t)256 << 10, big = ((size_t)3 << 20) + 123;
+    int right = (me + 1) % npes, left = (me + npes - 1) % npes, q, on_stack = 0;
+    unsigned char *block = (unsigned char *)shmem_malloc(small);
+    unsigned char *large = (unsigned char *)shmem_malloc(big);
+    unsigned char *heap_buf = (unsigned char *)shmem_malloc(4096);
+    unsigned char *src = (unsigned char *)malloc(big), *back = (unsigned char *)malloc(big);
+
+    CHECK(block && large && heap_buf && src && back);
+    if (!block || !large || !heap_buf || !src || !back) goto out;
+    memset(block, 0, small);
+    shmem_barrier_all();
+
+    /* Whole block, then an odd piece at an odd offset, from malloc'ed memory. */
+    fill(src, me, 1, 0, small);
+    shmem_putmem(block, src, small, right);
+    shmem_barrier_all();
+    CHECK_PATTERN(block, left, 1, 0, small);
+    shmem_barrier_all(); /* the right neighbour has checked its block too */
+    fill(src, me, 2, 0, 1004);
+    shmem_putmem(block + 7, src + 3, 1001, right);
+    shmem_barrier_all();
+    CHECK_PATTERN(block + 7, left, 2, 3, 1001);
+    CHECK_EQ(block[6], pattern(left, 1, 6));
+    CHECK_EQ(block[1008], pattern(left, 1, 1008));
+
+    /* Larger than the bounce buffer; then back with getmem. */
+    fill(src, me, 3, 0, big);
+    shmem_putmem(large, src, big, right);
+    shmem_quiet();
+    shmem_barrier_all();
+    CHECK_PATTERN(large, left, 3, 0, big);
+    memset(back, 0, big);
+    shmem_getmem(back, large, big, right);
+    CHECK_PATTERN(back, me, 3, 0, big);
+    shmem_getmem(back, large + 1, 17, right);
+    CHECK_PATTERN(back, me, 3, 1, 17);
+
+    /* Heap to heap: getmem into the heap, putmem from it. */
+    shmem_getmem(heap_buf, large, 4096, right);
+    CHECK_PATTERN(heap_buf, me, 3, 0, 4096);
+    shmem_barrier_all();
+    shmem_putmem(block, heap_buf, 4096, right);
+    shmem_barrier_all();
+    CHECK_PATTERN(block, left, 3, 0, 4096);
+
+    /* This PE. */
+    fill(src, me, 4, 0, 100);
+    shmem_putmem(block, src, 100, me);
+    CHECK_PATTERN(block, me, 4, 0, 100);
+    memset(back, 0, 100);
+    shmem_getmem(back, block, 100, me);
+    CHECK_PATTERN(back, me, 4, 0, 100);
+    shmem_putmem(block, src, 0, right); /* nothing at all */
+
+    CHECK(shmem_ptr(block, me) == block);
+    CHECK(shmem_ptr(&on_stack, me) == NULL);
+    for (q = 0; q < npes; q++) {
+        if (q != me) CHECK(shmem_ptr(block, q) == NULL);
+        CHECK_EQ(shmem_addr_accessible(block, q), 1);
+        CHECK_EQ(shmem_addr_accessible(large + big - 1, q), 1);
+    }
+    CHECK_EQ(shmem_addr_accessible(block, npes), 0);
+    CHECK_EQ(shmem_addr_accessible(block, -1), 0);
+    CHECK_EQ(shmem_addr_accessible(&on_stack, 0), 0);
+    CHECK_EQ(shmem_addr_accessible(src, 0), 0);
+    shmem_barrier_all();
+out:
+    shmem_free(heap_buf);
+    shmem_free(large);
+    shmem_free(block);
+    free(src);
+    free(back);
+}
+
+static void scenario_realloc(void)
+{
+    int right = (me + 1) % npes, left = (me + npes - 1) % npes, on_stack = 0;
+    unsigned char buf[5000];
+    unsigned char *p, *q, *a, *z;
+    size_t i;
+    int zeros;
+
+    p = (unsigned char *)shmem_malloc(100);
+    CHECK(p != NULL);
+    if (!p) return;
+    fill(p, me, 10, 0, 100);
+    shmem_barrier_all();
+    shmem_getmem(buf, p, 100, right);
+    CHECK_PATTERN(buf, right, 10, 0, 100);
+
+    q = (unsigned char *)shmem_malloc(64); /* a neighbour, so growing may move */
+    CHECK(q != NULL);
+    p = (unsigned char *)shmem_realloc(p, 5000);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK_SYMMETRIC(p);
+    CHECK_PATTERN(p, me, 10, 0, 100);
+    fill(p, me, 10, 100, 5000);
+    shmem_barrier_all();
+    shmem_getmem(buf, p, 5000, right);
+    CHECK_PATTERN(buf, right, 10, 0, 5000);
+
+    p = (unsigned char *)shmem_realloc(p, 50);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK_SYMMETRIC(p);
+    CHECK_PATTERN(p, me, 10, 0, 50);
+    shmem_getmem(buf, p, 50, left);
+    CHECK_PATTERN(buf, left, 10, 0, 50);
+
+    p = (unsigned char *)shmem_realloc(p, (size_t)1 << 20);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK_SYMMETRIC(p);
+    CHECK_PATTERN(p, me, 10, 0, 50);
+    fill(p, me, 11, 0, (size_t)1 << 20);
+    shmem_barrier_all();
+    shmem_getmem(buf, p + ((size_t)1 << 20) - 4000, 4000, right);
+    CHECK_PATTERN(buf, right, 11, ((size_t)1 << 20) - 4000, 4000);
+
+    z = (unsigned char *)shmem_realloc(NULL, 200); /* as malloc */
+    CHECK(z != NULL);
+    if (z) CHECK_SYMMETRIC(z);
+    CHECK(shmem_realloc(z, 0) == NULL); /* as free */
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK(shmem_realloc(&on_stack, 10) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+
+    a = (unsigned char *)shmem_align(4096, 1000);
+    CHECK(a != NULL);
+    if (a) {
+        CHECK_EQ((uintptr_t)a % 4096, 0);
+        CHECK_SYMMETRIC(a);
+        fill(a, me, 12, 0, 1000);
+        shmem_barrier_all();
+        shmem_getmem(buf, a, 1000, left);
+        CHECK_PATTERN(buf, left, 12, 0, 1000);
+    }
+    CHECK(shmem_align(3, 10) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
+    CHECK(shmem_align(0, 10) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
+
+    z = (unsigned char *)shmem_calloc(100, 8);
+    CHECK(z != NULL);
+    if (z) {
+        for (zeros = 1, i = 0; i < 800; i++) zeros &= z[i] == 0;
+        CHECK(zeros);
+        CHECK_SYMMETRIC(z);
+        fill(z, me, 13, 0, 800);
+        shmem_barrier_all();
+        shmem_getmem(buf, z, 800, right);
+        CHECK_PATTERN(buf, right, 13, 0, 800);
+    }
+    CHECK(shmem_calloc(SIZE_MAX / 2, 4) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_BAD_SIZE);
+    CHECK(shmem_malloc(0) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+
+    if (a) {
+        shmem_free(a + 16);
+        CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_ALIGNED);
+    }
+    shmem_free(&on_stack);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    shmem_free(z);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    shmem_free(z);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_ALREADY_FREE);
+    shmem_free(a);
+    shmem_free(q);
+    shmem_free(p);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+}
+
+static void scenario_mismatch(void)
+{
+    unsigned char *p, *r;
+    if (npes < 2) {
+        printf("PE %d of %d: mismatch needs 2 PEs, skipped\n", me, npes);
+        return;
+    }
+    CHECK(shmem_malloc(me == 0 ? 64 : 128) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK(shmem_malloc(me == npes - 1 ? 65 : 64) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK(shmem_calloc(me == 0 ? 2 : 3, 16) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK(shmem_align(64, me == 0 ? 100 : 200) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+
+    p = (unsigned char *)shmem_malloc(64);
+    CHECK(p != NULL);
+    if (!p) return;
+    fill(p, me, 20, 0, 64);
+    r = (unsigned char *)shmem_realloc(p, me == 0 ? 100 : 200);
+    CHECK(r == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK_PATTERN(p, me, 20, 0, 64); /* untouched */
+    CHECK_SYMMETRIC(p);
+    shmem_free(p);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+}
+
+static void scenario_barrier(void)
+{
+    uint64_t *seen = (uint64_t *)shmem_calloc((size_t)npes, sizeof *seen);
+    uint64_t round;
+    int q;
+    CHECK(seen != NULL);
+    if (!seen) return;
+    for (round = 1; round <= BARRIER_ROUNDS; round++) {
+        /* One PE arrives late each round: the others must wait for it. */
+        if ((int)(round % (uint64_t)npes) == me) usleep(round % 10 == 0 ? 2000 : 100);
+        for (q = 0; q < npes; q++) shmem_putmem(&seen[me], &round, sizeof round, q);
+        shmem_barrier_all();
+        for (q = 0; q < npes; q++) {
+            uint64_t v = seen[q];
+            /* round + 1: q already left this barrier and wrote the next. */
+            if (v != round && v != round + 1)
+                fail(__LINE__, "round %llu: PE %d's word is %llu: a PE left the barrier early or a put was late",
+                     (unsigned long long)round, q, (unsigned long long)v);
+        }
+        if (round % 50 == 0) {
+            shmem_barrier_all();
+            for (q = 0; q < npes; q++) CHECK_EQ(seen[q], round);
+            shmem_barrier_all();
+        }
+    }
+    shmem_free(seen);
+}
+
+typedef struct slot {
+    unsigned char *p;
+    size_t size;
+    uint32_t tag;
+} slot;
+
+static uint64_t next_random(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static size_t random_size(uint64_t *rng)
+{
+    uint64_t r = next_random(rng) % 100;
+    if (r < 70) return 1 + (size_t)(next_random(rng) % 256);
+    if (r < 95) return 1 + (size_t)(next_random(rng) % 65536);
+    return 1 + (size_t)(next_random(rng) % ((uint64_t)1 << 20));
+}
+
+/* Allocates or frees/reallocs slot s; the same choice on every PE. */
+static void stress_step(slot *sl, uint32_t tag, uint64_t *rng, uint64_t *hash)
+{
+    size_t i, size;
+    if (!sl->p) {
+        uint64_t kind = next_random(rng) % 4;
+        size_t align = (size_t)16 << (next_random(rng) % 9);
+        size = random_size(rng);
+        if (kind == 0) sl->p = (unsigned char *)shmem_malloc(size);
+        else if (kind == 1) sl->p = (unsigned char *)shmem_calloc(size, 1);
+        else if (kind == 2) sl->p = (unsigned char *)shmem_align(align, size);
+        else sl->p = (unsigned char *)shmem_realloc(NULL, size);
+        if (!sl->p) {
+            fail(__LINE__, "allocation %llu of %zu bytes failed (malloc_error %ld)", (unsigned long long)kind, size,
+                 malloc_error);
+            return;
+        }
+        if (kind == 1) {
+            int zeros = 1;
+            for (i = 0; i < size; i++) zeros &= sl->p[i] == 0;
+            if (!zeros) fail(__LINE__, "calloc of %zu bytes is not zeroed", size);
+        }
+        if (kind == 2 && (uintptr_t)sl->p % align) fail(__LINE__, "shmem_align(%zu) is not aligned", align);
+        sl->size = size;
+        sl->tag = tag;
+        fill(sl->p, me, tag, 0, size);
+    } else if (next_random(rng) % 2) {
+        CHECK_PATTERN(sl->p, me, sl->tag, 0, sl->size);
+        shmem_free(sl->p);
+        CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+        sl->p = NULL;
+        return;
+    } else {
+        unsigned char *q;
+        size = random_size(rng);
+        q = (unsigned char *)shmem_realloc(sl->p, size);
+        if (!q) {
+            fail(__LINE__, "realloc to %zu bytes failed (malloc_error %ld)", size, malloc_error);
+            return;
+        }
+        sl->p = q;
+        CHECK_PATTERN(sl->p, me, sl->tag, 0, size < sl->size ? size : sl->size);
+        if (size > sl->size) fill(sl->p, me, sl->tag, sl->size, size);
+        sl->size = size;
+    }
+    *hash = (*hash ^ offset_of(sl->p)) * 1099511628211u;
+}
+
+static void scenario_stress(void)
+{
+    slot slots[SLOTS];
+    const char *ops_env = getenv("SHMALLOC_WORKER_OPS");
+    long ops = ops_env ? atol(ops_env) : DEFAULT_OPS, op;
+    uint64_t rng = 0x9e3779b97f4a7c15u, hash = 14695981039346656037u;
+    unsigned char buf[256];
+    size_t baseline = used_blocks();
+    int s, checked = 0;
+
+    memset(slots, 0, sizeof slots);
+    for (op = 0; op < ops && failures < 10; op++) {
+        int changed = (int)(next_random(&rng) % SLOTS), v, k;
+        int peer = npes > 1 ? (me + 1 + (int)(next_random(&rng) % (uint64_t)(npes - 1))) % npes : me;
+        stress_step(&slots[changed], (uint32_t)op, &rng, &hash);
+        /* Check an older block on a peer: it was filled before this op's
+           barrier, and cannot change before our next collective call. */
+        v = (int)(next_random(&rng) % SLOTS);
+        for (k = 0; k < SLOTS; k++) {
+            slot *sl = &slots[(v + k) % SLOTS];
+            size_t len, off;
+            if (!sl->p || sl == &slots[changed]) continue;
+            len = sl->size < sizeof buf ? sl->size : sizeof buf;
+            off = (size_t)(next_random(&rng) % (sl->size - len + 1));
+            shmem_getmem(buf, sl->p + off, len, peer);
+            CHECK_PATTERN(buf, peer, sl->tag, off, len);
+            checked++;
+            break;
+        }
+    }
+    if (!same_everywhere(hash)) fail(__LINE__, "the offsets of %ld operations differ between PEs", ops);
+    for (s = 0; s < SLOTS; s++) shmem_free(slots[s].p);
+    CHECK_EQ(used_blocks(), baseline);
+    if (me == 0) printf("PE 0 of %d: stress: %ld operations, %d blocks checked on peers\n", npes, ops, checked);
+}
+
+/* ---- faults --------------------------------------------------------------- */
+static void fault(const char *name)
+{
+    shmem_barrier_all();
+    if (me == 1) {
+        fflush(stdout);
+        if (strcmp(name, "kill") == 0) raise(SIGKILL);
+        if (strcmp(name, "exit") == 0) _exit(3);
+        if (strcmp(name, "hang") == 0) sleep(30);
+        if (strcmp(name, "global_exit") == 0) shmem_global_exit(7);
+    }
+    shmem_barrier_all();
+    if (npes > 1 && strcmp(name, "hang") != 0) fail(__LINE__, "the barrier returned although PE 1 is gone");
+}
+
+/* ---- main ------------------------------------------------------------------ */
+typedef struct scenario {
+    const char *name;
+    void (*run)(void);
+} scenario;
+
+static const scenario scenarios[] = {
+    {"symmetric", scenario_symmetric}, {"putget", scenario_putget}, {"realloc", scenario_realloc},
+    {"mismatch", scenario_mismatch},   {"barrier", scenario_barrier}, {"stress", scenario_stress},
+};
+
+static void run(const scenario *sc)
+{
+    int before = failures;
+    current = sc->name;
+    sc->run();
+    if (shmalloc_check(-1) != 0) fail(__LINE__, "shmalloc_check(-1) reports a corrupted heap");
+    if (failures == before) printf("PE %d of %d: OK %s\n", me, npes, sc->name);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    const char *name = argc > 1 ? argv[1] : "all";
+    size_t i, n = sizeof scenarios / sizeof scenarios[0];
+    int known = 0;
+
+    shmem_init();
+    me = shmem_my_pe();
+    npes = shmem_n_pes();
+    scratch = (uint64_t *)shmem_calloc((size_t)npes, sizeof *scratch);
+    if (!scratch) {
+        printf("PE %d of %d: FAIL setup: no scratch array (malloc_error %ld)\n", me, npes, malloc_error);
+        shmem_global_exit(1);
+    }
+    current = name;
+    for (i = 0; i < n; i++)
+        if (strcmp(name, "all") == 0 || strcmp(name, scenarios[i].name) == 0) {
+            run(&scenarios[i]);
+            known = 1;
+        }
+    if (strcmp(name, "kill") == 0 || strcmp(name, "exit") == 0 || strcmp(name, "hang") == 0 ||
+        strcmp(name, "global_exit") == 0) {
+        fault(name);
+        known = 1;
+    }
+    if (!known && strcmp(name, "init") != 0) fail(__LINE__, "unknown scenario %s", name);
+    current = name;
+    shmem_free(scratch);
+    if (shmalloc_check(-1) != 0) fail(__LINE__, "shmalloc_check(-1) reports a corrupted heap");
+    if (strcmp(name, "all") == 0 || strcmp(name, "init") == 0) {
+        if (me == 0) shmalloc_stats(0);
+        if (!failures) printf("PE %d of %d: OK %s\n", me, npes, name);
+    }
+    fflush(stdout);
+    shmem_finalize();
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,1311 @@
+/* shmalloc_pmix_ofi.c - the PMIx + libfabric transport: every PE is a
+   process.  PMIx names the PEs and swaps addresses at start-up; libfabric
+   carries barriers, the allocator's all-reduce, puts and gets.  See
+   shmalloc_pmix_ofi.h. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE */
+#endif
+
+#define SHMALLOC_IMPLEMENTATION
+#include "../shmalloc.h"
+#include "shmalloc_pmix_ofi.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The PMIx and libfabric headers are not clean under our warnings. */
+#if defined(__GNUC__) || defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wpedantic"
+#  pragma GCC diagnostic ignored "-Wconversion"
+#  pragma GCC diagnostic ignored "-Wsign-conversion"
+#  pragma GCC diagnostic ignored "-Wshadow"
+#  pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#  pragma GCC diagnostic ignored "-Wundef"
+#  pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+#include <pmix.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#if defined(__GNUC__) || defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif
+
+#if !defined(MAP_FIXED_NOREPLACE)
+#  define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older kernels take a hint */
+#endif
+
+/* ThreadSanitizer owns fixed parts of the address space: map anywhere. */
+#if defined(__SANITIZE_THREAD__)
+#  define SHM__TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define SHM__TSAN 1
+#  endif
+#endif
+
+#define SHM__REDUCE_MAX 16        /* values per all-reduce (contract) */
+#define SHM__MAX_ROUNDS 31        /* dissemination rounds: up to 2^31 PEs */
+#define SHM__RECV_SLOTS 64        /* > messages in flight to one PE: 2 epochs x rounds */
+#define SHM__SLOT_BYTES 256       /* one message buffer */
+#define SHM__BOUNCE_BYTES ((size_t)1 << 20) /* FI_MR_LOCAL copies of unregistered buffers */
+#define SHM__RAW_KEY_MAX 64       /* FI_MR_RAW key bytes we can carry */
+#define SHM__MSG_MAGIC 0x73686d61u
+#define SHM__DEFAULT_TIMEOUT 60
+#define SHM__MAX_TIMEOUT 1000000
+#define SHM__DEATH_GRACE 1.0      /* s: a message already in flight may still land */
+#define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
+#define SHM__FIXED_END (((uintptr_t)1 << 47) - ((uintptr_t)1 << 40))
+#define SHM__FIXED_TRIES 8
+#define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* base alignment cap away from the fixed address */
+#define SHM__HEAP_KEY 1           /* requested keys, when the provider lets us choose */
+#define SHM__LOCAL_KEY 2
+#define SHM__KEY_EP "shmalloc.ofi.ep"
+#define SHM__KEY_HEAP "shmalloc.ofi.heap"
+
+enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
+
+/* The context of every posted operation: completions find it again. */
+typedef struct shm__op {
+    struct fi_context2 ctx; /* first: FI_CONTEXT and FI_CONTEXT2 modes */
+    int kind;
+    int index;              /* receive slot, or the peer of an RMA */
+    int done;
+} shm__op;
+
+/* One barrier / all-reduce message. */
+typedef struct shm__msg {
+    uint32_t magic;
+    uint32_t epoch;         /* the barrier's number */
+    uint16_t round;
+    uint16_t count;
+    int32_t source;
+    uint64_t values[SHM__REDUCE_MAX];
+} shm__msg;
+#define SHM__MSG_HEADER offsetof(shm__msg, values)
+
+/* A round's message, received possibly before this PE reached the round. */
+typedef struct shm__inbox {
+    int full;
+    int count;
+    int source;
+    uint64_t values[SHM__REDUCE_MAX];
+} shm__inbox;
+
+/* What PEs swap through PMIx after the heap exists. */
+typedef struct shm__wire_heap {
+    uint64_t base;          /* block space address */
+    uint64_t key;
+    uint64_t raw_base;      /* FI_MR_RAW only */
+    uint64_t raw_size;
+    uint8_t raw[SHM__RAW_KEY_MAX];
+} shm__wire_heap;
+
+typedef struct shm__peer {
+    fi_addr_t addr;
+    uint64_t base;
+    uint64_t key;           /* mapped when FI_MR_RAW */
+    int key_mapped;
+    int dirty;              /* written since the last quiet */
+    shm__op flush;          /* quiet's read */
+} shm__peer;
+
+static struct shm__world {
+    int running;
+    int me, npes, rounds;
+    int have_pmix;
+    pmix_proc_t proc;
+    size_t event_ref;
+    int event_registered;
+    int verbose, any_address, timeout;
+    /* heap */
+    char *mem;
+    size_t mem_bytes;
+    int fixed_address, same_address;
+    shmalloc_heap *heap;
+    char *heap_base;        /* the registered block space */
+    size_t heap_bytes;
+    /* libfabric */
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    struct fid_mr *heap_mr, *local_mr;
+    void *heap_desc, *local_desc;
+    uint64_t mr_mode, tx_flags;
+    size_t max_msg;
+    const char *prov;
+    char *local;            /* send slots, receive slots, flush word, bounce buffer */
+    size_t local_bytes;
+    char *send_slots, *recv_slots, *flush_word, *bounce;
+    uint64_t recv_unposted; /* slots whose repost met -FI_EAGAIN */
+    shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS], rma_op;
+    shm__inbox inbox[2][SHM__MAX_ROUNDS];
+    uint32_t epoch;
+    shm__peer *peers;
+    /* failures */
+    volatile sig_atomic_t waiting_for; /* PE a barrier waits for, or -1 */
+    int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
+    int dead_status;        /* atomic */
+    double dead_seen;
+    int finalizing;
+    char shm_file[160];     /* the shm provider's /dev/shm file, for signal exits */
+    struct sigaction old_term, old_int;
+    int signals_installed;
+} shm__w; /* zero until shmem_init */
+
+/* >> messages ------------------------------------------------------------------
+   Every line starts with "shmalloc: "; fatal ones end the PE. */
+static void shm__vsay(const char *fmt, va_list ap)
+{
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "shmalloc: %s\n", line);
+}
+
+static void shm__note(const char *fmt, ...) SHM__FMT(1, 2);
+static void shm__note(const char *fmt, ...)
+{
+    va_list ap;
+    if (!shm__w.verbose) return;
+    va_start(ap, fmt);
+    shm__vsay(fmt, ap);
+    va_end(ap);
+}
+
+/* A failure after start-up: peers may be waiting for us, so no collective
+   clean-up.  The shm provider's file goes; the launcher ends the others. */
+static void shm__fatal(const char *fmt, ...) SHM__FMT(1, 2);
+static void shm__fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    shm__vsay(fmt, ap);
+    va_end(ap);
+    if (shm__w.shm_file[0]) unlink(shm__w.shm_file);
+    fflush(NULL);
+    _exit(1);
+}
+
+static void shm__teardown(void);
+
+/* A failure during start-up, the same on every PE (a bad variable, no
+   provider): close what is open and end cleanly. */
+static void shm__init_fail(const char *fmt, ...) SHM__FMT(1, 2);
+static void shm__init_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    shm__vsay(fmt, ap);
+    va_end(ap);
+    shm__teardown();
+    fflush(NULL);
+    exit(1);
+}
+
+static double shm__now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* >> signals --------------------------------------------------------------------
+   Open MPI's mpirun ends every PE with SIGTERM when one dies, and PMIx
+   events do not reach its clients: say which PE we were waiting for, and
+   remove the shm provider's file, which only fi_close would remove. */
+static void shm__append(char *line, size_t *n, size_t cap, const char *s)
+{
+    while (*s && *n + 1 < cap) line[(*n)++] = *s++;
+}
+
+static void shm__append_int(char *line, size_t *n, size_t cap, long v)
+{
+    char digits[24];
+    int i = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    if (v < 0) shm__append(line, n, cap, "-");
+    do digits[i++] = (char)('0' + u % 10); while ((u /= 10) != 0 && i < (int)sizeof digits);
+    while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
+}
+
+static void shm__on_signal(int sig)
+{
+    char line[256];
+    size_t n = 0;
+    long waiting = (long)shm__w.waiting_for;
+    shm__append(line, &n, sizeof line, "shmalloc: PE ");
+    shm__append_int(line, &n, sizeof line, shm__w.me);
+    shm__append(line, &n, sizeof line, " of ");
+    shm__append_int(line, &n, sizeof line, shm__w.npes);
+    shm__append(line, &n, sizeof line, " ended by signal ");
+    shm__append_int(line, &n, sizeof line, sig);
+    if (waiting >= 0) {
+        shm__append(line, &n, sizeof line, " while waiting for PE ");
+        shm__append_int(line, &n, sizeof line, waiting);
+    }
+    shm__append(line, &n, sizeof line, " (a launcher ends every PE when one fails)\n");
+    if (write(2, line, n) < 0) { /* nothing more to do */ }
+    if (shm__w.shm_file[0]) unlink(shm__w.shm_file);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Only where the program left the default action. */
+static void shm__install_signals(void)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = shm__on_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGTERM, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+        sigaction(SIGTERM, &sa, &shm__w.old_term);
+        shm__w.signals_installed |= 1;
+    }
+    if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+        sigaction(SIGINT, &sa, &shm__w.old_int);
+        shm__w.signals_installed |= 2;
+    }
+}
+
+static void shm__restore_signals(void)
+{
+    if (shm__w.signals_installed & 1) sigaction(SIGTERM, &shm__w.old_term, NULL);
+    if (shm__w.signals_installed & 2) sigaction(SIGINT, &shm__w.old_int, NULL);
+    shm__w.signals_installed = 0;
+}
+
+/* >> environment ---------------------------------------------------------------- */
+static void shm__read_env(void)
+{
+    const char *v = getenv("SHMALLOC_BARRIER_TIMEOUT");
+    shm__w.timeout = SHM__DEFAULT_TIMEOUT;
+    if (v) {
+        char *end;
+        long t;
+        errno = 0;
+        t = strtol(v, &end, 10);
+        if (errno || end == v || *end || t < 1 || t > SHM__MAX_TIMEOUT) {
+            fprintf(stderr, "shmalloc: SHMALLOC_BARRIER_TIMEOUT=\"%s\" is not a timeout: expected a whole "
+                    "number of seconds from 1 to %d\n", v, SHM__MAX_TIMEOUT);
+            exit(1);
+        }
+        shm__w.timeout = (int)t;
+    }
+    v = getenv("SHMALLOC_PMIX_OFI_ANY_ADDRESS");
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+        fprintf(stderr, "shmalloc: SHMALLOC_PMIX_OFI_ANY_ADDRESS=\"%s\" is not 0 or 1\n", v);
+        exit(1);
+    }
+    shm__w.any_address = v && strcmp(v, "1") == 0;
+    v = getenv("SHMALLOC_VERBOSE");
+    shm__w.verbose = v && *v && strcmp(v, "0") != 0;
+}
+
+/* The variable shmalloc_heap_size_from_env took the size from, or NULL. */
+static const char *shm__size_variable(void)
+{
+    static const char *const names[] = {"SHMEM_SYMMETRIC_HEAP_SIZE", "SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (getenv(names[i])) return names[i];
+    return NULL;
+}
+
+/* >> memory ----------------------------------------------------------------------
+   The same address on every PE when the kernel agrees: a fixed high address
+   aligned to a power of two covering the heap, so shmem_align results are
+   symmetric too.  Elsewhere the base is aligned to at most 1 GiB. */
+static size_t shm__pow2_cover(size_t bytes, size_t floor, size_t cap)
+{
+    size_t a = floor;
+    while (a < bytes && a < cap) a <<= 1;
+    return a;
+}
+
+static void *shm__map_fixed(size_t len)
+{
+    size_t align = shm__pow2_cover(len, (size_t)sysconf(_SC_PAGESIZE), (size_t)1 << 62);
+    uintptr_t addr = (SHM__FIXED_FIRST + align - 1) & ~(uintptr_t)(align - 1);
+    int i;
+    for (i = 0; i < SHM__FIXED_TRIES; i++, addr += align) {
+        void *p;
+        if (addr > SHM__FIXED_END || len > SHM__FIXED_END - addr) break;
+        p = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == (void *)addr) return p;
+        if (p != MAP_FAILED) munmap(p, len); /* an old kernel took it as a hint */
+    }
+    return NULL;
+}
+
+/* hint: NULL, or a PE-specific address so that PEs differ on purpose. */
+static void *shm__map_anywhere(size_t len, void *hint)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t align = shm__pow2_cover(len, page, SHM__MAX_MAP_ALIGN), head, tail;
+    char *raw;
+    uintptr_t start;
+    if (len > SIZE_MAX - align) return NULL;
+    raw = (char *)mmap(hint, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+    if (raw == (char *)MAP_FAILED) return NULL;
+    start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    head = (size_t)(start - (uintptr_t)raw);
+    tail = align - head;
+    if (head > 0) munmap(raw, head);
+    if (tail > 0) munmap((char *)start + len, tail);
+    return (void *)start;
+}
+
+static void shm__map_heap(size_t nominal)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(nominal), len;
+    const char *var = shm__size_variable();
+    void *p = NULL;
+    if (bytes == 0 || bytes > SIZE_MAX - page) {
+        errno = ENOMEM;
+        len = bytes;
+    } else {
+        len = (bytes + page - 1) & ~(page - 1);
+#if !defined(SHM__TSAN)
+        if (!shm__w.any_address) p = shm__map_fixed(len);
+#endif
+        shm__w.fixed_address = p != NULL;
+        if (!p) {
+            void *hint = NULL;
+            size_t step = shm__pow2_cover(len, page, SHM__MAX_MAP_ALIGN);
+            uintptr_t slot = (uintptr_t)shm__w.me + 1;
+            if (shm__w.any_address && slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2)
+                hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
+            p = shm__map_anywhere(len, hint);
+            if (!p && hint) p = shm__map_anywhere(len, NULL);
+        }
+    }
+    if (!p) {
+        int e = errno;
+        if (var)
+            shm__init_fail("cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
+                           "ask for less with %s", len, var, getenv(var), nominal, strerror(e), var);
+        shm__init_fail("cannot map %zu bytes for the symmetric heap (the default of %zu bytes): %s; "
+                       "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE", len, nominal, strerror(e));
+    }
+    shm__w.mem = (char *)p;
+    shm__w.mem_bytes = len;
+}
+
+/* >> pmix ------------------------------------------------------------------------ */
+static void shm__pmix_proc(pmix_proc_t *p, pmix_rank_t rank)
+{
+    PMIX_PROC_CONSTRUCT(p);
+    PMIX_LOAD_PROCID(p, shm__w.proc.nspace, rank);
+}
+
+static int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    int ok;
+    shm__pmix_proc(&p, rank);
+    if (PMIx_Get(&p, key, NULL, 0, &v) != PMIX_SUCCESS || v == NULL) return -1;
+    ok = v->type == PMIX_UINT32;
+    if (ok) *out = v->data.uint32;
+    PMIX_VALUE_RELEASE(v);
+    return ok ? 0 : -1;
+}
+
+/* 1 when PMIx says every PE runs on this node. */
+static int shm__all_local(void)
+{
+    uint32_t local = 0;
+    pmix_proc_t p;
+    pmix_value_t *mine = NULL;
+    int q, same = 1;
+    if (shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) == 0)
+        return local == (uint32_t)shm__w.npes;
+    shm__pmix_proc(&p, (pmix_rank_t)shm__w.me);
+    if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &mine) != PMIX_SUCCESS || !mine || mine->type != PMIX_STRING) {
+        if (mine) PMIX_VALUE_RELEASE(mine);
+        return 0;
+    }
+    for (q = 0; q < shm__w.npes && same; q++) {
+        pmix_value_t *other = NULL;
+        shm__pmix_proc(&p, (pmix_rank_t)q);
+        same = PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &other) == PMIX_SUCCESS && other &&
+               other->type == PMIX_STRING && strcmp(other->data.string, mine->data.string) == 0;
+        if (other) PMIX_VALUE_RELEASE(other);
+    }
+    PMIX_VALUE_RELEASE(mine);
+    return same;
+}
+
+/* Runs in PMIx's thread: record, and let the polling thread decide. */
+static void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+                            size_t ninfo, pmix_info_t results[], size_t nresults,
+                            pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    long rank = source ? (long)source->rank : -1;
+    int exit_code = -1, have_code = 0;
+    size_t i;
+    (void)ref, (void)results, (void)nresults;
+    for (i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC) && info[i].value.type == PMIX_PROC)
+            rank = (long)info[i].value.data.proc->rank;
+        else if (PMIX_CHECK_KEY(&info[i], PMIX_EXIT_CODE) && info[i].value.type == PMIX_INT) {
+            exit_code = info[i].value.data.integer;
+            have_code = 1;
+        }
+    }
+    if (status == PMIX_ERR_LOST_CONNECTION) rank = -2;
+    if (!(status == PMIX_PROC_TERMINATED && have_code && exit_code == 0) && rank != shm__w.me &&
+        (rank == -2 || (rank >= 0 && rank < shm__w.npes))) {
+        int none = -1;
+        __atomic_store_n(&shm__w.dead_status, (int)status, __ATOMIC_RELAXED);
+        __atomic_compare_exchange_n(&shm__w.dead_pe, &none, (int)rank, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    }
+    if (cbfunc) cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+static void shm__pmix_register_events(void)
+{
+    pmix_status_t codes[] = {PMIX_ERR_PROC_ABORTED, PMIX_ERR_PROC_ABORTING, PMIX_PROC_TERMINATED,
+                             PMIX_ERR_PROC_TERM_WO_SYNC, PMIX_ERR_LOST_CONNECTION, PMIX_ERR_JOB_TERMINATED};
+    pmix_status_t rc = PMIx_Register_event_handler(codes, sizeof codes / sizeof codes[0], NULL, 0,
+                                                   shm__pmix_event, NULL, NULL);
+    /* Blocking registration returns the handler's reference. */
+    if (rc >= 0) {
+        shm__w.event_ref = (size_t)rc;
+        shm__w.event_registered = 1;
+    } else {
+        shm__note("PE %d: PMIx event registration failed (%s): a dead PE is noticed by timeout only",
+                  shm__w.me, PMIx_Error_string(rc));
+    }
+}
+
+/* 0 with rank and size, or -1 when no PMIx server is reachable. */
+static int shm__pmix_init(void)
+{
+    pmix_status_t rc = PMIx_Init(&shm__w.proc, NULL, 0);
+    uint32_t size = 0;
+    if (rc != PMIX_SUCCESS) {
+        if (getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK"))
+            shm__init_fail("PMIx_Init failed (%s) although a PMIx launcher started this process",
+                           PMIx_Error_string(rc));
+        shm__note("no PMIx server reachable (PMIx_Init: %s): running as PE 0 of 1, without libfabric",
+                  PMIx_Error_string(rc));
+        return -1;
+    }
+    shm__w.have_pmix = 1;
+    if (shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &size) != 0 || size == 0 || size > INT32_MAX)
+        shm__init_fail("PMIx_Get(PMIX_JOB_SIZE) failed");
+    if (shm__w.proc.rank >= size) shm__init_fail("PMIx rank %u is not below the job size %u", shm__w.proc.rank, size);
+    shm__w.me = (int)shm__w.proc.rank;
+    shm__w.npes = (int)size;
+    shm__pmix_register_events();
+    return 0;
+}
+
+static void shm__pmix_put(const char *key, void *bytes, size_t n)
+{
+    pmix_value_t v;
+    pmix_status_t rc;
+    PMIX_VALUE_CONSTRUCT(&v);
+    v.type = PMIX_BYTE_OBJECT;
+    v.data.bo.bytes = (char *)bytes; /* PMIx_Put copies */
+    v.data.bo.size = n;
+    rc = PMIx_Put(PMIX_GLOBAL, key, &v);
+    if (rc == PMIX_SUCCESS) rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) shm__init_fail("PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
+}
+
+/* Copies peer pe's value of key into out; returns its length. */
+static size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    pmix_status_t rc;
+    size_t n;
+    shm__pmix_proc(&p, (pmix_rank_t)pe);
+    rc = PMIx_Get(&p, key, NULL, 0, &v);
+    if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size > cap) {
+        if (v) PMIX_VALUE_RELEASE(v);
+        shm__fatal("PMIx_Get(%s) of PE %d failed: %s", key, pe, rc != PMIX_SUCCESS ? PMIx_Error_string(rc) :
+                   "not the expected data");
+    }
+    n = v->data.bo.size;
+    memcpy(out, v->data.bo.bytes, n);
+    PMIX_VALUE_RELEASE(v);
+    return n;
+}
+
+static void shm__progress(void);
+
+
+typedef struct shm__fence_state {
+    int done; /* atomic */
+    pmix_status_t status;
+} shm__fence_state;
+
+static void shm__fence_done(pmix_status_t status, void *cbdata)
+{
+    shm__fence_state *f = (shm__fence_state *)cbdata;
+    f->status = status;
+    __atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+}
+
+/* A collecting fence that keeps libfabric progressing while it waits: with
+   manual progress a peer's RMA or message needs us to poll. */
+static void shm__fence(const char *what)
+{
+    shm__fence_state f = {0, PMIX_SUCCESS};
+    pmix_info_t info;
+    bool collect = true;
+    pmix_status_t rc;
+    double deadline = shm__now() + shm__w.timeout;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
+    if (rc == PMIX_OPERATION_SUCCEEDED) f.done = 1;
+    else if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Fence_nb (%s) failed: %s", what, PMIx_Error_string(rc));
+    while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
+        if (shm__w.ep) shm__progress();
+        if (shm__now() > deadline)
+            shm__fatal("PMIx fence (%s) timed out after %d s (PE %d of %d)", what, shm__w.timeout, shm__w.me,
+                       shm__w.npes);
+        sched_yield();
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    if (f.status != PMIX_SUCCESS) shm__fatal("PMIx fence (%s) failed: %s", what, PMIx_Error_string(f.status));
+}
+
+/* >> fabric ------------------------------------------------------------------------ */
+static void shm__ofi_check(int rc, const char *call)
+{
+    if (rc != 0)
+        shm__init_fail("%s failed: %s (provider %s, PE %d of %d)", call, fi_strerror(rc < 0 ? -rc : rc),
+                       shm__w.prov ? shm__w.prov : "none", shm__w.me, shm__w.npes);
+}
+
+static int shm__is_shm(const char *prov)
+{
+    return strncmp(prov, "shm", 3) == 0 && (prov[3] == '\0' || prov[3] == ';');
+}
+
+/* fi_getinfo with every mr_mode bit offered; the provider's answer rules. */
+static void shm__choose_provider(void)
+{
+    struct fi_info *hints = fi_allocinfo(), *list = NULL, *pick, *i;
+    const char *env = getenv("FI_PROVIDER"), *want = NULL;
+    int rc;
+    if (!hints) shm__init_fail("fi_allocinfo failed: out of memory");
+    if (!env || !*env) want = shm__all_local() ? "shm" : "tcp;ofi_rxm";
+    hints->caps = FI_RMA | FI_MSG;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+                                  FI_MR_ENDPOINT | FI_MR_RAW;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (want) hints->fabric_attr->prov_name = strdup(want); /* fi_freeinfo frees it */
+    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (rc != 0 || !list) {
+        if (want)
+            shm__init_fail("no libfabric provider matches FI_PROVIDER=%s (chosen because FI_PROVIDER is unset and "
+                           "%s) with RMA and messages on FI_EP_RDM endpoints: %s", want,
+                           strcmp(want, "shm") == 0 ? "every PE is on this node" : "PEs are on several nodes",
+                           fi_strerror(-rc));
+        shm__init_fail("no libfabric provider matches FI_PROVIDER=%s with RMA and messages on FI_EP_RDM "
+                       "endpoints: %s", env, fi_strerror(-rc));
+    }
+    /* IPv4 first where sockets are the addresses (tcp lists ::1 too). */
+    pick = list;
+    for (i = list; i; i = i->next)
+        if (i->addr_format == FI_SOCKADDR_IN) {
+            pick = i;
+            break;
+        }
+    shm__w.info = fi_dupinfo(pick);
+    fi_freeinfo(list);
+    if (!shm__w.info) shm__init_fail("fi_dupinfo failed: out of memory");
+    shm__w.prov = shm__w.info->fabric_attr->prov_name;
+    shm__w.mr_mode = (uint64_t)shm__w.info->domain_attr->mr_mode;
+    shm__w.max_msg = shm__w.info->ep_attr->max_msg_size ? shm__w.info->ep_attr->max_msg_size : SIZE_MAX;
+    /* shm: delivery-complete breaks it, and quiet flushes with reads instead.
+       Others (tcp;ofi_rxm): without it a write may land after a barrier. */
+    shm__w.tx_flags = shm__is_shm(shm__w.prov) ? 0 : FI_DELIVERY_COMPLETE;
+    shm__w.info->tx_attr->op_flags &= ~(uint64_t)(FI_DELIVERY_COMPLETE | FI_TRANSMIT_COMPLETE);
+    shm__w.info->tx_attr->op_flags |= shm__w.tx_flags;
+}
+
+/* Registers buf, honouring FI_MR_ENDPOINT; 0 or a libfabric error. */
+static int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr, void **desc)
+{
+    int rc = fi_mr_reg(shm__w.domain, buf, len, access, 0, key, 0, mr, NULL);
+    if (rc) {
+        *mr = NULL;
+        return rc;
+    }
+    if (shm__w.mr_mode & FI_MR_ENDPOINT) {
+        rc = fi_mr_bind(*mr, &shm__w.ep->fid, 0);
+        if (!rc) rc = fi_mr_enable(*mr);
+        if (rc) {
+            fi_close(&(*mr)->fid);
+            *mr = NULL;
+            return rc;
+        }
+    }
+    *desc = fi_mr_desc(*mr);
+    return 0;
+}
+
+static void shm__post_recv(int slot)
+{
+    shm__op *op = &shm__w.recv_ops[slot];
+    ssize_t rc;
+    op->kind = SHM__OP_RECV;
+    op->index = slot;
+    rc = fi_recv(shm__w.ep, shm__w.recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, shm__w.local_desc,
+                 FI_ADDR_UNSPEC, &op->ctx);
+    if (rc == -FI_EAGAIN) shm__w.recv_unposted |= (uint64_t)1 << slot;
+    else if (rc) shm__fatal("fi_recv failed: %s", fi_strerror((int)-rc));
+    else shm__w.recv_unposted &= ~((uint64_t)1 << slot);
+}
+
+/* The shm provider names its /dev/shm file after the endpoint. */
+static void shm__remember_shm_file(const char *name, size_t len)
+{
+    const char *prefix = "fi_shm://";
+    size_t plen = strlen(prefix);
+    struct stat st;
+    char path[sizeof shm__w.shm_file];
+    if (len <= plen || strncmp(name, prefix, plen) != 0 || memchr(name, '\0', len) == NULL) return;
+    if ((size_t)snprintf(path, sizeof path, "/dev/shm/%s", name + plen) >= sizeof path) return;
+    if (strchr(path + 9, '/') || stat(path, &st) != 0) return;
+    memcpy(shm__w.shm_file, path, sizeof path);
+}
+
+static void shm__fabric_open(void)
+{
+    struct fi_av_attr av_attr;
+    struct fi_cq_attr cq_attr;
+    char name[256];
+    size_t name_len = sizeof name, page = (size_t)sysconf(_SC_PAGESIZE);
+    char *names;
+    int q, rc, slots;
+
+    shm__choose_provider();
+    shm__ofi_check(fi_fabric(shm__w.info->fabric_attr, &shm__w.fabric, NULL), "fi_fabric");
+    shm__ofi_check(fi_domain(shm__w.fabric, shm__w.info, &shm__w.domain, NULL), "fi_domain");
+    memset(&av_attr, 0, sizeof av_attr);
+    av_attr.type = FI_AV_TABLE;
+    av_attr.count = (size_t)shm__w.npes;
+    shm__ofi_check(fi_av_open(shm__w.domain, &av_attr, &shm__w.av, NULL), "fi_av_open");
+    memset(&cq_attr, 0, sizeof cq_attr);
+    cq_attr.format = FI_CQ_FORMAT_DATA;
+    shm__ofi_check(fi_cq_open(shm__w.domain, &cq_attr, &shm__w.cq, NULL), "fi_cq_open");
+    shm__ofi_check(fi_endpoint(shm__w.domain, shm__w.info, &shm__w.ep, NULL), "fi_endpoint");
+    shm__ofi_check(fi_ep_bind(shm__w.ep, &shm__w.av->fid, 0), "fi_ep_bind(av)");
+    shm__ofi_check(fi_ep_bind(shm__w.ep, &shm__w.cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+    shm__ofi_check(fi_enable(shm__w.ep), "fi_enable");
+    shm__ofi_check(fi_getname(&shm__w.ep->fid, name, &name_len), "fi_getname");
+    if (shm__is_shm(shm__w.prov)) shm__remember_shm_file(name, name_len);
+
+    /* Message slots, the flush word and the bounce buffer, in one region. */
+    shm__w.local_bytes = ((size_t)(SHM__MAX_ROUNDS + SHM__RECV_SLOTS) * SHM__SLOT_BYTES + 64 + SHM__BOUNCE_BYTES +
+                          page - 1) & ~(page - 1);
+    shm__w.local = (char *)mmap(NULL, shm__w.local_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (shm__w.local == (char *)MAP_FAILED) {
+        shm__w.local = NULL;
+        shm__init_fail("cannot map %zu bytes for message buffers", shm__w.local_bytes);
+    }
+    shm__w.send_slots = shm__w.local;
+    shm__w.recv_slots = shm__w.send_slots + (size_t)SHM__MAX_ROUNDS * SHM__SLOT_BYTES;
+    shm__w.flush_word = shm__w.recv_slots + (size_t)SHM__RECV_SLOTS * SHM__SLOT_BYTES;
+    shm__w.bounce = shm__w.flush_word + 64;
+    if (shm__w.mr_mode & FI_MR_LOCAL)
+        shm__ofi_check(shm__mr_register(shm__w.local, shm__w.local_bytes, FI_SEND | FI_RECV | FI_READ | FI_WRITE,
+                                        SHM__LOCAL_KEY, &shm__w.local_mr, &shm__w.local_desc),
+                       "fi_mr_reg(message buffers)");
+    slots = SHM__RECV_SLOTS;
+    if (shm__w.info->rx_attr->size && shm__w.info->rx_attr->size < (size_t)slots) slots = (int)shm__w.info->rx_attr->size;
+    for (q = 0; q < slots; q++) shm__post_recv(q);
+
+    /* Swap endpoint names; fi_av_insert one at a time keeps the table's
+       index equal to the rank whatever the address format. */
+    shm__pmix_put(SHM__KEY_EP, name, name_len);
+    shm__fence("endpoint names");
+    shm__w.peers = (shm__peer *)calloc((size_t)shm__w.npes, sizeof *shm__w.peers);
+    names = (char *)malloc(sizeof name);
+    if (!shm__w.peers || !names) shm__init_fail("out of memory for %d peers", shm__w.npes);
+    for (q = 0; q < shm__w.npes; q++) {
+        shm__pmix_get_bytes(q, SHM__KEY_EP, names, sizeof name);
+        rc = fi_av_insert(shm__w.av, names, 1, &shm__w.peers[q].addr, 0, NULL);
+        if (rc != 1) shm__init_fail("fi_av_insert of PE %d failed: %s", q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+    }
+    free(names);
+}
+
+static void shm__describe(void)
+{
+    char addr[128] = "", modes[128] = "";
+    size_t len = sizeof addr, name_len;
+    char name[256];
+    static const struct { uint64_t bit; const char *name; } bits[] = {
+        {FI_MR_LOCAL, "LOCAL"}, {FI_MR_RAW, "RAW"}, {FI_MR_VIRT_ADDR, "VIRT_ADDR"}, {FI_MR_ALLOCATED, "ALLOCATED"},
+        {FI_MR_PROV_KEY, "PROV_KEY"}, {FI_MR_MMU_NOTIFY, "MMU_NOTIFY"}, {FI_MR_RMA_EVENT, "RMA_EVENT"},
+        {FI_MR_ENDPOINT, "ENDPOINT"}};
+    size_t i;
+    if (!shm__w.verbose) return;
+    if (!shm__w.ep) {
+        shm__note("PE 0 of 1: heap %zu bytes at %p, no libfabric", shm__w.heap_bytes, (void *)shm__w.heap_base);
+        return;
+    }
+    name_len = sizeof name;
+    if (fi_getname(&shm__w.ep->fid, name, &name_len) == 0) fi_av_straddr(shm__w.av, name, addr, &len);
+    for (i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (shm__w.mr_mode & bits[i].bit) {
+            if (modes[0]) strcat(modes, "|");
+            strcat(modes, bits[i].name);
+        }
+    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s)", shm__w.me,
+              shm__w.npes, shm__w.prov, addr, modes[0] ? modes : "0",
+              shm__w.tx_flags ? "FI_DELIVERY_COMPLETE" : "quiet flushes by read", shm__w.heap_bytes,
+              (void *)shm__w.heap_base, shm__w.same_address ? "same address on every PE" : "addresses differ");
+}
+
+/* Closes what is open, in order; safe at any point of start-up. */
+static void shm__teardown(void)
+{
+    int q;
+    if (shm__w.peers && shm__w.domain)
+        for (q = 0; q < shm__w.npes; q++)
+            if (shm__w.peers[q].key_mapped) fi_mr_unmap_key(shm__w.domain, shm__w.peers[q].key);
+    if (shm__w.heap_mr) fi_close(&shm__w.heap_mr->fid);
+    if (shm__w.local_mr) fi_close(&shm__w.local_mr->fid);
+    if (shm__w.ep) fi_close(&shm__w.ep->fid); /* removes the shm provider's file */
+    if (shm__w.av) fi_close(&shm__w.av->fid);
+    if (shm__w.cq) fi_close(&shm__w.cq->fid);
+    if (shm__w.domain) fi_close(&shm__w.domain->fid);
+    if (shm__w.fabric) fi_close(&shm__w.fabric->fid);
+    if (shm__w.info) fi_freeinfo(shm__w.info);
+    if (shm__w.local) munmap(shm__w.local, shm__w.local_bytes);
+    if (shm__w.mem) munmap(shm__w.mem, shm__w.mem_bytes);
+    free(shm__w.peers);
+    shm__w.heap_mr = shm__w.local_mr = NULL;
+    shm__w.ep = NULL;
+    shm__w.av = NULL;
+    shm__w.cq = NULL;
+    shm__w.domain = NULL;
+    shm__w.fabric = NULL;
+    shm__w.info = NULL;
+    shm__w.prov = NULL;
+    shm__w.local = shm__w.mem = NULL;
+    shm__w.peers = NULL;
+    shm__w.shm_file[0] = '\0';
+    if (shm__w.event_registered) PMIx_Deregister_event_handler(shm__w.event_ref, NULL, NULL);
+    shm__w.event_registered = 0;
+    if (shm__w.have_pmix) PMIx_Finalize(NULL, 0);
+    shm__w.have_pmix = 0;
+}
+
+/* >> progress ------------------------------------------------------------------------ */
+static const char *shm__op_name(int kind)
+{
+    switch (kind) {
+    case SHM__OP_SEND: return "barrier message";
+    case SHM__OP_RECV: return "barrier receive";
+    case SHM__OP_WRITE: return "fi_write";
+    default: return "fi_read";
+    }
+}
+
+static void shm__deliver(const shm__msg *m, size_t len)
+{
+    uint32_t e;
+    shm__inbox *box;
+    if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= shm__w.rounds ||
+        m->count > SHM__REDUCE_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
+        shm__fatal("PE %d received a malformed message (%zu bytes)", shm__w.me, len);
+    e = m->epoch;
+    /* A peer can be at most one barrier ahead of us. */
+    if (e != shm__w.epoch && e != shm__w.epoch + 1u)
+        shm__fatal("PE %d received barrier %u's message from PE %d during barrier %u", shm__w.me, e, (int)m->source,
+                   shm__w.epoch);
+    box = &shm__w.inbox[e & 1u][m->round];
+    if (box->full) shm__fatal("PE %d received two messages for barrier %u round %u", shm__w.me, e, m->round);
+    box->count = m->count;
+    box->source = m->source;
+    memcpy(box->values, m->values, m->count * sizeof(uint64_t));
+    box->full = 1;
+}
+
+static void shm__cq_failure(void)
+{
+    struct fi_cq_err_entry err;
+    shm__op *op;
+    char detail[256] = "";
+    memset(&err, 0, sizeof err);
+    if (fi_cq_readerr(shm__w.cq, &err, 0) < 0) shm__fatal("fi_cq_readerr failed on PE %d", shm__w.me);
+    op = (shm__op *)err.op_context;
+    if (op && op->kind == SHM__OP_RECV && err.err == FI_ECANCELED) return;
+    fi_cq_strerror(shm__w.cq, err.prov_errno, err.err_data, detail, sizeof detail);
+    if (op && (op->kind == SHM__OP_WRITE || op->kind == SHM__OP_READ))
+        shm__fatal("%s %s PE %d failed on PE %d: %s (%s)", shm__op_name(op->kind),
+                   op->kind == SHM__OP_WRITE ? "to" : "from", op->index, shm__w.me, fi_strerror(err.err), detail);
+    shm__fatal("%s failed on PE %d: %s (%s)", op ? shm__op_name(op->kind) : "an operation", shm__w.me,
+               fi_strerror(err.err), detail);
+}
+
+/* A death the launcher reported, once a message in flight had its chance. */
+static void shm__check_deaths(void)
+{
+    int dead = __atomic_load_n(&shm__w.dead_pe, __ATOMIC_ACQUIRE);
+    double now;
+    if (dead == -1 || shm__w.finalizing) return;
+    now = shm__now();
+    if (shm__w.dead_seen == 0.0) {
+        shm__w.dead_seen = now;
+        return;
+    }
+    if (now - shm__w.dead_seen < SHM__DEATH_GRACE) return;
+    if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__w.me, shm__w.npes);
+    shm__fatal("PE %d ended without shmem_finalize (PMIx event %s); PE %d of %d stops", dead,
+               PMIx_Error_string((pmix_status_t)__atomic_load_n(&shm__w.dead_status, __ATOMIC_RELAXED)),
+               shm__w.me, shm__w.npes);
+}
+
+/* Reaps completions: messages go to their inbox, operations are marked. */
+static void shm__progress(void)
+{
+    struct fi_cq_data_entry entries[16];
+    for (;;) {
+        ssize_t n = fi_cq_read(shm__w.cq, entries, 16), i;
+        if (n == -FI_EAGAIN) break;
+        if (n == -FI_EAVAIL) {
+            shm__cq_failure();
+            continue;
+        }
+        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__w.me, fi_strerror((int)-n));
+        for (i = 0; i < n; i++) {
+            shm__op *op = (shm__op *)entries[i].op_context;
+            if (op->kind == SHM__OP_RECV) {
+                shm__deliver((const shm__msg *)(const void *)(shm__w.recv_slots +
+                                                              (size_t)op->index * SHM__SLOT_BYTES),
+                             entries[i].len);
+                shm__post_recv(op->index);
+            } else {
+                op->done = 1;
+            }
+        }
+        if (n < 16) break;
+    }
+    if (shm__w.recv_unposted) {
+        int slot;
+        for (slot = 0; slot < SHM__RECV_SLOTS; slot++)
+            if (shm__w.recv_unposted & ((uint64_t)1 << slot)) shm__post_recv(slot);
+    }
+    shm__check_deaths();
+}
+
+/* Waits for op, at most the timeout; what and pe name it in the message. */
+static void shm__wait_op(shm__op *op, const char *what, int pe)
+{
+    double deadline = 0.0;
+    int spins = 0;
+    while (!op->done) {
+        shm__progress();
+        if (op->done) break;
+        if (++spins == 64) deadline = shm__now() + shm__w.timeout;
+        if (spins > 64 && (spins & 63) == 0 && shm__now() > deadline)
+            shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
+                       "into shmem)", what, pe, shm__w.timeout, shm__w.me, pe);
+        sched_yield();
+    }
+}
+
+/* >> barrier and all-reduce ----------------------------------------------------------
+   Dissemination: in round r each PE sends to me + 2^r and hears from
+   me - 2^r.  Max is idempotent, so the same rounds compute the all-reduce:
+   after ceil(log2 n) rounds every PE has seen every value.  A message names
+   its barrier (epoch) and round, so one that arrives early waits in its
+   inbox; peers are at most one barrier ahead, so two inboxes suffice. */
+static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *values, int count)
+{
+    shm__msg *m = (shm__msg *)(void *)(shm__w.send_slots + (size_t)round * SHM__SLOT_BYTES);
+    shm__op *op = &shm__w.send_ops[round];
+    struct iovec iov;
+    struct fi_msg msg;
+    void *desc = shm__w.local_desc;
+    ssize_t rc;
+    m->magic = SHM__MSG_MAGIC;
+    m->epoch = epoch;
+    m->round = (uint16_t)round;
+    m->count = (uint16_t)count;
+    m->source = shm__w.me;
+    if (count) memcpy(m->values, values, (size_t)count * sizeof *values);
+    op->kind = SHM__OP_SEND;
+    op->index = to;
+    op->done = 0;
+    iov.iov_base = m;
+    iov.iov_len = SHM__MSG_HEADER + (size_t)count * sizeof *values;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = shm__w.peers[to].addr;
+    msg.context = &op->ctx;
+    while ((rc = fi_sendmsg(shm__w.ep, &msg, shm__w.tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
+    if (rc) shm__fatal("fi_sendmsg to PE %d failed on PE %d: %s", to, shm__w.me, fi_strerror((int)-rc));
+}
+
+static void shm__barrier_timeout(int pe)
+{
+    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.timeout, pe,
+               shm__w.me, shm__w.npes, shm__w.epoch);
+}
+
+static void shm__disseminate(uint64_t *values, int count)
+{
+    uint32_t epoch = shm__w.epoch;
+    double deadline = shm__now() + shm__w.timeout;
+    int r, i, n = shm__w.npes;
+    for (r = 0; r < shm__w.rounds; r++) {
+        int dist = (int)(1u << r);
+        int to = (int)(((long long)shm__w.me + dist) % n), from = (int)(((long long)shm__w.me - dist + n) % n);
+        shm__inbox *box = &shm__w.inbox[epoch & 1u][r];
+        shm__send_round(epoch, r, to, values, count);
+        shm__w.waiting_for = from;
+        while (!box->full) {
+            shm__progress();
+            if (box->full) break;
+            if (shm__now() > deadline) shm__barrier_timeout(from);
+            sched_yield();
+        }
+        if (box->source != from)
+            shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__w.me, epoch, r, from,
+                       box->source);
+        for (i = 0; i < count && i < box->count; i++)
+            if (box->values[i] > values[i]) values[i] = box->values[i];
+        box->full = 0;
+    }
+    /* Send buffers are reused next barrier: their sends must be done. */
+    for (r = 0; r < shm__w.rounds; r++) {
+        shm__op *op = &shm__w.send_ops[r];
+        shm__w.waiting_for = op->index;
+        while (!op->done) {
+            shm__progress();
+            if (op->done) break;
+            if (shm__now() > deadline) shm__barrier_timeout(op->index);
+            sched_yield();
+        }
+    }
+    shm__w.waiting_for = -1;
+    shm__w.epoch = epoch + 1u;
+}
+
+/* >> transport contract ------------------------------------------------------------- */
+static int shm__tp_barrier(void *user)
+{
+    (void)user;
+    shmem_quiet();
+    if (shm__w.ep) shm__disseminate(NULL, 0);
+    return 0;
+}
+
+static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
+{
+    int bad = count < 0 || count > SHM__REDUCE_MAX;
+    (void)user;
+    shmem_quiet();
+    if (shm__w.ep) shm__disseminate(values, bad ? 0 : count); /* synchronises even when bad */
+    return bad ? -1 : 0;
+}
+
+static int shm__tp_register(void *user, void *base, size_t bytes)
+{
+    int rc;
+    (void)user;
+    rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, SHM__HEAP_KEY,
+                          &shm__w.heap_mr, &shm__w.heap_desc);
+    if (rc) {
+        fprintf(stderr, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n", bytes, base,
+                shm__w.me, fi_strerror(-rc));
+        return -1;
+    }
+    shm__w.heap_base = (char *)base;
+    shm__w.heap_bytes = bytes;
+    return 0;
+}
+
+static int shm__tp_deregister(void *user, void *base, size_t bytes)
+{
+    (void)user, (void)base, (void)bytes;
+    if (shm__w.heap_mr) fi_close(&shm__w.heap_mr->fid);
+    shm__w.heap_mr = NULL;
+    shm__w.heap_desc = NULL;
+    return 0;
+}
+
+/* After shmalloc_heap_create: every PE learns every heap's base and key. */
+static void shm__exchange_heaps(void)
+{
+    shm__wire_heap mine, theirs;
+    int q;
+    memset(&mine, 0, sizeof mine);
+    mine.base = (uint64_t)(uintptr_t)shm__w.heap_base;
+    if (shm__w.mr_mode & FI_MR_RAW) {
+        size_t size = sizeof mine.raw;
+        int rc = fi_mr_raw_attr(shm__w.heap_mr, &mine.raw_base, mine.raw, &size, 0);
+        if (rc) shm__init_fail("fi_mr_raw_attr failed: %s (a key over %d bytes?)", fi_strerror(-rc), SHM__RAW_KEY_MAX);
+        mine.raw_size = size;
+    } else {
+        mine.key = fi_mr_key(shm__w.heap_mr);
+        if (mine.key == FI_KEY_NOTAVAIL) shm__init_fail("fi_mr_key of the heap is not available");
+    }
+    shm__pmix_put(SHM__KEY_HEAP, &mine, sizeof mine);
+    shm__fence("heap keys");
+    shm__w.same_address = 1;
+    for (q = 0; q < shm__w.npes; q++) {
+        shm__peer *p = &shm__w.peers[q];
+        memset(&theirs, 0, sizeof theirs);
+        if (q == shm__w.me) theirs = mine;
+        else shm__pmix_get_bytes(q, SHM__KEY_HEAP, &theirs, sizeof theirs);
+        p->base = theirs.base;
+        if (theirs.base != mine.base) shm__w.same_address = 0;
+        if (shm__w.mr_mode & FI_MR_RAW) {
+            int rc = fi_mr_map_raw(shm__w.domain, theirs.raw_base, theirs.raw, (size_t)theirs.raw_size, &p->key, 0);
+            if (rc) shm__init_fail("fi_mr_map_raw of PE %d's key failed: %s", q, fi_strerror(-rc));
+            p->key_mapped = 1;
+        } else {
+            p->key = theirs.key;
+        }
+    }
+}
+
+/* >> rma ------------------------------------------------------------------------------ */
+static int shm__in_heap(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, base = (uintptr_t)shm__w.heap_base;
+    return shm__w.heap_base && a >= base && a - base <= shm__w.heap_bytes && n <= shm__w.heap_bytes - (a - base);
+}
+
+static uint64_t shm__remote_addr(int pe, uint64_t offset)
+{
+    return (shm__w.mr_mode & FI_MR_VIRT_ADDR ? shm__w.peers[pe].base : 0) + offset;
+}
+
+static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, uint64_t offset, shm__op *op)
+{
+    struct iovec iov;
+    struct fi_rma_iov rma;
+    struct fi_msg_rma msg;
+    ssize_t rc;
+    op->kind = kind;
+    op->index = pe;
+    op->done = 0;
+    iov.iov_base = local;
+    iov.iov_len = len;
+    rma.addr = shm__remote_addr(pe, offset);
+    rma.len = len;
+    rma.key = shm__w.peers[pe].key;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = shm__w.peers[pe].addr;
+    msg.rma_iov = &rma;
+    msg.rma_iov_count = 1;
+    msg.context = &op->ctx;
+    for (;;) {
+        rc = kind == SHM__OP_WRITE ? fi_writemsg(shm__w.ep, &msg, shm__w.tx_flags | FI_COMPLETION)
+                                   : fi_readmsg(shm__w.ep, &msg, FI_COMPLETION);
+        if (rc != -FI_EAGAIN) break;
+        shm__progress();
+    }
+    if (rc) shm__fatal("%s %s PE %d failed on PE %d: %s", shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from",
+                       pe, shm__w.me, fi_strerror((int)-rc));
+}
+
+/* Moves n bytes between local and offset in pe's heap, waiting for each
+   piece.  Local memory outside the heap goes through the registered bounce
+   buffer when the provider wants local registration (FI_MR_LOCAL). */
+static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
+{
+    int in_heap = shm__in_heap(local, n);
+    int bounce = !in_heap && (shm__w.mr_mode & FI_MR_LOCAL);
+    size_t piece = bounce ? SHM__BOUNCE_BYTES : shm__w.max_msg;
+    while (n > 0) {
+        size_t len = n < piece ? n : piece;
+        void *buf = bounce ? shm__w.bounce : local;
+        void *desc = in_heap ? shm__w.heap_desc : bounce ? shm__w.local_desc : NULL;
+        if (bounce && kind == SHM__OP_WRITE) memcpy(shm__w.bounce, local, len);
+        shm__post_rma(kind, pe, buf, desc, len, offset, &shm__w.rma_op);
+        shm__wait_op(&shm__w.rma_op, what, pe);
+        if (bounce && kind == SHM__OP_READ) memcpy(local, shm__w.bounce, len);
+        local += len;
+        offset += len;
+        n -= len;
+    }
+}
+
+/* The offset of [addr, addr + n) in the heap; ends the job when the range
+   is not symmetric or pe is not a PE. */
+static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
+{
+    if (!shm__w.running || pe < 0 || pe >= shm__w.npes || !shm__in_heap(addr, n)) {
+        fprintf(stderr, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
+                addr, pe, shmem_my_pe(), shmem_n_pes());
+        shmem_global_exit(1);
+    }
+    return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__w.heap_base);
+}
+
+/* >> shmem ---------------------------------------------------------------------------- */
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    uint64_t offset;
+    if (nelems == 0) return;
+    offset = shm__symmetric_range("shmem_putmem", dest, nelems, pe);
+    if (pe == shm__w.me) {
+        memmove(dest, source, nelems);
+        return;
+    }
+    shm__transfer(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
+    shm__w.peers[pe].dirty = 1;
+}
+
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    uint64_t offset;
+    if (nelems == 0) return;
+    offset = shm__symmetric_range("shmem_getmem", source, nelems, pe);
+    if (pe == shm__w.me) {
+        memmove(dest, source, nelems);
+        return;
+    }
+    shm__transfer(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
+}
+
+/* Writes are waited for as they go; with FI_DELIVERY_COMPLETE their
+   completion already means they are in the target's memory.  Without it
+   (shm) a read from each target written to since the last quiet comes back
+   only after the target has handled the earlier writes. */
+void shmem_quiet(void)
+{
+    int q, pending = 0;
+    if (!shm__w.running || !shm__w.ep) return;
+    for (q = 0; q < shm__w.npes; q++) {
+        shm__peer *p = &shm__w.peers[q];
+        if (!p->dirty) continue;
+        p->dirty = 0;
+        if (shm__w.tx_flags & FI_DELIVERY_COMPLETE) continue;
+        shm__post_rma(SHM__OP_READ, q, shm__w.flush_word, shm__w.local_desc, 8, 0, &p->flush);
+        pending = 1;
+    }
+    if (!pending) return;
+    for (q = 0; q < shm__w.npes; q++)
+        if (shm__w.peers[q].flush.kind == SHM__OP_READ && !shm__w.peers[q].flush.done)
+            shm__wait_op(&shm__w.peers[q].flush, "shmem_quiet", q);
+}
+
+void shmem_barrier_all(void)
+{
+    if (!shm__w.running) return;
+    shm__tp_barrier(NULL);
+}
+
+int shmem_my_pe(void) { return shm__w.running ? shm__w.me : -1; }
+
+int shmem_n_pes(void) { return shm__w.running ? shm__w.npes : 0; }
+
+void *shmem_ptr(const void *dest, int pe)
+{
+    if (!shm__w.running || pe != shm__w.me || !shm__in_heap(dest, 1)) return NULL;
+    return (void *)(uintptr_t)dest;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    return shm__w.running && pe >= 0 && pe < shm__w.npes && shm__in_heap(addr, 1);
+}
+
+void shmem_global_exit(int status)
+{
+    fflush(NULL);
+    if (shm__w.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
+    if (shm__w.shm_file[0]) unlink(shm__w.shm_file);
+    _exit(status);
+}
+
+void shmem_init(void)
+{
+    shmalloc_transport tp;
+    size_t nominal;
+    long err = SHMEM_MALLOC_OK;
+    if (shm__w.running) return;
+    memset(&shm__w, 0, sizeof shm__w);
+    shm__w.waiting_for = -1;
+    shm__w.dead_pe = -1;
+    shm__read_env();
+    if (shmalloc_heap_size_from_env(&nominal) != 0) exit(1); /* it printed why */
+    shm__w.npes = 1;
+    if (shm__pmix_init() == 0) {
+        while ((1 << shm__w.rounds) < shm__w.npes) shm__w.rounds++;
+    }
+    shm__map_heap(nominal);
+    if (shm__w.have_pmix) shm__fabric_open();
+
+    memset(&tp, 0, sizeof tp);
+    tp.barrier = shm__tp_barrier;
+    tp.allreduce_max = shm__tp_allreduce_max;
+    if (shm__w.ep) {
+        tp.register_region = shm__tp_register;
+        tp.deregister_region = shm__tp_deregister;
+    }
+    shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
+    shm__w.heap = shmalloc_heap_create(shm__w.mem, shm__w.mem_bytes, &tp, &err);
+    if (!shm__w.heap) {
+        shm__w.running = 0;
+        shm__init_fail("cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)", nominal,
+                       shm__w.me, err);
+    }
+    if (!shm__w.ep) {
+        shm__w.heap_base = (char *)shmalloc_heap_base(shm__w.heap);
+        shm__w.heap_bytes = shmalloc_heap_size(shm__w.heap);
+        shm__w.same_address = 1;
+    } else {
+        shm__exchange_heaps();
+    }
+    shmalloc_set_process_heap(shm__w.heap);
+    shm__install_signals();
+    shm__describe();
+}
+
+void shmem_finalize(void)
+{
+    if (!shm__w.running) return;
+    shmem_barrier_all();
+    shmalloc_heap_destroy(shm__w.heap); /* collective; deregisters the heap */
+    shmalloc_set_process_heap(NULL);
+    shm__w.heap = NULL;
+    shm__w.finalizing = 1; /* peers now exit normally */
+    shm__restore_signals();
+    shm__teardown();
+    shm__w.running = 0;
+    shm__w.heap_base = NULL;
+}

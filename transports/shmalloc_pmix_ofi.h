@@ -1,0 +1,148 @@
+/* shmalloc_pmix_ofi.h - the PMIx + libfabric transport of shmalloc: PEs are
+   processes.  MIT licence: see the end of ../shmalloc.h.
+
+   USAGE
+     Build transports/shmalloc_pmix_ofi.c (it expands the allocator's
+     implementation) with your program and link PMIx and libfabric:
+
+         cc -std=c99 -I. prog.c transports/shmalloc_pmix_ofi.c \
+            $(pkg-config --cflags --libs pmix libfabric) -o prog
+
+         #include "transports/shmalloc_pmix_ofi.h"
+
+         int main(void)
+         {
+             shmem_init();
+             int *x = shmem_malloc(sizeof *x);    collective, as usual
+             *x = shmem_my_pe();
+             shmem_barrier_all();
+             ...
+             shmem_free(x);
+             shmem_finalize();
+             return 0;
+         }
+
+     Run it with any PMIx launcher:
+
+         mpirun -np 4 ./prog               (Open MPI; as root add
+                                            --allow-run-as-root, and
+                                            --oversubscribe for more PEs
+                                            than cores)
+         srun --mpi=pmix -n 4 ./prog       (Slurm)
+
+     Started without a launcher (no PMIx server to reach) the program runs
+     as one PE, rank 0 of 1, without libfabric: puts and gets are memcpy.
+
+   WHAT IT DOES
+     shmem_init asks PMIx for the rank and the job size, maps the symmetric
+     heap (SHMEM_SYMMETRIC_HEAP_SIZE bytes plus the allocator's overhead,
+     MAP_NORESERVE) at the same virtual address on every PE when it can,
+     opens a libfabric reliable-datagram endpoint, swaps endpoint names and
+     heap keys through PMIx, and creates the heap collectively.  Remote
+     addresses are computed from offsets, so heaps at different addresses
+     work too.  Barriers and the allocator's all-reduce are dissemination
+     rounds of small libfabric messages; shmem_putmem / shmem_getmem are
+     fi_write / fi_read, waited for on the completion queue.
+
+   PROGRESS AND THREADS
+     The providers used here progress manually: a put or get to PE k
+     completes only while PE k is inside a shmem call (any of them polls).
+     One thread per PE calls the functions below; the heap has no lock.
+
+   ENVIRONMENT (read once, by shmem_init)
+     SHMEM_SYMMETRIC_HEAP_SIZE   heap size, e.g. 512M (the default) or 1.5G;
+                                 then SHMEM_SYMMETRIC_SIZE, SMA_SYMMETRIC_SIZE.
+     FI_PROVIDER                 libfabric provider, e.g. shm or
+                                 "tcp;ofi_rxm".  Unset: shm when every PE is
+                                 on one node (PMIx says so), else
+                                 "tcp;ofi_rxm".  With tcp also set
+                                 FI_TCP_IFACE (lo for one machine).
+     SHMALLOC_BARRIER_TIMEOUT    seconds a barrier, a PMIx fence, a put or a
+                                 get may wait for a peer (default 60), then
+                                 the PE ends with a message.
+     SHMALLOC_PMIX_OFI_ANY_ADDRESS  1: do not try the common fixed address;
+                                 each PE maps its heap at its own address
+                                 (tests the offset translation).
+     SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
+                                 memory-registration mode and heap address
+                                 to stderr at start-up.
+
+   ERRORS (stderr; the PE then exits with status 1 unless said otherwise)
+     shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE="..." is not a heap size ...
+         the variable's value does not parse (see shmalloc_parse_size).
+     shmalloc: SHMALLOC_BARRIER_TIMEOUT="..." is not a timeout ...
+     shmalloc: SHMALLOC_PMIX_OFI_ANY_ADDRESS="..." is not 0 or 1
+     shmalloc: cannot map N bytes for the symmetric heap (VAR=value) ...
+         the heap does not fit the address space or the limits (ulimit -v):
+         ask for less with the variable named.
+     shmalloc: no libfabric provider matches FI_PROVIDER=... ...
+         the provider named is not installed, not usable here, or lacks
+         RMA plus messages on FI_EP_RDM endpoints.
+     shmalloc: <libfabric call> failed: ...
+         a libfabric object could not be opened or registered.
+     shmalloc: PMIx_Init failed ... / PMIx_Get(...) failed / PMIx_Fence ...
+         the launcher's PMIx server misbehaved or went away.
+     shmalloc: barrier timed out after N s waiting for PE k
+         PE k did not reach the barrier within SHMALLOC_BARRIER_TIMEOUT:
+         it hangs, computes without calling shmem, or died.
+     shmalloc: PMIx fence (...) timed out after N s
+         start-up could not complete: a PE died or hangs before its fence.
+     shmalloc: shmem_putmem to PE k not complete after N s ...
+         (or shmem_getmem, shmem_quiet): PE k makes no progress.
+     shmalloc: PE k ended without shmem_finalize (PMIx event ...)
+         the launcher reported the death of PE k; every PE that waits for
+         something ends with this message.
+     shmalloc: lost the connection to the PMIx server
+     shmalloc: PE i of n ended by signal S while waiting for PE k ...
+         the launcher killed this PE (Open MPI's mpirun does so to every
+         PE when one dies); PE k is the one it was waiting for.
+     shmalloc: <libfabric operation> to/from PE k failed: ...
+         a completion reported an error (the peer died, a bad key, ...).
+     shmem_putmem: N bytes at P on PE k are not a symmetric range ...
+         (or shmem_getmem) the address is outside the heap, or k is not a
+         PE: the whole job ends with status 1 (shmem_global_exit).
+
+   SYMMETRIC ADDRESSES
+     Only addresses inside the symmetric heap are symmetric: globals and
+     statics are not registered, so shmem_putmem to them ends the job.
+*/
+#ifndef SHMALLOC_PMIX_OFI_H_INCLUDED
+#define SHMALLOC_PMIX_OFI_H_INCLUDED
+
+#include "../shmalloc.h"
+
+#include <stddef.h>
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* Collective start-up and shut-down (see WHAT IT DOES).  A second
+   shmem_init does nothing; so does shmem_finalize without shmem_init. */
+void shmem_init(void);
+void shmem_finalize(void);
+
+/* -1 and 0 before shmem_init. */
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+/* Completes this PE's puts (shmem_quiet), then waits for every PE. */
+void shmem_barrier_all(void);
+/* dest itself when pe is this PE and dest is in the heap; NULL otherwise:
+   processes share no memory. */
+void *shmem_ptr(const void *dest, int pe);
+/* Copy to / from peer pe's copy of a symmetric object.  A range that is not
+   symmetric, or a bad pe, ends the job with status 1 and a message.  They
+   return when the local buffer may be reused. */
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+/* Every put issued before it has reached its target's memory. */
+void shmem_quiet(void);
+/* 1 when addr is in this PE's heap and pe is a PE, else 0. */
+int shmem_addr_accessible(const void *addr, int pe);
+/* Ends every PE of the job with status (PMIx_Abort), flushing stdio. */
+void shmem_global_exit(int status);
+
+#if defined(__cplusplus)
+}
+#endif
+#endif /* SHMALLOC_PMIX_OFI_H_INCLUDED */

@@ -164,8 +164,12 @@ poison-check:
 
 # Long random runs with data verified across PEs; not part of make test.
 SOAK_OPS ?= 10000000
-soak: $(B)/soak_pthreads
+SOAK_PMIX_OPS ?= 1000000
+soak: deps
+	$(MAKE) $(B)/soak_pthreads $(B)/pmix_ofi_worker
 	./$(B)/soak_pthreads $(SOAK_OPS) 4
+	SHMALLOC_WORKER_OPS=$(SOAK_PMIX_OPS) $(MPIRUN_ENV) timeout 1800 mpirun --oversubscribe -np 4 \
+	  -x FI_PROVIDER -x SHMALLOC_WORKER_OPS ./$(B)/pmix_ofi_worker stress
 
 $(B)/soak_pthreads: tests/soak_pthreads.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a $(LDLIBS) -o $@

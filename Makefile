@@ -18,7 +18,7 @@ PTHREADS = transports/shmalloc_pthreads.c
 include mk/install.mk
 include mk/bench.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -82,6 +82,14 @@ $(B)/test_pmix_ofi: tests/test_pmix_ofi.c | $(B)
 demo-pmix: deps $(B)/hello_pmix_ofi
 	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi
 
+# The same worker under srun --mpi=pmix, on a one-node Slurm cluster that
+# the script starts and stops in a network namespace with only loopback.
+test-slurm: deps $(B)/pmix_ofi_worker
+	@if ! command -v slurmctld >/dev/null 2>&1; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null; }; fi
+	tests/slurm_check.sh $(B)/pmix_ofi_worker
+
 # One mpirun at a time: the tests count the files the shm provider leaves.
 test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
 	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
@@ -121,6 +129,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 test: deps
 	$(MAKE) run-tests
 	$(MAKE) test-pmix
+	$(MAKE) test-slurm
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 

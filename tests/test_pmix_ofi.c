@@ -200,3 +200,22 @@ Test(pmix_ofi, shmem_global_exit_ends_the_job_with_its_status, .timeout = 60)
     int rc = run(2, "FI_PROVIDER=shm SHMALLOC_BARRIER_TIMEOUT=10", "global_exit", 40, NULL);
     cr_assert(rc == 7, "exit status %d, want 7:\n%s", rc, out);
 }
+
+Test(pmix_ofi, a_heap_too_large_to_map_is_refused_with_a_message_naming_the_variable, .timeout = 60)
+{
+    char cmd[512];
+    size_t n;
+    FILE *p;
+    int status;
+    snprintf(cmd, sizeof cmd,
+             "sh -c 'ulimit -v 4000000; exec env FI_PROVIDER=shm SHMEM_SYMMETRIC_HEAP_SIZE=8G timeout 30 %s init' 2>&1",
+             worker());
+    p = popen(cmd, "r");
+    cr_assert(p != NULL);
+    n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    status = pclose(p);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 124, "status %d:\n%s", status,
+              out);
+    cr_assert(strstr(out, "cannot map") != NULL && strstr(out, "SHMEM_SYMMETRIC_HEAP_SIZE=8G") != NULL, "%s", out);
+}

@@ -249,6 +249,11 @@ static void shm__on_signal(int sig)
     char line[256];
     size_t n = 0;
     long waiting = (long)shm__w.waiting_for;
+    if (!shm__w.running) { /* after shmem_finalize: only pass it on */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
     shm__append(line, &n, sizeof line, "shmalloc: PE ");
     shm__append_int(line, &n, sizeof line, shm__w.me);
     shm__append(line, &n, sizeof line, " of ");
@@ -266,7 +271,9 @@ static void shm__on_signal(int sig)
     raise(sig);
 }
 
-/* Only where the program left the default action. */
+/* Only where the program left the default action.  Installed before the
+   endpoint exists, because the shm provider puts its own handler on top
+   (it removes its files, then calls the one it found: ours). */
 static void shm__install_signals(void)
 {
     struct sigaction sa, old;
@@ -864,9 +871,10 @@ static void shm__cq_failure(void)
     op = (shm__op *)err.op_context;
     if (op && op->kind == SHM__OP_RECV && err.err == FI_ECANCELED) return;
     fi_cq_strerror(shm__w.cq, err.prov_errno, err.err_data, detail, sizeof detail);
-    if (op && (op->kind == SHM__OP_WRITE || op->kind == SHM__OP_READ))
-        shm__fatal("%s %s PE %d failed on PE %d: %s (%s)", shm__op_name(op->kind),
-                   op->kind == SHM__OP_WRITE ? "to" : "from", op->index, shm__w.me, fi_strerror(err.err), detail);
+    if (op && op->kind != SHM__OP_RECV)
+        shm__fatal("%s %s PE %d failed on PE %d: %s%s%s%s", shm__op_name(op->kind),
+                   op->kind == SHM__OP_READ ? "from" : "to", op->index, shm__w.me, fi_strerror(err.err),
+                   detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
     shm__fatal("%s failed on PE %d: %s (%s)", op ? shm__op_name(op->kind) : "an operation", shm__w.me,
                fi_strerror(err.err), detail);
 }
@@ -1247,8 +1255,9 @@ int shmem_addr_accessible(const void *addr, int pe)
 void shmem_global_exit(int status)
 {
     fflush(NULL);
-    if (shm__w.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
+    /* First: the launcher may kill us before PMIx_Abort returns. */
     if (shm__w.shm_file[0]) unlink(shm__w.shm_file);
+    if (shm__w.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
     _exit(status);
 }
 
@@ -1266,6 +1275,7 @@ void shmem_init(void)
     shm__w.npes = 1;
     if (shm__pmix_init() == 0) {
         while ((1 << shm__w.rounds) < shm__w.npes) shm__w.rounds++;
+        shm__install_signals();
     }
     shm__map_heap(nominal);
     if (shm__w.have_pmix) shm__fabric_open();
@@ -1292,7 +1302,6 @@ void shmem_init(void)
         shm__exchange_heaps();
     }
     shmalloc_set_process_heap(shm__w.heap);
-    shm__install_signals();
     shm__describe();
 }
 
@@ -1304,8 +1313,8 @@ void shmem_finalize(void)
     shmalloc_set_process_heap(NULL);
     shm__w.heap = NULL;
     shm__w.finalizing = 1; /* peers now exit normally */
-    shm__restore_signals();
-    shm__teardown();
     shm__w.running = 0;
+    shm__teardown();
+    shm__restore_signals();
     shm__w.heap_base = NULL;
 }

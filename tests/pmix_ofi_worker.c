@@ -27,7 +27,8 @@
      kill       PE 1 kills itself (SIGKILL) while the others are in a barrier
      exit       PE 1 calls _exit(3) while the others are in a barrier
      hang       PE 1 sleeps 30 s while the others are in a barrier
-     global_exit  PE 1 calls shmem_global_exit(7) */
+     global_exit  PE 1 calls shmem_global_exit(7)
+     kill_in_malloc  PE 1 kills itself while the others are in shmem_malloc */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* usleep */
 #endif
@@ -77,7 +78,10 @@ static void fail(int line, const char *fmt, ...)
 
 /* LeakSanitizer: libpmix 4.2 keeps two strings from PMIx_Init after
    PMIx_Finalize (pmix_rte_init, pmix_mca_base_show_load_errors_init).
-   Only those frames are suppressed; a leak of ours still fails. */
+   Only those frames are suppressed; a leak of ours still fails.  libpmix
+   has no frame pointers, so the frames are found by the slow unwinder. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "fast_unwind_on_malloc=0"; }
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
@@ -554,7 +558,10 @@ static void fault(const char *name)
         if (strcmp(name, "exit") == 0) _exit(3);
         if (strcmp(name, "hang") == 0) sleep(30);
         if (strcmp(name, "global_exit") == 0) shmem_global_exit(7);
+        if (strcmp(name, "kill_in_malloc") == 0) raise(SIGKILL);
     }
+    if (strcmp(name, "kill_in_malloc") == 0 && shmem_malloc(4096) != NULL) /* PE 1 never arrives */
+        fail(__LINE__, "shmem_malloc returned although PE 1 is gone");
     shmem_barrier_all();
     if (npes > 1 && strcmp(name, "hang") != 0) fail(__LINE__, "the barrier returned although PE 1 is gone");
 }
@@ -601,7 +608,7 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (strcmp(name, "kill") == 0 || strcmp(name, "exit") == 0 || strcmp(name, "hang") == 0 ||
-        strcmp(name, "global_exit") == 0) {
+        strcmp(name, "global_exit") == 0 || strcmp(name, "kill_in_malloc") == 0) {
         fault(name);
         known = 1;
     }

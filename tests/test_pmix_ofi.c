@@ -186,6 +186,22 @@ static void dead_pe(const char *scenario)
 Test(pmix_ofi, a_killed_pe_ends_the_others_with_a_message_in_bounded_time, .timeout = 60) { dead_pe("kill"); }
 Test(pmix_ofi, a_pe_exiting_without_finalize_ends_the_others_in_bounded_time, .timeout = 60) { dead_pe("exit"); }
 
+Test(pmix_ofi, a_pe_killed_during_a_collective_allocation_ends_the_others_in_bounded_time, .timeout = 60)
+{
+    dead_pe("kill_in_malloc");
+}
+
+Test(pmix_ofi, a_failed_registration_on_one_pe_fails_start_up_on_every_pe, .timeout = 60)
+{
+    double secs;
+    int rc = run(4, "FI_PROVIDER=shm SHMALLOC_PMIX_OFI_FAIL_REGISTER=2 SHMALLOC_BARRIER_TIMEOUT=10", "init", 40, &secs);
+    cr_assert(rc != 0 && rc != 124, "exit status %d:\n%s", rc, out);
+    cr_assert(strstr(out, "registration of the heap made to fail on PE 2") != NULL, "%s", out);
+    cr_assert(count("cannot create the symmetric heap") >= 1, "no PE reported the failed creation:\n%s", out);
+    cr_assert(count(": OK init") == 0, "%s", out);
+    cr_assert(secs < 30, "took %.1f s", secs);
+}
+
 Test(pmix_ofi, a_hanging_pe_makes_the_barrier_time_out_with_a_message, .timeout = 60)
 {
     double secs;

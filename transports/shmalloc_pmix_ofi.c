@@ -1047,7 +1047,13 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 static int shm__tp_register(void *user, void *base, size_t bytes)
 {
     int rc;
+    const char *fail = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER"); /* fault injection for the tests */
     (void)user;
+    if (fail && atoi(fail) == shm__w.me) {
+        fprintf(stderr, "shmalloc: registration of the heap made to fail on PE %d (SHMALLOC_PMIX_OFI_FAIL_REGISTER)\n",
+                shm__w.me);
+        return -1;
+    }
     rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, SHM__HEAP_KEY,
                           &shm__w.heap_mr, &shm__w.heap_desc);
     if (rc) {

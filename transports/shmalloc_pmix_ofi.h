@@ -63,6 +63,8 @@
      SHMALLOC_PMIX_OFI_ANY_ADDRESS  1: do not try the common fixed address;
                                  each PE maps its heap at its own address
                                  (tests the offset translation).
+     SHMALLOC_PMIX_OFI_FAIL_REGISTER  k: PE k's heap registration fails, to
+                                 test that every PE then fails start-up.
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
                                  memory-registration mode and heap address
                                  to stderr at start-up.

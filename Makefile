@@ -140,9 +140,11 @@ test-asan: deps
 test-tsan: deps
 	$(MAKE) run-tests B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 
+# Criterion's worker protocol can time out under Valgrind on a loaded
+# machine, so these builds use tests/criterion_shim.h's plain forked runner.
 test-valgrind: deps
 	$(MAKE) deps NEED=valgrind
-	$(MAKE) run-tests B=build/valgrind OPT="-O1 -g" \
+	$(MAKE) run-tests B=build/valgrind OPT="-O1 -g" SAN=-DSHMALLOC_TEST_SHIM \
 	  JOBS=1 RUN="valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 	  --log-file=build/valgrind/vg/%p.log"
 

@@ -1,46 +1,75 @@
-/* hello_pmix_ofi.c - the ring exchange of hello_pthreads.c, with PEs as
-   processes: PMIx starts them, libfabric moves the data.
+/* hello_pmix_ofi.c - symmetric allocation and a ring of puts, PEs as processes.
 
-       cc -std=c99 -I. examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c \
-          $(pkg-config --cflags --libs pmix libfabric) -o hello_pmix_ofi
-       FI_PROVIDER=shm mpirun -np 4 ./hello_pmix_ofi       (or: make demo-pmix)
-*/
+   Build:  cc -std=c99 -I. examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c \
+              $(pkg-config --cflags --libs pmix libfabric) -o hello_pmix_ofi
+   Run:    mpirun -np 4 ./hello_pmix_ofi      (as root: --allow-run-as-root;
+                                              more PEs than cores: --oversubscribe)
+           ./hello_pmix_ofi                   (no launcher: one PE)
+
+   Every PE allocates the same arrays with shmem_malloc (so they sit at the
+   same offset in every PE's heap), sends its PE number to its right-hand
+   neighbour with shmem_putmem, and prints what arrived from the left.  The
+   exit status is nonzero when a value is wrong. */
 #include "transports/shmalloc_pmix_ofi.h"
 
 #include <stdio.h>
 
-#define WORDS 16
+#define RING_WORDS 8
+
+static int wrong_values;
+
+static void report_wrong(int me, const char *what, long got, long expected)
+{
+    fprintf(stderr, "PE %d: %s is %ld, expected %ld\n", me, what, got, expected);
+    wrong_values++;
+}
+
+/* One line per PE in PE order: each PE waits for its turn at a barrier.
+   (Launchers forward each process's output separately, so the order on
+   the terminal can still differ.) */
+static void print_in_order(int me, int npes, const int *received)
+{
+    int turn;
+    for (turn = 0; turn < npes; turn++) {
+        if (turn == me) {
+            printf("PE %d of %d received %d from PE %d\n", me, npes, received[0], (me + npes - 1) % npes);
+            fflush(stdout);
+        }
+        shmem_barrier_all();
+    }
+}
 
 int main(void)
 {
-    long *mine, *from_left;
-    int me, npes, right, pe, i, wrong = 0;
+    int me, npes, left, right, i;
+    int *mine, *received;
+
     shmem_init();
     me = shmem_my_pe();
     npes = shmem_n_pes();
+    left = (me + npes - 1) % npes;
     right = (me + 1) % npes;
-    mine = shmem_malloc(WORDS * sizeof *mine);   /* collective: same offset everywhere */
-    from_left = shmem_malloc(WORDS * sizeof *from_left);
-    if (!mine || !from_left) {
+    mine = (int *)shmem_malloc(RING_WORDS * sizeof *mine);
+    received = (int *)shmem_calloc(RING_WORDS, sizeof *received);
+    if (mine == NULL || received == NULL) {
         fprintf(stderr, "PE %d: shmem_malloc failed (malloc_error %ld)\n", me, malloc_error);
         shmem_global_exit(1);
     }
-    for (i = 0; i < WORDS; i++) mine[i] = 1000L * me + i;
+    for (i = 0; i < RING_WORDS; i++) mine[i] = me;
+    /* received is symmetric, so its address here names the neighbour's copy. */
+    shmem_putmem(received, mine, RING_WORDS * sizeof *mine, right);
     shmem_barrier_all();
-    shmem_putmem(from_left, mine, WORDS * sizeof *mine, right); /* into the right neighbour's copy */
-    shmem_barrier_all();
-    for (i = 0; i < WORDS; i++) wrong |= from_left[i] != 1000L * ((me + npes - 1) % npes) + i;
-    for (pe = 0; pe < npes; pe++) { /* one line per PE, in order */
-        if (pe == me)
-            printf("PE %d of %d: got words %ld .. %ld from its left neighbour%s\n", me, npes, from_left[0],
-                   from_left[WORDS - 1], wrong ? " (WRONG)" : "");
-        fflush(stdout);
-        shmem_barrier_all();
-    }
+
+    for (i = 0; i < RING_WORDS; i++)
+        if (received[i] != left) report_wrong(me, "received word", received[i], left);
+    print_in_order(me, npes, received);
     if (me == 0) shmalloc_stats(1);
-    shmem_free(from_left);
+    shmem_barrier_all(); /* PE 0's statistics show both arrays still in use */
+
+    shmem_free(received);
     shmem_free(mine);
-    wrong |= shmalloc_check(0) != 0;
+    if (malloc_error != SHMEM_MALLOC_OK) report_wrong(me, "malloc_error", malloc_error, SHMEM_MALLOC_OK);
+    if (shmalloc_check(-1) != 0) report_wrong(me, "shmalloc_check(-1)", 1, 0);
     shmem_finalize();
-    return wrong;
+    return wrong_values == 0 ? 0 : 1;
 }

@@ -12,8 +12,11 @@
    WHAT IS IN HERE, IN THE ORDER DATA FLOWS
      1. SHMEM names: shmem_malloc/shmalloc, shmem_free/shfree,
         shmem_realloc/shrealloc, shmem_align/shmemalign, shmem_calloc,
-        shmem_malloc_with_hints, malloc_error, shmalloc_check, shmalloc_stats.
-        They act on the *current* heap (shmalloc_set_current).
+        shmem_malloc_with_hints, shsbreak, malloc_error, shmalloc_check,
+        shmalloc_stats.  They act on the *current* heap (shmalloc_set_current).
+        SHMALLOC_DEBUG=1 in the environment turns on debug mode: asymmetric
+        calls are caught on every PE, leaks are listed at the end, fresh
+        and freed memory get fill bytes (see ">> heap").
      2. The symmetric heap (shmalloc_heap_*): one TLSF heap plus a transport.
         Each call is collective: every PE calls it with the same arguments and
         gets a block at the same offset from its heap's base.
@@ -1629,7 +1632,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     s.level = level;
     shm__lock(h);
     shmalloc_tlsf_counters(h->tlsf, &c);
-    shm__print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", shm__user((const shm__block *)(void *)h->tlsf->base), c.capacity);
+    shm__print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", (void *)h->tlsf->base, c.capacity);
     for (i = 0; i < SHM__CREATE; i++)
         shm__print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
     if (level >= 2) shm__print(1, "  blocks:\n");

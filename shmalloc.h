@@ -648,6 +648,7 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     shm__block *anchor = NULL, *next = shm__at(b, size);
+    SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
     if (b->header & SHM__PREV_FREE) {
         anchor = b = b->prev_phys;
         size += shm__size(b);
@@ -695,6 +696,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 {
     size_t bsize = shm__size(b);
     shm__block *next = shm__at(b, bsize);
+    SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (bsize - size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
         unsigned rfl, rsl;
@@ -744,6 +746,7 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
 SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t size = shm__size(b);
+    SHM__ASSERT(!(b->header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;

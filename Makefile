@@ -11,7 +11,7 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_sbreak
+TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_sbreak test_grow
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
@@ -61,6 +61,8 @@ $(B)/test_debug: tests/test_debug.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_sbreak: tests/test_sbreak.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
+$(B)/test_grow: tests/test_grow.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 
 demo: $(B)/hello_pthreads

@@ -163,6 +163,19 @@ typedef int (*shmalloc_walk_fn)(void *user, const shmalloc_block_info *block);
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity);
 /* mem must be 16-byte aligned; NULL when the region is too small or too big. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t bytes);
+/* A region that grows: laid out for all `bytes`, but its blocks start as
+   `initial` bytes from mem (rounded up to 16, at least 48, at most what
+   the region holds).  The allocator touches only those and the control
+   block at the region's end, so the rest of a reservation (mmap with
+   MAP_NORESERVE) costs nothing until shmalloc_tlsf_grow hands it out. */
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem, size_t bytes, size_t initial);
+/* Adds `bytes` (rounded up to 16, at least 32) at the top of the blocks, as
+   free space merged with a free top block.  0 on success; -1 (nothing
+   changes) when the reservation has less room or the spec area is not
+   empty: spec blocks sit where the blocks would grow. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes);
+/* Bytes the blocks may still grow by. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
 /* align: any power of two (values below 16 mean 16); NULL on a bad one. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size);
@@ -241,6 +254,17 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal);
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes,
                                                               const shmalloc_transport *tp,
                                                               long *err);
+/* Collective.  A heap that grows: mem holds `bytes` reserved for the
+   largest heap (shmalloc_heap_bytes(max), mapped with MAP_NORESERVE), of
+   which the first nominal bytes' worth is used and registered at first
+   (nominal SIZE_MAX: all of it, as shmalloc_heap_create does).
+   When no PE can serve a collective allocation, every heap grows by the
+   same amount (at least doubling, within the reservation), the new piece
+   is registered on every PE, and the call is tried again; if any PE's
+   registration fails, none grows and the call fails.  Needs the
+   all-reduce; a heap with spec blocks (shsbreak) does not grow. */
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
+                                                                       const shmalloc_transport *tp, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
@@ -285,6 +309,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out)
    set), or -1 after printing to stream 2 a message naming the variable, the
    value and what is accepted. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out);
+/* Reads SHMALLOC_HEAP_MAX, the size a heap of `nominal` bytes may grow to:
+   0 with *out set (nominal when it is unset, empty or "0": no growth), or
+   -1 after a message when it is not a size or is below nominal. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
@@ -479,6 +507,7 @@ struct shmalloc_tlsf {
     shm__block *sentinel;  /* zero-size used block at the end of the blocks */
     char *limit;           /* end of the block space; [sentinel + 16, limit)
                               is the spec area that shmalloc_tlsf_sbreak made */
+    char *end;             /* how far shmalloc_tlsf_grow may move limit */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
@@ -891,7 +920,7 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
     return total - capacity;
 }
 
-SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t bytes)
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem, size_t bytes, size_t initial)
 {
     size_t area, i, j, control = shm__control_bytes(bytes);
     shmalloc_tlsf *t;
@@ -902,16 +931,20 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
     while (area && area + shm__map_bytes(area) + control > bytes) area -= 16;
     while (area + 16 + shm__map_bytes(area + 16) + control <= bytes) area += 16;
     if (area < 16 + SHM__MIN_BLOCK || area - 16 >= (size_t)1 << (SHMALLOC_MAX_LOG2 + 1)) return NULL;
+    if (initial > area - 15) initial = area;
+    initial = (initial + 15) & ~(size_t)15;
+    if (initial < 16 + SHM__MIN_BLOCK) initial = 16 + SHM__MIN_BLOCK;
 
     t = (shmalloc_tlsf *)(void *)((char *)mem + area);
     SHMALLOC_MEMSET(t, 0, sizeof *t);
     t->fl_count = shm__fl_count(bytes);
     t->base = (char *)mem;
-    t->capacity = area - 16;
-    t->sentinel = shm__at(mem, area - 16);
-    t->limit = (char *)mem + area;
+    t->capacity = initial - 16;
+    t->sentinel = shm__at(mem, initial - 16);
+    t->limit = (char *)mem + initial;
+    t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
-    SHMALLOC_MEMSET(t->start_map, 0, shm__map_bytes(area));
+    SHMALLOC_MEMSET(t->start_map, 0, shm__map_bytes(initial));
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
@@ -922,6 +955,11 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
     shm__insert(t, first);
     SHM__POISON((char *)first + 32, t->capacity - 32);
     return t;
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t bytes)
+{
+    return shmalloc_tlsf_create_reserved(mem, bytes, SIZE_MAX);
 }
 
 /* Marks the slack after a request of n bytes inaccessible (poisoning only),
@@ -1045,6 +1083,22 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t
     int bad;
     ptrdiff_t inc = shm__sbreak_round(increment, &bad);
     return !bad && shm__sbreak_ok(t, inc) ? shm__sbreak(t, inc) : NULL;
+}
+
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t) { return (size_t)(t->end - t->limit); }
+
+/* The new bytes are a spec area given straight back: the old sentinel
+   becomes the header of the free space, merged with the top block. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
+{
+    size_t n = (bytes + 15) & ~(size_t)15, map_done = shm__map_bytes((size_t)(t->limit - t->base));
+    if (n < SHM__MIN_BLOCK) n = SHM__MIN_BLOCK;
+    if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16) return -1;
+    /* map words wholly past the old blocks: the partial last one is clean */
+    SHMALLOC_MEMSET((char *)t->start_map + map_done, 0, shm__map_bytes((size_t)(t->limit - t->base) + n) - map_done);
+    t->limit += n;
+    shm__sbreak(t, -(ptrdiff_t)n);
+    return 0;
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
@@ -1256,9 +1310,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    list head, and merging it back undoes the split, list positions included.
    realloc plans, agrees, moves, then synchronises again, since a peer may
    write to the new block as soon as it returns. */
-enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__CALLS };
+enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__GROW,
+       SHM__CALLS };
 static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
-                                                        "calloc", "sbreak", "create"};
+                                                        "calloc", "sbreak", "create",  "grow"};
+#define SHM__MAX_REGIONS 64 /* registered pieces of a growing heap */
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -1267,6 +1323,9 @@ struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
     int debug;
+    int growable;   /* room to grow and an all-reduce to agree on it */
+    int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
+    size_t ends[SHM__MAX_REGIONS];
     size_t calls[SHM__CALLS];
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
@@ -1380,33 +1439,46 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
     return overhead ? nominal + overhead + SHM__HEAP_BYTES + 16 : 0;
 }
 
-SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes, const shmalloc_transport *tp,
-                                                              long *err)
+/* Registers [from, to) of the block space on this PE; 0 or an error. */
+static long shm__register(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
+{
+    if (!tp->register_region) return SHMEM_MALLOC_OK;
+    return tp->register_region(tp->user, t->base + from, to - from) ? SHMEM_MALLOC_FAIL : SHMEM_MALLOC_OK;
+}
+
+static void shm__deregister(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
+{
+    if (tp->deregister_region) tp->deregister_region(tp->user, t->base + from, to - from);
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
+                                                                       const shmalloc_transport *tp, long *err)
 {
     shmalloc_tlsf *t = NULL;
     shmalloc_heap *h;
-    size_t tbytes = 0;
-    long e = SHMEM_MALLOC_OK;
-    int registered = 0, debug = shm__debug_from_env();
+    size_t tbytes = 0, first = 0;
+    long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
+    int debug = shm__debug_from_env();
     shm__call call = {SHM__CREATE, 0, 0, 0};
     if (!tp || !tp->barrier) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
     }
     if (debug < 0) e = SHMEM_MALLOC_FAIL;
+    if (nominal > SHM__MAX_REQUEST) nominal = SHM__MAX_REQUEST; /* all the region holds */
     if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
-        t = shmalloc_tlsf_create(mem, tbytes);
+        t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);
     }
     if (!t) e = SHMEM_MALLOC_BAD_SIZE;
-    else if (tp->register_region && !e) {
-        registered = tp->register_region(tp->user, t->base, (size_t)(t->limit - t->base)) == 0;
-        if (!registered) e = SHMEM_MALLOC_FAIL;
-    }
-    call.size = bytes;
+    else first = (size_t)(t->limit - t->base);
+    if (!e) e = registered = shm__register(tp, t, 0, first);
+    call.size = bytes; /* the same reservation, */
+    e = shm__agree(tp, debug > 0, &call, e);
+    call.size = first; /* and the same first piece, on every PE */
     e = shm__agree(tp, debug > 0, &call, e);
     if (e) {
-        if (registered && tp->deregister_region) tp->deregister_region(tp->user, t->base, (size_t)(t->limit - t->base));
+        if (registered == SHMEM_MALLOC_OK) shm__deregister(tp, t, 0, first);
         shm__set(err, e);
         return NULL;
     }
@@ -1415,26 +1487,92 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
+    h->growable = tp->allreduce_max && shmalloc_tlsf_room(t) >= SHM__MIN_BLOCK;
+    h->regions = 1;
+    h->ends[0] = first;
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
 }
 
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes, const shmalloc_transport *tp,
+                                                              long *err)
+{
+    return shmalloc_heap_create_growable(mem, bytes, SIZE_MAX, tp, err);
+}
+
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 {
+    int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
     h->tp.barrier(h->tp.user);
-    if (h->tp.deregister_region) h->tp.deregister_region(h->tp.user, h->tlsf->base, shmalloc_heap_size(h));
+    for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
 
-/* malloc, align and calloc: `e` is an error found before the call (calloc's
-   overflow); the call still synchronises. */
-static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, int zero, long e, long *err)
+/* Every PE failed to find `need` bytes: grow every heap by the same amount,
+   registered everywhere, or none.  At least doubles the blocks, so a heap
+   has few pieces; each new piece ends on a 64 KiB boundary from the base.
+   0 when the heap grew. */
+static long shm__grow(shmalloc_heap *h, size_t need)
+{
+    shmalloc_tlsf *t = h->tlsf;
+    size_t have = (size_t)(t->limit - t->base), room = shmalloc_tlsf_room(t), want, g;
+    shm__call call = {SHM__GROW, 0, 0, 0};
+    long e = SHMEM_MALLOC_OK;
+    want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
+    g = want > have ? want : have;
+    g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
+    if (g > room) g = room; /* the last of the room may still do */
+    if (need > g || h->regions == SHM__MAX_REGIONS || t->limit != (char *)t->sentinel + 16) e = SHMEM_MALLOC_FAIL;
+    if (!e) e = shm__register(&h->tp, t, have, have + g);
+    call.size = g;
+    if (shm__agree(&h->tp, h->debug, &call, e)) {
+        if (!e) shm__deregister(&h->tp, t, have, have + g);
+        return SHMEM_MALLOC_FAIL;
+    }
+    shmalloc_tlsf_grow(t, g); /* checked above: it cannot fail */
+    h->ends[h->regions++] = have + g;
+    h->calls[SHM__GROW]++;
+    return SHMEM_MALLOC_OK;
+}
+
+/* The free block a request needs, alignment slack included. */
+static size_t shm__need(size_t size, size_t align)
+{
+    return shm__block_size(size) + (align <= SHMALLOC_ALIGNMENT ? 0 : align + 16);
+}
+
+/* The local part of malloc, align and calloc, then the agreement: `e` is
+   an error found before (calloc's overflow).  The block goes back if any
+   PE failed. */
+static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e)
 {
     void *p = NULL;
-    size_t high_water;
+    size_t high_water = h->tlsf->high_water, size = call->size, align = call->align;
+    if (!*e) {
+        size_t bsize = shm__block_size(size);
+        unsigned fl, sl;
+        shm__block *b = shm__find_aligned(h->tlsf, bsize, align, &fl, &sl);
+        if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
+        else *e = SHMEM_MALLOC_FAIL;
+        if (p && zero) SHMALLOC_MEMSET(p, 0, size);
+        else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
+        shm__fit(p, size);
+    }
+    *e = shm__agree(&h->tp, h->debug, call, *e);
+    if (*e && p) {
+        shm__release(h->tlsf, shm__of_user(p));
+        h->tlsf->high_water = high_water;
+        p = NULL;
+    }
+    return p;
+}
+
+/* malloc, align and calloc; a growing heap grows once when no PE found room. */
+static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, int zero, long e, long *err)
+{
+    void *p;
     shm__call call = {0, 0, 0, 0};
-    call.kind = kind;
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -1445,27 +1583,14 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
     }
     shm__lock(h);
     h->calls[kind]++;
-    high_water = h->tlsf->high_water;
     if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
-    if (!e) {
-        size_t bsize = shm__block_size(size);
-        unsigned fl, sl;
-        shm__block *b = shm__find_aligned(h->tlsf, bsize, align, &fl, &sl);
-        if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
-        else e = SHMEM_MALLOC_FAIL;
-        if (p && zero) SHMALLOC_MEMSET(p, 0, size);
-        else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
-        shm__fit(p, size);
-    }
+    call.kind = kind;
     call.size = size;
     call.align = align;
-    e = shm__agree(&h->tp, h->debug, &call, e);
-    if (e && p) {
-        shm__release(h->tlsf, shm__of_user(p));
-        h->tlsf->high_water = high_water;
-        p = NULL;
-    }
+    p = shm__alloc_agreed(h, &call, zero, &e);
+    if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
+        p = shm__alloc_agreed(h, &call, zero, &e);
     shm__debug_check(h);
     shm__unlock(h);
     shm__set(err, e);
@@ -1541,6 +1666,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
     e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
+    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
+        !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
+        e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
     if (!e) {
         size_t old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);
@@ -1643,6 +1771,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shm__print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
                s.count[0], s.bytes[0], c.largest_free);
     shm__print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
+    if (h->growable)
+        shm__print(1, "  grown %zu time%s: %d registered pieces, room for %zu bytes more\n", h->calls[SHM__GROW],
+                   h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, shmalloc_tlsf_room(h->tlsf));
     if (level >= 1) {
         shm__print(1, "  map: ");
         shmalloc_tlsf_walk(h->tlsf, shm__map_block, &s);
@@ -1727,6 +1858,23 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
     }
     *out = SHMALLOC_DEFAULT_HEAP_SIZE;
     return 0;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out)
+{
+    const char *value = getenv("SHMALLOC_HEAP_MAX");
+    *out = nominal;
+    if (!value || !*value || !strcmp(value, "0")) return 0;
+    if (shmalloc_parse_size(value, out) == 0 && *out >= nominal) return 0;
+    if (*out == nominal)
+        shm__print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" is not a heap size: expected 0 (no growth) or a size "
+                   "such as 64G, with an optional K, M, G or T suffix, at most %lluG\n",
+                   value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
+    else
+        shm__print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%zu bytes) is below the heap size of %zu bytes: the "
+                   "heap would have no room to grow\n", value, *out, nominal);
+    *out = nominal;
+    return -1;
 }
 
 /* >> shmem names ------------------------------------------------------------ */

@@ -574,14 +574,77 @@ static void fault(const char *name)
 }
 
 /* ---- main ------------------------------------------------------------------ */
+/* Run with a small SHMEM_SYMMETRIC_HEAP_SIZE (1M) and SHMALLOC_HEAP_MAX
+   (256M): allocations far beyond the nominal size grow every heap, and
+   data crosses the registered pieces both ways.  With
+   SHMALLOC_PMIX_OFI_FAIL_REGISTER=1:1, PE 1's first growth fails, so the
+   first large allocation fails on every PE, and the next one grows. */
+#define GROW_PIECES 20
+static void scenario_grow(void)
+{
+    const size_t mib = (size_t)1 << 20, first = mib / 2, straddle = 2 * mib;
+    const char *fail_hook = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER");
+    int right = (me + 1) % npes, left = (me + npes - 1) % npes, i;
+    size_t size0 = shmalloc_heap_size(shmalloc_current());
+    unsigned char *a = (unsigned char *)shmem_malloc(first), *b, *p[GROW_PIECES] = {NULL};
+    unsigned char *buf = (unsigned char *)malloc(straddle);
+    CHECK(a && buf);
+    if (!a || !buf) return;
+    CHECK(size0 < 2 * mib);
+    if (fail_hook && npes > 1) {
+        CHECK(shmem_malloc(straddle) == NULL);
+        CHECK_EQ(malloc_error, SHMEM_MALLOC_FAIL);
+        CHECK_EQ(shmalloc_heap_size(shmalloc_current()), size0);
+    }
+    b = (unsigned char *)shmem_malloc(straddle); /* starts in the first piece, ends in the second */
+    CHECK(b != NULL);
+    if (!b) return;
+    CHECK(shmalloc_heap_size(shmalloc_current()) > size0);
+    CHECK(offset_of(b) < size0 && offset_of(b) + straddle > size0);
+    CHECK_SYMMETRIC(b);
+    for (i = 0; i < GROW_PIECES; i++) { /* 20 MiB more, from a 1 MiB heap */
+        p[i] = (unsigned char *)shmem_malloc(mib);
+        CHECK(p[i] != NULL);
+        if (!p[i]) return;
+        fill(p[i], me, (uint32_t)i, 0, mib);
+    }
+    CHECK_SYMMETRIC(p[GROW_PIECES - 1]);
+    CHECK(shmalloc_heap_size(shmalloc_current()) >= GROW_PIECES * mib);
+    fill(b, me, 100, 0, straddle);
+    shmem_barrier_all();
+    for (i = 0; i < GROW_PIECES; i++) { /* read the right neighbour's copies */
+        shmem_getmem(buf, p[i], mib, right);
+        CHECK_PATTERN(buf, right, (uint32_t)i, 0, mib);
+    }
+    shmem_getmem(buf, b, straddle, right); /* one transfer over two pieces */
+    CHECK_PATTERN(buf, right, 100, 0, straddle);
+    shmem_barrier_all(); /* the left neighbour has read our last piece */
+    shmem_getmem(p[GROW_PIECES - 1], b + 100, mib, right); /* heap to heap */
+    CHECK_PATTERN(p[GROW_PIECES - 1], right, 100, 100, mib);
+    shmem_barrier_all();
+    fill(buf, me, 101, 0, straddle);
+    shmem_putmem(b, buf, straddle, left);
+    shmem_putmem(p[0], p[1], mib, left); /* heap to heap, between pieces */
+    shmem_barrier_all();
+    CHECK_PATTERN(b, right, 101, 0, straddle);
+    CHECK_PATTERN(p[0], right, 1, 0, mib);
+    shmem_barrier_all();
+    for (i = 0; i < GROW_PIECES; i++) shmem_free(p[i]);
+    shmem_free(b);
+    shmem_free(a);
+    free(buf);
+}
+
 typedef struct scenario {
     const char *name;
     void (*run)(void);
+    int in_all; /* 0: needs its own settings */
 } scenario;
 
 static const scenario scenarios[] = {
-    {"symmetric", scenario_symmetric}, {"putget", scenario_putget}, {"realloc", scenario_realloc},
-    {"mismatch", scenario_mismatch},   {"barrier", scenario_barrier}, {"stress", scenario_stress},
+    {"symmetric", scenario_symmetric, 1}, {"putget", scenario_putget, 1}, {"realloc", scenario_realloc, 1},
+    {"mismatch", scenario_mismatch, 1},   {"barrier", scenario_barrier, 1}, {"stress", scenario_stress, 1},
+    {"grow", scenario_grow, 0},
 };
 
 static void run(const scenario *sc)
@@ -610,7 +673,7 @@ int main(int argc, char **argv)
     }
     current = name;
     for (i = 0; i < n; i++)
-        if (strcmp(name, "all") == 0 || strcmp(name, scenarios[i].name) == 0) {
+        if ((strcmp(name, "all") == 0 && scenarios[i].in_all) || strcmp(name, scenarios[i].name) == 0) {
             run(&scenarios[i]);
             known = 1;
         }

@@ -272,6 +272,50 @@ Test(pmix_ofi, bad_any_address_value_is_refused, .timeout = TEST_TIMEOUT)
     check_refused("SHMALLOC_PMIX_OFI_ANY_ADDRESS=yes", "shmalloc: SHMALLOC_PMIX_OFI_ANY_ADDRESS=\"yes\" is not 0 or 1");
 }
 
+Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)
+{
+    check_refused("SHMALLOC_HEAP_MAX=lots", "shmalloc: SHMALLOC_HEAP_MAX=\"lots\" is not a heap size");
+}
+
+/* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------ */
+static void check_grow(const char *provider, int npes, int any_address, const char *fail_register)
+{
+    static run r;
+    char prov[64], any[64], fail[64];
+    const char *env[] = {prov, any, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M", fail, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
+    if (fail_register) snprintf(fail, sizeof fail, "SHMALLOC_PMIX_OFI_FAIL_REGISTER=%s", fail_register);
+    else env[4] = NULL;
+    launch(&r, npes, "grow", env);
+    cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
+                 tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK grow"), npes ? npes : 1, "not every PE passed:\n%s", tail(&r));
+    if (fail_register)
+        cr_assert(has(&r, "registration of the heap made to fail on PE 1 (number 1;"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, heap_grows_far_beyond_its_nominal_size_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_grow("shm", 4, 0, NULL);
+}
+
+Test(pmix_ofi, heap_grows_far_beyond_its_nominal_size_tcp_rxm_2pe_different_addresses, .timeout = TEST_TIMEOUT)
+{
+    check_grow("tcp;ofi_rxm", 2, 1, NULL);
+}
+
+Test(pmix_ofi, heap_grows_in_a_singleton_without_launcher, .timeout = TEST_TIMEOUT) { check_grow("shm", 0, 0, NULL); }
+
+/* PE 1's first growth fails to register: that allocation fails on every
+   PE, every heap keeps its size, and the next allocation grows. */
+Test(pmix_ofi, failed_growth_registration_fails_the_call_everywhere_then_growth_works, .timeout = TEST_TIMEOUT)
+{
+    check_grow("shm", 3, 1, "1:1");
+}
+
 /* An address-space limit makes the heap unmappable.  ASan reserves
    terabytes of shadow memory, so ulimit -v cannot work under it. */
 Test(pmix_ofi, unmappable_heap_names_size_and_variable, .timeout = TEST_TIMEOUT)

@@ -71,10 +71,11 @@
 #define SHM__FIXED_END (((uintptr_t)1 << 47) - ((uintptr_t)1 << 40))
 #define SHM__FIXED_TRIES 8
 #define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* base alignment cap away from the fixed address */
-#define SHM__HEAP_KEY 1           /* requested keys, when the provider lets us choose */
-#define SHM__LOCAL_KEY 2
+#define SHM__LOCAL_KEY 1          /* requested keys, when the provider lets us choose; */
+#define SHM__HEAP_KEY 2           /* the heap's pieces take 2, 3, ... */
+#define SHM__MAX_REGIONS 64       /* registered pieces of a growing heap */
 #define SHM__KEY_EP "shmalloc.ofi.ep"
-#define SHM__KEY_HEAP "shmalloc.ofi.heap"
+#define SHM__KEY_HEAP "shmalloc.ofi.heap" /* and the registration's number */
 
 enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
 
@@ -105,8 +106,9 @@ typedef struct shm__inbox {
     uint64_t values[SHM__REDUCE_MAX];
 } shm__inbox;
 
-/* What PEs swap through PMIx after the heap exists. */
+/* What PEs swap through PMIx for each registered piece of the heap. */
 typedef struct shm__wire_heap {
+    uint64_t ok;            /* 0: this PE's registration failed */
     uint64_t base;          /* block space address */
     uint64_t key;
     uint64_t raw_base;      /* FI_MR_RAW only */
@@ -117,11 +119,19 @@ typedef struct shm__wire_heap {
 typedef struct shm__peer {
     fi_addr_t addr;
     uint64_t base;
-    uint64_t key;           /* mapped when FI_MR_RAW */
-    int key_mapped;
+    uint64_t key[SHM__MAX_REGIONS]; /* per piece; mapped when FI_MR_RAW */
+    unsigned char key_mapped[SHM__MAX_REGIONS];
     int dirty;              /* written since the last quiet */
     shm__op flush;          /* quiet's read */
 } shm__peer;
+
+/* A registered piece of this PE's heap: [offset, offset + bytes) from its
+   base, the same piece on every PE. */
+typedef struct shm__region {
+    size_t offset, bytes;
+    struct fid_mr *mr;
+    void *desc;
+} shm__region;
 
 static struct shm__world {
     int running;
@@ -136,8 +146,12 @@ static struct shm__world {
     size_t mem_bytes;
     int fixed_address, same_address;
     shmalloc_heap *heap;
+    size_t nominal;         /* the heap's first size; it may grow to mem_bytes */
     char *heap_base;        /* the registered block space */
     size_t heap_bytes;
+    shm__region regions[SHM__MAX_REGIONS];
+    int nregions;
+    unsigned registrations; /* attempts so far: names each exchange */
     /* libfabric */
     struct fi_info *info;
     struct fid_fabric *fabric;
@@ -145,8 +159,8 @@ static struct shm__world {
     struct fid_av *av;
     struct fid_cq *cq;
     struct fid_ep *ep;
-    struct fid_mr *heap_mr, *local_mr;
-    void *heap_desc, *local_desc;
+    struct fid_mr *local_mr;
+    void *local_desc;
     uint64_t mr_mode, tx_flags;
     size_t max_msg;
     const char *prov;
@@ -203,6 +217,7 @@ static void shm__fatal(const char *fmt, ...)
 }
 
 static void shm__teardown(void);
+static void shm__forget_region(int i);
 
 /* A failure during start-up, the same on every PE (a bad variable, no
    provider): close what is open and end cleanly. */
@@ -380,9 +395,11 @@ static void *shm__map_anywhere(size_t len, void *hint)
     return (void *)start;
 }
 
-static void shm__map_heap(size_t nominal)
+/* Reserves room for a heap of `max` bytes (the nominal size, or
+   SHMALLOC_HEAP_MAX for a heap that grows). */
+static void shm__map_heap(size_t max)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(nominal), len;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max), len, nominal = shm__w.nominal;
     const char *var = shm__size_variable();
     void *p = NULL;
     if (bytes == 0 || bytes > SIZE_MAX - page) {
@@ -406,6 +423,9 @@ static void shm__map_heap(size_t nominal)
     }
     if (!p) {
         int e = errno;
+        if (max != nominal)
+            shm__init_fail("cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; ask for less",
+                           len, getenv("SHMALLOC_HEAP_MAX"), strerror(e));
         if (var)
             shm__init_fail("cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
                            "ask for less with %s", len, var, getenv(var), nominal, strerror(e), var);
@@ -798,11 +818,7 @@ static void shm__describe(void)
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
-    int q;
-    if (shm__w.peers && shm__w.domain)
-        for (q = 0; q < shm__w.npes; q++)
-            if (shm__w.peers[q].key_mapped) fi_mr_unmap_key(shm__w.domain, shm__w.peers[q].key);
-    if (shm__w.heap_mr) fi_close(&shm__w.heap_mr->fid);
+    while (shm__w.nregions > 0) shm__forget_region(shm__w.nregions - 1);
     if (shm__w.local_mr) fi_close(&shm__w.local_mr->fid);
     if (shm__w.ep) fi_close(&shm__w.ep->fid); /* removes the shm provider's file */
     if (shm__w.av) fi_close(&shm__w.av->fid);
@@ -813,7 +829,7 @@ static void shm__teardown(void)
     if (shm__w.local) munmap(shm__w.local, shm__w.local_bytes);
     if (shm__w.mem) munmap(shm__w.mem, shm__w.mem_bytes);
     free(shm__w.peers);
-    shm__w.heap_mr = shm__w.local_mr = NULL;
+    shm__w.local_mr = NULL;
     shm__w.ep = NULL;
     shm__w.av = NULL;
     shm__w.cq = NULL;
@@ -1044,71 +1060,126 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
     return bad ? -1 : 0;
 }
 
+/* SHMALLOC_PMIX_OFI_FAIL_REGISTER=PE[:N], for the tests: PE's registration
+   number N (0, the default: the heap at start-up; 1: its first growth;
+   ...) fails. */
+static int shm__registration_fails(unsigned n)
+{
+    const char *v = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER"), *colon;
+    if (!v || atoi(v) != shm__w.me) return 0;
+    colon = strchr(v, ':');
+    return (colon ? (unsigned)atoi(colon + 1) : 0u) == n;
+}
+
+/* Closes piece i and forgets the peers' keys for it. */
+static void shm__forget_region(int i)
+{
+    shm__region *r = &shm__w.regions[i];
+    int q;
+    if (shm__w.peers && shm__w.domain)
+        for (q = 0; q < shm__w.npes; q++)
+            if (shm__w.peers[q].key_mapped[i]) {
+                fi_mr_unmap_key(shm__w.domain, shm__w.peers[q].key[i]);
+                shm__w.peers[q].key_mapped[i] = 0;
+            }
+    if (r->mr) fi_close(&r->mr->fid);
+    memset(r, 0, sizeof *r);
+    shm__w.nregions = i;
+    shm__w.heap_bytes = i ? shm__w.regions[i - 1].offset + shm__w.regions[i - 1].bytes : 0;
+    if (!i) shm__w.heap_base = NULL;
+}
+
+/* This PE's record of piece i, and its key for the peers. */
+static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *mine)
+{
+    memset(mine, 0, sizeof *mine);
+    mine->ok = (uint64_t)ok;
+    mine->base = (uint64_t)(uintptr_t)shm__w.heap_base;
+    if (!ok || !r->mr) return;
+    if (shm__w.mr_mode & FI_MR_RAW) {
+        size_t size = sizeof mine->raw;
+        int rc = fi_mr_raw_attr(r->mr, &mine->raw_base, mine->raw, &size, 0);
+        if (rc) shm__fatal("fi_mr_raw_attr failed: %s (a key over %d bytes?)", fi_strerror(-rc), SHM__RAW_KEY_MAX);
+        mine->raw_size = size;
+    } else {
+        mine->key = fi_mr_key(r->mr);
+        if (mine->key == FI_KEY_NOTAVAIL) shm__fatal("fi_mr_key of the heap is not available");
+    }
+}
+
+/* Called on every PE at the same point (heap creation, each growth): every
+   PE registers its piece and learns every peer's key through a PMIx fence,
+   even when its own registration failed, so none is left waiting.  A peer
+   whose registration failed makes the heap's all-reduce fail the call,
+   which deregisters the pieces that did register. */
 static int shm__tp_register(void *user, void *base, size_t bytes)
 {
-    int rc;
-    const char *fail = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER"); /* fault injection for the tests */
-    (void)user;
-    if (fail && atoi(fail) == shm__w.me) {
-        fprintf(stderr, "shmalloc: registration of the heap made to fail on PE %d (SHMALLOC_PMIX_OFI_FAIL_REGISTER)\n",
-                shm__w.me);
-        return -1;
-    }
-    rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, SHM__HEAP_KEY,
-                          &shm__w.heap_mr, &shm__w.heap_desc);
-    if (rc) {
-        fprintf(stderr, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n", bytes, base,
-                shm__w.me, fi_strerror(-rc));
-        return -1;
-    }
-    shm__w.heap_base = (char *)base;
-    shm__w.heap_bytes = bytes;
-    return 0;
-}
-
-static int shm__tp_deregister(void *user, void *base, size_t bytes)
-{
-    (void)user, (void)base, (void)bytes;
-    if (shm__w.heap_mr) fi_close(&shm__w.heap_mr->fid);
-    shm__w.heap_mr = NULL;
-    shm__w.heap_desc = NULL;
-    return 0;
-}
-
-/* After shmalloc_heap_create: every PE learns every heap's base and key. */
-static void shm__exchange_heaps(void)
-{
+    shm__region *r = &shm__w.regions[shm__w.nregions];
     shm__wire_heap mine, theirs;
-    int q;
-    memset(&mine, 0, sizeof mine);
-    mine.base = (uint64_t)(uintptr_t)shm__w.heap_base;
-    if (shm__w.mr_mode & FI_MR_RAW) {
-        size_t size = sizeof mine.raw;
-        int rc = fi_mr_raw_attr(shm__w.heap_mr, &mine.raw_base, mine.raw, &size, 0);
-        if (rc) shm__init_fail("fi_mr_raw_attr failed: %s (a key over %d bytes?)", fi_strerror(-rc), SHM__RAW_KEY_MAX);
-        mine.raw_size = size;
-    } else {
-        mine.key = fi_mr_key(shm__w.heap_mr);
-        if (mine.key == FI_KEY_NOTAVAIL) shm__init_fail("fi_mr_key of the heap is not available");
-    }
-    shm__pmix_put(SHM__KEY_HEAP, &mine, sizeof mine);
-    shm__fence("heap keys");
-    shm__w.same_address = 1;
-    for (q = 0; q < shm__w.npes; q++) {
-        shm__peer *p = &shm__w.peers[q];
-        memset(&theirs, 0, sizeof theirs);
-        if (q == shm__w.me) theirs = mine;
-        else shm__pmix_get_bytes(q, SHM__KEY_HEAP, &theirs, sizeof theirs);
-        p->base = theirs.base;
-        if (theirs.base != mine.base) shm__w.same_address = 0;
-        if (shm__w.mr_mode & FI_MR_RAW) {
-            int rc = fi_mr_map_raw(shm__w.domain, theirs.raw_base, theirs.raw, (size_t)theirs.raw_size, &p->key, 0);
-            if (rc) shm__init_fail("fi_mr_map_raw of PE %d's key failed: %s", q, fi_strerror(-rc));
-            p->key_mapped = 1;
-        } else {
-            p->key = theirs.key;
+    char key[64];
+    unsigned n = shm__w.registrations++;
+    int ok = 1, i = shm__w.nregions, q;
+    (void)user;
+    if (i == SHM__MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHM__MAX_REGIONS);
+    if (i == 0) shm__w.heap_base = (char *)base;
+    r->offset = (size_t)((char *)base - shm__w.heap_base);
+    r->bytes = bytes;
+    if (shm__registration_fails(n)) {
+        fprintf(stderr, "shmalloc: registration of the heap made to fail on PE %d (number %u; "
+                "SHMALLOC_PMIX_OFI_FAIL_REGISTER)\n", shm__w.me, n);
+        ok = 0;
+    } else if (shm__w.ep) {
+        int rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
+                                  SHM__HEAP_KEY + (uint64_t)i, &r->mr, &r->desc);
+        if (rc) {
+            fprintf(stderr, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n", bytes, base,
+                    shm__w.me, fi_strerror(-rc));
+            ok = 0;
         }
     }
+    if (shm__w.ep) {
+        shm__describe_region(r, ok, &mine);
+        snprintf(key, sizeof key, "%s.%u", SHM__KEY_HEAP, n);
+        shm__pmix_put(key, &mine, sizeof mine);
+        shm__fence("heap keys");
+        if (i == 0) shm__w.same_address = 1;
+        for (q = 0; q < shm__w.npes; q++) {
+            shm__peer *p = &shm__w.peers[q];
+            if (q == shm__w.me) theirs = mine;
+            else shm__pmix_get_bytes(q, key, &theirs, sizeof theirs);
+            if (i == 0) {
+                p->base = theirs.base;
+                if (theirs.base != mine.base) shm__w.same_address = 0;
+            }
+            if (!ok || !theirs.ok) continue;
+            if (shm__w.mr_mode & FI_MR_RAW) {
+                int rc = fi_mr_map_raw(shm__w.domain, theirs.raw_base, theirs.raw, (size_t)theirs.raw_size, &p->key[i], 0);
+                if (rc) shm__fatal("fi_mr_map_raw of PE %d's key failed: %s", q, fi_strerror(-rc));
+                p->key_mapped[i] = 1;
+            } else {
+                p->key[i] = theirs.key;
+            }
+        }
+    } else if (i == 0) {
+        shm__w.same_address = 1;
+    }
+    if (!ok) {
+        shm__forget_region(i);
+        return -1;
+    }
+    shm__w.nregions = i + 1;
+    shm__w.heap_bytes = r->offset + bytes;
+    return 0;
+}
+
+/* The heap deregisters its pieces last first. */
+static int shm__tp_deregister(void *user, void *base, size_t bytes)
+{
+    int i = shm__w.nregions - 1;
+    (void)user, (void)bytes;
+    if (i < 0 || shm__w.heap_base + shm__w.regions[i].offset != (char *)base) return -1;
+    shm__forget_region(i);
+    return 0;
 }
 
 /* >> rma ------------------------------------------------------------------------------ */
@@ -1118,12 +1189,17 @@ static int shm__in_heap(const void *p, size_t n)
     return shm__w.heap_base && a >= base && a - base <= shm__w.heap_bytes && n <= shm__w.heap_bytes - (a - base);
 }
 
-static uint64_t shm__remote_addr(int pe, uint64_t offset)
+/* The piece holding heap offset `offset` (< heap_bytes). */
+static const shm__region *shm__region_at(size_t offset)
 {
-    return (shm__w.mr_mode & FI_MR_VIRT_ADDR ? shm__w.peers[pe].base : 0) + offset;
+    int i = shm__w.nregions - 1;
+    while (i > 0 && shm__w.regions[i].offset > offset) i--;
+    return &shm__w.regions[i];
 }
 
-static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, uint64_t offset, shm__op *op)
+/* len bytes at `offset` into piece r of pe's heap. */
+static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__region *r, uint64_t offset,
+                          shm__op *op)
 {
     struct iovec iov;
     struct fi_rma_iov rma;
@@ -1134,9 +1210,9 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
     op->done = 0;
     iov.iov_base = local;
     iov.iov_len = len;
-    rma.addr = shm__remote_addr(pe, offset);
+    rma.addr = (shm__w.mr_mode & FI_MR_VIRT_ADDR ? shm__w.peers[pe].base + r->offset : 0) + offset;
     rma.len = len;
-    rma.key = shm__w.peers[pe].key;
+    rma.key = shm__w.peers[pe].key[r - shm__w.regions];
     memset(&msg, 0, sizeof msg);
     msg.msg_iov = &iov;
     msg.desc = &desc;
@@ -1156,19 +1232,27 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
 }
 
 /* Moves n bytes between local and offset in pe's heap, waiting for each
-   piece.  Local memory outside the heap goes through the registered bounce
-   buffer when the provider wants local registration (FI_MR_LOCAL). */
+   piece; a piece stays inside one registered region on both sides.  Local
+   memory outside the heap goes through the registered bounce buffer when
+   the provider wants local registration (FI_MR_LOCAL). */
 static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
 {
     int in_heap = shm__in_heap(local, n);
     int bounce = !in_heap && (shm__w.mr_mode & FI_MR_LOCAL);
     size_t piece = bounce ? SHM__BOUNCE_BYTES : shm__w.max_msg;
     while (n > 0) {
+        const shm__region *r = shm__region_at(offset);
         size_t len = n < piece ? n : piece;
-        void *buf = bounce ? shm__w.bounce : local;
-        void *desc = in_heap ? shm__w.heap_desc : bounce ? shm__w.local_desc : NULL;
+        void *buf = bounce ? shm__w.bounce : local, *desc = bounce ? shm__w.local_desc : NULL;
+        if (len > r->offset + r->bytes - offset) len = r->offset + r->bytes - offset;
+        if (in_heap) {
+            const shm__region *l = shm__region_at((size_t)(local - shm__w.heap_base));
+            size_t at = (size_t)(local - shm__w.heap_base);
+            if (len > l->offset + l->bytes - at) len = l->offset + l->bytes - at;
+            desc = l->desc;
+        }
         if (bounce && kind == SHM__OP_WRITE) memcpy(shm__w.bounce, local, len);
-        shm__post_rma(kind, pe, buf, desc, len, offset, &shm__w.rma_op);
+        shm__post_rma(kind, pe, buf, desc, len, r, offset - r->offset, &shm__w.rma_op);
         shm__wait_op(&shm__w.rma_op, what, pe);
         if (bounce && kind == SHM__OP_READ) memcpy(local, shm__w.bounce, len);
         local += len;
@@ -1228,7 +1312,7 @@ void shmem_quiet(void)
         if (!p->dirty) continue;
         p->dirty = 0;
         if (shm__w.tx_flags & FI_DELIVERY_COMPLETE) continue;
-        shm__post_rma(SHM__OP_READ, q, shm__w.flush_word, shm__w.local_desc, 8, 0, &p->flush);
+        shm__post_rma(SHM__OP_READ, q, shm__w.flush_word, shm__w.local_desc, 8, &shm__w.regions[0], 0, &p->flush);
         pending = 1;
     }
     if (!pending) return;
@@ -1270,42 +1354,36 @@ void shmem_global_exit(int status)
 void shmem_init(void)
 {
     shmalloc_transport tp;
-    size_t nominal;
+    size_t nominal, max;
     long err = SHMEM_MALLOC_OK;
     if (shm__w.running) return;
     memset(&shm__w, 0, sizeof shm__w);
     shm__w.waiting_for = -1;
     shm__w.dead_pe = -1;
     shm__read_env();
-    if (shmalloc_heap_size_from_env(&nominal) != 0) exit(1); /* it printed why */
+    if (shmalloc_heap_size_from_env(&nominal) != 0 || shmalloc_heap_max_from_env(nominal, &max) != 0)
+        exit(1); /* it printed why */
+    shm__w.nominal = nominal;
     shm__w.npes = 1;
     if (shm__pmix_init() == 0) {
         while ((1 << shm__w.rounds) < shm__w.npes) shm__w.rounds++;
         shm__install_signals();
     }
-    shm__map_heap(nominal);
+    shm__map_heap(max);
     if (shm__w.have_pmix) shm__fabric_open();
 
     memset(&tp, 0, sizeof tp);
     tp.barrier = shm__tp_barrier;
     tp.allreduce_max = shm__tp_allreduce_max;
-    if (shm__w.ep) {
-        tp.register_region = shm__tp_register;
-        tp.deregister_region = shm__tp_deregister;
-    }
+    tp.register_region = shm__tp_register;
+    tp.deregister_region = shm__tp_deregister;
     shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
-    shm__w.heap = shmalloc_heap_create(shm__w.mem, shm__w.mem_bytes, &tp, &err);
+    shm__w.heap = shmalloc_heap_create_growable(shm__w.mem, shm__w.mem_bytes, max > nominal ? nominal : SIZE_MAX,
+                                                &tp, &err);
     if (!shm__w.heap) {
         shm__w.running = 0;
         shm__init_fail("cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)", nominal,
                        shm__w.me, err);
-    }
-    if (!shm__w.ep) {
-        shm__w.heap_base = (char *)shmalloc_heap_base(shm__w.heap);
-        shm__w.heap_bytes = shmalloc_heap_size(shm__w.heap);
-        shm__w.same_address = 1;
-    } else {
-        shm__exchange_heaps();
     }
     shmalloc_set_process_heap(shm__w.heap);
     shm__describe();

@@ -124,6 +124,7 @@ typedef struct shm__pe {
 
 struct shm__world {
     int npes;
+    size_t nominal;        /* each heap's first size; it may grow to mem_bytes */
     void (*pe_main)(void *arg);
     void *arg;
     shm__barrier barrier;
@@ -258,7 +259,7 @@ static void *shm__pe_thread(void *arg)
     tp.lock = shm__tp_lock;
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
-    pe->heap = shmalloc_heap_create(pe->mem, pe->mem_bytes, &tp, &pe->create_err);
+    pe->heap = shmalloc_heap_create_growable(pe->mem, pe->mem_bytes, w->nominal, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;
@@ -367,16 +368,21 @@ static void shm__report_create_failure(const shm__world *w)
     }
 }
 
-static int shm__check_size(size_t heap_size, size_t *bytes)
+/* The nominal size and the bytes to reserve: shmalloc_heap_bytes of
+   SHMALLOC_HEAP_MAX when the heap may grow, else of the nominal size. */
+static int shm__check_size(size_t heap_size, size_t *nominal, size_t *bytes)
 {
+    size_t max;
     if (heap_size == 0 && shmalloc_heap_size_from_env(&heap_size) != 0) return -1;
     if (heap_size == 0 || heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
         fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n",
                 heap_size, SHMALLOC_MAX_LOG2);
         return -1;
     }
-    *bytes = shmalloc_heap_bytes(heap_size);
-    if (*bytes < heap_size) {
+    if (shmalloc_heap_max_from_env(heap_size, &max) != 0) return -1;
+    *nominal = max > heap_size ? heap_size : SIZE_MAX; /* SIZE_MAX: no growth */
+    *bytes = shmalloc_heap_bytes(max);
+    if (*bytes < max) {
         fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", heap_size);
         return -1;
     }
@@ -386,7 +392,7 @@ static int shm__check_size(size_t heap_size, size_t *bytes)
 int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
 {
     shm__world w;
-    size_t bytes;
+    size_t nominal, bytes;
     int rc;
 
     if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
@@ -398,11 +404,12 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
         return 1;
     }
-    if (shm__check_size(heap_size, &bytes) != 0) return 1;
+    if (shm__check_size(heap_size, &nominal, &bytes) != 0) return 1;
     if (shm__world_init(&w, npes, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
         return 1;
     }
+    w.nominal = nominal;
     rc = shm__map_all(&w, bytes) == 0 ? shm__start_and_join(&w) : -1;
     if (rc == 0 && w.create_failed) {
         shm__report_create_failure(&w);

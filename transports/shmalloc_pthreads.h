@@ -20,10 +20,12 @@
 
      shmalloc_pthreads_run starts npes threads, gives each its own symmetric
      heap (heap_size nominal bytes, or 0 for SHMEM_SYMMETRIC_HEAP_SIZE and
-     its fallbacks, see shmalloc_heap_size_from_env), runs pe_main(arg) in
-     every one of them and returns once all have finished: 0 on success,
-     nonzero (after a message on stderr) when npes is outside 1..1024, the
-     size is bad, memory cannot be mapped or a heap cannot be created.
+     its fallbacks, see shmalloc_heap_size_from_env; with SHMALLOC_HEAP_MAX
+     set it reserves that much and grows, see shmalloc_heap_create_growable),
+     runs pe_main(arg) in every one of them and returns once all have
+     finished: 0 on success, nonzero (after a message on stderr) when npes
+     is outside 1..1024, a size is bad, memory cannot be mapped or a heap
+     cannot be created.
      Every PE heap's base is aligned to the smallest power of two covering
      it (at most 1 GiB), so shmem_align results are symmetric.
 

@@ -19,7 +19,9 @@
         and freed memory get fill bytes (see ">> heap").
      2. The symmetric heap (shmalloc_heap_*): one TLSF heap plus a transport.
         Each call is collective: every PE calls it with the same arguments and
-        gets a block at the same offset from its heap's base.
+        gets a block at the same offset from its heap's base.  A heap made
+        by shmalloc_heap_create_growable (SHMALLOC_HEAP_MAX in the
+        transports) grows on every PE at once when it runs out.
      3. The TLSF core (shmalloc_tlsf_*): a local O(1) allocator over a region
         the caller supplies.  No communication, no libc allocation, no output
         except through the output hook.  Results depend only on the sequence
@@ -216,11 +218,16 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
                     SHMEM_MALLOC_SYMMSIZE_FAILED.  Without it, each PE
                     decides alone and a failure on one PE is not seen by
                     the others.
-   register_region  optional.  Called once by shmalloc_heap_create, on every
-   deregister_region  PE, with the block space; deregister by
-                    shmalloc_heap_destroy.  A failed registration makes
-                    create fail (after the barrier, on every PE with the
-                    all-reduce).
+   register_region  optional.  Called on every PE at the same point, with a
+   deregister_region  piece of the block space: the first by
+                    shmalloc_heap_create, each new one by the allocation
+                    that grows the heap; all deregistered, last first, by
+                    shmalloc_heap_destroy.  Pieces are contiguous from the
+                    base.  Being collective, they may exchange keys (even
+                    when their own registration failed).  A failed
+                    registration fails create, or the growth and its call,
+                    on every PE with the all-reduce; pieces that did
+                    register are deregistered again.
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
    pe               this PE's number, for messages.
@@ -948,6 +955,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
+    SHM__UNPOISON(mem, initial); /* memory an earlier heap may have poisoned */
     first = (shm__block *)mem;
     first->header = t->capacity | SHM__FREE;
     t->sentinel->header = SHM__PREV_FREE;
@@ -1096,6 +1104,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
     if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16) return -1;
     /* map words wholly past the old blocks: the partial last one is clean */
     SHMALLOC_MEMSET((char *)t->start_map + map_done, 0, shm__map_bytes((size_t)(t->limit - t->base) + n) - map_done);
+    SHM__UNPOISON(t->limit, n);
     t->limit += n;
     shm__sbreak(t, -(ptrdiff_t)n);
     return 0;
@@ -1772,8 +1781,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
                s.count[0], s.bytes[0], c.largest_free);
     shm__print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
     if (h->growable)
-        shm__print(1, "  grown %zu time%s: %d registered pieces, room for %zu bytes more\n", h->calls[SHM__GROW],
-                   h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, shmalloc_tlsf_room(h->tlsf));
+        shm__print(1, "  grown %zu time%s, %d piece%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
+                   h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, h->regions == 1 ? "" : "s",
+                   shmalloc_tlsf_room(h->tlsf));
     if (level >= 1) {
         shm__print(1, "  map: ");
         shmalloc_tlsf_walk(h->tlsf, shm__map_block, &s);

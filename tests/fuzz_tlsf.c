@@ -86,7 +86,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
     size_t pos, i;
     memset(live, 0, sizeof live);
-    heap = shmalloc_tlsf_create(region, HEAP);
+    /* an odd first byte: a region that starts small and grows (case 5) */
+    heap = len && (data[0] & 1) ? shmalloc_tlsf_create_reserved(region, HEAP, (size_t)data[0] << 6)
+                                : shmalloc_tlsf_create(region, HEAP);
     if (!heap) fail("create", 0);
     for (pos = 0; pos + 4 <= len; pos += 4) {
         uint8_t kind = data[pos], a = data[pos + 2], b = data[pos + 3];
@@ -139,6 +141,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             if (inc > 0) memset(top, 0xee, (size_t)inc);
             break;
         }
+        case 5: { /* growth: all of the room, or none of it changes */
+            size_t room = shmalloc_tlsf_room(heap), n = (size_t)b * 48 + (a & 15);
+            shmalloc_counters before, after;
+            shmalloc_tlsf_counters(heap, &before);
+            if (shmalloc_tlsf_grow(heap, n) == 0) {
+                size_t got = room - shmalloc_tlsf_room(heap);
+                shmalloc_tlsf_counters(heap, &after);
+                if (before.spec || got < n || got > n + 47 || after.capacity != before.capacity + got)
+                    fail("growth by the wrong amount", i);
+            } else if (room >= (n < 32 ? 32 : (n + 15) & ~(size_t)15) && !before.spec) {
+                fail("growth refused with room to spare", i);
+            }
+            if (!(a & 0x80)) break;
+        }
+        /* fall through */
         default: /* absurd requests fail cleanly */
             if (shmalloc_tlsf_malloc(heap, SIZE_MAX - a) || shmalloc_tlsf_memalign(heap, (size_t)1 << 63, 16) ||
                 shmalloc_tlsf_memalign(heap, 24, 16))

@@ -35,8 +35,9 @@
 
    WHAT IT DOES
      shmem_init asks PMIx for the rank and the job size, maps the symmetric
-     heap (SHMEM_SYMMETRIC_HEAP_SIZE bytes plus the allocator's overhead,
-     MAP_NORESERVE) at the same virtual address on every PE when it can,
+     heap (SHMEM_SYMMETRIC_HEAP_SIZE bytes, or SHMALLOC_HEAP_MAX for a heap
+     that grows, plus the allocator's overhead, MAP_NORESERVE) at the same
+     virtual address on every PE when it can,
      opens a libfabric reliable-datagram endpoint, swaps endpoint names and
      heap keys through PMIx, and creates the heap collectively.  Remote
      addresses are computed from offsets, so heaps at different addresses
@@ -63,8 +64,13 @@
      SHMALLOC_PMIX_OFI_ANY_ADDRESS  1: do not try the common fixed address;
                                  each PE maps its heap at its own address
                                  (tests the offset translation).
-     SHMALLOC_PMIX_OFI_FAIL_REGISTER  k: PE k's heap registration fails, to
-                                 test that every PE then fails start-up.
+     SHMALLOC_HEAP_MAX           the size the heap may grow to (unset or 0:
+                                 no growth); each growth registers a new
+                                 piece and swaps its keys through PMIx.
+     SHMALLOC_PMIX_OFI_FAIL_REGISTER  k or k:n: PE k's registration number n
+                                 (0, the default: the heap at start-up; 1:
+                                 its first growth) fails, to test that every
+                                 PE then fails start-up, or the allocation.
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
                                  memory-registration mode and heap address
                                  to stderr at start-up.

@@ -174,21 +174,27 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
 }
 
 /* ---- the scenarios, over providers x PE counts x address modes ---------- */
+/* Same-address runs synchronise through node memory (the default on one
+   node), different-address runs by messages, so both paths are tested
+   with both providers. */
 static void check_all(const char *provider, int npes, int any_address)
 {
     static run r;
-    char prov[64], any[64], expect[64];
-    const char *env[] = {prov, any, expect, "SHMEM_SYMMETRIC_HEAP_SIZE=128M", "SHMALLOC_VERBOSE=1", NULL};
+    char prov[64], any[64], expect[64], node[64];
+    const char *env[] = {prov, any, expect, node, "SHMEM_SYMMETRIC_HEAP_SIZE=128M", "SHMALLOC_VERBOSE=1", NULL};
     int tcp = strstr(provider, "tcp") != NULL;
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
     snprintf(expect, sizeof expect, "SHMALLOC_EXPECT_ADDRESSES=%s", any_address ? "differ" : "same");
+    snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", !any_address);
     launch(&r, npes, "all", env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
                  tail(&r));
     cr_assert_eq(count(&r, "FAIL"), 0, "failures:\n%s", tail(&r));
     cr_assert_eq(count(&r, ": OK all"), npes, "not every PE passed:\n%s", tail(&r));
     cr_assert(has(&r, any_address ? "heap addresses differ" : "heap addresses same"), "%s", tail(&r));
+    cr_assert_eq(count(&r, any_address ? "barriers by messages" : "barriers through node memory"), npes, "%s",
+                 tail(&r));
     cr_assert_eq(count(&r, tcp ? "provider tcp;ofi_rxm" : "provider shm,"), npes, "provider:\n%s", tail(&r));
     if (tcp) /* the network rule: every endpoint on loopback */
         cr_assert_eq(count(&r, "endpoint fi_sockaddr_in://127."), npes, "non-loopback endpoint:\n%s", tail(&r));
@@ -270,6 +276,11 @@ Test(pmix_ofi, bad_barrier_timeout_names_the_variable, .timeout = TEST_TIMEOUT)
 Test(pmix_ofi, bad_any_address_value_is_refused, .timeout = TEST_TIMEOUT)
 {
     check_refused("SHMALLOC_PMIX_OFI_ANY_ADDRESS=yes", "shmalloc: SHMALLOC_PMIX_OFI_ANY_ADDRESS=\"yes\" is not 0 or 1");
+}
+
+Test(pmix_ofi, bad_node_barrier_value_is_refused, .timeout = TEST_TIMEOUT)
+{
+    check_refused("SHMALLOC_PMIX_OFI_NODE_BARRIER=2", "shmalloc: SHMALLOC_PMIX_OFI_NODE_BARRIER=\"2\" is not 0 or 1");
 }
 
 Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)

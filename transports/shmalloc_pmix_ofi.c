@@ -11,6 +11,7 @@
 #include "shmalloc_pmix_ofi.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -75,6 +76,10 @@
 #define SHM__HEAP_KEY 2           /* the heap's pieces take 2, 3, ... */
 #define SHM__MAX_REGIONS 64       /* registered pieces of a growing heap */
 #define SHM__KEY_EP "shmalloc.ofi.ep"
+#define SHM__KEY_NODE "shmalloc.node"
+#define SHM__KEY_NODE_OK "shmalloc.node.ok"
+#define SHM__NODE_MAX 64          /* PEs up to which the node barrier is used */
+#define SHM__NODE_SPINS 2000      /* polls with a cpu pause before yielding */
 #define SHM__KEY_HEAP "shmalloc.ofi.heap" /* and the registration's number */
 
 enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
@@ -133,6 +138,8 @@ typedef struct shm__region {
     void *desc;
 } shm__region;
 
+typedef struct shm__node_slot shm__node_slot;
+
 static struct shm__world {
     int running;
     int me, npes, rounds;
@@ -172,6 +179,10 @@ static struct shm__world {
     shm__inbox inbox[2][SHM__MAX_ROUNDS];
     uint32_t epoch;
     shm__peer *peers;
+    shm__node_slot *node;   /* the node barrier's segment, or NULL */
+    size_t node_bytes;
+    uint64_t node_epoch;
+    char node_file[128];    /* its name until every PE has it open */
     /* failures */
     volatile sig_atomic_t waiting_for; /* PE a barrier waits for, or -1 */
     int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
@@ -809,10 +820,11 @@ static void shm__describe(void)
             if (modes[0]) strcat(modes, "|");
             strcat(modes, bits[i].name);
         }
-    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s)", shm__w.me,
-              shm__w.npes, shm__w.prov, addr, modes[0] ? modes : "0",
+    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s), barriers %s",
+              shm__w.me, shm__w.npes, shm__w.prov, addr, modes[0] ? modes : "0",
               shm__w.tx_flags ? "FI_DELIVERY_COMPLETE" : "quiet flushes by read", shm__w.heap_bytes,
-              (void *)shm__w.heap_base, shm__w.same_address ? "same address on every PE" : "addresses differ");
+              (void *)shm__w.heap_base, shm__w.same_address ? "same address on every PE" : "addresses differ",
+              shm__w.node ? "through node memory" : "by messages");
 }
 
 /* Closes what is open, in order; safe at any point of start-up. */
@@ -827,6 +839,10 @@ static void shm__teardown(void)
     if (shm__w.fabric) fi_close(&shm__w.fabric->fid);
     if (shm__w.info) fi_freeinfo(shm__w.info);
     if (shm__w.local) munmap(shm__w.local, shm__w.local_bytes);
+    if (shm__w.node) munmap(shm__w.node, shm__w.node_bytes);
+    shm__w.node = NULL;
+    if (shm__w.node_file[0]) shm_unlink(shm__w.node_file);
+    shm__w.node_file[0] = '\0';
     if (shm__w.mem) munmap(shm__w.mem, shm__w.mem_bytes);
     free(shm__w.peers);
     shm__w.local_mr = NULL;
@@ -1042,12 +1058,122 @@ static void shm__disseminate(uint64_t *values, int count)
     shm__w.epoch = epoch + 1u;
 }
 
+/* >> node barrier --------------------------------------------------------------------
+   When every PE runs on this node, barriers and all-reduces go through a
+   small shared segment instead of messages: each PE has a slot of its own
+   cache lines, publishes its values and then the barrier's number there,
+   and waits until every slot shows that number.  Values are
+   double-buffered by the number's parity: a PE writes a buffer again only
+   two barriers later, after every PE has passed the barrier in between and
+   so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps the messages. */
+struct shm__node_slot {
+    uint64_t epoch;                         /* atomic: the last barrier this PE reached */
+    uint64_t values[2][SHM__REDUCE_MAX];
+    char pad[64 - sizeof(uint64_t)];        /* a slot is whole cache lines */
+};
+
+/* The segment: rank 0 creates it, the others open it after a fence, and it
+   is unlinked after a second fence, so a crash later leaves no file. */
+static void shm__node_open(void)
+{
+    const char *v = getenv("SHMALLOC_PMIX_OFI_NODE_BARRIER");
+    size_t bytes = (size_t)shm__w.npes * sizeof(shm__node_slot);
+    uint64_t ok = 0, all = 1;
+    int q, fd = -1;
+    char *p;
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+        shm__init_fail("SHMALLOC_PMIX_OFI_NODE_BARRIER=\"%s\" is not 0 or 1", v);
+    if ((v && strcmp(v, "0") == 0) || shm__w.npes < 2 || shm__w.npes > SHM__NODE_MAX || !shm__all_local()) return;
+    snprintf(shm__w.node_file, sizeof shm__w.node_file, "/shmalloc-%.100s", shm__w.proc.nspace);
+    for (p = shm__w.node_file + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            *p = '_';
+    if (shm__w.me == 0) {
+        shm_unlink(shm__w.node_file); /* a stale one from a crashed job of the same name */
+        fd = shm_open(shm__w.node_file, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
+            close(fd);
+            fd = -1;
+        }
+        ok = fd >= 0;
+        shm__pmix_put(SHM__KEY_NODE, &ok, sizeof ok);
+    }
+    shm__fence("node segment");
+    if (shm__w.me != 0) {
+        shm__pmix_get_bytes(0, SHM__KEY_NODE, &ok, sizeof ok);
+        if (ok) fd = shm_open(shm__w.node_file, O_RDWR, 0600);
+    }
+    if (fd >= 0) {
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (m != MAP_FAILED) {
+            shm__w.node = (shm__node_slot *)m;
+            shm__w.node_bytes = bytes;
+        }
+    }
+    ok = shm__w.node != NULL;
+    shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
+    shm__fence("node segment mapped");
+    if (shm__w.me == 0) shm_unlink(shm__w.node_file);
+    shm__w.node_file[0] = '\0';
+    for (q = 0; q < shm__w.npes; q++) {
+        uint64_t theirs = 1;
+        if (q != shm__w.me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
+        all &= theirs;
+    }
+    if (!all && shm__w.node) { /* every PE decides alike: messages for all */
+        munmap(shm__w.node, shm__w.node_bytes);
+        shm__w.node = NULL;
+    }
+}
+
+static void shm__cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void shm__node_sync(uint64_t *values, int count)
+{
+    uint64_t epoch = ++shm__w.node_epoch;
+    shm__node_slot *mine = &shm__w.node[shm__w.me];
+    unsigned buf = (unsigned)(epoch & 1u);
+    double deadline = 0.0;
+    int q, i, spins = 0;
+    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
+    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
+    for (q = 0; q < shm__w.npes; q++) {
+        const shm__node_slot *s = &shm__w.node[q];
+        while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
+            if (++spins < SHM__NODE_SPINS) {
+                shm__cpu_pause();
+                continue;
+            }
+            /* A PE that is not here yet may need our progress, or be gone. */
+            shm__w.waiting_for = q;
+            if (deadline == 0.0) deadline = shm__now() + shm__w.timeout;
+            shm__progress();
+            if (shm__now() > deadline) shm__barrier_timeout(q);
+            sched_yield();
+        }
+        if (q != shm__w.me)
+            for (i = 0; i < count; i++)
+                if (s->values[buf][i] > values[i]) values[i] = s->values[buf][i];
+    }
+    shm__w.waiting_for = -1;
+    shm__w.epoch = (uint32_t)epoch; /* for messages */
+}
+
 /* >> transport contract ------------------------------------------------------------- */
 static int shm__tp_barrier(void *user)
 {
     (void)user;
     shmem_quiet();
-    if (shm__w.ep) shm__disseminate(NULL, 0);
+    if (shm__w.node) shm__node_sync(NULL, 0);
+    else if (shm__w.ep) shm__disseminate(NULL, 0);
     return 0;
 }
 
@@ -1056,7 +1182,8 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
     int bad = count < 0 || count > SHM__REDUCE_MAX;
     (void)user;
     shmem_quiet();
-    if (shm__w.ep) shm__disseminate(values, bad ? 0 : count); /* synchronises even when bad */
+    if (shm__w.node) shm__node_sync(values, bad ? 0 : count); /* synchronises even when bad */
+    else if (shm__w.ep) shm__disseminate(values, bad ? 0 : count);
     return bad ? -1 : 0;
 }
 
@@ -1370,7 +1497,10 @@ void shmem_init(void)
         shm__install_signals();
     }
     shm__map_heap(max);
-    if (shm__w.have_pmix) shm__fabric_open();
+    if (shm__w.have_pmix) {
+        shm__fabric_open();
+        shm__node_open();
+    }
 
     memset(&tp, 0, sizeof tp);
     tp.barrier = shm__tp_barrier;

@@ -41,9 +41,12 @@
      opens a libfabric reliable-datagram endpoint, swaps endpoint names and
      heap keys through PMIx, and creates the heap collectively.  Remote
      addresses are computed from offsets, so heaps at different addresses
-     work too.  Barriers and the allocator's all-reduce are dissemination
-     rounds of small libfabric messages; shmem_putmem / shmem_getmem are
-     fi_write / fi_read, waited for on the completion queue.
+     work too.  When every PE is on one node, barriers and the allocator's
+     all-reduce go through a small shared-memory segment (each PE
+     publishes the barrier's number and its values in a cache line of its
+     own and polls the others'); otherwise they are dissemination rounds of
+     small libfabric messages.  shmem_putmem / shmem_getmem are fi_write /
+     fi_read, waited for on the completion queue.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -71,6 +74,9 @@
                                  (0, the default: the heap at start-up; 1:
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
+     SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages even when
+                                 every PE is on one node (1, the default:
+                                 through node memory).
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
                                  memory-registration mode and heap address
                                  to stderr at start-up.

@@ -27,39 +27,57 @@
 #endif
 
 #define SHM__REDUCE_MAX 16                  /* values per all-reduce (contract) */
-#define SHM__SPIN_PAUSE 64                  /* barrier polls with a cpu pause */
+#define SHM__SPIN_PAUSE 1000                /* barrier polls with a cpu pause */
 #define SHM__SPIN_YIELD 64                  /* then polls with sched_yield */
 #define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* heap base alignment cap */
 
 /* >> barrier -----------------------------------------------------------------
-   Central counter plus generation.  Waiters poll briefly, because PEs on
-   idle cores arrive within microseconds, then sleep, because with more PEs
-   than cores the last arriver needs the cpu a spinner would burn. */
+   Each PE has a slot of whole cache lines.  A PE publishes its values, then
+   the number of the barrier it has reached, in its own slot, and waits
+   until every slot shows that number.  It polls briefly, because PEs on
+   idle cores arrive within a microsecond or so, then yields, then sleeps,
+   because with more PEs than cores the PE still to come needs the cpu a
+   poller would burn; an arriving PE wakes the sleepers only when there are
+   any.  All-reduce values are double-buffered by the number's parity: a PE
+   writes a buffer again two barriers later, once every PE has passed the
+   barrier in between and so has read it.  One barrier per call suffices. */
+typedef struct shm__slot {
+    uint64_t epoch;                  /* atomic: the last barrier this PE reached */
+    uint64_t values[2][SHM__REDUCE_MAX];
+    char pad[64 - sizeof(uint64_t)]; /* whole cache lines */
+} shm__slot;
+
 typedef struct shm__barrier {
-    unsigned count;      /* arrivals in this episode (atomic) */
-    unsigned generation; /* bumped when an episode completes (atomic) */
-    unsigned parties;
+    shm__slot *slots;    /* one per PE, cache-line aligned */
+    int parties;
+    unsigned sleepers;   /* atomic: PEs waiting on cond */
     pthread_mutex_t mutex;
     pthread_cond_t cond;
 } shm__barrier;
 
-static int shm__barrier_init(shm__barrier *b, unsigned parties)
+static int shm__barrier_init(shm__barrier *b, int parties)
 {
-    b->count = 0;
-    b->generation = 0;
+    void *slots = NULL;
     b->parties = parties;
-    if (pthread_mutex_init(&b->mutex, NULL) != 0) return -1;
-    if (pthread_cond_init(&b->cond, NULL) != 0) {
-        pthread_mutex_destroy(&b->mutex);
-        return -1;
-    }
+    b->sleepers = 0;
+    if (posix_memalign(&slots, 64, (size_t)parties * sizeof(shm__slot)) != 0) return -1;
+    memset(slots, 0, (size_t)parties * sizeof(shm__slot));
+    b->slots = (shm__slot *)slots;
+    if (pthread_mutex_init(&b->mutex, NULL) != 0) goto fail_slots;
+    if (pthread_cond_init(&b->cond, NULL) != 0) goto fail_mutex;
     return 0;
+fail_mutex:
+    pthread_mutex_destroy(&b->mutex);
+fail_slots:
+    free(slots);
+    return -1;
 }
 
 static void shm__barrier_fini(shm__barrier *b)
 {
     pthread_cond_destroy(&b->cond);
     pthread_mutex_destroy(&b->mutex);
+    free(b->slots);
 }
 
 static void shm__cpu_pause(void)
@@ -71,37 +89,42 @@ static void shm__cpu_pause(void)
 #endif
 }
 
-static int shm__barrier_passed(shm__barrier *b, unsigned generation)
+/* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
+   (count of them) become their maximum over the PEs.  The epoch store, the
+   sleepers load and a sleeper's increment and re-check are sequentially
+   consistent, so an arriver either sees the sleeper or is seen by it. */
+static void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count)
 {
-    return __atomic_load_n(&b->generation, __ATOMIC_ACQUIRE) != generation;
-}
-
-static void shm__barrier_wait(shm__barrier *b)
-{
-    /* Read before arriving: the episode cannot end without us. */
-    unsigned generation = __atomic_load_n(&b->generation, __ATOMIC_ACQUIRE);
-    int i;
-
-    if (__atomic_add_fetch(&b->count, 1u, __ATOMIC_ACQ_REL) == b->parties) {
-        /* Reset before the release below, so a PE that sees the new
-           generation and arrives at the next episode counts from 0. */
-        __atomic_store_n(&b->count, 0u, __ATOMIC_RELAXED);
+    shm__slot *mine = &b->slots[me];
+    unsigned buf = (unsigned)(epoch & 1u);
+    int q = 0, i, polls = 0;
+    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
+    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&b->mutex);
-        __atomic_store_n(&b->generation, generation + 1u, __ATOMIC_RELEASE);
         pthread_cond_broadcast(&b->cond);
         pthread_mutex_unlock(&b->mutex);
-        return;
     }
-    for (i = 0; i < SHM__SPIN_PAUSE + SHM__SPIN_YIELD; i++) {
-        if (shm__barrier_passed(b, generation)) return;
-        if (i < SHM__SPIN_PAUSE) shm__cpu_pause();
-        else sched_yield();
+    for (;;) {
+        while (q < b->parties && __atomic_load_n(&b->slots[q].epoch, __ATOMIC_ACQUIRE) >= epoch) q++;
+        if (q == b->parties) break;
+        if (++polls <= SHM__SPIN_PAUSE) {
+            shm__cpu_pause();
+        } else if (polls <= SHM__SPIN_PAUSE + SHM__SPIN_YIELD) {
+            sched_yield();
+        } else {
+            __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
+            pthread_mutex_lock(&b->mutex);
+            while (__atomic_load_n(&b->slots[q].epoch, __ATOMIC_SEQ_CST) < epoch)
+                pthread_cond_wait(&b->cond, &b->mutex);
+            pthread_mutex_unlock(&b->mutex);
+            __atomic_sub_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
+        }
     }
-    /* Checked under the mutex the last arriver bumps it under: no lost
-       wake-up. */
-    pthread_mutex_lock(&b->mutex);
-    while (!shm__barrier_passed(b, generation)) pthread_cond_wait(&b->cond, &b->mutex);
-    pthread_mutex_unlock(&b->mutex);
+    for (q = 0; q < b->parties; q++)
+        if (q != me)
+            for (i = 0; i < count; i++)
+                if (b->slots[q].values[buf][i] > values[i]) values[i] = b->slots[q].values[buf][i];
 }
 
 /* >> world -------------------------------------------------------------------
@@ -112,7 +135,7 @@ typedef struct shm__world shm__world;
 typedef struct shm__pe {
     shm__world *world;
     int index;
-    unsigned reduce_calls; /* parity picks this call's all-reduce buffer */
+    uint64_t epoch;        /* barriers this PE has reached */
     void *mem;             /* the mmap'ed, aligned heap memory */
     size_t mem_bytes;
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
@@ -128,7 +151,6 @@ struct shm__world {
     void (*pe_main)(void *arg);
     void *arg;
     shm__barrier barrier;
-    uint64_t *reduce;      /* [2][npes][SHM__REDUCE_MAX] */
     int create_failed;     /* written by the threads, read after join */
     shm__pe *pes;
     /* Start gate: threads wait here until all were created, so a failed
@@ -145,30 +167,15 @@ static SHMALLOC_TLS shm__pe *shm__self;
 static int shm__tp_barrier(void *user)
 {
     shm__pe *pe = (shm__pe *)user;
-    shm__barrier_wait(&pe->world->barrier);
+    shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, NULL, 0);
     return 0;
 }
 
-/* Double-buffered by call parity: a PE can write a parity's slots again
-   only after the next call's barrier, which every PE reaches only after it
-   has read this call's slots.  So one barrier per call suffices. */
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     shm__pe *pe = (shm__pe *)user;
-    shm__world *w = pe->world;
-    size_t per_pe = SHM__REDUCE_MAX, n, i;
-    uint64_t *slots = w->reduce + (size_t)(pe->reduce_calls & 1u) * (size_t)w->npes * per_pe;
-    int bad = count < 0 || count > SHM__REDUCE_MAX, q;
-
-    n = bad ? 0 : (size_t)count;
-    pe->reduce_calls++;
-    for (i = 0; i < n; i++) slots[(size_t)pe->index * per_pe + i] = values[i];
-    shm__barrier_wait(&w->barrier); /* even when bad: no PE is left waiting */
-    for (q = 0; q < w->npes; q++) {
-        const uint64_t *peer = slots + (size_t)q * per_pe;
-        for (i = 0; i < n; i++)
-            if (peer[i] > values[i]) values[i] = peer[i];
-    }
+    int bad = count < 0 || count > SHM__REDUCE_MAX;
+    shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count); /* even when bad */
     return bad ? -1 : 0;
 }
 
@@ -267,7 +274,7 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
-    shm__barrier_wait(&w->barrier); /* peers may still read this heap */
+    shm__tp_barrier(pe); /* peers may still read this heap */
     shmalloc_heap_destroy(pe->heap);
     shmalloc_set_current(NULL);
     shm__self = NULL;
@@ -282,9 +289,8 @@ static int shm__world_init(shm__world *w, int npes, void (*pe_main)(void *), voi
     w->pe_main = pe_main;
     w->arg = arg;
     w->pes = (shm__pe *)calloc((size_t)npes, sizeof *w->pes);
-    w->reduce = (uint64_t *)calloc(2 * (size_t)npes * SHM__REDUCE_MAX, sizeof *w->reduce);
-    if (w->pes == NULL || w->reduce == NULL) goto fail_alloc;
-    if (shm__barrier_init(&w->barrier, (unsigned)npes) != 0) goto fail_alloc;
+    if (w->pes == NULL) goto fail_alloc;
+    if (shm__barrier_init(&w->barrier, npes) != 0) goto fail_alloc;
     if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_barrier;
     if (pthread_cond_init(&w->gate_cond, NULL) != 0) goto fail_gate;
     return 0;
@@ -294,7 +300,6 @@ fail_barrier:
     shm__barrier_fini(&w->barrier);
 fail_alloc:
     free(w->pes);
-    free(w->reduce);
     return -1;
 }
 
@@ -311,7 +316,6 @@ static void shm__world_fini(shm__world *w)
     pthread_mutex_destroy(&w->gate_mutex);
     shm__barrier_fini(&w->barrier);
     free(w->pes);
-    free(w->reduce);
 }
 
 /* Maps every PE's heap; -1 after a message when one cannot be mapped. */
@@ -442,7 +446,7 @@ void shmem_barrier_all(void)
 {
     if (shm__self == NULL) return;
     shmem_quiet();
-    shm__barrier_wait(&shm__self->world->barrier);
+    shm__tp_barrier(shm__self);
 }
 
 static int shm__valid_pe(const shm__pe *me, int pe)

@@ -79,7 +79,7 @@
 #define SHM__KEY_NODE "shmalloc.node"
 #define SHM__KEY_NODE_OK "shmalloc.node.ok"
 #define SHM__NODE_MAX 64          /* PEs up to which the node barrier is used */
-#define SHM__NODE_SPINS 2000      /* polls with a cpu pause before yielding */
+#define SHM__NODE_SPINS 2000      /* polls with a cpu pause before yielding, when every PE has a cpu */
 #define SHM__KEY_HEAP "shmalloc.ofi.heap" /* and the registration's number */
 
 enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
@@ -182,6 +182,7 @@ static struct shm__world {
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
     size_t node_bytes;
     uint64_t node_epoch;
+    int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
     char node_file[128];    /* its name until every PE has it open */
     /* failures */
     volatile sig_atomic_t waiting_for; /* PE a barrier waits for, or -1 */
@@ -1111,6 +1112,7 @@ static void shm__node_open(void)
             shm__w.node_bytes = bytes;
         }
     }
+    shm__w.node_pauses = shm__w.npes <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
     ok = shm__w.node != NULL;
     shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
     shm__fence("node segment mapped");
@@ -1148,7 +1150,7 @@ static void shm__node_sync(uint64_t *values, int count)
     for (q = 0; q < shm__w.npes; q++) {
         const shm__node_slot *s = &shm__w.node[q];
         while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
-            if (++spins < SHM__NODE_SPINS) {
+            if (++spins <= shm__w.node_pauses) {
                 shm__cpu_pause();
                 continue;
             }

@@ -27,7 +27,7 @@
 #endif
 
 #define SHM__REDUCE_MAX 16                  /* values per all-reduce (contract) */
-#define SHM__SPIN_PAUSE 1000                /* barrier polls with a cpu pause */
+#define SHM__SPIN_PAUSE 1000                /* barrier polls with a cpu pause, when every PE has a cpu */
 #define SHM__SPIN_YIELD 64                  /* then polls with sched_yield */
 #define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* heap base alignment cap */
 
@@ -50,6 +50,7 @@ typedef struct shm__slot {
 typedef struct shm__barrier {
     shm__slot *slots;    /* one per PE, cache-line aligned */
     int parties;
+    int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
     unsigned sleepers;   /* atomic: PEs waiting on cond */
     pthread_mutex_t mutex;
     pthread_cond_t cond;
@@ -60,6 +61,7 @@ static int shm__barrier_init(shm__barrier *b, int parties)
     void *slots = NULL;
     b->parties = parties;
     b->sleepers = 0;
+    b->pauses = parties <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__SPIN_PAUSE : 0;
     if (posix_memalign(&slots, 64, (size_t)parties * sizeof(shm__slot)) != 0) return -1;
     memset(slots, 0, (size_t)parties * sizeof(shm__slot));
     b->slots = (shm__slot *)slots;
@@ -108,9 +110,9 @@ static void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values,
     for (;;) {
         while (q < b->parties && __atomic_load_n(&b->slots[q].epoch, __ATOMIC_ACQUIRE) >= epoch) q++;
         if (q == b->parties) break;
-        if (++polls <= SHM__SPIN_PAUSE) {
+        if (++polls <= b->pauses) {
             shm__cpu_pause();
-        } else if (polls <= SHM__SPIN_PAUSE + SHM__SPIN_YIELD) {
+        } else if (polls <= b->pauses + SHM__SPIN_YIELD) {
             sched_yield();
         } else {
             __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);

@@ -422,11 +422,13 @@ typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 :
 #if defined(__GNUC__) || defined(__clang__)
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
+#  define SHM__UNLIKELY(c) __builtin_expect(!!(c), 0)
 #  define SHM__INLINE static inline __attribute__((always_inline))
 #else
 #  define SHM__INLINE static inline
 #  define SHM__FMT(a, b)
 #  define SHM__LIKELY(c) (c)
+#  define SHM__UNLIKELY(c) (c)
 #endif
 
 /* >> output ----------------------------------------------------------------- */
@@ -487,7 +489,8 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
    keep their list links in the payload.  A zero-size used "sentinel" block
    ends the chain.  A bitmap with one bit per 16 bytes marks where used
    blocks start, so every free and realloc pointer is checked exactly,
-   without trusting bytes the user may have overwritten. */
+   without trusting bytes the user may have overwritten.  It is zeroed as
+   the high-water mark rises, so a heap's size costs nothing up front. */
 #define SHM__FREE ((size_t)1)
 #define SHM__PREV_FREE ((size_t)2)
 #define SHM__RESERVED ((size_t)12) /* bits 2 and 3: always zero */
@@ -516,6 +519,9 @@ struct shmalloc_tlsf {
                               is the spec area that shmalloc_tlsf_sbreak made */
     char *end;             /* how far shmalloc_tlsf_grow may move limit */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
+    char *mapped;          /* the map is zeroed below here (and the sentinel):
+                              no block ever started above it */
+    size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
@@ -718,10 +724,37 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
     else t->start_map[bit >> 6] &= ~mask;
 }
 
-SHM__INLINE void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water mark */
+/* Bytes of start map (whole words) covering `area` bytes of blocks. */
+SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
+
+static void shm__limit_mapped(shmalloc_tlsf *t)
+{
+    size_t covered = t->map_clean * 128; /* 8 bits a byte, 16 bytes a bit */
+    t->mapped = covered < shm__offset(t, t->sentinel) ? t->base + covered : (char *)t->sentinel;
+}
+
+/* The start map is zeroed as blocks first reach new ground, not when the
+   heap is made: a large heap costs nothing until it is used. */
+static void shm__clean_map(shmalloc_tlsf *t, size_t end)
+{
+    size_t want = shm__map_bytes(end), all = shm__map_bytes((size_t)(t->end - t->base));
+    want = want > 2 * t->map_clean ? want : 2 * t->map_clean; /* in doublings */
+    want = want < 4096 ? 4096 : want;
+    want = want < all ? want : all;
+    SHMALLOC_MEMSET((char *)t->start_map + t->map_clean, 0, want - t->map_clean);
+    t->map_clean = want;
+    shm__limit_mapped(t);
+}
+
+/* The high-water mark, and the zeroed map under it; before a block is
+   marked used. */
+SHM__INLINE void shm__reach(shmalloc_tlsf *t, const shm__block *b)
 {
     size_t end = shm__offset(t, b) + shm__size(b) + 8; /* the end of the usable bytes */
-    if (end > t->high_water) t->high_water = end;
+    if (end > t->high_water) {
+        t->high_water = end;
+        if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end);
+    }
 }
 
 /* Cuts free block b down to `size` and marks it used; the tail goes back
@@ -752,10 +785,10 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         next->header &= ~SHM__PREV_FREE;
     }
     b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    shm__reach(t, b);
     shm__mark_used(t, b, 1);
     t->in_use += bsize;
     t->used_blocks++;
-    shm__reach(t, b);
     return shm__user(b);
 }
 
@@ -797,9 +830,8 @@ SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
     size_t bit;
     const shm__block *b;
-    if (u < lo || u >= (uintptr_t)t->sentinel)
-        return u >= (uintptr_t)t->sentinel && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED /* spec area */
-                                                                       : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (u < lo || u >= (uintptr_t)t->mapped) /* where no block ever started, or the spec area */
+        return u >= lo && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
     b = shm__of_user(ptr);
     bit = shm__offset(t, b) >> 4; /* as shm__mark_used computes it, so the two share the work */
@@ -897,7 +929,6 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
 }
 
 /* ---- TLSF public API -------------------------------------------------- */
-static size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
 
 /* The classes a region of `bytes` can need, and the control block's size:
    small heaps get small control blocks. */
@@ -951,7 +982,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
-    SHMALLOC_MEMSET(t->start_map, 0, shm__map_bytes(initial));
+    t->mapped = t->base; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
@@ -1075,6 +1106,7 @@ static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
         old->header = flags; /* a used block's header, so file_free sees the previous block right */
         shm__file_free(t, old, n);
     }
+    shm__limit_mapped(t);
     return (char *)t->sentinel + 16;
 }
 
@@ -1099,14 +1131,12 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t) { re
    becomes the header of the free space, merged with the top block. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 {
-    size_t n = (bytes + 15) & ~(size_t)15, map_done = shm__map_bytes((size_t)(t->limit - t->base));
+    size_t n = (bytes + 15) & ~(size_t)15;
     if (n < SHM__MIN_BLOCK) n = SHM__MIN_BLOCK;
     if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16) return -1;
-    /* map words wholly past the old blocks: the partial last one is clean */
-    SHMALLOC_MEMSET((char *)t->start_map + map_done, 0, shm__map_bytes((size_t)(t->limit - t->base) + n) - map_done);
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
-    shm__sbreak(t, -(ptrdiff_t)n);
+    shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped` too */
     return 0;
 }
 
@@ -1174,6 +1204,7 @@ static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
 static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
 {
     size_t bit = shm__offset(t, b) >> 4;
+    if ((uintptr_t)b >= (uintptr_t)t->mapped) return 0; /* past the zeroed map */
     return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
@@ -1245,7 +1276,7 @@ static size_t shm__check_chain(shm__checker *c)
     if (used_bytes != t->in_use || nused != t->used_blocks)
         shm__problem(c, "counters say %zu used blocks of %zu bytes, the heap has %zu of %zu", t->used_blocks,
                      t->in_use, nused, used_bytes);
-    for (i = 0; i < shm__map_bytes(t->capacity + 16) / 8; i++) {
+    for (i = 0; i < t->map_clean / 8; i++) {
         uint64_t w = t->start_map[i];
         for (; w; w &= w - 1) marked++;
     }

@@ -404,3 +404,37 @@ Test(grow_pthreads, four_pes_allocate_far_beyond_the_nominal_size_and_see_each_o
     cr_assert(shmalloc_pthreads_run(PES, NOMINAL, grow_pe, NULL) == 0);
     cr_assert(failures == 0, "%d checks failed (see stderr)", failures);
 }
+
+/* ---- a large heap costs memory only where it is used ---------------------- */
+static size_t resident_bytes(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    cr_assert(f != NULL);
+    cr_assert(fscanf(f, "%lu %lu", &size, &resident) == 2);
+    fclose(f);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+Test(grow_tlsf, an_8_gib_heap_touches_its_start_map_only_under_the_high_water_mark)
+{
+    size_t bytes = (size_t)8 << 30, before, used; /* valgrind maps no more */
+    char *mem = (char *)reserve(bytes);
+    shmalloc_tlsf *t;
+    void *p, *q;
+    before = resident_bytes();
+    t = shmalloc_tlsf_create(mem, bytes); /* a start map of 64 MiB if it were zeroed at once */
+    cr_assert(t != NULL);
+    p = shmalloc_tlsf_malloc(t, 1 << 20);
+    q = shmalloc_tlsf_malloc(t, 100);
+    cr_assert(p && q);
+    memset(p, 1, 1 << 20);
+    used = resident_bytes() - before;
+    cr_assert(used < ((size_t)8 << 20), "%zu bytes resident after 1 MiB of allocations", used);
+    cr_assert(shmalloc_tlsf_free(t, mem + ((size_t)5 << 30)) == SHMEM_MALLOC_NOT_ALIGNED,
+              "a pointer where no block ever was is not a block");
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK && shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_ALREADY_FREE);
+    cr_assert(shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_check(t, 0) == 0);
+    munmap(mem, bytes);
+}

@@ -387,11 +387,13 @@ typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 :
 #if defined(__GNUC__) || defined(__clang__)
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
+#  define SHM__UNLIKELY(c) __builtin_expect(!!(c), 0)
 #  define SHM__INLINE static inline __attribute__((always_inline))
 #else
 #  define SHM__INLINE static inline
 #  define SHM__FMT(a, b)
 #  define SHM__LIKELY(c) (c)
+#  define SHM__UNLIKELY(c) (c)
 #endif
 
 /* >> output ----------------------------------------------------------------- */
@@ -493,7 +495,7 @@ struct shmalloc_tlsf {
 SHM__INLINE unsigned shm__fls(size_t x) /* index of the highest set bit; x != 0 */
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return 63u - (unsigned)__builtin_clzll((unsigned long long)x);
+    return (unsigned)__builtin_clzll((unsigned long long)x) ^ 63u; /* one bsr */
 #else
     unsigned i = 0;
     while (x >>= 1) i++;
@@ -545,23 +547,43 @@ SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
     }
 }
 
-/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
-SHM__INLINE void shm__insert_at(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl)
+/* The list of a free block of `size` bytes as one index, fl * SHM__SL_COUNT
+   + sl (the lists of shm__mapping): one fls and no branch, since below
+   SHM__SMALL the first level is 0 and the shift is 4. */
+SHM__INLINE unsigned shm__list_of(size_t size)
 {
-    shm__block *list = &t->lists[fl][sl];
-    b->next_free = list->next_free;
-    b->prev_free = list;
-    list->next_free->prev_free = b;
-    list->next_free = b;
-    t->fl_bitmap |= (uint64_t)1 << fl;
-    t->sl_bitmap[fl] |= 1u << sl;
+    unsigned f = shm__fls(size | SHM__SMALL);
+    return ((f - SHM__FL_SHIFT) << SHMALLOC_SL_LOG2) + (unsigned)(size >> (f - SHMALLOC_SL_LOG2));
 }
 
-SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b)
+/* The sentinel node of list i; the lists are one array of fl_count rows. */
+SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
 {
-    unsigned fl, sl;
-    shm__mapping(shm__size(b), &fl, &sl);
-    shm__insert_at(t, b, fl, sl);
+    return (shm__block *)(uintptr_t)&t->lists[0][0] + i;
+}
+
+/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i)
+{
+    shm__block *list = shm__list(t, i), *head = list->next_free;
+    b->next_free = head;
+    head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
+    b->prev_free = list;
+    list->next_free = b;
+    if (head == list) { /* the list was empty */
+        t->fl_bitmap |= (uint64_t)1 << (i >> SHMALLOC_SL_LOG2);
+        t->sl_bitmap[i >> SHMALLOC_SL_LOG2] |= 1u << (i & (SHM__SL_COUNT - 1));
+    }
+}
+
+SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push(t, b, shm__list_of(shm__size(b))); }
+
+/* The bits of list i, which has just become empty. */
+SHM__INLINE void shm__emptied(shmalloc_tlsf *t, unsigned i)
+{
+    unsigned fl = i >> SHMALLOC_SL_LOG2;
+    t->sl_bitmap[fl] &= ~(1u << (i & (SHM__SL_COUNT - 1)));
+    if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
 }
 
 SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
@@ -569,12 +591,16 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     shm__block *next = b->next_free, *prev = b->prev_free;
     next->prev_free = prev;
     prev->next_free = next;
-    if (next == prev) { /* only the sentinel is left: the list is empty */
-        size_t i = (size_t)(prev - &t->lists[0][0]);
-        unsigned fl = (unsigned)(i >> SHMALLOC_SL_LOG2), sl = (unsigned)(i & (SHM__SL_COUNT - 1));
-        t->sl_bitmap[fl] &= ~(1u << sl);
-        if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
-    }
+    if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
+}
+
+/* Unlinks b, the head of list i. */
+SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, unsigned i)
+{
+    shm__block *list = shm__list(t, i), *next = b->next_free;
+    list->next_free = next;
+    next->prev_free = list;
+    if (next == list) shm__emptied(t, i);
 }
 
 /* b takes old's place in its list: a block that only changes size within
@@ -593,36 +619,34 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
     return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
 }
 
-/* A free block of at least `size` bytes and its list, or NULL; changes
-   nothing.  The head of the request's own list is tried first: a close
-   fit, and the only chance for a request of (nearly) the whole largest
-   block.  Otherwise the request is rounded up to the next list boundary,
-   so that any block of the list found fits. */
-SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *fl, unsigned *sl)
+/* A free block of at least `size` bytes, the head of list *index, or NULL;
+   changes nothing.  The head of the request's own list is tried first: a
+   close fit, and the only chance for a request of (nearly) the whole
+   largest block.  Otherwise the first non-empty list above it, any block
+   of which fits. */
+SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
 {
-    size_t rounded = size;
-    shm__mapping(size, fl, sl);
-    if (*fl >= t->fl_count) return NULL;
-    if (shm__size(t->lists[*fl][*sl].next_free) >= size) /* an empty list's sentinel has size 0 */
-        return t->lists[*fl][*sl].next_free;
-    if (size >= SHM__SMALL) {
-        rounded += ((size_t)1 << (shm__fls(size) - SHMALLOC_SL_LOG2)) - 1;
-        shm__mapping(rounded, fl, sl);
-    } else {
-        ++*sl; /* lists below SHM__SMALL hold one size each */
+    unsigned i = shm__list_of(size), fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above */
+    shm__block *b;
+    uint32_t sl_map;
+    uint64_t fl_map;
+    *index = i;
+    if (SHM__UNLIKELY(fl >= t->fl_count)) { /* the heap's last list, or beyond its classes */
+        if (i >> SHMALLOC_SL_LOG2 >= t->fl_count) return NULL;
+        b = shm__list(t, i)->next_free;
+        return shm__size(b) >= size ? b : NULL;
     }
-    if (SHM__LIKELY(*fl < t->fl_count)) {
-        uint32_t sl_map = *sl < SHM__SL_COUNT ? t->sl_bitmap[*fl] & (~0u << *sl) : 0;
-        if (!sl_map) {
-            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (*fl + 1));
-            if (!fl_map) return NULL;
-            *fl = shm__ctz(fl_map);
-            sl_map = t->sl_bitmap[*fl];
-        }
-        *sl = shm__ctz(sl_map);
-        return t->lists[*fl][*sl].next_free;
+    b = shm__list(t, i)->next_free;
+    if (shm__size(b) >= size) return b; /* an empty list's sentinel has size 0 */
+    sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
+    if (!sl_map) {
+        fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
+        if (!fl_map) return NULL;
+        fl = shm__ctz(fl_map);
+        sl_map = t->sl_bitmap[fl];
     }
-    return NULL;
+    *index = i = (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map);
+    return shm__list(t, i)->next_free;
 }
 
 /* Gap between a free block's user pointer and the first one aligned to
@@ -636,19 +660,25 @@ SHM__INLINE size_t shm__gap(const shm__block *b, size_t align)
 }
 
 /* The search size that guarantees room for `size` bytes at `align`. */
+SHM__INLINE size_t shm__aligned_need(size_t size, size_t align)
+{
+    return align <= SHMALLOC_ALIGNMENT ? size : size + align + 16;
+}
+
 SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, size_t align, unsigned *fl,
                                           unsigned *sl)
 {
-    return shm__find(t, align <= SHMALLOC_ALIGNMENT ? size : size + align + 16, fl, sl);
+    unsigned i;
+    shm__block *b = shm__find(t, shm__aligned_need(size, align), &i);
+    *fl = i >> SHMALLOC_SL_LOG2;
+    *sl = i & (SHM__SL_COUNT - 1);
+    return b;
 }
 
-/* Files [b, b + size) as one free block, merged with its free neighbours;
-   b is in no list, and its PREV_FREE flag is right.  The block that grows
-   keeps its list position when its class does not change. */
-SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* The general case of shm__file_free: b has a free neighbour to merge with. */
+static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     shm__block *anchor = NULL, *next = shm__at(b, size);
-    SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
     if (b->header & SHM__PREV_FREE) {
         anchor = b = b->prev_phys;
         size += shm__size(b);
@@ -661,17 +691,37 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
         next = shm__at(next, nsize);
     }
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    if (anchor && shm__same_list(shm__size(anchor), size)) {
+    if (shm__same_list(shm__size(anchor), size)) {
         b->header = size | SHM__FREE;
         if (anchor != b) shm__replace(anchor, b);
     } else {
-        if (anchor) shm__remove(t, anchor);
+        shm__remove(t, anchor);
         b->header = size | SHM__FREE;
         shm__insert(t, b);
     }
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
+}
+
+/* Files [b, b + size) as one free block, merged with its free neighbours;
+   b is in no list, and its PREV_FREE flag is right.  The block that grows
+   keeps its list position when its class does not change. */
+SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    shm__block *next = shm__at(b, size);
+    size_t next_header = next->header;
+    SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
+    if ((b->header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
+        shm__merge_free(t, b, size);
+        return;
+    }
+    SHM__UNPOISON((char *)b + 16, 16);
+    b->header = size | SHM__FREE;
+    shm__push(t, b, shm__list_of(size));
+    next->prev_phys = b;
+    next->header = next_header | SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32);
 }
 
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
@@ -689,91 +739,121 @@ SHM__INLINE void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water
 }
 
 /* Cuts free block b down to `size` and marks it used; the tail goes back
-   to the free lists.  `listed`: b is still in list fl/sl, and the tail
-   takes its place there when it stays in the same class. */
+   to the free lists.  `listed`: b is still the head of list i, and the
+   tail takes its place there when it stays in the same list. */
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
-                             unsigned fl, unsigned sl)
+                             unsigned i)
 {
-    size_t bsize = shm__size(b);
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, rest_size = bsize - size, end;
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
-    if (bsize - size >= SHM__MIN_BLOCK) {
+    if (rest_size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
-        unsigned rfl, rsl;
-        rest->header = (bsize - size) | SHM__FREE;
+        unsigned rest_list = shm__list_of(rest_size);
+        rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
-        SHM__POISON((char *)rest + 32, bsize - size - 32);
-        shm__mapping(bsize - size, &rfl, &rsl);
-        if (listed && rfl == fl && rsl == sl) {
-            shm__replace(b, rest);
+        SHM__POISON((char *)rest + 32, rest_size - 32);
+        if (listed && rest_list == i) {
+            shm__block *list = shm__list(t, i), *after = b->next_free;
+            rest->next_free = after;
+            after->prev_free = rest;
+            rest->prev_free = list;
+            list->next_free = rest;
         } else {
-            if (listed) shm__remove(t, b);
-            shm__insert_at(t, rest, rfl, rsl);
+            if (listed) shm__pop(t, b, i);
+            shm__push(t, rest, rest_list);
         }
         bsize = size;
     } else {
-        if (listed) shm__remove(t, b);
+        if (listed) shm__pop(t, b, i);
         next->header &= ~SHM__PREV_FREE;
     }
-    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    b->header = bsize | (header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
     shm__mark_used(t, b, 1);
     t->in_use += bsize;
     t->used_blocks++;
-    shm__reach(t, b);
+    end = shm__offset(t, b) + bsize + 8; /* the high-water mark: the end of the usable bytes */
+    if (end > t->high_water) t->high_water = end;
     return shm__user(b);
 }
 
-/* Takes the free block b that shm__find_aligned found in list fl/sl. */
-SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
+/* Takes the free block b, the head of list i, for `size` bytes at `align`. */
+SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
 {
     size_t gap;
     shm__block *a;
     SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, fl, sl);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, i);
     gap = shm__gap(b, align);
-    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, fl, sl);
-    shm__remove(t, b); /* the leading gap becomes a free block of its own */
+    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, i);
+    shm__pop(t, b, i); /* the leading gap becomes a free block of its own */
     a = shm__at(b, gap);
     a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
     a->prev_phys = b;
     b->header = gap | SHM__FREE;
     shm__insert(t, b);
     SHM__POISON((char *)b + 32, gap - 32);
-    return shm__carve(t, a, size, shm__fls(align), 0, 0, 0);
+    return shm__carve(t, a, size, shm__fls(align), 0, 0);
+}
+
+/* Takes the free block b that shm__find_aligned found in list fl/sl. */
+SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
+{
+    return shm__take_at(t, b, fl << SHMALLOC_SL_LOG2 | sl, size, align);
 }
 
 /* Frees the used block b (already validated). */
 SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
 {
-    size_t size = shm__size(b);
-    SHM__ASSERT(!(b->header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
+    size_t header = b->header, size = header & SHM__SIZE_MASK;
+    shm__block *next = shm__at(b, size);
+    size_t next_header = next->header; /* both read before the map is written, which gcc cannot tell apart */
+    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;
-    shm__file_free(t, b, size);
+    if ((header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
+        shm__merge_free(t, b, size);
+        return;
+    }
+    SHM__UNPOISON((char *)b + 16, 16);
+    b->header = size | SHM__FREE;
+    shm__push(t, b, shm__list_of(size));
+    next->prev_phys = b;
+    next->header = next_header | SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32);
 }
 
-/* Is ptr the user pointer of a used block?  Reads only the start map for
-   the answer; the block's header only to tell a double free from a wild
-   pointer. */
-SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+/* Why ptr, which is not the user pointer of a used block, is not; reads
+   the block's header only to tell a double free from a wild pointer. */
+static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
-    size_t bit;
-    const shm__block *b;
+    const shm__block *b = shm__of_user(ptr);
     if (u < lo || u >= (uintptr_t)t->sentinel)
         return u >= (uintptr_t)t->sentinel && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED /* spec area */
                                                                        : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
-    b = shm__of_user(ptr);
-    bit = shm__offset(t, b) >> 4; /* as shm__mark_used computes it, so the two share the work */
-    if (SHM__LIKELY(t->start_map[bit >> 6] & ((uint64_t)1 << (bit & 63)))) return SHMEM_MALLOC_OK;
     if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
     if ((b->header & SHM__FREE) && shm__size(b) >= SHM__MIN_BLOCK &&
         shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
         !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
         return SHMEM_MALLOC_ALREADY_FREE;
     return SHMEM_MALLOC_NOT_ALIGNED;
+}
+
+/* Is ptr the user pointer of a used block?  The start map answers: ptr
+   must be in the block space, on a 16-byte boundary, and marked.  (The
+   16 bytes before the sentinel start no block, so capacity bounds it.) */
+SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
+{
+    size_t off = shm__offset(t, ptr) - 16, bit = off >> 4; /* the block's; as shm__mark_used computes it */
+    return off < t->capacity && !(off & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
+SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+{
+    return SHM__LIKELY(shm__valid(t, ptr)) ? SHMEM_MALLOC_OK : shm__invalid(t, ptr);
 }
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
@@ -936,12 +1016,12 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *b;
-    unsigned fl, sl;
+    unsigned i;
     size_t bsize;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
     bsize = shm__block_size(size);
-    b = shm__find(t, bsize, &fl, &sl);
-    return b ? shm__fit(shm__take(t, b, fl, sl, bsize, 0), size) : NULL;
+    b = shm__find(t, bsize, &i);
+    return b ? shm__fit(shm__take_at(t, b, i, bsize, 0), size) : NULL;
 }
 
 static int shm__bad_align(size_t align)
@@ -952,21 +1032,22 @@ static int shm__bad_align(size_t align)
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
 {
     shm__block *b;
-    unsigned fl, sl;
+    unsigned i;
     size_t bsize;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    b = shm__find_aligned(t, bsize, align, &fl, &sl);
-    return b ? shm__fit(shm__take(t, b, fl, sl, bsize, align), size) : NULL;
+    b = shm__find(t, shm__aligned_need(bsize, align), &i);
+    return b ? shm__fit(shm__take_at(t, b, i, bsize, align), size) : NULL;
 }
 
+/* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
-    long e;
-    if (!ptr) return SHMEM_MALLOC_OK;
-    e = shm__validate(t, ptr);
-    if (!e) shm__release(t, shm__of_user(ptr));
-    return e;
+    if (SHM__LIKELY(shm__valid(t, ptr))) {
+        shm__release(t, shm__of_user(ptr));
+        return SHMEM_MALLOC_OK;
+    }
+    return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)

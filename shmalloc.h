@@ -732,12 +732,6 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
     else t->start_map[bit >> 6] &= ~mask;
 }
 
-SHM__INLINE void shm__reach(shmalloc_tlsf *t, const shm__block *b) /* high-water mark */
-{
-    size_t end = shm__offset(t, b) + shm__size(b) + 8; /* the end of the usable bytes */
-    if (end > t->high_water) t->high_water = end;
-}
-
 /* Cuts free block b down to `size` and marks it used; the tail goes back
    to the free lists.  `listed`: b is still the head of list i, and the
    tail takes its place there when it stays in the same list. */
@@ -892,21 +886,80 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
     return r->target ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
 }
 
-/* Gives the tail of used block b beyond `size` back to the free lists. */
-static void shm__trim(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* Free block f of `size` bytes takes the place of free block old, of
+   old_size bytes, which it overlaps: a used neighbour grew into old's
+   front or gave its tail to it.  f keeps old's list position when the two
+   sizes share a list. */
+SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
-    size_t tail = shm__size(b) - size;
-    if (tail < SHM__MIN_BLOCK) return;
-    b->header -= tail;
-    t->in_use -= tail;
-    shm__at(b, size)->header = 0; /* its previous block, b, is used */
-    shm__file_free(t, shm__at(b, size), tail);
+    shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
+    f->header = size | SHM__FREE;
+    shm__at(f, size)->prev_phys = f;
+    if (old_size <= size ? shm__same_list(old_size, size) : shm__same_list(size, old_size)) {
+        f->next_free = next_free;
+        next_free->prev_free = f;
+        f->prev_free = prev_free;
+        prev_free->next_free = f;
+        return;
+    }
+    next_free->prev_free = prev_free;
+    prev_free->next_free = next_free;
+    if (next_free == prev_free) shm__emptied(t, (unsigned)(prev_free - &t->lists[0][0]));
+    shm__push(t, f, shm__list_of(size));
+}
+
+/* Resizes used block b to `size` (a block size) where it is: a shrink
+   gives its tail back (merged with a free next block), a grow takes the
+   front of a free next block.  Returns 0, changing nothing, when the next
+   block is not free or too small. */
+SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, end;
+    shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
+    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    if (size <= bsize) {
+        size_t tail = bsize - size;
+        SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
+        if (tail < SHM__MIN_BLOCK) return 1;
+        b->header = header - tail;
+        t->in_use -= tail;
+        if (next_header & SHM__FREE) {
+            shm__refile(t, next, nsize, rest, tail + nsize);
+        } else {
+            rest->header = tail | SHM__FREE;
+            next->prev_phys = rest;
+            next->header = next_header | SHM__PREV_FREE;
+            shm__push(t, rest, shm__list_of(tail));
+        }
+        SHM__POISON((char *)rest + 32, shm__size(rest) - 32);
+        return 1;
+    }
+    if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
+    SHM__UNPOISON(shm__user(b), bsize - 8);
+    SHM__UNPOISON((char *)next + 32, nsize - 32);
+    if (bsize + nsize - size >= SHM__MIN_BLOCK) {
+        shm__refile(t, next, nsize, rest, bsize + nsize - size);
+        SHM__POISON((char *)rest + 32, bsize + nsize - size - 32);
+    } else { /* too little is left for a block: b takes all of next */
+        shm__remove(t, next);
+        shm__at(next, nsize)->header &= ~SHM__PREV_FREE;
+        size = bsize + nsize;
+    }
+    b->header = header - bsize + size;
+    t->in_use += size - bsize;
+    end = shm__offset(t, b) + size + 8; /* the high-water mark */
+    if (end > t->high_water) t->high_water = end;
+    return 1;
 }
 
 static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm__resize *r)
 {
-    shm__block *b = shm__of_user(ptr), *next;
+    shm__block *b = shm__of_user(ptr);
     size_t keep = shm__size(b) - 8 < n ? shm__size(b) - 8 : n;
+    if (r->how == SHM__IN_PLACE) {
+        shm__resize_in_place(t, b, r->size);
+        return ptr;
+    }
     SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
     if (r->how == SHM__MOVE) {
         void *q = shm__take(t, r->target, r->fl, r->sl, r->size, shm__align_of(b));
@@ -914,7 +967,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         shm__release(t, b);
         return q;
     }
-    if (r->how == SHM__INTO_PREV) { /* b's header is inside the copy's destination */
+    { /* SHM__INTO_PREV: b's header is inside the copy's destination */
         shm__block *prev = b->prev_phys;
         size_t header = b->header, psize = shm__size(prev);
         shm__remove(t, prev);
@@ -924,20 +977,9 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
         shm__mark_used(t, prev, 1);
         t->in_use += psize;
-        b = prev;
+        shm__resize_in_place(t, prev, r->size); /* then the next block, or the tail */
+        return shm__user(prev);
     }
-    next = shm__at(b, shm__size(b));
-    if (shm__size(b) < r->size) { /* absorb the free next block */
-        size_t nsize = shm__size(next);
-        shm__remove(t, next);
-        SHM__UNPOISON((char *)next + 32, nsize - 32);
-        b->header += nsize;
-        shm__at(b, shm__size(b))->header &= ~SHM__PREV_FREE;
-        t->in_use += nsize;
-    }
-    shm__trim(t, b, r->size);
-    shm__reach(t, b);
-    return shm__user(b);
 }
 
 /* ---- TLSF public API -------------------------------------------------- */
@@ -1050,9 +1092,14 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
     return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
 }
 
+/* In place first, without the plan: the plan finds the same answer, and
+   is left for moves and for the errors. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     shm__resize r;
+    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST) &&
+        shm__resize_in_place(t, shm__of_user(ptr), shm__block_size(size)))
+        return shm__fit(ptr, size);
     if (!ptr) return shmalloc_tlsf_malloc(t, size);
     if (!size) {
         shmalloc_tlsf_free(t, ptr);

@@ -388,12 +388,14 @@ typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 :
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
 #  define SHM__UNLIKELY(c) __builtin_expect(!!(c), 0)
+#  define SHM__NOINLINE __attribute__((noinline))
 #  define SHM__INLINE static inline __attribute__((always_inline))
 #else
 #  define SHM__INLINE static inline
 #  define SHM__FMT(a, b)
 #  define SHM__LIKELY(c) (c)
 #  define SHM__UNLIKELY(c) (c)
+#  define SHM__NOINLINE
 #endif
 
 /* >> output ----------------------------------------------------------------- */
@@ -1092,20 +1094,26 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
     return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
 }
 
-/* In place first, without the plan: the plan finds the same answer, and
-   is left for moves and for the errors. */
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
+/* Out of line: its frame would cost the in-place path. */
+static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     shm__resize r;
-    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST) &&
-        shm__resize_in_place(t, shm__of_user(ptr), shm__block_size(size)))
-        return shm__fit(ptr, size);
     if (!ptr) return shmalloc_tlsf_malloc(t, size);
     if (!size) {
         shmalloc_tlsf_free(t, ptr);
         return NULL;
     }
     return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__fit(shm__commit_resize(t, ptr, size, &r), size);
+}
+
+/* In place first, without the plan: the plan finds the same answer, and
+   is left for moves and for the errors. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
+{
+    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST) &&
+        shm__resize_in_place(t, shm__of_user(ptr), shm__block_size(size)))
+        return shm__fit(ptr, size);
+    return shm__realloc_planned(t, ptr, size);
 }
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)

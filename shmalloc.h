@@ -561,7 +561,7 @@ SHM__INLINE unsigned shm__list_of(size_t size)
 /* The sentinel node of list i; the lists are one array of fl_count rows. */
 SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
 {
-    return (shm__block *)(uintptr_t)&t->lists[0][0] + i;
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
 }
 
 /* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
@@ -726,12 +726,25 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     SHM__POISON((char *)b + 32, size - 32);
 }
 
+/* Marks b's start used, or not: the bit is the other way, so it flips. */
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    uint64_t mask = (uint64_t)1 << (bit & 63);
-    if (used) t->start_map[bit >> 6] |= mask;
-    else t->start_map[bit >> 6] &= ~mask;
+    SHM__ASSERT((t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
+    (void)used;
+}
+
+/* The used block b of `size` bytes, its header written, into the start map
+   and the counters; returns its user pointer. */
+SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
+    shm__mark_used(t, b, 1);
+    t->in_use += size;
+    t->used_blocks++;
+    if (end > t->high_water) t->high_water = end;
+    return shm__user(b);
 }
 
 /* Cuts free block b down to `size` and marks it used; the tail goes back
@@ -740,7 +753,7 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
                              unsigned i)
 {
-    size_t header = b->header, bsize = header & SHM__SIZE_MASK, rest_size = bsize - size, end;
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (rest_size >= SHM__MIN_BLOCK) {
@@ -765,12 +778,42 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         next->header &= ~SHM__PREV_FREE;
     }
     b->header = bsize | (header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
-    shm__mark_used(t, b, 1);
-    t->in_use += bsize;
-    t->used_blocks++;
-    end = shm__offset(t, b) + bsize + 8; /* the high-water mark: the end of the usable bytes */
-    if (end > t->high_water) t->high_water = end;
-    return shm__user(b);
+    return shm__taken(t, b, bsize);
+}
+
+/* Takes `size` bytes at `align` from the end of free block b, the head of
+   list i, which must have room for size + align + 16: b keeps its start
+   and mostly its list, and the bytes after the aligned block become a free
+   block, or its slack when too few for one.  (The heap's last block is
+   carved from its start instead, so the heap reaches no further than it
+   must.) */
+SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
+{
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, front, tail;
+    shm__block *next = shm__at(b, bsize), *a;
+    a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
+    front = (size_t)((uintptr_t)a - (uintptr_t)b);
+    tail = bsize - front - size;
+    SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align);
+    if (tail >= SHM__MIN_BLOCK) {
+        shm__block *rest = shm__at(a, size);
+        rest->header = tail | SHM__FREE;
+        next->prev_phys = rest;
+        shm__push(t, rest, shm__list_of(tail));
+        SHM__POISON((char *)rest + 32, tail - 32);
+    } else {
+        size += tail;
+        next->header &= ~SHM__PREV_FREE;
+    }
+    b->header = header - bsize + front;
+    if (!shm__same_list(front, bsize)) {
+        shm__pop(t, b, i);
+        shm__push(t, b, shm__list_of(front));
+    }
+    SHM__POISON((char *)b + 32, front - 32);
+    a->prev_phys = b;
+    a->header = size | SHM__PREV_FREE | ((size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
+    return shm__taken(t, a, size);
 }
 
 /* Takes the free block b, the head of list i, for `size` bytes at `align`. */
@@ -780,6 +823,7 @@ SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, unsigned i, size
     shm__block *a;
     SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
     if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, i);
+    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, i, size, align);
     gap = shm__gap(b, align);
     if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, i);
     shm__pop(t, b, i); /* the leading gap becomes a free block of its own */
@@ -808,7 +852,7 @@ SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;
-    if ((header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
+    if (header & SHM__PREV_FREE || next_header & SHM__FREE) {
         shm__merge_free(t, b, size);
         return;
     }

@@ -677,30 +677,36 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
     return b;
 }
 
-/* The general case of shm__file_free: b has a free neighbour to merge with. */
-static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* The general case of shm__file_free: b's previous block or the next one
+   (whose header word is next_header) is free, and b merges with it. */
+static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
-    shm__block *anchor = NULL, *next = shm__at(b, size);
+    shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
+    size_t anchor_size;
     if (b->header & SHM__PREV_FREE) {
         anchor = b = b->prev_phys;
-        size += shm__size(b);
-    }
-    if (next->header & SHM__FREE) {
-        size_t nsize = shm__size(next);
-        if (anchor) shm__remove(t, next);
-        else anchor = next;
-        size += nsize;
-        next = shm__at(next, nsize);
+        anchor_size = shm__size(b);
+        size += anchor_size;
+        if (next_header & SHM__FREE) {
+            size_t nsize = next_header & SHM__SIZE_MASK;
+            shm__remove(t, next);
+            size += nsize;
+            next = shm__at(next, nsize);
+        }
+    } else {
+        anchor = next;
+        anchor_size = next_header & SHM__SIZE_MASK;
+        size += anchor_size;
+        next = shm__at(next, anchor_size);
     }
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    if (shm__same_list(shm__size(anchor), size)) {
-        b->header = size | SHM__FREE;
+    if (shm__same_list(anchor_size, size)) {
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        b->header = size | SHM__FREE;
-        shm__insert(t, b);
+        shm__push(t, b, shm__list_of(size));
     }
+    b->header = size | SHM__FREE;
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
@@ -715,7 +721,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     size_t next_header = next->header;
     SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
     if ((b->header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
-        shm__merge_free(t, b, size);
+        shm__merge_free(t, b, size, next_header);
         return;
     }
     SHM__UNPOISON((char *)b + 16, 16);
@@ -853,7 +859,7 @@ SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
     t->in_use -= size;
     t->used_blocks--;
     if (header & SHM__PREV_FREE || next_header & SHM__FREE) {
-        shm__merge_free(t, b, size);
+        shm__merge_free(t, b, size, next_header);
         return;
     }
     SHM__UNPOISON((char *)b + 16, 16);

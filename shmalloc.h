@@ -621,25 +621,23 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
     return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
 }
 
-/* A free block of at least `size` bytes, the head of list *index, or NULL;
-   changes nothing.  The head of the request's own list is tried first: a
+/* A free block of at least `size` bytes, the head of list *index, or NULL
+   (*index then unset); changes nothing.  The head of the request's own list is tried first: a
    close fit, and the only chance for a request of (nearly) the whole
    largest block.  Otherwise the first non-empty list above it, any block
    of which fits. */
 SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
 {
-    unsigned i = shm__list_of(size), fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above */
+    unsigned i, fl;
     shm__block *b;
     uint32_t sl_map;
     uint64_t fl_map;
-    *index = i;
-    if (SHM__UNLIKELY(fl >= t->fl_count)) { /* the heap's last list, or beyond its classes */
-        if (i >> SHMALLOC_SL_LOG2 >= t->fl_count) return NULL;
-        b = shm__list(t, i)->next_free;
-        return shm__size(b) >= size ? b : NULL;
-    }
+    if (size > t->capacity) return NULL; /* which also keeps list i among the heap's classes */
+    *index = i = shm__list_of(size);
     b = shm__list(t, i)->next_free;
     if (shm__size(b) >= size) return b; /* an empty list's sentinel has size 0 */
+    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above */
+    if (SHM__UNLIKELY(fl >= t->fl_count)) return NULL;
     sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
@@ -670,7 +668,7 @@ SHM__INLINE size_t shm__aligned_need(size_t size, size_t align)
 SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, size_t align, unsigned *fl,
                                           unsigned *sl)
 {
-    unsigned i;
+    unsigned i = 0; /* set only when a block is found */
     shm__block *b = shm__find(t, shm__aligned_need(size, align), &i);
     *fl = i >> SHMALLOC_SL_LOG2;
     *sl = i & (SHM__SL_COUNT - 1);

@@ -757,7 +757,7 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
                              unsigned i)
 {
-    size_t header = b->header, bsize = header & SHM__SIZE_MASK, rest_size = bsize - size;
+    size_t bsize = shm__size(b), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (rest_size >= SHM__MIN_BLOCK) {
@@ -781,7 +781,8 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         if (listed) shm__pop(t, b, i);
         next->header &= ~SHM__PREV_FREE;
     }
-    b->header = bsize | (header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    /* b->header read again, not kept: gcc then saves fewer registers */
+    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
     return shm__taken(t, b, bsize);
 }
 
@@ -793,7 +794,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
    must.) */
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
 {
-    size_t header = b->header, bsize = header & SHM__SIZE_MASK, front, tail;
+    size_t bsize = shm__size(b), front, tail;
     shm__block *next = shm__at(b, bsize), *a;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
@@ -809,7 +810,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
         size += tail;
         next->header &= ~SHM__PREV_FREE;
     }
-    b->header = header - bsize + front;
+    b->header -= bsize - front;
     if (!shm__same_list(front, bsize)) {
         shm__pop(t, b, i);
         shm__push(t, b, shm__list_of(front));
@@ -964,14 +965,14 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
    block is not free or too small. */
 SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t header = b->header, bsize = header & SHM__SIZE_MASK, end;
+    size_t bsize = shm__size(b), end;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
     size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
     if (size <= bsize) {
         size_t tail = bsize - size;
         SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
         if (tail < SHM__MIN_BLOCK) return 1;
-        b->header = header - tail;
+        b->header -= tail;
         t->in_use -= tail;
         if (next_header & SHM__FREE) {
             shm__refile(t, next, nsize, rest, tail + nsize);
@@ -995,7 +996,7 @@ SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
         shm__at(next, nsize)->header &= ~SHM__PREV_FREE;
         size = bsize + nsize;
     }
-    b->header = header - bsize + size;
+    b->header += size - bsize;
     t->in_use += size - bsize;
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) t->high_water = end;

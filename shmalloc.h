@@ -423,12 +423,14 @@ typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 :
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
 #  define SHM__UNLIKELY(c) __builtin_expect(!!(c), 0)
+#  define SHM__NOINLINE __attribute__((noinline))
 #  define SHM__INLINE static inline __attribute__((always_inline))
 #else
 #  define SHM__INLINE static inline
 #  define SHM__FMT(a, b)
 #  define SHM__LIKELY(c) (c)
 #  define SHM__UNLIKELY(c) (c)
+#  define SHM__NOINLINE
 #endif
 
 /* >> output ----------------------------------------------------------------- */
@@ -519,8 +521,8 @@ struct shmalloc_tlsf {
                               is the spec area that shmalloc_tlsf_sbreak made */
     char *end;             /* how far shmalloc_tlsf_grow may move limit */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
-    char *mapped;          /* the map is zeroed below here (and the sentinel):
-                              no block ever started above it */
+    size_t mapped;         /* block offsets below which the map is zeroed (and
+                              below the sentinel): no block ever started above */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
@@ -535,7 +537,7 @@ struct shmalloc_tlsf {
 SHM__INLINE unsigned shm__fls(size_t x) /* index of the highest set bit; x != 0 */
 {
 #if defined(__GNUC__) || defined(__clang__)
-    return 63u - (unsigned)__builtin_clzll((unsigned long long)x);
+    return (unsigned)__builtin_clzll((unsigned long long)x) ^ 63u; /* one bsr */
 #else
     unsigned i = 0;
     while (x >>= 1) i++;
@@ -587,23 +589,43 @@ SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
     }
 }
 
-/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
-SHM__INLINE void shm__insert_at(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl)
+/* The list of a free block of `size` bytes as one index, fl * SHM__SL_COUNT
+   + sl (the lists of shm__mapping): one fls and no branch, since below
+   SHM__SMALL the first level is 0 and the shift is 4. */
+SHM__INLINE unsigned shm__list_of(size_t size)
 {
-    shm__block *list = &t->lists[fl][sl];
-    b->next_free = list->next_free;
-    b->prev_free = list;
-    list->next_free->prev_free = b;
-    list->next_free = b;
-    t->fl_bitmap |= (uint64_t)1 << fl;
-    t->sl_bitmap[fl] |= 1u << sl;
+    unsigned f = shm__fls(size | SHM__SMALL);
+    return ((f - SHM__FL_SHIFT) << SHMALLOC_SL_LOG2) + (unsigned)(size >> (f - SHMALLOC_SL_LOG2));
 }
 
-SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b)
+/* The sentinel node of list i; the lists are one array of fl_count rows. */
+SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
 {
-    unsigned fl, sl;
-    shm__mapping(shm__size(b), &fl, &sl);
-    shm__insert_at(t, b, fl, sl);
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
+}
+
+/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i)
+{
+    shm__block *list = shm__list(t, i), *head = list->next_free;
+    b->next_free = head;
+    head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
+    b->prev_free = list;
+    list->next_free = b;
+    if (head == list) { /* the list was empty */
+        t->fl_bitmap |= (uint64_t)1 << (i >> SHMALLOC_SL_LOG2);
+        t->sl_bitmap[i >> SHMALLOC_SL_LOG2] |= 1u << (i & (SHM__SL_COUNT - 1));
+    }
+}
+
+SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push(t, b, shm__list_of(shm__size(b))); }
+
+/* The bits of list i, which has just become empty. */
+SHM__INLINE void shm__emptied(shmalloc_tlsf *t, unsigned i)
+{
+    unsigned fl = i >> SHMALLOC_SL_LOG2;
+    t->sl_bitmap[fl] &= ~(1u << (i & (SHM__SL_COUNT - 1)));
+    if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
 }
 
 SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
@@ -611,12 +633,16 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     shm__block *next = b->next_free, *prev = b->prev_free;
     next->prev_free = prev;
     prev->next_free = next;
-    if (next == prev) { /* only the sentinel is left: the list is empty */
-        size_t i = (size_t)(prev - &t->lists[0][0]);
-        unsigned fl = (unsigned)(i >> SHMALLOC_SL_LOG2), sl = (unsigned)(i & (SHM__SL_COUNT - 1));
-        t->sl_bitmap[fl] &= ~(1u << sl);
-        if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
-    }
+    if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
+}
+
+/* Unlinks b, the head of list i. */
+SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, unsigned i)
+{
+    shm__block *list = shm__list(t, i), *next = b->next_free;
+    list->next_free = next;
+    next->prev_free = list;
+    if (next == list) shm__emptied(t, i);
 }
 
 /* b takes old's place in its list: a block that only changes size within
@@ -635,36 +661,32 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
     return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
 }
 
-/* A free block of at least `size` bytes and its list, or NULL; changes
-   nothing.  The head of the request's own list is tried first: a close
-   fit, and the only chance for a request of (nearly) the whole largest
-   block.  Otherwise the request is rounded up to the next list boundary,
-   so that any block of the list found fits. */
-SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *fl, unsigned *sl)
+/* A free block of at least `size` bytes, the head of list *index, or NULL
+   (*index then unset); changes nothing.  The head of the request's own list is tried first: a
+   close fit, and the only chance for a request of (nearly) the whole
+   largest block.  Otherwise the first non-empty list above it, any block
+   of which fits. */
+SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
 {
-    size_t rounded = size;
-    shm__mapping(size, fl, sl);
-    if (*fl >= t->fl_count) return NULL;
-    if (shm__size(t->lists[*fl][*sl].next_free) >= size) /* an empty list's sentinel has size 0 */
-        return t->lists[*fl][*sl].next_free;
-    if (size >= SHM__SMALL) {
-        rounded += ((size_t)1 << (shm__fls(size) - SHMALLOC_SL_LOG2)) - 1;
-        shm__mapping(rounded, fl, sl);
-    } else {
-        ++*sl; /* lists below SHM__SMALL hold one size each */
+    unsigned i, fl;
+    shm__block *b;
+    uint32_t sl_map;
+    uint64_t fl_map;
+    if (size > t->capacity) return NULL; /* which also keeps list i among the heap's classes */
+    *index = i = shm__list_of(size);
+    b = shm__list(t, i)->next_free;
+    if (shm__size(b) >= size) return b; /* an empty list's sentinel has size 0 */
+    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above */
+    if (SHM__UNLIKELY(fl >= t->fl_count)) return NULL;
+    sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
+    if (!sl_map) {
+        fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
+        if (!fl_map) return NULL;
+        fl = shm__ctz(fl_map);
+        sl_map = t->sl_bitmap[fl];
     }
-    if (SHM__LIKELY(*fl < t->fl_count)) {
-        uint32_t sl_map = *sl < SHM__SL_COUNT ? t->sl_bitmap[*fl] & (~0u << *sl) : 0;
-        if (!sl_map) {
-            uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (*fl + 1));
-            if (!fl_map) return NULL;
-            *fl = shm__ctz(fl_map);
-            sl_map = t->sl_bitmap[*fl];
-        }
-        *sl = shm__ctz(sl_map);
-        return t->lists[*fl][*sl].next_free;
-    }
-    return NULL;
+    *index = i = (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map);
+    return shm__list(t, i)->next_free;
 }
 
 /* Gap between a free block's user pointer and the first one aligned to
@@ -678,10 +700,54 @@ SHM__INLINE size_t shm__gap(const shm__block *b, size_t align)
 }
 
 /* The search size that guarantees room for `size` bytes at `align`. */
+SHM__INLINE size_t shm__aligned_need(size_t size, size_t align)
+{
+    return align <= SHMALLOC_ALIGNMENT ? size : size + align + 16;
+}
+
 SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, size_t align, unsigned *fl,
                                           unsigned *sl)
 {
-    return shm__find(t, align <= SHMALLOC_ALIGNMENT ? size : size + align + 16, fl, sl);
+    unsigned i = 0; /* set only when a block is found */
+    shm__block *b = shm__find(t, shm__aligned_need(size, align), &i);
+    *fl = i >> SHMALLOC_SL_LOG2;
+    *sl = i & (SHM__SL_COUNT - 1);
+    return b;
+}
+
+/* The general case of shm__file_free: b's previous block or the next one
+   (whose header word is next_header) is free, and b merges with it. */
+static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+{
+    shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
+    size_t anchor_size;
+    if (b->header & SHM__PREV_FREE) {
+        anchor = b = b->prev_phys;
+        anchor_size = shm__size(b);
+        size += anchor_size;
+        if (next_header & SHM__FREE) {
+            size_t nsize = next_header & SHM__SIZE_MASK;
+            shm__remove(t, next);
+            size += nsize;
+            next = shm__at(next, nsize);
+        }
+    } else {
+        anchor = next;
+        anchor_size = next_header & SHM__SIZE_MASK;
+        size += anchor_size;
+        next = shm__at(next, anchor_size);
+    }
+    SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
+    if (shm__same_list(anchor_size, size)) {
+        if (anchor != b) shm__replace(anchor, b);
+    } else {
+        shm__remove(t, anchor);
+        shm__push(t, b, shm__list_of(size));
+    }
+    b->header = size | SHM__FREE;
+    next->prev_phys = b;
+    next->header |= SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
 }
 
 /* Files [b, b + size) as one free block, merged with its free neighbours;
@@ -689,159 +755,225 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
    keeps its list position when its class does not change. */
 SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    shm__block *anchor = NULL, *next = shm__at(b, size);
+    shm__block *next = shm__at(b, size);
+    size_t next_header = next->header;
     SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
-    if (b->header & SHM__PREV_FREE) {
-        anchor = b = b->prev_phys;
-        size += shm__size(b);
+    if ((b->header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
+        shm__merge_free(t, b, size, next_header);
+        return;
     }
-    if (next->header & SHM__FREE) {
-        size_t nsize = shm__size(next);
-        if (anchor) shm__remove(t, next);
-        else anchor = next;
-        size += nsize;
-        next = shm__at(next, nsize);
-    }
-    SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    if (anchor && shm__same_list(shm__size(anchor), size)) {
-        b->header = size | SHM__FREE;
-        if (anchor != b) shm__replace(anchor, b);
-    } else {
-        if (anchor) shm__remove(t, anchor);
-        b->header = size | SHM__FREE;
-        shm__insert(t, b);
-    }
+    SHM__UNPOISON((char *)b + 16, 16);
+    b->header = size | SHM__FREE;
+    shm__push(t, b, shm__list_of(size));
     next->prev_phys = b;
-    next->header |= SHM__PREV_FREE;
-    SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
+    next->header = next_header | SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32);
 }
 
+/* Marks b's start used, or not: the bit is the other way, so it flips. */
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    uint64_t mask = (uint64_t)1 << (bit & 63);
-    if (used) t->start_map[bit >> 6] |= mask;
-    else t->start_map[bit >> 6] &= ~mask;
+    SHM__ASSERT((t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
+    (void)used;
 }
+
+#if SHMALLOC_DEBUG >= 2
+#  define SHM__MAP_CHUNK ((size_t)64) /* the least map zeroed at once: small, so tests cross it often */
+#else
+#  define SHM__MAP_CHUNK ((size_t)4096)
+#endif
 
 /* Bytes of start map (whole words) covering `area` bytes of blocks. */
 SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
 
 static void shm__limit_mapped(shmalloc_tlsf *t)
 {
-    size_t covered = t->map_clean * 128; /* 8 bits a byte, 16 bytes a bit */
-    t->mapped = covered < shm__offset(t, t->sentinel) ? t->base + covered : (char *)t->sentinel;
+    size_t covered = t->map_clean * 128, blocks = shm__offset(t, t->sentinel); /* 8 bits a byte, 16 bytes a bit */
+    t->mapped = covered < blocks ? covered : blocks;
 }
 
-/* The start map is zeroed as blocks first reach new ground, not when the
-   heap is made: a large heap costs nothing until it is used. */
+/* The start map is zeroed as the high-water mark rises, not when the heap
+   is made: a large heap costs nothing until it is used.  Every set bit is
+   in the zeroed part, which covers the high-water mark. */
 static void shm__clean_map(shmalloc_tlsf *t, size_t end)
 {
     size_t want = shm__map_bytes(end), all = shm__map_bytes((size_t)(t->end - t->base));
     want = want > 2 * t->map_clean ? want : 2 * t->map_clean; /* in doublings */
-    want = want < 4096 ? 4096 : want;
+    want = want < SHM__MAP_CHUNK ? SHM__MAP_CHUNK : want;
     want = want < all ? want : all;
     SHMALLOC_MEMSET((char *)t->start_map + t->map_clean, 0, want - t->map_clean);
     t->map_clean = want;
     shm__limit_mapped(t);
 }
 
-/* The high-water mark, and the zeroed map under it; before a block is
-   marked used. */
-SHM__INLINE void shm__reach(shmalloc_tlsf *t, const shm__block *b)
+/* A new high-water mark `end`, the end of a used block's usable bytes. */
+SHM__INLINE void shm__raise(shmalloc_tlsf *t, size_t end)
 {
-    size_t end = shm__offset(t, b) + shm__size(b) + 8; /* the end of the usable bytes */
-    if (end > t->high_water) {
-        t->high_water = end;
-        if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end);
-    }
+    t->high_water = end;
+    if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end);
 }
 
-/* Cuts free block b down to `size` and marks it used; the tail goes back
-   to the free lists.  `listed`: b is still in list fl/sl, and the tail
-   takes its place there when it stays in the same class. */
-SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
-                             unsigned fl, unsigned sl)
+/* The used block b of `size` bytes, its header written, into the start map
+   and the counters; returns its user pointer. */
+SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t bsize = shm__size(b);
-    shm__block *next = shm__at(b, bsize);
-    SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
-    if (bsize - size >= SHM__MIN_BLOCK) {
-        shm__block *rest = shm__at(b, size);
-        unsigned rfl, rsl;
-        rest->header = (bsize - size) | SHM__FREE;
-        next->prev_phys = rest;
-        SHM__POISON((char *)rest + 32, bsize - size - 32);
-        shm__mapping(bsize - size, &rfl, &rsl);
-        if (listed && rfl == fl && rsl == sl) {
-            shm__replace(b, rest);
-        } else {
-            if (listed) shm__remove(t, b);
-            shm__insert_at(t, rest, rfl, rsl);
-        }
-        bsize = size;
-    } else {
-        if (listed) shm__remove(t, b);
-        next->header &= ~SHM__PREV_FREE;
-    }
-    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
-    shm__reach(t, b);
+    size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
+    if (end > t->high_water) shm__raise(t, end); /* before the map is written */
     shm__mark_used(t, b, 1);
-    t->in_use += bsize;
+    t->in_use += size;
     t->used_blocks++;
     return shm__user(b);
 }
 
-/* Takes the free block b that shm__find_aligned found in list fl/sl. */
-SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
+/* Cuts free block b down to `size` and marks it used; the tail goes back
+   to the free lists.  `listed`: b is still the head of list i, and the
+   tail takes its place there when it stays in the same list. */
+SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
+                             unsigned i)
+{
+    size_t bsize = shm__size(b), rest_size = bsize - size;
+    shm__block *next = shm__at(b, bsize);
+    SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
+    if (rest_size >= SHM__MIN_BLOCK) {
+        shm__block *rest = shm__at(b, size);
+        unsigned rest_list = shm__list_of(rest_size);
+        rest->header = rest_size | SHM__FREE;
+        next->prev_phys = rest;
+        SHM__POISON((char *)rest + 32, rest_size - 32);
+        if (listed && rest_list == i) {
+            shm__block *list = shm__list(t, i), *after = b->next_free;
+            rest->next_free = after;
+            after->prev_free = rest;
+            rest->prev_free = list;
+            list->next_free = rest;
+        } else {
+            if (listed) shm__pop(t, b, i);
+            shm__push(t, rest, rest_list);
+        }
+        bsize = size;
+    } else {
+        if (listed) shm__pop(t, b, i);
+        next->header &= ~SHM__PREV_FREE;
+    }
+    /* b->header read again, not kept: gcc then saves fewer registers */
+    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    return shm__taken(t, b, bsize);
+}
+
+/* Takes `size` bytes at `align` from the end of free block b, the head of
+   list i, which must have room for size + align + 16: b keeps its start
+   and mostly its list, and the bytes after the aligned block become a free
+   block, or its slack when too few for one.  (The heap's last block is
+   carved from its start instead, so the heap reaches no further than it
+   must.) */
+SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
+{
+    size_t bsize = shm__size(b), front, tail;
+    shm__block *next = shm__at(b, bsize), *a;
+    a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
+    front = (size_t)((uintptr_t)a - (uintptr_t)b);
+    tail = bsize - front - size;
+    SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align);
+    if (tail >= SHM__MIN_BLOCK) {
+        shm__block *rest = shm__at(a, size);
+        rest->header = tail | SHM__FREE;
+        next->prev_phys = rest;
+        shm__push(t, rest, shm__list_of(tail));
+        SHM__POISON((char *)rest + 32, tail - 32);
+    } else {
+        size += tail;
+        next->header &= ~SHM__PREV_FREE;
+    }
+    b->header -= bsize - front;
+    if (!shm__same_list(front, bsize)) {
+        shm__pop(t, b, i);
+        shm__push(t, b, shm__list_of(front));
+    }
+    SHM__POISON((char *)b + 32, front - 32);
+    a->prev_phys = b;
+    a->header = size | SHM__PREV_FREE | ((size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
+    return shm__taken(t, a, size);
+}
+
+/* Takes the free block b, the head of list i, for `size` bytes at `align`. */
+SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
 {
     size_t gap;
     shm__block *a;
     SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, fl, sl);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, i);
+    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, i, size, align);
     gap = shm__gap(b, align);
-    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, fl, sl);
-    shm__remove(t, b); /* the leading gap becomes a free block of its own */
+    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, i);
+    shm__pop(t, b, i); /* the leading gap becomes a free block of its own */
     a = shm__at(b, gap);
     a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
     a->prev_phys = b;
     b->header = gap | SHM__FREE;
     shm__insert(t, b);
     SHM__POISON((char *)b + 32, gap - 32);
-    return shm__carve(t, a, size, shm__fls(align), 0, 0, 0);
+    return shm__carve(t, a, size, shm__fls(align), 0, 0);
+}
+
+/* Takes the free block b that shm__find_aligned found in list fl/sl. */
+SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
+{
+    return shm__take_at(t, b, fl << SHMALLOC_SL_LOG2 | sl, size, align);
 }
 
 /* Frees the used block b (already validated). */
 SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
 {
-    size_t size = shm__size(b);
-    SHM__ASSERT(!(b->header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
+    size_t header = b->header, size = header & SHM__SIZE_MASK;
+    shm__block *next = shm__at(b, size);
+    size_t next_header = next->header; /* both read before the map is written, which gcc cannot tell apart */
+    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;
-    shm__file_free(t, b, size);
+    if (header & SHM__PREV_FREE || next_header & SHM__FREE) {
+        shm__merge_free(t, b, size, next_header);
+        return;
+    }
+    SHM__UNPOISON((char *)b + 16, 16);
+    b->header = size | SHM__FREE;
+    shm__push(t, b, shm__list_of(size));
+    next->prev_phys = b;
+    next->header = next_header | SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32);
 }
 
-/* Is ptr the user pointer of a used block?  Reads only the start map for
-   the answer; the block's header only to tell a double free from a wild
-   pointer. */
-SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+/* Why ptr, which is not the user pointer of a used block, is not; reads
+   the block's header only to tell a double free from a wild pointer. */
+static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
-    size_t bit;
-    const shm__block *b;
-    if (u < lo || u >= (uintptr_t)t->mapped) /* where no block ever started, or the spec area */
+    const shm__block *b = shm__of_user(ptr);
+    if (u < lo || u - lo >= t->mapped) /* where no block ever started, or the spec area */
         return u >= lo && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
-    b = shm__of_user(ptr);
-    bit = shm__offset(t, b) >> 4; /* as shm__mark_used computes it, so the two share the work */
-    if (SHM__LIKELY(t->start_map[bit >> 6] & ((uint64_t)1 << (bit & 63)))) return SHMEM_MALLOC_OK;
     if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
     if ((b->header & SHM__FREE) && shm__size(b) >= SHM__MIN_BLOCK &&
         shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
         !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
         return SHMEM_MALLOC_ALREADY_FREE;
     return SHMEM_MALLOC_NOT_ALIGNED;
+}
+
+/* Is ptr the user pointer of a used block?  The start map answers: ptr
+   must be in the zeroed part of the map (below the sentinel), on a 16-byte
+   boundary, and marked. */
+SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
+{
+    size_t off = shm__offset(t, ptr) - 16, bit = off >> 4; /* the block's; as shm__mark_used computes it */
+    return off < t->mapped && !(off & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
+SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+{
+    return SHM__LIKELY(shm__valid(t, ptr)) ? SHMEM_MALLOC_OK : shm__invalid(t, ptr);
 }
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
@@ -880,21 +1012,80 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
     return r->target ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
 }
 
-/* Gives the tail of used block b beyond `size` back to the free lists. */
-static void shm__trim(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* Free block f of `size` bytes takes the place of free block old, of
+   old_size bytes, which it overlaps: a used neighbour grew into old's
+   front or gave its tail to it.  f keeps old's list position when the two
+   sizes share a list. */
+SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
-    size_t tail = shm__size(b) - size;
-    if (tail < SHM__MIN_BLOCK) return;
-    b->header -= tail;
-    t->in_use -= tail;
-    shm__at(b, size)->header = 0; /* its previous block, b, is used */
-    shm__file_free(t, shm__at(b, size), tail);
+    shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
+    f->header = size | SHM__FREE;
+    shm__at(f, size)->prev_phys = f;
+    if (old_size <= size ? shm__same_list(old_size, size) : shm__same_list(size, old_size)) {
+        f->next_free = next_free;
+        next_free->prev_free = f;
+        f->prev_free = prev_free;
+        prev_free->next_free = f;
+        return;
+    }
+    next_free->prev_free = prev_free;
+    prev_free->next_free = next_free;
+    if (next_free == prev_free) shm__emptied(t, (unsigned)(prev_free - &t->lists[0][0]));
+    shm__push(t, f, shm__list_of(size));
+}
+
+/* Resizes used block b to `size` (a block size) where it is: a shrink
+   gives its tail back (merged with a free next block), a grow takes the
+   front of a free next block.  Returns 0, changing nothing, when the next
+   block is not free or too small. */
+SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    size_t bsize = shm__size(b), end;
+    shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
+    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    if (size <= bsize) {
+        size_t tail = bsize - size;
+        SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
+        if (tail < SHM__MIN_BLOCK) return 1;
+        b->header -= tail;
+        t->in_use -= tail;
+        if (next_header & SHM__FREE) {
+            shm__refile(t, next, nsize, rest, tail + nsize);
+        } else {
+            rest->header = tail | SHM__FREE;
+            next->prev_phys = rest;
+            next->header = next_header | SHM__PREV_FREE;
+            shm__push(t, rest, shm__list_of(tail));
+        }
+        SHM__POISON((char *)rest + 32, shm__size(rest) - 32);
+        return 1;
+    }
+    if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
+    SHM__UNPOISON(shm__user(b), bsize - 8);
+    SHM__UNPOISON((char *)next + 32, nsize - 32);
+    if (bsize + nsize - size >= SHM__MIN_BLOCK) {
+        shm__refile(t, next, nsize, rest, bsize + nsize - size);
+        SHM__POISON((char *)rest + 32, bsize + nsize - size - 32);
+    } else { /* too little is left for a block: b takes all of next */
+        shm__remove(t, next);
+        shm__at(next, nsize)->header &= ~SHM__PREV_FREE;
+        size = bsize + nsize;
+    }
+    b->header += size - bsize;
+    t->in_use += size - bsize;
+    end = shm__offset(t, b) + size + 8; /* the high-water mark */
+    if (end > t->high_water) shm__raise(t, end);
+    return 1;
 }
 
 static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm__resize *r)
 {
-    shm__block *b = shm__of_user(ptr), *next;
+    shm__block *b = shm__of_user(ptr);
     size_t keep = shm__size(b) - 8 < n ? shm__size(b) - 8 : n;
+    if (r->how == SHM__IN_PLACE) {
+        shm__resize_in_place(t, b, r->size);
+        return ptr;
+    }
     SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
     if (r->how == SHM__MOVE) {
         void *q = shm__take(t, r->target, r->fl, r->sl, r->size, shm__align_of(b));
@@ -902,7 +1093,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         shm__release(t, b);
         return q;
     }
-    if (r->how == SHM__INTO_PREV) { /* b's header is inside the copy's destination */
+    { /* SHM__INTO_PREV: b's header is inside the copy's destination */
         shm__block *prev = b->prev_phys;
         size_t header = b->header, psize = shm__size(prev);
         shm__remove(t, prev);
@@ -912,20 +1103,9 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
         shm__mark_used(t, prev, 1);
         t->in_use += psize;
-        b = prev;
+        shm__resize_in_place(t, prev, r->size); /* then the next block, or the tail */
+        return shm__user(prev);
     }
-    next = shm__at(b, shm__size(b));
-    if (shm__size(b) < r->size) { /* absorb the free next block */
-        size_t nsize = shm__size(next);
-        shm__remove(t, next);
-        SHM__UNPOISON((char *)next + 32, nsize - 32);
-        b->header += nsize;
-        shm__at(b, shm__size(b))->header &= ~SHM__PREV_FREE;
-        t->in_use += nsize;
-    }
-    shm__trim(t, b, r->size);
-    shm__reach(t, b);
-    return shm__user(b);
 }
 
 /* ---- TLSF public API -------------------------------------------------- */
@@ -982,7 +1162,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
-    t->mapped = t->base; /* map_clean 0: zeroed by the first allocation */
+    t->mapped = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
@@ -1013,12 +1193,12 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *b;
-    unsigned fl, sl;
+    unsigned i;
     size_t bsize;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
     bsize = shm__block_size(size);
-    b = shm__find(t, bsize, &fl, &sl);
-    return b ? shm__fit(shm__take(t, b, fl, sl, bsize, 0), size) : NULL;
+    b = shm__find(t, bsize, &i);
+    return b ? shm__fit(shm__take_at(t, b, i, bsize, 0), size) : NULL;
 }
 
 static int shm__bad_align(size_t align)
@@ -1029,24 +1209,26 @@ static int shm__bad_align(size_t align)
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
 {
     shm__block *b;
-    unsigned fl, sl;
+    unsigned i;
     size_t bsize;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    b = shm__find_aligned(t, bsize, align, &fl, &sl);
-    return b ? shm__fit(shm__take(t, b, fl, sl, bsize, align), size) : NULL;
+    b = shm__find(t, shm__aligned_need(bsize, align), &i);
+    return b ? shm__fit(shm__take_at(t, b, i, bsize, align), size) : NULL;
 }
 
+/* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
-    long e;
-    if (!ptr) return SHMEM_MALLOC_OK;
-    e = shm__validate(t, ptr);
-    if (!e) shm__release(t, shm__of_user(ptr));
-    return e;
+    if (SHM__LIKELY(shm__valid(t, ptr))) {
+        shm__release(t, shm__of_user(ptr));
+        return SHMEM_MALLOC_OK;
+    }
+    return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
 }
 
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
+/* Out of line: its frame would cost the in-place path. */
+static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     shm__resize r;
     if (!ptr) return shmalloc_tlsf_malloc(t, size);
@@ -1055,6 +1237,16 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
         return NULL;
     }
     return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__fit(shm__commit_resize(t, ptr, size, &r), size);
+}
+
+/* In place first, without the plan: the plan finds the same answer, and
+   is left for moves and for the errors. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
+{
+    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST) &&
+        shm__resize_in_place(t, shm__of_user(ptr), shm__block_size(size)))
+        return shm__fit(ptr, size);
+    return shm__realloc_planned(t, ptr, size);
 }
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
@@ -1204,7 +1396,7 @@ static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
 static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    if ((uintptr_t)b >= (uintptr_t)t->mapped) return 0; /* past the zeroed map */
+    if (shm__offset(t, b) >= t->mapped) return 0; /* past the zeroed map */
     return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 

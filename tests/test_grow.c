@@ -438,3 +438,30 @@ Test(grow_tlsf, an_8_gib_heap_touches_its_start_map_only_under_the_high_water_ma
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     munmap(mem, bytes);
 }
+
+/* A block that grows in place raises the high-water mark past the zeroed
+   map: the map must be zeroed there before a later block is marked in it,
+   or zeroing it later would forget that block. */
+Test(grow_tlsf, the_start_map_is_zeroed_past_a_block_grown_in_place_before_blocks_start_there)
+{
+    size_t bytes = (size_t)1 << 30;
+    char *mem = (char *)reserve(bytes);
+    shmalloc_tlsf *t = shmalloc_tlsf_create(mem, bytes);
+    char *p, *f, *q, *r;
+    cr_assert(t != NULL);
+    p = (char *)shmalloc_tlsf_malloc(t, 64);
+    cr_assert(p != NULL);
+    cr_assert(shmalloc_tlsf_realloc(t, p, (size_t)3 << 20) == p, "grown in place into the free rest");
+    cr_assert(shmalloc_tlsf_realloc(t, p, 64) == p, "and shrunk again: the high-water mark stays at 3 MiB");
+    f = (char *)shmalloc_tlsf_malloc(t, (size_t)2 << 20); /* below the mark */
+    q = (char *)shmalloc_tlsf_malloc(t, 64);
+    cr_assert(f && q > f && q < p + (3 << 20), "q starts 2 MiB in, below the high-water mark");
+    r = (char *)shmalloc_tlsf_malloc(t, (size_t)256 << 20); /* takes the zeroed map much further */
+    cr_assert(r != NULL);
+    cr_assert(shmalloc_tlsf_check(t, 0) == 0);
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK, "q is still known to be a block");
+    cr_assert(shmalloc_tlsf_free(t, r) == SHMEM_MALLOC_OK && shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, f) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_check(t, 0) == 0);
+    munmap(mem, bytes);
+}

@@ -774,7 +774,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    SHM__ASSERT((t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    SHM__ASSERT(bit >= t->mapped >> 4 || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
     t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
     (void)used;
 }
@@ -795,9 +795,10 @@ static void shm__limit_mapped(shmalloc_tlsf *t)
 }
 
 /* The start map is zeroed as the high-water mark rises, not when the heap
-   is made: a large heap costs nothing until it is used.  Every set bit is
-   in the zeroed part, which covers the high-water mark. */
-static void shm__clean_map(shmalloc_tlsf *t, size_t end)
+   is made: a large heap costs nothing until it is used.  The zeroed part
+   covers the high-water mark; `b`, a block just marked past it, is marked
+   again. */
+static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
 {
     size_t want = shm__map_bytes(end), all = shm__map_bytes((size_t)(t->end - t->base));
     want = want > 2 * t->map_clean ? want : 2 * t->map_clean; /* in doublings */
@@ -806,13 +807,17 @@ static void shm__clean_map(shmalloc_tlsf *t, size_t end)
     SHMALLOC_MEMSET((char *)t->start_map + t->map_clean, 0, want - t->map_clean);
     t->map_clean = want;
     shm__limit_mapped(t);
+    if (b) t->start_map[shm__offset(t, b) >> 10] |= (uint64_t)1 << (shm__offset(t, b) >> 4 & 63);
 }
 
-/* A new high-water mark `end`, the end of a used block's usable bytes. */
-SHM__INLINE void shm__raise(shmalloc_tlsf *t, size_t end)
+/* A new high-water mark `end`, the end of the usable bytes of b, just
+   marked used.  Out of line and returning b's
+   user pointer, so the common path keeps nothing across a call. */
+static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, shm__block *b)
 {
     t->high_water = end;
-    if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end);
+    if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, b);
+    return shm__user(b);
 }
 
 /* The used block b of `size` bytes, its header written, into the start map
@@ -820,10 +825,10 @@ SHM__INLINE void shm__raise(shmalloc_tlsf *t, size_t end)
 SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
-    if (end > t->high_water) shm__raise(t, end); /* before the map is written */
     shm__mark_used(t, b, 1);
     t->in_use += size;
     t->used_blocks++;
+    if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, b);
     return shm__user(b);
 }
 
@@ -1074,7 +1079,10 @@ SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
     b->header += size - bsize;
     t->in_use += size - bsize;
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
-    if (end > t->high_water) shm__raise(t, end);
+    if (end > t->high_water) {
+        t->high_water = end;
+        if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, NULL);
+    }
     return 1;
 }
 

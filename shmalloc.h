@@ -527,7 +527,7 @@ struct shmalloc_tlsf {
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
-    uint32_t sl_bitmap[SHM__FL_COUNT];
+    uint32_t sl_bitmap[SHM__FL_COUNT + 1]; /* one more, always 0: the search above the last class finds nothing */
     unsigned fl_count;     /* first-level classes this region can hold */
     /* circular free lists, each with a sentinel node of size 0: unlinking
        needs no list index and no NULL checks */
@@ -661,32 +661,36 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
     return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
 }
 
-/* A free block of at least `size` bytes, the head of list *index, or NULL
-   (*index then unset); changes nothing.  The head of the request's own list is tried first: a
-   close fit, and the only chance for a request of (nearly) the whole
-   largest block.  Otherwise the first non-empty list above it, any block
-   of which fits. */
-SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
+/* Is there a free block of at least `size` bytes?  It is then the head of
+   list *index (otherwise *index is unset); changes nothing.  The head of
+   the request's own list is tried first: a close fit, and the only chance
+   for a request of (nearly) the whole largest block.  Otherwise the first
+   non-empty list above it, any block of which fits.  An answer, not a
+   block, so the caller tests no pointer for NULL. */
+SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, unsigned *index)
 {
     unsigned i, fl;
-    shm__block *b;
     uint32_t sl_map;
     uint64_t fl_map;
-    if (size > t->capacity) return NULL; /* which also keeps list i among the heap's classes */
+    if (size > t->capacity) return 0; /* which also keeps list i among the heap's classes */
     *index = i = shm__list_of(size);
-    b = shm__list(t, i)->next_free;
-    if (shm__size(b) >= size) return b; /* an empty list's sentinel has size 0 */
-    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above */
-    if (SHM__UNLIKELY(fl >= t->fl_count)) return NULL;
+    if (shm__size(shm__list(t, i)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
+    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above; at most fl_count */
     sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
-        if (!fl_map) return NULL;
+        if (!fl_map) return 0;
         fl = shm__ctz(fl_map);
         sl_map = t->sl_bitmap[fl];
     }
-    *index = i = (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map);
-    return shm__list(t, i)->next_free;
+    *index = (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map);
+    return 1;
+}
+
+/* The block shm__find_list finds, or NULL. */
+SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
+{
+    return shm__find_list(t, size, index) ? shm__list(t, *index)->next_free : NULL;
 }
 
 /* Gap between a free block's user pointer and the first one aligned to
@@ -1200,13 +1204,12 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
-    shm__block *b;
     unsigned i;
     size_t bsize;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
     bsize = shm__block_size(size);
-    b = shm__find(t, bsize, &i);
-    return b ? shm__fit(shm__take_at(t, b, i, bsize, 0), size) : NULL;
+    if (!shm__find_list(t, bsize, &i)) return NULL;
+    return shm__fit(shm__take_at(t, shm__list(t, i)->next_free, i, bsize, 0), size);
 }
 
 static int shm__bad_align(size_t align)
@@ -1216,13 +1219,12 @@ static int shm__bad_align(size_t align)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
 {
-    shm__block *b;
     unsigned i;
     size_t bsize;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    b = shm__find(t, shm__aligned_need(bsize, align), &i);
-    return b ? shm__fit(shm__take_at(t, b, i, bsize, align), size) : NULL;
+    if (!shm__find_list(t, shm__aligned_need(bsize, align), &i)) return NULL;
+    return shm__fit(shm__take_at(t, shm__list(t, i)->next_free, i, bsize, align), size);
 }
 
 /* NULL fails the start-map test too: it is told apart only then. */

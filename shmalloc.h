@@ -720,8 +720,9 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 }
 
 /* The general case of shm__file_free: b's previous block or the next one
-   (whose header word is next_header) is free, and b merges with it. */
-static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+   (whose header word is next_header) is free, and b merges with it.
+   Returns SHMEM_MALLOC_OK, so that free can end in a jump here. */
+static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
     size_t anchor_size;
@@ -752,6 +753,7 @@ static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
+    return SHMEM_MALLOC_OK;
 }
 
 /* Files [b, b + size) as one free block, merged with its free neighbours;
@@ -932,8 +934,8 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
     return shm__take_at(t, b, fl << SHMALLOC_SL_LOG2 | sl, size, align);
 }
 
-/* Frees the used block b (already validated). */
-SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
+/* Frees the used block b (already validated); returns SHMEM_MALLOC_OK. */
+SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK;
     shm__block *next = shm__at(b, size);
@@ -942,16 +944,14 @@ SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;
-    if (header & SHM__PREV_FREE || next_header & SHM__FREE) {
-        shm__merge_free(t, b, size, next_header);
-        return;
-    }
+    if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
     shm__push(t, b, shm__list_of(size));
     next->prev_phys = b;
     next->header = next_header | SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
+    return SHMEM_MALLOC_OK;
 }
 
 /* Why ptr, which is not the user pointer of a used block, is not; reads
@@ -1230,10 +1230,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
 /* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
-    if (SHM__LIKELY(shm__valid(t, ptr))) {
-        shm__release(t, shm__of_user(ptr));
-        return SHMEM_MALLOC_OK;
-    }
+    if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, shm__of_user(ptr));
     return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
 }
 

@@ -521,8 +521,8 @@ struct shmalloc_tlsf {
                               is the spec area that shmalloc_tlsf_sbreak made */
     char *end;             /* how far shmalloc_tlsf_grow may move limit */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
-    size_t mapped;         /* block offsets below which the map is zeroed (and
-                              below the sentinel): no block ever started above */
+    size_t mapped_bits;    /* map bits (block offsets / 16) below which the map is
+                              zeroed and below the sentinel: no block ever started above */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
@@ -776,11 +776,15 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     SHM__POISON((char *)b + 32, size - 32);
 }
 
+/* The start-map bit of the block at offset off, a multiple of 16, as
+   shm__valid computes it: after a free's test the compiler reuses the word. */
+SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
+
 /* Marks b's start used, or not: the bit is the other way, so it flips. */
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
-    size_t bit = shm__offset(t, b) >> 4;
-    SHM__ASSERT(bit >= t->mapped >> 4 || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    size_t bit = shm__bit(shm__offset(t, b));
+    SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
     t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
     (void)used;
 }
@@ -797,7 +801,7 @@ SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 
 static void shm__limit_mapped(shmalloc_tlsf *t)
 {
     size_t covered = t->map_clean * 128, blocks = shm__offset(t, t->sentinel); /* 8 bits a byte, 16 bytes a bit */
-    t->mapped = covered < blocks ? covered : blocks;
+    t->mapped_bits = (covered < blocks ? covered : blocks) / 16;
 }
 
 /* The start map is zeroed as the high-water mark rises, not when the heap
@@ -960,7 +964,7 @@ static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
     const shm__block *b = shm__of_user(ptr);
-    if (u < lo || u - lo >= t->mapped) /* where no block ever started, or the spec area */
+    if (u < lo || (u - lo) / 16 >= t->mapped_bits) /* where no block ever started, or the spec area */
         return u >= lo && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
     if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
@@ -973,11 +977,13 @@ static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 
 /* Is ptr the user pointer of a used block?  The start map answers: ptr
    must be in the zeroed part of the map (below the sentinel), on a 16-byte
-   boundary, and marked. */
+   boundary, and marked.  The offset rotated right by 4 is the block's bit
+   when ptr is on a boundary, and above every bit when it is not: one
+   comparison makes both tests. */
 SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
 {
-    size_t off = shm__offset(t, ptr) - 16, bit = off >> 4; /* the block's; as shm__mark_used computes it */
-    return off < t->mapped && !(off & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1);
+    size_t off = shm__offset(t, ptr) - 16, bit = shm__bit(off);
+    return bit < t->mapped_bits && (t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
 SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
@@ -1174,7 +1180,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
-    t->mapped = 0; /* map_clean 0: zeroed by the first allocation */
+    t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
@@ -1335,7 +1341,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
     if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16) return -1;
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
-    shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped` too */
+    shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped_bits` too */
     return 0;
 }
 
@@ -1403,7 +1409,7 @@ static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
 static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    if (shm__offset(t, b) >= t->mapped) return 0; /* past the zeroed map */
+    if (bit >= t->mapped_bits) return 0; /* past the zeroed map */
     return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 

@@ -886,6 +886,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
 {
     size_t bsize = shm__size(b), front, tail;
+    unsigned j;
     shm__block *next = shm__at(b, bsize), *a;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
@@ -902,9 +903,10 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
         next->header &= ~SHM__PREV_FREE;
     }
     b->header -= bsize - front;
-    if (!shm__same_list(front, bsize)) {
+    j = shm__list_of(front); /* needed when b moves, which is nearly always */
+    if (j != i) {
         shm__pop(t, b, i);
-        shm__push(t, b, shm__list_of(front));
+        shm__push(t, b, j);
     }
     SHM__POISON((char *)b + 32, front - 32);
     a->prev_phys = b;

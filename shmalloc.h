@@ -636,13 +636,14 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
 }
 
-/* Unlinks b, the head of list i. */
+/* Unlinks b, the head of list i; the index is worked out again from the
+   list only when it empties, so callers keep fewer values live. */
 SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, unsigned i)
 {
     shm__block *list = shm__list(t, i), *next = b->next_free;
     list->next_free = next;
     next->prev_free = list;
-    if (next == list) shm__emptied(t, i);
+    if (next == list) shm__emptied(t, (unsigned)(list - &t->lists[0][0]));
 }
 
 /* b takes old's place in its list: a block that only changes size within
@@ -857,7 +858,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
-        if (listed && rest_list == i) {
+        if (listed && shm__list(t, rest_list) == shm__list(t, i)) {
             shm__block *list = shm__list(t, i), *after = b->next_free;
             rest->next_free = after;
             after->prev_free = rest;

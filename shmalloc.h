@@ -604,21 +604,40 @@ SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
 }
 
-/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
-SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i)
+/* The sentinel node of the list of a free block of `size` bytes: the list
+   of shm__list_of, in 64-bit arithmetic that folds the first-level offset
+   into the address, fewer instructions than an index and a scaling. */
+SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    shm__block *list = shm__list(t, i), *head = list->next_free;
+    size_t f = shm__fls(size | SHM__SMALL);
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) +
+                          ((f << SHMALLOC_SL_LOG2) + (size >> (f - SHMALLOC_SL_LOG2)) -
+                           ((size_t)SHM__FL_SHIFT << SHMALLOC_SL_LOG2)) * sizeof(shm__block));
+}
+
+/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+/* Pushes b on the list with sentinel node `list`; the list's index is
+   worked out from the node only when the list was empty. */
+SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
+{
+    shm__block *head = list->next_free;
     b->next_free = head;
     head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
     b->prev_free = list;
     list->next_free = b;
     if (head == list) { /* the list was empty */
+        unsigned i = (unsigned)(list - &t->lists[0][0]);
         t->fl_bitmap |= (uint64_t)1 << (i >> SHMALLOC_SL_LOG2);
         t->sl_bitmap[i >> SHMALLOC_SL_LOG2] |= 1u << (i & (SHM__SL_COUNT - 1));
     }
 }
 
-SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push(t, b, shm__list_of(shm__size(b))); }
+SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i) { shm__push_on(t, b, shm__list(t, i)); }
+
+/* Files free block b, of `size` bytes, in its list. */
+SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { shm__push_on(t, b, shm__list_for(t, size)); }
+
+SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push_size(t, b, shm__size(b)); }
 
 /* The bits of list i, which has just become empty. */
 SHM__INLINE void shm__emptied(shmalloc_tlsf *t, unsigned i)
@@ -748,7 +767,7 @@ static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        shm__push(t, b, shm__list_of(size));
+        shm__push_size(t, b, size);
     }
     b->header = size | SHM__FREE;
     next->prev_phys = b;
@@ -771,7 +790,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     }
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
-    shm__push(t, b, shm__list_of(size));
+    shm__push_size(t, b, size);
     next->prev_phys = b;
     next->header = next_header | SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
@@ -887,8 +906,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
 {
     size_t bsize = shm__size(b), front, tail;
-    unsigned j;
-    shm__block *next = shm__at(b, bsize), *a;
+    shm__block *next = shm__at(b, bsize), *a, *list;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
@@ -897,17 +915,17 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
         shm__block *rest = shm__at(a, size);
         rest->header = tail | SHM__FREE;
         next->prev_phys = rest;
-        shm__push(t, rest, shm__list_of(tail));
+        shm__push_size(t, rest, tail);
         SHM__POISON((char *)rest + 32, tail - 32);
     } else {
         size += tail;
         next->header &= ~SHM__PREV_FREE;
     }
     b->header -= bsize - front;
-    j = shm__list_of(front); /* needed when b moves, which is nearly always */
-    if (j != i) {
+    list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
+    if (list != shm__list(t, i)) {
         shm__pop(t, b, i);
-        shm__push(t, b, j);
+        shm__push_on(t, b, list);
     }
     SHM__POISON((char *)b + 32, front - 32);
     a->prev_phys = b;
@@ -954,7 +972,7 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
-    shm__push(t, b, shm__list_of(size));
+    shm__push_size(t, b, size);
     next->prev_phys = b;
     next->header = next_header | SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
@@ -1049,7 +1067,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
     if (next_free == prev_free) shm__emptied(t, (unsigned)(prev_free - &t->lists[0][0]));
-    shm__push(t, f, shm__list_of(size));
+    shm__push_size(t, f, size);
 }
 
 /* Resizes used block b to `size` (a block size) where it is: a shrink
@@ -1073,7 +1091,7 @@ SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
             rest->header = tail | SHM__FREE;
             next->prev_phys = rest;
             next->header = next_header | SHM__PREV_FREE;
-            shm__push(t, rest, shm__list_of(tail));
+            shm__push_size(t, rest, tail);
         }
         SHM__POISON((char *)rest + 32, shm__size(rest) - 32);
         return 1;

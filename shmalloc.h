@@ -655,11 +655,11 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
 }
 
-/* Unlinks b, the head of list i; the index is worked out again from the
-   list only when it empties, so callers keep fewer values live. */
-SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, unsigned i)
+/* Unlinks b, the head of the list with sentinel node `list`; the list's
+   index is worked out only when it empties. */
+SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
-    shm__block *list = shm__list(t, i), *next = b->next_free;
+    shm__block *next = b->next_free;
     list->next_free = next;
     next->prev_free = list;
     if (next == list) shm__emptied(t, (unsigned)(list - &t->lists[0][0]));
@@ -682,19 +682,20 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
 }
 
 /* Is there a free block of at least `size` bytes?  It is then the head of
-   list *index (otherwise *index is unset); changes nothing.  The head of
+   the list with sentinel node *list (otherwise *list is unset); changes nothing.  The head of
    the request's own list is tried first: a close fit, and the only chance
    for a request of (nearly) the whole largest block.  Otherwise the first
    non-empty list above it, any block of which fits.  An answer, not a
    block, so the caller tests no pointer for NULL. */
-SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, unsigned *index)
+SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
     unsigned i, fl;
     uint32_t sl_map;
     uint64_t fl_map;
-    if (size > t->capacity) return 0; /* which also keeps list i among the heap's classes */
-    *index = i = shm__list_of(size);
-    if (shm__size(shm__list(t, i)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
+    if (size > t->capacity) return 0; /* which also keeps the list among the heap's classes */
+    *list = shm__list_for(t, size);
+    if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
+    i = (unsigned)(*list - &t->lists[0][0]);
     fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above; at most fl_count */
     sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
     if (!sl_map) {
@@ -703,14 +704,17 @@ SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, unsigned *in
         fl = shm__ctz(fl_map);
         sl_map = t->sl_bitmap[fl];
     }
-    *index = (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map);
+    *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map));
     return 1;
 }
 
-/* The block shm__find_list finds, or NULL. */
+/* The block shm__find_list finds, or NULL; *index its list. */
 SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
 {
-    return shm__find_list(t, size, index) ? shm__list(t, *index)->next_free : NULL;
+    shm__block *list;
+    if (!shm__find_list(t, size, &list)) return NULL;
+    *index = (unsigned)(list - &t->lists[0][0]);
+    return list->next_free;
 }
 
 /* Gap between a free block's user pointer and the first one aligned to
@@ -863,10 +867,10 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 }
 
 /* Cuts free block b down to `size` and marks it used; the tail goes back
-   to the free lists.  `listed`: b is still the head of list i, and the
+   to the free lists.  `listed`: b is still the head of `list`, and the
    tail takes its place there when it stays in the same list. */
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
-                             unsigned i)
+                             shm__block *list)
 {
     size_t bsize = shm__size(b), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
@@ -877,19 +881,19 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
-        if (listed && shm__list(t, rest_list) == shm__list(t, i)) {
-            shm__block *list = shm__list(t, i), *after = b->next_free;
+        if (listed && shm__list(t, rest_list) == list) {
+            shm__block *after = b->next_free;
             rest->next_free = after;
             after->prev_free = rest;
             rest->prev_free = list;
             list->next_free = rest;
         } else {
-            if (listed) shm__pop(t, b, i);
+            if (listed) shm__pop(t, b, list);
             shm__push(t, rest, rest_list);
         }
         bsize = size;
     } else {
-        if (listed) shm__pop(t, b, i);
+        if (listed) shm__pop(t, b, list);
         next->header &= ~SHM__PREV_FREE;
     }
     /* b->header read again, not kept: gcc then saves fewer registers */
@@ -898,15 +902,15 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 }
 
 /* Takes `size` bytes at `align` from the end of free block b, the head of
-   list i, which must have room for size + align + 16: b keeps its start
+   `list`, which must have room for size + align + 16: b keeps its start
    and mostly its list, and the bytes after the aligned block become a free
    block, or its slack when too few for one.  (The heap's last block is
    carved from its start instead, so the heap reaches no further than it
    must.) */
-SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
+SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     size_t bsize = shm__size(b), front, tail;
-    shm__block *next = shm__at(b, bsize), *a, *list;
+    shm__block *next = shm__at(b, bsize), *a, *front_list;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
@@ -922,10 +926,10 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
         next->header &= ~SHM__PREV_FREE;
     }
     b->header -= bsize - front;
-    list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
-    if (list != shm__list(t, i)) {
-        shm__pop(t, b, i);
-        shm__push_on(t, b, list);
+    front_list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
+    if (front_list != list) {
+        shm__pop(t, b, list);
+        shm__push_on(t, b, front_list);
     }
     SHM__POISON((char *)b + 32, front - 32);
     a->prev_phys = b;
@@ -933,30 +937,30 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
     return shm__taken(t, a, size);
 }
 
-/* Takes the free block b, the head of list i, for `size` bytes at `align`. */
-SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
+/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
+SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     size_t gap;
     shm__block *a;
     SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, i);
-    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, i, size, align);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
+    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
     gap = shm__gap(b, align);
-    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, i);
-    shm__pop(t, b, i); /* the leading gap becomes a free block of its own */
+    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, list);
+    shm__pop(t, b, list); /* the leading gap becomes a free block of its own */
     a = shm__at(b, gap);
     a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
     a->prev_phys = b;
     b->header = gap | SHM__FREE;
     shm__insert(t, b);
     SHM__POISON((char *)b + 32, gap - 32);
-    return shm__carve(t, a, size, shm__fls(align), 0, 0);
+    return shm__carve(t, a, size, shm__fls(align), 0, NULL);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
 SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
 {
-    return shm__take_at(t, b, fl << SHMALLOC_SL_LOG2 | sl, size, align);
+    return shm__take_at(t, b, shm__list(t, fl << SHMALLOC_SL_LOG2 | sl), size, align);
 }
 
 /* Frees the used block b (already validated); returns SHMEM_MALLOC_OK. */
@@ -1231,12 +1235,12 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
-    unsigned i;
+    shm__block *list;
     size_t bsize;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
     bsize = shm__block_size(size);
-    if (!shm__find_list(t, bsize, &i)) return NULL;
-    return shm__fit(shm__take_at(t, shm__list(t, i)->next_free, i, bsize, 0), size);
+    if (!shm__find_list(t, bsize, &list)) return NULL;
+    return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 
 static int shm__bad_align(size_t align)
@@ -1246,12 +1250,12 @@ static int shm__bad_align(size_t align)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
 {
-    unsigned i;
+    shm__block *list;
     size_t bsize;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    if (!shm__find_list(t, shm__aligned_need(bsize, align), &i)) return NULL;
-    return shm__fit(shm__take_at(t, shm__list(t, i)->next_free, i, bsize, align), size);
+    if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
+    return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
 }
 
 /* NULL fails the start-map test too: it is told apart only then. */

@@ -521,13 +521,13 @@ struct shmalloc_tlsf {
                               is the spec area that shmalloc_tlsf_sbreak made */
     char *end;             /* how far shmalloc_tlsf_grow may move limit */
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
-    size_t mapped;         /* block offsets below which the map is zeroed (and
-                              below the sentinel): no block ever started above */
+    size_t mapped_bits;    /* map bits (block offsets / 16) below which the map is
+                              zeroed and below the sentinel: no block ever started above */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
-    uint32_t sl_bitmap[SHM__FL_COUNT];
+    uint32_t sl_bitmap[SHM__FL_COUNT + 1]; /* one more, always 0: the search above the last class finds nothing */
     unsigned fl_count;     /* first-level classes this region can hold */
     /* circular free lists, each with a sentinel node of size 0: unlinking
        needs no list index and no NULL checks */
@@ -604,21 +604,40 @@ SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
 }
 
-/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
-SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i)
+/* The sentinel node of the list of a free block of `size` bytes: the list
+   of shm__list_of, in 64-bit arithmetic that folds the first-level offset
+   into the address, fewer instructions than an index and a scaling. */
+SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    shm__block *list = shm__list(t, i), *head = list->next_free;
+    size_t f = shm__fls(size | SHM__SMALL);
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) +
+                          ((f << SHMALLOC_SL_LOG2) + (size >> (f - SHMALLOC_SL_LOG2)) -
+                           ((size_t)SHM__FL_SHIFT << SHMALLOC_SL_LOG2)) * sizeof(shm__block));
+}
+
+/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+/* Pushes b on the list with sentinel node `list`; the list's index is
+   worked out from the node only when the list was empty. */
+SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
+{
+    shm__block *head = list->next_free;
     b->next_free = head;
     head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
     b->prev_free = list;
     list->next_free = b;
     if (head == list) { /* the list was empty */
+        unsigned i = (unsigned)(list - &t->lists[0][0]);
         t->fl_bitmap |= (uint64_t)1 << (i >> SHMALLOC_SL_LOG2);
         t->sl_bitmap[i >> SHMALLOC_SL_LOG2] |= 1u << (i & (SHM__SL_COUNT - 1));
     }
 }
 
-SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push(t, b, shm__list_of(shm__size(b))); }
+SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i) { shm__push_on(t, b, shm__list(t, i)); }
+
+/* Files free block b, of `size` bytes, in its list. */
+SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { shm__push_on(t, b, shm__list_for(t, size)); }
+
+SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push_size(t, b, shm__size(b)); }
 
 /* The bits of list i, which has just become empty. */
 SHM__INLINE void shm__emptied(shmalloc_tlsf *t, unsigned i)
@@ -636,13 +655,14 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
 }
 
-/* Unlinks b, the head of list i. */
-SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, unsigned i)
+/* Unlinks b, the head of the list with sentinel node `list`; the list's
+   index is worked out only when it empties. */
+SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
-    shm__block *list = shm__list(t, i), *next = b->next_free;
+    shm__block *next = b->next_free;
     list->next_free = next;
     next->prev_free = list;
-    if (next == list) shm__emptied(t, i);
+    if (next == list) shm__emptied(t, (unsigned)(list - &t->lists[0][0]));
 }
 
 /* b takes old's place in its list: a block that only changes size within
@@ -661,32 +681,40 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
     return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
 }
 
-/* A free block of at least `size` bytes, the head of list *index, or NULL
-   (*index then unset); changes nothing.  The head of the request's own list is tried first: a
-   close fit, and the only chance for a request of (nearly) the whole
-   largest block.  Otherwise the first non-empty list above it, any block
-   of which fits. */
-SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
+/* Is there a free block of at least `size` bytes?  It is then the head of
+   the list with sentinel node *list (otherwise *list is unset); changes nothing.  The head of
+   the request's own list is tried first: a close fit, and the only chance
+   for a request of (nearly) the whole largest block.  Otherwise the first
+   non-empty list above it, any block of which fits.  An answer, not a
+   block, so the caller tests no pointer for NULL. */
+SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
     unsigned i, fl;
-    shm__block *b;
     uint32_t sl_map;
     uint64_t fl_map;
-    if (size > t->capacity) return NULL; /* which also keeps list i among the heap's classes */
-    *index = i = shm__list_of(size);
-    b = shm__list(t, i)->next_free;
-    if (shm__size(b) >= size) return b; /* an empty list's sentinel has size 0 */
-    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above */
-    if (SHM__UNLIKELY(fl >= t->fl_count)) return NULL;
+    if (size > t->capacity) return 0; /* which also keeps the list among the heap's classes */
+    *list = shm__list_for(t, size);
+    if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
+    i = (unsigned)(*list - &t->lists[0][0]);
+    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above; at most fl_count */
     sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
-        if (!fl_map) return NULL;
+        if (!fl_map) return 0;
         fl = shm__ctz(fl_map);
         sl_map = t->sl_bitmap[fl];
     }
-    *index = i = (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map);
-    return shm__list(t, i)->next_free;
+    *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map));
+    return 1;
+}
+
+/* The block shm__find_list finds, or NULL; *index its list. */
+SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned *index)
+{
+    shm__block *list;
+    if (!shm__find_list(t, size, &list)) return NULL;
+    *index = (unsigned)(list - &t->lists[0][0]);
+    return list->next_free;
 }
 
 /* Gap between a free block's user pointer and the first one aligned to
@@ -716,8 +744,9 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 }
 
 /* The general case of shm__file_free: b's previous block or the next one
-   (whose header word is next_header) is free, and b merges with it. */
-static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+   (whose header word is next_header) is free, and b merges with it.
+   Returns SHMEM_MALLOC_OK, so that free can end in a jump here. */
+static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
     size_t anchor_size;
@@ -742,12 +771,13 @@ static void shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        shm__push(t, b, shm__list_of(size));
+        shm__push_size(t, b, size);
     }
     b->header = size | SHM__FREE;
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
+    return SHMEM_MALLOC_OK;
 }
 
 /* Files [b, b + size) as one free block, merged with its free neighbours;
@@ -764,17 +794,21 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     }
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
-    shm__push(t, b, shm__list_of(size));
+    shm__push_size(t, b, size);
     next->prev_phys = b;
     next->header = next_header | SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
 }
 
+/* The start-map bit of the block at offset off, a multiple of 16, as
+   shm__valid computes it: after a free's test the compiler reuses the word. */
+SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
+
 /* Marks b's start used, or not: the bit is the other way, so it flips. */
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
-    size_t bit = shm__offset(t, b) >> 4;
-    SHM__ASSERT(bit >= t->mapped >> 4 || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    size_t bit = shm__bit(shm__offset(t, b));
+    SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
     t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
     (void)used;
 }
@@ -791,7 +825,7 @@ SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 
 static void shm__limit_mapped(shmalloc_tlsf *t)
 {
     size_t covered = t->map_clean * 128, blocks = shm__offset(t, t->sentinel); /* 8 bits a byte, 16 bytes a bit */
-    t->mapped = covered < blocks ? covered : blocks;
+    t->mapped_bits = (covered < blocks ? covered : blocks) / 16;
 }
 
 /* The start map is zeroed as the high-water mark rises, not when the heap
@@ -833,10 +867,10 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 }
 
 /* Cuts free block b down to `size` and marks it used; the tail goes back
-   to the free lists.  `listed`: b is still the head of list i, and the
+   to the free lists.  `listed`: b is still the head of `list`, and the
    tail takes its place there when it stays in the same list. */
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
-                             unsigned i)
+                             shm__block *list)
 {
     size_t bsize = shm__size(b), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
@@ -847,19 +881,19 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
-        if (listed && rest_list == i) {
-            shm__block *list = shm__list(t, i), *after = b->next_free;
+        if (listed && shm__list(t, rest_list) == list) {
+            shm__block *after = b->next_free;
             rest->next_free = after;
             after->prev_free = rest;
             rest->prev_free = list;
             list->next_free = rest;
         } else {
-            if (listed) shm__pop(t, b, i);
+            if (listed) shm__pop(t, b, list);
             shm__push(t, rest, rest_list);
         }
         bsize = size;
     } else {
-        if (listed) shm__pop(t, b, i);
+        if (listed) shm__pop(t, b, list);
         next->header &= ~SHM__PREV_FREE;
     }
     /* b->header read again, not kept: gcc then saves fewer registers */
@@ -868,15 +902,15 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 }
 
 /* Takes `size` bytes at `align` from the end of free block b, the head of
-   list i, which must have room for size + align + 16: b keeps its start
+   `list`, which must have room for size + align + 16: b keeps its start
    and mostly its list, and the bytes after the aligned block become a free
    block, or its slack when too few for one.  (The heap's last block is
    carved from its start instead, so the heap reaches no further than it
    must.) */
-SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
+SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     size_t bsize = shm__size(b), front, tail;
-    shm__block *next = shm__at(b, bsize), *a;
+    shm__block *next = shm__at(b, bsize), *a, *front_list;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
@@ -885,16 +919,17 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
         shm__block *rest = shm__at(a, size);
         rest->header = tail | SHM__FREE;
         next->prev_phys = rest;
-        shm__push(t, rest, shm__list_of(tail));
+        shm__push_size(t, rest, tail);
         SHM__POISON((char *)rest + 32, tail - 32);
     } else {
         size += tail;
         next->header &= ~SHM__PREV_FREE;
     }
     b->header -= bsize - front;
-    if (!shm__same_list(front, bsize)) {
-        shm__pop(t, b, i);
-        shm__push(t, b, shm__list_of(front));
+    front_list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
+    if (front_list != list) {
+        shm__pop(t, b, list);
+        shm__push_on(t, b, front_list);
     }
     SHM__POISON((char *)b + 32, front - 32);
     a->prev_phys = b;
@@ -902,34 +937,34 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, unsigned i, si
     return shm__taken(t, a, size);
 }
 
-/* Takes the free block b, the head of list i, for `size` bytes at `align`. */
-SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, unsigned i, size_t size, size_t align)
+/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
+SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     size_t gap;
     shm__block *a;
     SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, i);
-    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, i, size, align);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
+    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
     gap = shm__gap(b, align);
-    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, i);
-    shm__pop(t, b, i); /* the leading gap becomes a free block of its own */
+    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, list);
+    shm__pop(t, b, list); /* the leading gap becomes a free block of its own */
     a = shm__at(b, gap);
     a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
     a->prev_phys = b;
     b->header = gap | SHM__FREE;
     shm__insert(t, b);
     SHM__POISON((char *)b + 32, gap - 32);
-    return shm__carve(t, a, size, shm__fls(align), 0, 0);
+    return shm__carve(t, a, size, shm__fls(align), 0, NULL);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
 SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
 {
-    return shm__take_at(t, b, fl << SHMALLOC_SL_LOG2 | sl, size, align);
+    return shm__take_at(t, b, shm__list(t, fl << SHMALLOC_SL_LOG2 | sl), size, align);
 }
 
-/* Frees the used block b (already validated). */
-SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
+/* Frees the used block b (already validated); returns SHMEM_MALLOC_OK. */
+SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK;
     shm__block *next = shm__at(b, size);
@@ -938,16 +973,14 @@ SHM__INLINE void shm__release(shmalloc_tlsf *t, shm__block *b)
     shm__mark_used(t, b, 0);
     t->in_use -= size;
     t->used_blocks--;
-    if (header & SHM__PREV_FREE || next_header & SHM__FREE) {
-        shm__merge_free(t, b, size, next_header);
-        return;
-    }
+    if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
-    shm__push(t, b, shm__list_of(size));
+    shm__push_size(t, b, size);
     next->prev_phys = b;
     next->header = next_header | SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
+    return SHMEM_MALLOC_OK;
 }
 
 /* Why ptr, which is not the user pointer of a used block, is not; reads
@@ -956,7 +989,7 @@ static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
     const shm__block *b = shm__of_user(ptr);
-    if (u < lo || u - lo >= t->mapped) /* where no block ever started, or the spec area */
+    if (u < lo || (u - lo) / 16 >= t->mapped_bits) /* where no block ever started, or the spec area */
         return u >= lo && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
     if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
@@ -969,11 +1002,13 @@ static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 
 /* Is ptr the user pointer of a used block?  The start map answers: ptr
    must be in the zeroed part of the map (below the sentinel), on a 16-byte
-   boundary, and marked. */
+   boundary, and marked.  The offset rotated right by 4 is the block's bit
+   when ptr is on a boundary, and above every bit when it is not: one
+   comparison makes both tests. */
 SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
 {
-    size_t off = shm__offset(t, ptr) - 16, bit = off >> 4; /* the block's; as shm__mark_used computes it */
-    return off < t->mapped && !(off & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1);
+    size_t off = shm__offset(t, ptr) - 16, bit = shm__bit(off);
+    return bit < t->mapped_bits && (t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
 SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
@@ -1036,7 +1071,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
     if (next_free == prev_free) shm__emptied(t, (unsigned)(prev_free - &t->lists[0][0]));
-    shm__push(t, f, shm__list_of(size));
+    shm__push_size(t, f, size);
 }
 
 /* Resizes used block b to `size` (a block size) where it is: a shrink
@@ -1060,7 +1095,7 @@ SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
             rest->header = tail | SHM__FREE;
             next->prev_phys = rest;
             next->header = next_header | SHM__PREV_FREE;
-            shm__push(t, rest, shm__list_of(tail));
+            shm__push_size(t, rest, tail);
         }
         SHM__POISON((char *)rest + 32, shm__size(rest) - 32);
         return 1;
@@ -1170,7 +1205,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
-    t->mapped = 0; /* map_clean 0: zeroed by the first allocation */
+    t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
 
@@ -1200,13 +1235,12 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
-    shm__block *b;
-    unsigned i;
+    shm__block *list;
     size_t bsize;
     if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
     bsize = shm__block_size(size);
-    b = shm__find(t, bsize, &i);
-    return b ? shm__fit(shm__take_at(t, b, i, bsize, 0), size) : NULL;
+    if (!shm__find_list(t, bsize, &list)) return NULL;
+    return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 
 static int shm__bad_align(size_t align)
@@ -1216,22 +1250,18 @@ static int shm__bad_align(size_t align)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
 {
-    shm__block *b;
-    unsigned i;
+    shm__block *list;
     size_t bsize;
     if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    b = shm__find(t, shm__aligned_need(bsize, align), &i);
-    return b ? shm__fit(shm__take_at(t, b, i, bsize, align), size) : NULL;
+    if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
+    return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
 }
 
 /* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
-    if (SHM__LIKELY(shm__valid(t, ptr))) {
-        shm__release(t, shm__of_user(ptr));
-        return SHMEM_MALLOC_OK;
-    }
+    if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, shm__of_user(ptr));
     return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
 }
 
@@ -1336,7 +1366,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
     if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16) return -1;
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
-    shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped` too */
+    shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped_bits` too */
     return 0;
 }
 
@@ -1404,7 +1434,7 @@ static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
 static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    if (shm__offset(t, b) >= t->mapped) return 0; /* past the zeroed map */
+    if (bit >= t->mapped_bits) return 0; /* past the zeroed map */
     return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 

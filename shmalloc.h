@@ -937,15 +937,13 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     return shm__taken(t, a, size);
 }
 
-/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
-SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
+/* An aligned block from the heap's last free block b, the head of `list`:
+   from its start, so the heap reaches no further than it must.  Out of
+   line: rare, and its registers would cost the common path a frame. */
+static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
-    size_t gap;
+    size_t gap = shm__gap(b, align);
     shm__block *a;
-    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
-    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
-    gap = shm__gap(b, align);
     if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, list);
     shm__pop(t, b, list); /* the leading gap becomes a free block of its own */
     a = shm__at(b, gap);
@@ -955,6 +953,15 @@ SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list
     shm__insert(t, b);
     SHM__POISON((char *)b + 32, gap - 32);
     return shm__carve(t, a, size, shm__fls(align), 0, NULL);
+}
+
+/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
+SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
+{
+    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
+    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
+    return shm__take_top(t, b, list, size, align);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */

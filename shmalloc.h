@@ -356,6 +356,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 #if defined(SHMALLOC_IMPLEMENTATION) && !defined(SHMALLOC__IMPLEMENTED)
 #define SHMALLOC__IMPLEMENTED
 
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,6 +419,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 #endif
 
 typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 : -1];
+typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && FLT_RADIX == 2) ? 1 : -1]; /* the size classes */
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
@@ -500,10 +502,11 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
 #define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
 #define SHM__MIN_BLOCK ((size_t)32)
 #define SHM__SL_COUNT (1u << SHMALLOC_SL_LOG2)
-#define SHM__FL_SHIFT (SHMALLOC_SL_LOG2 + 4) /* sizes below 2^this map to fl 0 */
+#define SHM__FL_SHIFT (SHMALLOC_SL_LOG2 + 4) /* sizes below 2^this have a list each */
 #define SHM__SMALL ((size_t)1 << SHM__FL_SHIFT)
-/* Block sizes below 2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
-#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 - SHM__FL_SHIFT + 2)
+/* One first-level class per power of two from 32 (the minimum block) to
+   below 2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
+#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 - 3)
 #define SHM__MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2)
 #define SHM__MAX_ALIGN ((size_t)1 << SHMALLOC_MAX_LOG2)
 
@@ -577,26 +580,30 @@ SHM__INLINE size_t shm__block_size(size_t n)
     return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
 }
 
+/* The classes of sizes >= SHM__MIN_BLOCK: the first level is the log2 of
+   the size (from 5), the second the SHMALLOC_SL_LOG2 bits below its top
+   bit.  A size below SHM__SMALL, a multiple of 16, has no more bits than
+   that: each has a list of its own. */
 SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 {
-    if (size < SHM__SMALL) {
-        *fl = 0;
-        *sl = (unsigned)(size >> 4);
-    } else {
-        unsigned f = shm__fls(size);
-        *fl = f - SHM__FL_SHIFT + 1;
-        *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) - SHM__SL_COUNT;
-    }
+    unsigned f = shm__fls(size);
+    *fl = f - 5;
+    *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) & (SHM__SL_COUNT - 1);
 }
 
-/* The list of a free block of `size` bytes as one index, fl * SHM__SL_COUNT
-   + sl (the lists of shm__mapping): one fls and no branch, since below
-   SHM__SMALL the first level is 0 and the shift is 4. */
-SHM__INLINE unsigned shm__list_of(size_t size)
+/* The same classes from the bits of the size as a double, which are its
+   exponent and then its top mantissa bits: the list's index, fl *
+   SHM__SL_COUNT + sl, is one conversion and one shift away (sizes are below
+   2^53, so exact). */
+SHM__INLINE size_t shm__class_bits(size_t size)
 {
-    unsigned f = shm__fls(size | SHM__SMALL);
-    return ((f - SHM__FL_SHIFT) << SHMALLOC_SL_LOG2) + (unsigned)(size >> (f - SHMALLOC_SL_LOG2));
+    union { double d; uint64_t u; } x;
+    x.d = (double)(int64_t)size; /* signed: one instruction, and sizes are far below 2^63 */
+    return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2)) - ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2);
 }
+
+/* The list of a free block of `size` bytes (>= SHM__MIN_BLOCK) as one index. */
+SHM__INLINE unsigned shm__list_of(size_t size) { return (unsigned)shm__class_bits(size); }
 
 /* The sentinel node of list i; the lists are one array of fl_count rows. */
 SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
@@ -604,15 +611,12 @@ SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
 }
 
-/* The sentinel node of the list of a free block of `size` bytes: the list
-   of shm__list_of, in 64-bit arithmetic that folds the first-level offset
-   into the address, fewer instructions than an index and a scaling. */
+/* The sentinel node of the list of a free block of `size` bytes, the list
+   of shm__list_of, in 64-bit arithmetic that folds the offset into the
+   address. */
 SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    size_t f = shm__fls(size | SHM__SMALL);
-    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) +
-                          ((f << SHMALLOC_SL_LOG2) + (size >> (f - SHMALLOC_SL_LOG2)) -
-                           ((size_t)SHM__FL_SHIFT << SHMALLOC_SL_LOG2)) * sizeof(shm__block));
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + shm__class_bits(size) * sizeof(shm__block));
 }
 
 /* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */

@@ -620,6 +620,11 @@ SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 }
 
 /* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+/* A list's sentinel node keeps its bitmap bits where a block has its
+   prev_phys: fl << 32 | 1 << sl, so a list that empties or refills finds
+   them in a word it has just touched. */
+SHM__INLINE size_t shm__list_bits(const shm__block *list) { return (size_t)(uintptr_t)list->prev_phys; }
+
 /* Pushes b on the list with sentinel node `list`; the list's index is
    worked out from the node only when the list was empty. */
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
@@ -630,9 +635,9 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     b->prev_free = list;
     list->next_free = b;
     if (head == list) { /* the list was empty */
-        unsigned i = (unsigned)(list - &t->lists[0][0]);
-        t->fl_bitmap |= (uint64_t)1 << (i >> SHMALLOC_SL_LOG2);
-        t->sl_bitmap[i >> SHMALLOC_SL_LOG2] |= 1u << (i & (SHM__SL_COUNT - 1));
+        size_t bits = shm__list_bits(list);
+        t->fl_bitmap |= (uint64_t)1 << (bits >> 32);
+        t->sl_bitmap[bits >> 32] |= (uint32_t)bits;
     }
 }
 
@@ -643,11 +648,11 @@ SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { 
 
 SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push_size(t, b, shm__size(b)); }
 
-/* The bits of list i, which has just become empty. */
-SHM__INLINE void shm__emptied(shmalloc_tlsf *t, unsigned i)
+/* The bits of the list with sentinel node `list`, which has just become empty. */
+SHM__INLINE void shm__emptied(shmalloc_tlsf *t, const shm__block *list)
 {
-    unsigned fl = i >> SHMALLOC_SL_LOG2;
-    t->sl_bitmap[fl] &= ~(1u << (i & (SHM__SL_COUNT - 1)));
+    size_t bits = shm__list_bits(list), fl = bits >> 32;
+    t->sl_bitmap[fl] &= ~(uint32_t)bits;
     if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
 }
 
@@ -656,7 +661,7 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     shm__block *next = b->next_free, *prev = b->prev_free;
     next->prev_free = prev;
     prev->next_free = next;
-    if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
+    if (next == prev) shm__emptied(t, prev); /* only the sentinel is left */
 }
 
 /* Unlinks b, the head of the list with sentinel node `list`; the list's
@@ -666,7 +671,7 @@ SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     shm__block *next = b->next_free;
     list->next_free = next;
     next->prev_free = list;
-    if (next == list) shm__emptied(t, (unsigned)(list - &t->lists[0][0]));
+    if (next == list) shm__emptied(t, list);
 }
 
 /* b takes old's place in its list: a block that only changes size within
@@ -1082,7 +1087,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     }
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
-    if (next_free == prev_free) shm__emptied(t, (unsigned)(prev_free - &t->lists[0][0]));
+    if (next_free == prev_free) shm__emptied(t, prev_free);
     shm__push_size(t, f, size);
 }
 
@@ -1219,7 +1224,10 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->start_map = (uint64_t *)(void *)((char *)t + control);
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
-        for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
+        for (j = 0; j < SHM__SL_COUNT; j++) {
+            t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
+            t->lists[i][j].prev_phys = (shm__block *)(uintptr_t)(i << 32 | (size_t)1 << j); /* shm__list_bits */
+        }
 
     SHM__UNPOISON(mem, initial); /* memory an earlier heap may have poisoned */
     first = (shm__block *)mem;

@@ -530,7 +530,7 @@ struct shmalloc_tlsf {
     size_t capacity;       /* bytes from base to the sentinel */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
-    uint32_t sl_bitmap[SHM__FL_COUNT + 1]; /* one more, always 0: the search above the last class finds nothing */
+    uint32_t sl_bitmap[SHM__FL_COUNT];
     unsigned fl_count;     /* first-level classes this region can hold */
     /* circular free lists, each with a sentinel node of size 0: unlinking
        needs no list index and no NULL checks */
@@ -698,15 +698,16 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
    block, so the caller tests no pointer for NULL. */
 SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
-    unsigned i, fl;
+    size_t bits;
+    unsigned fl;
     uint32_t sl_map;
     uint64_t fl_map;
     if (size > t->capacity) return 0; /* which also keeps the list among the heap's classes */
     *list = shm__list_for(t, size);
     if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
-    i = (unsigned)(*list - &t->lists[0][0]);
-    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above; at most fl_count */
-    sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
+    bits = shm__list_bits(*list);
+    fl = (unsigned)(bits >> 32);
+    sl_map = t->sl_bitmap[fl] & (0u - ((uint32_t)bits << 1)); /* the lists above in this class; none above the last */
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
         if (!fl_map) return 0;

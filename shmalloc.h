@@ -528,6 +528,7 @@ struct shmalloc_tlsf {
                               zeroed and below the sentinel: no block ever started above */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
+    size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[SHM__FL_COUNT];
@@ -695,14 +696,15 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
    the request's own list is tried first: a close fit, and the only chance
    for a request of (nearly) the whole largest block.  Otherwise the first
    non-empty list above it, any block of which fits.  An answer, not a
-   block, so the caller tests no pointer for NULL. */
-SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
+   block, so the caller tests no pointer for NULL.  This one is for a size
+   known to be at most the capacity, which keeps the list among the heap's
+   classes. */
+SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
     size_t bits;
     unsigned fl;
     uint32_t sl_map;
     uint64_t fl_map;
-    if (size > t->capacity) return 0; /* which also keeps the list among the heap's classes */
     *list = shm__list_for(t, size);
     if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
     bits = shm__list_bits(*list);
@@ -716,6 +718,12 @@ SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block *
     }
     *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map));
     return 1;
+}
+
+SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
+{
+    if (size > t->capacity) return 0;
+    return shm__find_list_fits(t, size, list);
 }
 
 /* The block shm__find_list finds, or NULL; *index its list. */
@@ -1171,6 +1179,16 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
 
 /* ---- TLSF public API -------------------------------------------------- */
 
+/* The capacity, and the largest request malloc can serve within it (a
+   block of shm__block_size(n) <= capacity, a multiple of 16), so that
+   malloc tests a request's size once. */
+static void shm__set_capacity(shmalloc_tlsf *t, size_t capacity)
+{
+    size_t most = capacity >= SHM__MIN_BLOCK ? capacity - 8 - SHM__REDZONE : 0;
+    t->capacity = capacity;
+    t->malloc_limit = most < SHM__MAX_REQUEST ? most : SHM__MAX_REQUEST;
+}
+
 /* The classes a region of `bytes` can need, and the control block's size:
    small heaps get small control blocks. */
 static unsigned shm__fl_count(size_t bytes)
@@ -1218,7 +1236,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     SHMALLOC_MEMSET(t, 0, sizeof *t);
     t->fl_count = shm__fl_count(bytes);
     t->base = (char *)mem;
-    t->capacity = initial - 16;
+    shm__set_capacity(t, initial - 16);
     t->sentinel = shm__at(mem, initial - 16);
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
@@ -1258,9 +1276,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t si
 {
     shm__block *list;
     size_t bsize;
-    if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
+    if (size - 1 >= t->malloc_limit) return NULL; /* 0, or too large for the heap */
     bsize = shm__block_size(size);
-    if (!shm__find_list(t, bsize, &list)) return NULL;
+    if (!shm__find_list_fits(t, bsize, &list)) return NULL;
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 
@@ -1348,12 +1366,12 @@ static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
             t->sentinel->prev_phys = top;
             shm__insert(t, top);
         }
-        t->capacity -= n;
+        shm__set_capacity(t, t->capacity - n);
     } else if (inc < 0) {
         size_t flags = old->header & SHM__PREV_FREE;
         t->sentinel = shm__at(old, n);
         t->sentinel->header = 0;
-        t->capacity += n;
+        shm__set_capacity(t, t->capacity + n);
         old->header = flags; /* a used block's header, so file_free sees the previous block right */
         shm__file_free(t, old, n);
     }

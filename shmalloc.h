@@ -587,7 +587,7 @@ SHM__INLINE size_t shm__block_size(size_t n)
    that: each has a list of its own. */
 SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 {
-    unsigned f = shm__fls(size);
+    unsigned f = shm__fls(size | SHM__MIN_BLOCK); /* a smaller size (a region's or a corrupt one) maps to 0 */
     *fl = f - 5;
     *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) & (SHM__SL_COUNT - 1);
 }

@@ -356,6 +356,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 #if defined(SHMALLOC_IMPLEMENTATION) && !defined(SHMALLOC__IMPLEMENTED)
 #define SHMALLOC__IMPLEMENTED
 
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,6 +419,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 #endif
 
 typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 : -1];
+typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && FLT_RADIX == 2) ? 1 : -1]; /* the size classes */
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
@@ -500,10 +502,11 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
 #define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
 #define SHM__MIN_BLOCK ((size_t)32)
 #define SHM__SL_COUNT (1u << SHMALLOC_SL_LOG2)
-#define SHM__FL_SHIFT (SHMALLOC_SL_LOG2 + 4) /* sizes below 2^this map to fl 0 */
+#define SHM__FL_SHIFT (SHMALLOC_SL_LOG2 + 4) /* sizes below 2^this have a list each */
 #define SHM__SMALL ((size_t)1 << SHM__FL_SHIFT)
-/* Block sizes below 2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
-#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 - SHM__FL_SHIFT + 2)
+/* One first-level class per power of two from 32 (the minimum block) to
+   below 2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
+#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 - 3)
 #define SHM__MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2)
 #define SHM__MAX_ALIGN ((size_t)1 << SHMALLOC_MAX_LOG2)
 
@@ -525,9 +528,10 @@ struct shmalloc_tlsf {
                               zeroed and below the sentinel: no block ever started above */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
+    size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
     size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
     uint64_t fl_bitmap;
-    uint32_t sl_bitmap[SHM__FL_COUNT + 1]; /* one more, always 0: the search above the last class finds nothing */
+    uint32_t sl_bitmap[SHM__FL_COUNT];
     unsigned fl_count;     /* first-level classes this region can hold */
     /* circular free lists, each with a sentinel node of size 0: unlinking
        needs no list index and no NULL checks */
@@ -577,26 +581,30 @@ SHM__INLINE size_t shm__block_size(size_t n)
     return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
 }
 
+/* The classes of sizes >= SHM__MIN_BLOCK: the first level is the log2 of
+   the size (from 5), the second the SHMALLOC_SL_LOG2 bits below its top
+   bit.  A size below SHM__SMALL, a multiple of 16, has no more bits than
+   that: each has a list of its own. */
 SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 {
-    if (size < SHM__SMALL) {
-        *fl = 0;
-        *sl = (unsigned)(size >> 4);
-    } else {
-        unsigned f = shm__fls(size);
-        *fl = f - SHM__FL_SHIFT + 1;
-        *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) - SHM__SL_COUNT;
-    }
+    unsigned f = shm__fls(size | SHM__MIN_BLOCK); /* a smaller size (a region's or a corrupt one) maps to 0 */
+    *fl = f - 5;
+    *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) & (SHM__SL_COUNT - 1);
 }
 
-/* The list of a free block of `size` bytes as one index, fl * SHM__SL_COUNT
-   + sl (the lists of shm__mapping): one fls and no branch, since below
-   SHM__SMALL the first level is 0 and the shift is 4. */
-SHM__INLINE unsigned shm__list_of(size_t size)
+/* The same classes from the bits of the size as a double, which are its
+   exponent and then its top mantissa bits: the list's index, fl *
+   SHM__SL_COUNT + sl, is one conversion and one shift away (sizes are below
+   2^53, so exact). */
+SHM__INLINE size_t shm__class_bits(size_t size)
 {
-    unsigned f = shm__fls(size | SHM__SMALL);
-    return ((f - SHM__FL_SHIFT) << SHMALLOC_SL_LOG2) + (unsigned)(size >> (f - SHMALLOC_SL_LOG2));
+    union { double d; uint64_t u; } x;
+    x.d = (double)(int64_t)size; /* signed: one instruction, and sizes are far below 2^63 */
+    return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2)) - ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2);
 }
+
+/* The list of a free block of `size` bytes (>= SHM__MIN_BLOCK) as one index. */
+SHM__INLINE unsigned shm__list_of(size_t size) { return (unsigned)shm__class_bits(size); }
 
 /* The sentinel node of list i; the lists are one array of fl_count rows. */
 SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
@@ -604,18 +612,20 @@ SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
 }
 
-/* The sentinel node of the list of a free block of `size` bytes: the list
-   of shm__list_of, in 64-bit arithmetic that folds the first-level offset
-   into the address, fewer instructions than an index and a scaling. */
+/* The sentinel node of the list of a free block of `size` bytes, the list
+   of shm__list_of, in 64-bit arithmetic that folds the offset into the
+   address. */
 SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    size_t f = shm__fls(size | SHM__SMALL);
-    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) +
-                          ((f << SHMALLOC_SL_LOG2) + (size >> (f - SHMALLOC_SL_LOG2)) -
-                           ((size_t)SHM__FL_SHIFT << SHMALLOC_SL_LOG2)) * sizeof(shm__block));
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + shm__class_bits(size) * sizeof(shm__block));
 }
 
 /* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+/* A list's sentinel node keeps its bitmap bits where a block has its
+   prev_phys: fl << 32 | 1 << sl, so a list that empties or refills finds
+   them in a word it has just touched. */
+SHM__INLINE size_t shm__list_bits(const shm__block *list) { return (size_t)(uintptr_t)list->prev_phys; }
+
 /* Pushes b on the list with sentinel node `list`; the list's index is
    worked out from the node only when the list was empty. */
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
@@ -626,9 +636,9 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     b->prev_free = list;
     list->next_free = b;
     if (head == list) { /* the list was empty */
-        unsigned i = (unsigned)(list - &t->lists[0][0]);
-        t->fl_bitmap |= (uint64_t)1 << (i >> SHMALLOC_SL_LOG2);
-        t->sl_bitmap[i >> SHMALLOC_SL_LOG2] |= 1u << (i & (SHM__SL_COUNT - 1));
+        size_t bits = shm__list_bits(list);
+        t->fl_bitmap |= (uint64_t)1 << (bits >> 32);
+        t->sl_bitmap[bits >> 32] |= (uint32_t)bits;
     }
 }
 
@@ -639,11 +649,11 @@ SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { 
 
 SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push_size(t, b, shm__size(b)); }
 
-/* The bits of list i, which has just become empty. */
-SHM__INLINE void shm__emptied(shmalloc_tlsf *t, unsigned i)
+/* The bits of the list with sentinel node `list`, which has just become empty. */
+SHM__INLINE void shm__emptied(shmalloc_tlsf *t, const shm__block *list)
 {
-    unsigned fl = i >> SHMALLOC_SL_LOG2;
-    t->sl_bitmap[fl] &= ~(1u << (i & (SHM__SL_COUNT - 1)));
+    size_t bits = shm__list_bits(list), fl = bits >> 32;
+    t->sl_bitmap[fl] &= ~(uint32_t)bits;
     if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
 }
 
@@ -652,7 +662,7 @@ SHM__INLINE void shm__remove(shmalloc_tlsf *t, shm__block *b)
     shm__block *next = b->next_free, *prev = b->prev_free;
     next->prev_free = prev;
     prev->next_free = next;
-    if (next == prev) shm__emptied(t, (unsigned)(prev - &t->lists[0][0])); /* only the sentinel is left */
+    if (next == prev) shm__emptied(t, prev); /* only the sentinel is left */
 }
 
 /* Unlinks b, the head of the list with sentinel node `list`; the list's
@@ -662,7 +672,7 @@ SHM__INLINE void shm__pop(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     shm__block *next = b->next_free;
     list->next_free = next;
     next->prev_free = list;
-    if (next == list) shm__emptied(t, (unsigned)(list - &t->lists[0][0]));
+    if (next == list) shm__emptied(t, list);
 }
 
 /* b takes old's place in its list: a block that only changes size within
@@ -686,18 +696,20 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
    the request's own list is tried first: a close fit, and the only chance
    for a request of (nearly) the whole largest block.  Otherwise the first
    non-empty list above it, any block of which fits.  An answer, not a
-   block, so the caller tests no pointer for NULL. */
-SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
+   block, so the caller tests no pointer for NULL.  This one is for a size
+   known to be at most the capacity, which keeps the list among the heap's
+   classes. */
+SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
-    unsigned i, fl;
+    size_t bits;
+    unsigned fl;
     uint32_t sl_map;
     uint64_t fl_map;
-    if (size > t->capacity) return 0; /* which also keeps the list among the heap's classes */
     *list = shm__list_for(t, size);
     if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
-    i = (unsigned)(*list - &t->lists[0][0]);
-    fl = (i + 1) >> SHMALLOC_SL_LOG2; /* of the list above; at most fl_count */
-    sl_map = t->sl_bitmap[fl] & (~0u << ((i + 1) & (SHM__SL_COUNT - 1)));
+    bits = shm__list_bits(*list);
+    fl = (unsigned)(bits >> 32);
+    sl_map = t->sl_bitmap[fl] & (0u - ((uint32_t)bits << 1)); /* the lists above in this class; none above the last */
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
         if (!fl_map) return 0;
@@ -706,6 +718,12 @@ SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block *
     }
     *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map));
     return 1;
+}
+
+SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
+{
+    if (size > t->capacity) return 0;
+    return shm__find_list_fits(t, size, list);
 }
 
 /* The block shm__find_list finds, or NULL; *index its list. */
@@ -904,9 +922,10 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 /* Takes `size` bytes at `align` from the end of free block b, the head of
    `list`, which must have room for size + align + 16: b keeps its start
    and mostly its list, and the bytes after the aligned block become a free
-   block, or its slack when too few for one.  (The heap's last block is
-   carved from its start instead, so the heap reaches no further than it
-   must.) */
+   block, or its slack when too few for one or at most a quarter of the
+   block's size (fewer list moves and merges, and a free block that small
+   is seldom of use).  (The heap's last block is carved from its start
+   instead, so the heap reaches no further than it must.) */
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     size_t bsize = shm__size(b), front, tail;
@@ -915,7 +934,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
     SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align);
-    if (tail >= SHM__MIN_BLOCK) {
+    if (tail >= SHM__MIN_BLOCK && tail > size / 4) {
         shm__block *rest = shm__at(a, size);
         rest->header = tail | SHM__FREE;
         next->prev_phys = rest;
@@ -937,15 +956,13 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     return shm__taken(t, a, size);
 }
 
-/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
-SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
+/* An aligned block from the heap's last free block b, the head of `list`:
+   from its start, so the heap reaches no further than it must.  Out of
+   line: rare, and its registers would cost the common path a frame. */
+static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
-    size_t gap;
+    size_t gap = shm__gap(b, align);
     shm__block *a;
-    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
-    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
-    gap = shm__gap(b, align);
     if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, list);
     shm__pop(t, b, list); /* the leading gap becomes a free block of its own */
     a = shm__at(b, gap);
@@ -955,6 +972,15 @@ SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list
     shm__insert(t, b);
     SHM__POISON((char *)b + 32, gap - 32);
     return shm__carve(t, a, size, shm__fls(align), 0, NULL);
+}
+
+/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
+SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
+{
+    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
+    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
+    return shm__take_top(t, b, list, size, align);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
@@ -1070,7 +1096,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     }
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
-    if (next_free == prev_free) shm__emptied(t, (unsigned)(prev_free - &t->lists[0][0]));
+    if (next_free == prev_free) shm__emptied(t, prev_free);
     shm__push_size(t, f, size);
 }
 
@@ -1153,6 +1179,16 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
 
 /* ---- TLSF public API -------------------------------------------------- */
 
+/* The capacity, and the largest request malloc can serve within it (a
+   block of shm__block_size(n) <= capacity, a multiple of 16), so that
+   malloc tests a request's size once. */
+static void shm__set_capacity(shmalloc_tlsf *t, size_t capacity)
+{
+    size_t most = capacity >= SHM__MIN_BLOCK ? capacity - 8 - SHM__REDZONE : 0;
+    t->capacity = capacity;
+    t->malloc_limit = most < SHM__MAX_REQUEST ? most : SHM__MAX_REQUEST;
+}
+
 /* The classes a region of `bytes` can need, and the control block's size:
    small heaps get small control blocks. */
 static unsigned shm__fl_count(size_t bytes)
@@ -1200,14 +1236,17 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     SHMALLOC_MEMSET(t, 0, sizeof *t);
     t->fl_count = shm__fl_count(bytes);
     t->base = (char *)mem;
-    t->capacity = initial - 16;
+    shm__set_capacity(t, initial - 16);
     t->sentinel = shm__at(mem, initial - 16);
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
-        for (j = 0; j < SHM__SL_COUNT; j++) t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
+        for (j = 0; j < SHM__SL_COUNT; j++) {
+            t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
+            t->lists[i][j].prev_phys = (shm__block *)(uintptr_t)(i << 32 | (size_t)1 << j); /* shm__list_bits */
+        }
 
     SHM__UNPOISON(mem, initial); /* memory an earlier heap may have poisoned */
     first = (shm__block *)mem;
@@ -1237,9 +1276,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t si
 {
     shm__block *list;
     size_t bsize;
-    if (size - 1 >= SHM__MAX_REQUEST) return NULL; /* 0, or too large */
+    if (size - 1 >= t->malloc_limit) return NULL; /* 0, or too large for the heap */
     bsize = shm__block_size(size);
-    if (!shm__find_list(t, bsize, &list)) return NULL;
+    if (!shm__find_list_fits(t, bsize, &list)) return NULL;
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 
@@ -1327,12 +1366,12 @@ static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
             t->sentinel->prev_phys = top;
             shm__insert(t, top);
         }
-        t->capacity -= n;
+        shm__set_capacity(t, t->capacity - n);
     } else if (inc < 0) {
         size_t flags = old->header & SHM__PREV_FREE;
         t->sentinel = shm__at(old, n);
         t->sentinel->header = 0;
-        t->capacity += n;
+        shm__set_capacity(t, t->capacity + n);
         old->header = flags; /* a used block's header, so file_free sees the previous block right */
         shm__file_free(t, old, n);
     }

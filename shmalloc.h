@@ -607,9 +607,9 @@ SHM__INLINE size_t shm__class_bits(size_t size)
 SHM__INLINE unsigned shm__list_of(size_t size) { return (unsigned)shm__class_bits(size); }
 
 /* The sentinel node of list i; the lists are one array of fl_count rows. */
-SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, unsigned i)
+SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, size_t i)
 {
-    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + (size_t)i * sizeof(shm__block));
+    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + i * sizeof(shm__block));
 }
 
 /* The sentinel node of the list of a free block of `size` bytes, the list
@@ -701,14 +701,12 @@ SHM__INLINE int shm__same_list(size_t small, size_t large)
    classes. */
 SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
-    size_t bits;
-    unsigned fl;
-    uint32_t sl_map;
+    size_t bits, fl, sl_map;
     uint64_t fl_map;
     *list = shm__list_for(t, size);
     if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
     bits = shm__list_bits(*list);
-    fl = (unsigned)(bits >> 32);
+    fl = bits >> 32;
     sl_map = t->sl_bitmap[fl] & (0u - ((uint32_t)bits << 1)); /* the lists above in this class; none above the last */
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
@@ -716,7 +714,7 @@ SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__bl
         fl = shm__ctz(fl_map);
         sl_map = t->sl_bitmap[fl];
     }
-    *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map));
+    *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map)); /* size_t: no zero extensions */
     return 1;
 }
 

@@ -642,7 +642,7 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     }
 }
 
-SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, unsigned i) { shm__push_on(t, b, shm__list(t, i)); }
+SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, size_t i) { shm__push_on(t, b, shm__list(t, i)); }
 
 /* Files free block b, of `size` bytes, in its list. */
 SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { shm__push_on(t, b, shm__list_for(t, size)); }
@@ -765,7 +765,7 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
-    size_t anchor_size;
+    size_t anchor_size, list;
     if (b->header & SHM__PREV_FREE) {
         anchor = b = b->prev_phys;
         anchor_size = shm__size(b);
@@ -783,11 +783,12 @@ static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
         next = shm__at(next, anchor_size);
     }
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    if (shm__same_list(anchor_size, size)) {
+    list = shm__class_bits(size); /* compared as classes: the push needs it anyway */
+    if (shm__class_bits(anchor_size) == list) {
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        shm__push_size(t, b, size);
+        shm__push(t, b, list);
     }
     b->header = size | SHM__FREE;
     next->prev_phys = b;

@@ -797,6 +797,17 @@ static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
     return SHMEM_MALLOC_OK;
 }
 
+/* Files [b, b + size) as a free block of its own: neither neighbour is free. */
+SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next, size_t next_header)
+{
+    SHM__UNPOISON((char *)b + 16, 16);
+    b->header = size | SHM__FREE;
+    shm__push_size(t, b, size);
+    next->prev_phys = b;
+    next->header = next_header | SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32);
+}
+
 /* Files [b, b + size) as one free block, merged with its free neighbours;
    b is in no list, and its PREV_FREE flag is right.  The block that grows
    keeps its list position when its class does not change. */
@@ -809,12 +820,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
         shm__merge_free(t, b, size, next_header);
         return;
     }
-    SHM__UNPOISON((char *)b + 16, 16);
-    b->header = size | SHM__FREE;
-    shm__push_size(t, b, size);
-    next->prev_phys = b;
-    next->header = next_header | SHM__PREV_FREE;
-    SHM__POISON((char *)b + 32, size - 32);
+    shm__file_alone(t, b, size, next, next_header);
 }
 
 /* The start-map bit of the block at offset off, a multiple of 16, as
@@ -999,12 +1005,7 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     t->in_use -= size;
     t->used_blocks--;
     if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
-    SHM__UNPOISON((char *)b + 16, 16);
-    b->header = size | SHM__FREE;
-    shm__push_size(t, b, size);
-    next->prev_phys = b;
-    next->header = next_header | SHM__PREV_FREE;
-    SHM__POISON((char *)b + 32, size - 32);
+    shm__file_alone(t, b, size, next, next_header);
     return SHMEM_MALLOC_OK;
 }
 

@@ -133,7 +133,7 @@ suite_core() {
       fi
       frag=
       if [ "$w" != a ] && [ -f "$tmp/core.$a.$w.fp" ]; then
-        frag=$(awk -v f="$(kv frag "$(cat "$tmp/core.$a.$w.fp")")" 'BEGIN { if (f != "") printf "%.3f", f }')
+        frag=$(awk -v f="$(kv frag "$(cat "$tmp/core.$a.$w.fp")")" 'BEGIN { if (f != "") printf "%.4f", f }')
       fi
       set -- $ns
       echo "core,$a,$w,,${1:-},${2:-},${3:-},${p999:+${p999%.*}},$instr,$frag" >>"$rows"

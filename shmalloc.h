@@ -584,7 +584,9 @@ SHM__INLINE size_t shm__block_size(size_t n)
 /* The classes of sizes >= SHM__MIN_BLOCK: the first level is the log2 of
    the size (from 5), the second the SHMALLOC_SL_LOG2 bits below its top
    bit.  A size below SHM__SMALL, a multiple of 16, has no more bits than
-   that: each has a list of its own. */
+   that: each has a list of its own.  The fast paths use shm__class_bits
+   below; this plain form sizes the control block and lets the checker test
+   every free block's list against a second computation. */
 SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 {
     unsigned f = shm__fls(size | SHM__MIN_BLOCK); /* a smaller size (a region's or a corrupt one) maps to 0 */

@@ -693,6 +693,42 @@ Test(tlsf_realloc, grow_into_both_neighbours_keeps_contents)
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
+Test(tlsf_realloc, a_large_free_previous_block_is_kept_whole_and_the_block_moves)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    unsigned char *hole = shmalloc_tlsf_malloc(t, 20000);
+    unsigned char *b = shmalloc_tlsf_malloc(t, 100);
+    void *g = shmalloc_tlsf_malloc(t, 100);
+    unsigned char *spot = shmalloc_tlsf_malloc(t, 300);
+    void *g2 = shmalloc_tlsf_malloc(t, 100);
+    cr_assert(hole && b && g && spot && g2);
+    fill_pattern(b, 100, 14);
+    cr_assert_eq(shmalloc_tlsf_free(t, hole), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, spot), SHMEM_MALLOC_OK);
+    /* the 20000-byte hole below b would hold it, but stays whole: b moves
+       to the 300-byte hole, the one that fits */
+    unsigned char *q = shmalloc_tlsf_realloc(t, b, 250);
+    cr_assert_eq(q, spot, "moved to offset %zu, not to the fitting hole at %zu", off_of(t, q), off_of(t, spot));
+    cr_assert(check_pattern(q, 100, 14));
+    cr_assert_eq(shmalloc_tlsf_malloc(t, 20000), hole, "the large hole was cut");
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
+Test(tlsf_reuse, of_two_free_blocks_in_one_list_the_lower_is_taken_first_in_either_free_order)
+{
+    for (int order = 0; order < 2; order++) {
+        shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+        void *lo = shmalloc_tlsf_malloc(t, 1000), *g1 = shmalloc_tlsf_malloc(t, 100);
+        void *hi = shmalloc_tlsf_malloc(t, 1000), *g2 = shmalloc_tlsf_malloc(t, 100);
+        cr_assert(lo && g1 && hi && g2);
+        cr_assert_eq(shmalloc_tlsf_free(t, order ? hi : lo), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, order ? lo : hi), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_malloc(t, 1000), lo, "free order %d: the higher block came first", order);
+        cr_assert_eq(shmalloc_tlsf_malloc(t, 1000), hi);
+        cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    }
+}
+
 Test(tlsf_realloc, move_when_neighbours_are_used_keeps_contents_up_to_old_size)
 {
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);

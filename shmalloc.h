@@ -698,12 +698,6 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
     b->prev_free->next_free = b;
 }
 
-/* Do free-block sizes small <= large map to the same list? */
-SHM__INLINE int shm__same_list(size_t small, size_t large)
-{
-    return large >= SHM__SMALL && !((small ^ large) >> (shm__fls(large) - SHMALLOC_SL_LOG2));
-}
-
 /* Is there a free block of at least `size` bytes?  It is then the head of
    the list with sentinel node *list (otherwise *list is unset); changes nothing.  The head of
    the request's own list is tried first: a close fit, and the only chance
@@ -1072,18 +1066,17 @@ typedef struct shm__resize {
    of the heap (workload d: 2.3 times the live bytes without the limit,
    growing with the run; 2.1 and steady with it). */
 #define SHM__SLIDE_MAX ((size_t)8192)
-static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, shm__resize *r)
+
+/* The bytes used block b can have where it starts: its own and a free next block's. */
+SHM__INLINE size_t shm__room(const shm__block *b)
 {
-    long e = shm__validate(t, ptr);
-    const shm__block *b = shm__of_user(ptr), *next;
-    size_t avail;
-    if (e) return e;
-    if (n > SHM__MAX_REQUEST) return SHMEM_MALLOC_BAD_SIZE;
-    r->size = shm__block_size(n);
-    next = shm__at(b, shm__size(b));
-    avail = shm__size(b) + (next->header & SHM__FREE ? shm__size(next) : 0);
-    r->how = SHM__IN_PLACE;
-    if (avail >= r->size) return SHMEM_MALLOC_OK;
+    const shm__block *next = shm__at(b, shm__size(b));
+    return shm__size(b) + (next->header & SHM__FREE ? shm__size(next) : 0);
+}
+
+/* The plan for used block b when its room is less than r->size. */
+static long shm__plan_elsewhere(const shmalloc_tlsf *t, const shm__block *b, size_t avail, shm__resize *r)
+{
     if (b->header & SHM__PREV_FREE) {
         const shm__block *prev = b->prev_phys;
         r->how = SHM__INTO_PREV;
@@ -1096,16 +1089,31 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
     return r->target ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
 }
 
+static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, shm__resize *r)
+{
+    long e = shm__validate(t, ptr);
+    const shm__block *b = shm__of_user(ptr);
+    size_t avail;
+    if (e) return e;
+    if (n > SHM__MAX_REQUEST) return SHMEM_MALLOC_BAD_SIZE;
+    r->size = shm__block_size(n);
+    avail = shm__room(b);
+    r->how = SHM__IN_PLACE;
+    if (avail >= r->size) return SHMEM_MALLOC_OK;
+    return shm__plan_elsewhere(t, b, avail, r);
+}
+
 /* Free block f of `size` bytes takes the place of free block old, of
    old_size bytes, which it overlaps: a used neighbour grew into old's
    front or gave its tail to it.  f keeps old's list position when the two
-   sizes share a list. */
+   sizes share a list (compared as classes: the push needs f's anyway). */
 SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
     shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
+    size_t list = shm__class_bits(size);
     f->header = size | SHM__FREE;
     shm__at(f, size)->prev_phys = f;
-    if (old_size <= size ? shm__same_list(old_size, size) : shm__same_list(size, old_size)) {
+    if (shm__class_bits(old_size) == list) {
         f->next_free = next_free;
         next_free->prev_free = f;
         f->prev_free = prev_free;
@@ -1115,35 +1123,36 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
     if (next_free == prev_free) shm__emptied(t, prev_free);
-    shm__push_size(t, f, size);
+    shm__push(t, f, list);
 }
 
-/* Resizes used block b to `size` (a block size) where it is: a shrink
-   gives its tail back (merged with a free next block), a grow takes the
-   front of a free next block.  Returns 0, changing nothing, when the next
-   block is not free or too small. */
-SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* Shrinks used block b to `size` (a block size, at most b's): the tail
+   goes back, merged with a free next block. */
+SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    size_t bsize = shm__size(b), tail = bsize - size;
+    shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
+    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
+    if (tail < SHM__MIN_BLOCK) return;
+    b->header -= tail;
+    t->in_use -= tail;
+    if (!(next_header & SHM__FREE)) {
+        shm__file_alone(t, rest, tail, next, next_header);
+        return;
+    }
+    shm__refile(t, next, nsize, rest, tail + nsize);
+    SHM__POISON((char *)rest + 32, tail + nsize - 32);
+}
+
+/* Grows used block b to `size` (a block size, above b's) into the front of
+   a free next block.  Returns 0, changing nothing, when the next block is
+   not free or too small. */
+SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t bsize = shm__size(b), end;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
     size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
-    if (size <= bsize) {
-        size_t tail = bsize - size;
-        SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
-        if (tail < SHM__MIN_BLOCK) return 1;
-        b->header -= tail;
-        t->in_use -= tail;
-        if (next_header & SHM__FREE) {
-            shm__refile(t, next, nsize, rest, tail + nsize);
-        } else {
-            rest->header = tail | SHM__FREE;
-            next->prev_phys = rest;
-            next->header = next_header | SHM__PREV_FREE;
-            shm__push_size(t, rest, tail);
-        }
-        SHM__POISON((char *)rest + 32, shm__size(rest) - 32);
-        return 1;
-    }
     if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
@@ -1162,6 +1171,15 @@ SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
         t->high_water = end;
         if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, NULL);
     }
+    return 1;
+}
+
+/* Resizes used block b to `size` (a block size) where it is; 0, changing
+   nothing, when it cannot. */
+SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    if (size > shm__size(b)) return shm__grow_in_place(t, b, size);
+    shm__shrink_in_place(t, b, size);
     return 1;
 }
 
@@ -1334,13 +1352,25 @@ static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, siz
     return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
+/* A valid block that cannot take `size` bytes (block size bsize) in
+   place: planned from there, not checked again.  Out of line, as above. */
+static SHM__NOINLINE void *shm__realloc_elsewhere(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
+{
+    shm__resize r;
+    r.size = bsize;
+    if (shm__plan_elsewhere(t, shm__of_user(ptr), shm__room(shm__of_user(ptr)), &r)) return NULL;
+    return shm__fit(shm__commit_resize(t, ptr, size, &r), size);
+}
+
 /* In place first, without the plan: the plan finds the same answer, and
    is left for moves and for the errors. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
-    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST) &&
-        shm__resize_in_place(t, shm__of_user(ptr), shm__block_size(size)))
-        return shm__fit(ptr, size);
+    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST)) {
+        size_t bsize = shm__block_size(size);
+        if (shm__resize_in_place(t, shm__of_user(ptr), bsize)) return shm__fit(ptr, size);
+        return shm__realloc_elsewhere(t, ptr, size, bsize);
+    }
     return shm__realloc_planned(t, ptr, size);
 }
 

@@ -288,28 +288,30 @@ print_table() {
         printf "\n"
       }
     }' "$SUMMARY"
-  echo "frag: highest byte ever in use / peak live requested bytes (shmalloc);"
+  echo "frag: highest requested byte ever in use / peak live requested bytes (shmalloc);"
   echo "      'fp' = peak RSS growth / peak live requested bytes (system allocators' footprint)"
   print_targets
 }
 
-# Where the TLSF core stands against the targets of issue 6 (items 1 and 2).
+# Where the TLSF core stands against the targets of issue 11 (the workloads
+# are allocbench's, so the figures compare with its table in bench/README.md;
+# the wall-time target, against rlsf, is measured there).
 print_targets() {
   awk -F, '
     $1 == "core" && $2 == "shmalloc" { instr[$3] = $9; frag[$3] = $10 }
-    $1 == "scaling" && $9 != "" { v = $9 + 0; if (!m || v < lo) lo = v; if (!m || v > hi) hi = v; m++ }
+    $1 == "scaling" && $9 != "" && $3 !~ /live=1M/ { v = $9 + 0; if (!m || v < lo) lo = v; if (!m || v > hi) hi = v; m++ }
     function check(what, got, limit) {
       if (got == "") { printf "  %-28s %7s  (target <= %s: not measured)\n", what, "-", limit; return }
       printf "  %-28s %7s  (target <= %s: %s)\n", what, got, limit, got + 0 <= limit + 0 ? "met" : "missed"
     }
     END {
-      print "\ntargets of issue 6, TLSF core:"
-      check("instructions/op, a", instr["a"], 85); check("instructions/op, b", instr["b"], 70)
-      check("instructions/op, c", instr["c"], 80); check("instructions/op, d", instr["d"], 140)
+      print "\ntargets of issue 11, TLSF core:"
+      check("instructions/op, a", instr["a"], 70); check("instructions/op, b", instr["b"], 60)
+      check("instructions/op, c", instr["c"], 75); check("instructions/op, d", instr["d"], 130)
       check("fragmentation, b", frag["b"], 1.06); check("fragmentation, c", frag["c"], 1.12)
       check("fragmentation, d", frag["d"], 2.3)
-      if (m) printf "  %-28s %6.1f%%  (%s..%s instr/op over %d points; target <= 10%%: %s)\n", "scaling spread of b",
-        (hi - lo) / lo * 100, lo, hi, m, (hi - lo) / lo <= 0.10 ? "met" : "missed"
+      if (m) printf "  %-28s %6.1f%%  (%s..%s instr/op over %d points, 1k-100k live; target <= 5%%: %s)\n",
+        "scaling spread of b", (hi - lo) / lo * 100, lo, hi, m, (hi - lo) / lo <= 0.05 ? "met" : "missed"
     }' "$SUMMARY"
 }
 

@@ -1,9 +1,10 @@
 /* bench/workload.h - what bench/core.c and bench/scaling.c share: the
-   workloads of issue 6 as a sequence of operations generated up front from
-   one fixed xorshift64* seed (so every allocator sees exactly the same
-   requests, and the timed loop does no random-number work), memory from
-   mmap (so the benchmark's own arrays never touch the allocator under test),
-   and the clock.  Everything here is static inline: two programs include it. */
+   workloads of issue 6, drawn as allocbench draws them, as a sequence of
+   operations generated up front from one fixed xorshift64* seed (so every
+   allocator sees exactly the same requests, and the timed loop does no
+   random-number work), memory from mmap (so the benchmark's own arrays
+   never touch the allocator under test), and the clock.  Everything here
+   is static inline: two programs include it. */
 #ifndef BENCH_WORKLOAD_H
 #define BENCH_WORKLOAD_H
 
@@ -52,18 +53,15 @@ static inline uint64_t rng_next(uint64_t *state)
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-/* Uniform in [0, n) from the high bits, which are the strong ones. */
-static inline uint32_t rng_below(uint64_t *state, uint32_t n)
-{
-    return (uint32_t)(((rng_next(state) >> 32) * n) >> 32);
-}
-
-/* 16 B .. 64 KiB, log-uniform per octave: an octave 2^k, k in 4..15, then
-   a size uniform within [2^k, 2^(k+1)). */
+/* 16 B .. 64 KiB, log-uniform per octave: an octave 2^k, k in 4..15 from
+   bits 40 and up of one draw, then a size within [2^k, 2^(k+1)) from its
+   low bits.  The draws are allocbench's, the yardstick the performance
+   targets are stated on, so both feed an allocator the same requests. */
 static inline uint32_t rng_size(uint64_t *state)
 {
-    unsigned k = 4 + rng_below(state, 12);
-    return (1u << k) + rng_below(state, 1u << k);
+    uint64_t r = rng_next(state);
+    uint32_t base = 1u << (4 + (unsigned)((r >> 40) % 12));
+    return base + (uint32_t)(r & (base - 1));
 }
 
 /* ---- operation sequences ----------------------------------------------- */
@@ -96,9 +94,12 @@ static inline void *bench_map(size_t bytes)
 }
 
 /* Workloads b, c and d over `live` slots: a fill of every slot, then
-   warm-up, timed and latency steps.  b and c free a random slot and fill it
-   again (c with an alignment 2^k, k in 3..12); d reallocs a random buffer
-   by +-(25% + 1..64 B), clamped to [16, 65536]. */
+   warm-up, timed and latency steps, drawn exactly as allocbench draws them.
+   b and c free a random slot and fill it again (c with an alignment 2^k, k
+   uniform in 3..12); d fills its buffers with 16..1024 bytes, then each
+   step reallocs a random one by +-(25% + 1..64 B), clamped to [16, 65536]:
+   one draw gives the slot (its value modulo `live`), the direction (bit
+   20) and the 1..64 (bits 32 and up). */
 static inline void bench_generate(bench_seq *s, char workload, size_t live, size_t warm, size_t timed, size_t lat)
 {
     uint64_t rng = BENCH_SEED;
@@ -112,16 +113,24 @@ static inline void bench_generate(bench_seq *s, char workload, size_t live, size
     s->begin[PHASE_LAT] = live + warm + timed;
     s->begin[PHASES] = total;
     for (i = 0; i < total; i++) {
-        uint32_t slot, size, align_log2 = 0;
+        uint32_t slot = (uint32_t)i, size, align_log2 = 0;
         while (phase < PHASES && i == s->begin[phase + 1]) s->peak_live[phase++] = peak;
-        slot = i < live ? (uint32_t)i : rng_below(&rng, (uint32_t)live);
-        if (workload == 'd' && i >= live) {
-            uint32_t old = sizes[slot], delta = old / 4 + 1 + rng_below(&rng, 64);
-            int64_t next = rng_below(&rng, 2) ? (int64_t)old + delta : (int64_t)old - delta;
-            size = next < BENCH_MIN_SIZE ? BENCH_MIN_SIZE : next > BENCH_MAX_SIZE ? BENCH_MAX_SIZE : (uint32_t)next;
+        if (workload == 'd') {
+            if (i < live) {
+                size = BENCH_MIN_SIZE + (uint32_t)(rng_next(&rng) % 1009);
+            } else {
+                uint64_t r = rng_next(&rng);
+                uint32_t old, delta;
+                slot = (uint32_t)(r % live);
+                old = sizes[slot];
+                delta = old / 4 + 1 + (uint32_t)((r >> 32) % 64);
+                size = (r >> 20) & 1 ? old + delta : old > delta + BENCH_MIN_SIZE ? old - delta : BENCH_MIN_SIZE;
+                if (size > BENCH_MAX_SIZE) size = BENCH_MAX_SIZE;
+            }
         } else {
+            if (i >= live) slot = (uint32_t)(rng_next(&rng) % live);
             size = rng_size(&rng);
-            if (workload == 'c') align_log2 = 3 + rng_below(&rng, 10);
+            if (workload == 'c') align_log2 = 3 + (uint32_t)(rng_next(&rng) % 10);
         }
         live_bytes = live_bytes - sizes[slot] + size;
         sizes[slot] = size;

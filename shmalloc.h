@@ -1352,24 +1352,28 @@ static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, siz
     return shm__plan_resize(t, ptr, size, &r) ? NULL : shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
-/* A valid block that cannot take `size` bytes (block size bsize) in
-   place: planned from there, not checked again.  Out of line, as above. */
-static SHM__NOINLINE void *shm__realloc_elsewhere(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
+/* A valid block grows to `size` bytes (block size bsize): in place, or
+   planned from there, not checked again.  Out of line: its registers would
+   cost the shrink a frame. */
+static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
 {
+    shm__block *b = shm__of_user(ptr);
     shm__resize r;
+    if (shm__grow_in_place(t, b, bsize)) return shm__fit(ptr, size);
     r.size = bsize;
-    if (shm__plan_elsewhere(t, shm__of_user(ptr), shm__room(shm__of_user(ptr)), &r)) return NULL;
+    if (shm__plan_elsewhere(t, b, shm__room(b), &r)) return NULL;
     return shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
-/* In place first, without the plan: the plan finds the same answer, and
-   is left for moves and for the errors. */
+/* Valid requests go straight to the shrink or the grow, without the plan:
+   the plan finds the same answer, and is left for the errors. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST)) {
         size_t bsize = shm__block_size(size);
-        if (shm__resize_in_place(t, shm__of_user(ptr), bsize)) return shm__fit(ptr, size);
-        return shm__realloc_elsewhere(t, ptr, size, bsize);
+        if (bsize > shm__size(shm__of_user(ptr))) return shm__realloc_grow(t, ptr, size, bsize);
+        shm__shrink_in_place(t, shm__of_user(ptr), bsize);
+        return shm__fit(ptr, size);
     }
     return shm__realloc_planned(t, ptr, size);
 }

@@ -636,6 +636,7 @@ SHM__INLINE size_t shm__list_bits(const shm__block *list) { return (size_t)(uint
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
     shm__block *head = list->next_free;
+    SHM__ASSERT(b < list);
     if (b > head) {
         shm__block *last = list->prev_free;
         b->prev_free = last;
@@ -1063,8 +1064,8 @@ typedef struct shm__resize {
    then move to a new block with the same alignment.  Sliding down fills a
    small hole; a large one is kept for the requests that need it, as
    sliding into whatever lies below a growing block keeps raising the top
-   of the heap (workload d: 2.3 times the live bytes without the limit,
-   growing with the run; 2.1 and steady with it). */
+   of the heap (allocbench's workload d: over 3 times the live bytes
+   without the limit, and growing with the run; 2.1 and steady with it). */
 #define SHM__SLIDE_MAX ((size_t)8192)
 
 /* The bytes used block b can have where it starts: its own and a free next block's. */

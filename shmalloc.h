@@ -294,6 +294,22 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
 /* 1 when p lies in [base, base + shmalloc_heap_size). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
 
+/* This PE's figures, the ones an out-of-memory report gives: an allocation
+   of n bytes succeeds without growing when n <= largest_request. */
+typedef struct shmalloc_info {
+    size_t heap_size;       /* bytes of the blocks now, headers included */
+    size_t heap_max;        /* bytes they may grow to (SHMALLOC_HEAP_MAX);
+                               heap_size when the heap cannot grow */
+    size_t in_use;          /* bytes in used blocks, headers included */
+    size_t free;            /* heap_size - in_use */
+    size_t largest_free;    /* bytes of the largest free block, header included */
+    size_t largest_request; /* the largest malloc that fits now: 0 when none */
+    size_t used_blocks;     /* blocks allocated */
+    size_t failures;        /* allocations this PE could not serve for lack of room */
+} shmalloc_info;
+/* Not collective.  0 with *out filled, or -1 when h is NULL. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out);
+
 /* >> threads ----------------------------------------------------------------
    The current heap is per thread, falling back to a process-wide one:
    a transport whose PEs are processes calls shmalloc_set_process_heap once;
@@ -343,6 +359,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 SHMALLOC_DEF SHMALLOC_API void *shsbreak(ptrdiff_t increment);
 SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
+/* shmalloc_heap_info of the current heap. */
+SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 #endif
 
 #if defined(__cplusplus)
@@ -1638,6 +1656,8 @@ struct shmalloc_heap {
     int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
     size_t ends[SHM__MAX_REGIONS];
     size_t calls[SHM__CALLS];
+    size_t failures;  /* allocations this PE could not serve for lack of room */
+    int oom_reported; /* outside debug mode, the first failure is reported, no other */
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
@@ -1853,19 +1873,85 @@ static size_t shm__need(size_t size, size_t align)
     return shm__block_size(size) + (align <= SHMALLOC_ALIGNMENT ? 0 : align + 16);
 }
 
+static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
+{
+    shmalloc_counters c;
+    shmalloc_tlsf_counters(h->tlsf, &c);
+    out->heap_size = c.capacity;
+    out->heap_max = c.capacity + (h->growable ? shmalloc_tlsf_room(h->tlsf) : 0);
+    out->in_use = c.in_use;
+    out->free = c.free;
+    out->largest_free = c.largest_free;
+    /* the inverse of shm__block_size: the largest n whose block fits */
+    out->largest_request = c.largest_free >= SHM__MIN_BLOCK ? c.largest_free - 8 - SHM__REDZONE : 0;
+    if (out->largest_request > h->tlsf->malloc_limit) out->largest_request = h->tlsf->malloc_limit;
+    out->used_blocks = c.used_blocks;
+    out->failures = h->failures;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out)
+{
+    if (!h || !out) return -1;
+    shm__lock(h);
+    shm__info(h, out);
+    shm__unlock(h);
+    return 0;
+}
+
+/* A size for a message: whole MiB, rounded up, from 1 MiB on. */
+static const char *shm__size_text(char *buf, size_t n, size_t bytes)
+{
+    if (bytes < ((size_t)1 << 20)) snprintf(buf, n, "%zu", bytes);
+    else snprintf(buf, n, "%zuM", (bytes + ((size_t)1 << 20) - 1) >> 20);
+    return buf;
+}
+
+/* This PE could not serve a request of `size` bytes: what the heap holds,
+   whether fragmentation is the cause, and the variable to change.  The
+   first time on each heap, or every time in debug mode. */
+static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t align)
+{
+    shmalloc_info i;
+    size_t need = shm__need(size, align);
+    const char *var = h->growable ? "SHMALLOC_HEAP_MAX" : "SHMEM_SYMMETRIC_HEAP_SIZE";
+    char text[32];
+    int pe = h->tp.pe, fragmented;
+    h->failures++;
+    if (align < SHMALLOC_ALIGNMENT) align = SHMALLOC_ALIGNMENT; /* a plain block's is recorded as 1 */
+    if (h->oom_reported && !h->debug) return;
+    h->oom_reported = 1;
+    shm__info(h, &i);
+    fragmented = need <= i.free;
+    shm__print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
+               "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
+               pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free, i.largest_free);
+    if (fragmented)
+        shm__print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
+                   "set %s to at least %s, or free blocks sooner\n",
+                   pe, var, shm__size_text(text, sizeof text, i.heap_max + need));
+    else
+        shm__print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
+                   shm__size_text(text, sizeof text, (h->growable ? i.heap_max : i.in_use) + need),
+                   h->growable ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
+    if (!h->debug)
+        shm__print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
+                   "each)\n", pe);
+}
+
 /* The local part of malloc, align and calloc, then the agreement: `e` is
    an error found before (calloc's overflow).  The block goes back if any
-   PE failed. */
-static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e)
+   PE failed.  *short_here: this PE had no room. */
+static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
 {
     void *p = NULL;
     size_t high_water = h->tlsf->high_water, size = call->size, align = call->align;
+    *short_here = 0;
     if (!*e) {
         size_t bsize = shm__block_size(size);
         unsigned fl, sl;
         shm__block *b = shm__find_aligned(h->tlsf, bsize, align, &fl, &sl);
         if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
-        else *e = SHMEM_MALLOC_FAIL;
+        else *e = SHMEM_MALLOC_FAIL, *short_here = 1;
         if (p && zero) SHMALLOC_MEMSET(p, 0, size);
         else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
         shm__fit(p, size);
@@ -1883,6 +1969,7 @@ static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero
 static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, int zero, long e, long *err)
 {
     void *p;
+    int short_here;
     shm__call call = {0, 0, 0, 0};
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
@@ -1899,9 +1986,10 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
     call.kind = kind;
     call.size = size;
     call.align = align;
-    p = shm__alloc_agreed(h, &call, zero, &e);
+    p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
     if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
-        p = shm__alloc_agreed(h, &call, zero, &e);
+        p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
+    if (short_here) shm__report_oom(h, kind, size, align);
     shm__debug_check(h);
     shm__unlock(h);
     shm__set(err, e);
@@ -1962,7 +2050,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     shm__resize r;
     shm__call call = {SHM__REALLOC, 0, 0, 0};
     void *q = NULL;
-    long e;
+    long e, local;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
@@ -1976,10 +2064,14 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     h->calls[SHM__REALLOC]++;
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
+    e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
+    e = shm__agree(&h->tp, h->debug, &call, e);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
-        !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
-        e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
+        !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr))))) {
+        e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
+        e = shm__agree(&h->tp, h->debug, &call, e);
+    }
+    if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
     if (!e) {
         size_t old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);
@@ -2229,6 +2321,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level) { return shmalloc_heap_check(shmalloc_current(), level); }
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { shmalloc_heap_stats(shmalloc_current(), level); }
+SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info)
+{
+    return shmalloc_heap_info(shmalloc_current(), info);
+}
 #endif
 
 #endif /* SHMALLOC_IMPLEMENTATION */

@@ -119,6 +119,9 @@
 /* Hints of shmem_malloc_with_hints (OpenSHMEM 1.5); unknown bits are ignored. */
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE  2L
+/* Sandia OpenSHMEM's extension, same name and value: allocate without
+   synchronising (see shmalloc_heap_malloc_with_hints). */
+#define SHMEMX_MALLOC_NO_BARRIER    (1L << 2)
 
 #if defined(__cplusplus)
 extern "C" {
@@ -276,6 +279,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err);
+/* With SHMEMX_MALLOC_NO_BARRIER in hints, this PE takes its block without
+   synchronising; the next synchronising call compares what every PE did. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc_with_hints(shmalloc_heap *h, size_t size, long hints,
+                                                                long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
@@ -1648,6 +1655,13 @@ static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "rea
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
 
+/* What the next agreement also compares, beyond its own call. */
+typedef struct shm__order {
+    uint64_t calls;   /* collective calls made on this heap, for debug mode */
+    uint64_t pending; /* allocations made without a barrier since the last agreement */
+    uint64_t digest;  /* of those allocations, in order: 0 when there are none */
+} shm__order;
+
 struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
@@ -1656,6 +1670,7 @@ struct shmalloc_heap {
     int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
     size_t ends[SHM__MAX_REGIONS];
     size_t calls[SHM__CALLS];
+    shm__order order;
     size_t failures;  /* allocations this PE could not serve for lack of room */
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
 };
@@ -1690,28 +1705,70 @@ static void shm__unlock(shmalloc_heap *h)
 typedef struct shm__call {
     int kind;
     size_t size, align, offset; /* offset: the block freed or resized */
+    long hints;
 } shm__call;
 
-static long shm__agree(const shmalloc_transport *tp, int debug, const shm__call *c, long err)
+/* A value and its complement: their maxima over the PEs are its maximum
+   and (complemented) its minimum, equal only when every PE had the same. */
+static void shm__pair(uint64_t *v, uint64_t x)
 {
-    uint64_t v[9];
+    v[0] = x;
+    v[1] = ~x;
+}
+static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
+
+/* Debug mode: this PE's side of a mismatch.  v holds the agreed values;
+   the call numbers carry the PE number in their low 24 bits, so the PEs
+   with the most and the fewest calls are named. */
+static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
+{
+    char order[128] = "";
+    uint64_t most = v[11], fewest = ~v[12];
+    if (most >> 24 != fewest >> 24)
+        snprintf(order, sizeof order, " the call numbers (PE %d has made %llu calls, PE %d %llu)",
+                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), (int)(fewest & 0xffffff),
+                 (unsigned long long)(fewest >> 24));
+    shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
+               "differs from another PE's call:%s%s%s%s%s%s\n",
+               pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
+               shm__same(v + 5) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
+               shm__same(v + 7) ? "" : " the alignments", shm__same(v + 9) ? "" : " the blocks",
+               shm__same(v + 13) ? "" : " the hints", order);
+}
+
+/* The agreement of every collective call, in one all-reduce: size and
+   -error always, and the digest of the allocations made without a barrier
+   since the last one; in debug mode also the call's kind, alignment,
+   block, the running call number and the hints.  A mismatch fails the call
+   on every PE with SHMEM_MALLOC_SYMMSIZE_FAILED. */
+static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, const shm__call *c, long err)
+{
+    uint64_t v[15], pending = o->pending, digest = o->digest;
+    int same;
+    o->pending = o->digest = 0; /* the next agreement starts afresh */
     if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
-    v[0] = c->size;
-    v[1] = ~(uint64_t)c->size;
+    shm__pair(v, c->size);
     v[2] = (uint64_t)-err;
-    v[3] = (uint64_t)c->kind;
-    v[4] = ~(uint64_t)c->kind;
-    v[5] = c->align;
-    v[6] = ~(uint64_t)c->align;
-    v[7] = c->offset;
-    v[8] = ~(uint64_t)c->offset;
-    if (tp->allreduce_max(tp->user, v, debug ? 9 : 3)) return SHMEM_MALLOC_FAIL;
-    if (v[0] == ~v[1] && (!debug || (v[3] == ~v[4] && v[5] == ~v[6] && v[7] == ~v[8]))) return -(long)v[2];
+    shm__pair(v + 3, digest);
+    shm__pair(v + 5, (uint64_t)c->kind);
+    shm__pair(v + 7, c->align);
+    shm__pair(v + 9, c->offset);
+    shm__pair(v + 11, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
+    shm__pair(v + 13, (uint64_t)c->hints);
+    if (tp->allreduce_max(tp->user, v, debug ? 15 : 5)) return SHMEM_MALLOC_FAIL;
+    same = shm__same(v) && shm__same(v + 3);
     if (debug)
-        shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu) differs from another PE's call:%s%s%s%s\n",
-                   tp->pe, shm__call_names[c->kind], c->size, c->align, c->offset, v[3] != ~v[4] ? " the calls" : "",
-                   v[0] != ~v[1] ? " the sizes" : "", v[5] != ~v[6] ? " the alignments" : "",
-                   v[7] != ~v[8] ? " the blocks" : "");
+        same = same && shm__same(v + 5) && shm__same(v + 7) && shm__same(v + 9) && shm__same(v + 13) &&
+               v[11] >> 24 == ~v[12] >> 24;
+    if (same) return -(long)v[2];
+    if (!shm__same(v + 3))
+        shm__print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
+                   "call differ from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
+                   tp->pe, (unsigned long long)pending, shm__call_names[c->kind]);
+    if (debug) {
+        shm__report_mismatch(tp->pe, c, o->calls, v);
+        o->calls = v[11] >> 24; /* every PE goes on from the same number */
+    }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
 
@@ -1790,7 +1847,8 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     size_t tbytes = 0, first = 0;
     long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
     int debug = shm__debug_from_env();
-    shm__call call = {SHM__CREATE, 0, 0, 0};
+    shm__call call = {SHM__CREATE, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0};
     if (!tp || !tp->barrier) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -1805,9 +1863,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     else first = (size_t)(t->limit - t->base);
     if (!e) e = registered = shm__register(tp, t, 0, first);
     call.size = bytes; /* the same reservation, */
-    e = shm__agree(tp, debug > 0, &call, e);
+    e = shm__agree(tp, debug > 0, &order, &call, e);
     call.size = first; /* and the same first piece, on every PE */
-    e = shm__agree(tp, debug > 0, &call, e);
+    e = shm__agree(tp, debug > 0, &order, &call, e);
     if (e) {
         if (registered == SHMEM_MALLOC_OK) shm__deregister(tp, t, 0, first);
         shm__set(err, e);
@@ -1848,7 +1906,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
 {
     shmalloc_tlsf *t = h->tlsf;
     size_t have = (size_t)(t->limit - t->base), room = shmalloc_tlsf_room(t), want, g;
-    shm__call call = {SHM__GROW, 0, 0, 0};
+    shm__call call = {SHM__GROW, 0, 0, 0, 0};
     long e = SHMEM_MALLOC_OK;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
@@ -1857,7 +1915,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     if (need > g || h->regions == SHM__MAX_REGIONS || t->limit != (char *)t->sentinel + 16) e = SHMEM_MALLOC_FAIL;
     if (!e) e = shm__register(&h->tp, t, have, have + g);
     call.size = g;
-    if (shm__agree(&h->tp, h->debug, &call, e)) {
+    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
         if (!e) shm__deregister(&h->tp, t, have, have + g);
         return SHMEM_MALLOC_FAIL;
     }
@@ -1938,25 +1996,34 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
                    "each)\n", pe);
 }
 
-/* The local part of malloc, align and calloc, then the agreement: `e` is
-   an error found before (calloc's overflow).  The block goes back if any
-   PE failed.  *short_here: this PE had no room. */
-static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
+/* This PE's part of malloc, align and calloc: the block a collective call
+   would take (or e = SHMEM_MALLOC_FAIL), zeroed or filled. */
+static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, long *e)
 {
     void *p = NULL;
-    size_t high_water = h->tlsf->high_water, size = call->size, align = call->align;
-    *short_here = 0;
-    if (!*e) {
-        size_t bsize = shm__block_size(size);
-        unsigned fl, sl;
-        shm__block *b = shm__find_aligned(h->tlsf, bsize, align, &fl, &sl);
-        if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
-        else *e = SHMEM_MALLOC_FAIL, *short_here = 1;
-        if (p && zero) SHMALLOC_MEMSET(p, 0, size);
-        else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
-        shm__fit(p, size);
-    }
-    *e = shm__agree(&h->tp, h->debug, call, *e);
+    size_t size = call->size, bsize;
+    unsigned fl, sl;
+    shm__block *b;
+    if (*e) return NULL;
+    bsize = shm__block_size(size);
+    b = shm__find_aligned(h->tlsf, bsize, call->align, &fl, &sl);
+    if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, call->align);
+    else *e = SHMEM_MALLOC_FAIL;
+    if (p && zero) SHMALLOC_MEMSET(p, 0, size);
+    else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
+    shm__fit(p, size);
+    return p;
+}
+
+/* The local part, then the agreement: `e` is an error found before
+   (calloc's overflow).  The block goes back if any PE failed.
+   *short_here: this PE had no room. */
+static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
+{
+    size_t high_water = h->tlsf->high_water;
+    void *p = shm__take_local(h, call, zero, e);
+    *short_here = *e == SHMEM_MALLOC_FAIL;
+    *e = shm__agree(&h->tp, h->debug, &h->order, call, *e);
     if (*e && p) {
         shm__release(h->tlsf, shm__of_user(p));
         h->tlsf->high_water = high_water;
@@ -1965,12 +2032,43 @@ static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero
     return p;
 }
 
-/* malloc, align and calloc; a growing heap grows once when no PE found room. */
-static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, int zero, long e, long *err)
+/* Folds x into a digest (multiply, xorshift): a change in any value or in
+   their order changes the digest, but for a 2^-64 chance. */
+static uint64_t shm__fold(uint64_t digest, uint64_t x)
 {
-    void *p;
-    int short_here;
-    shm__call call = {0, 0, 0, 0};
+    digest = (digest ^ x) * 0x9e3779b97f4a7c15u;
+    return digest ^ (digest >> 29);
+}
+
+/* SHMEMX_MALLOC_NO_BARRIER: this PE's part alone.  The heap is as
+   deterministic as for a collective call, so every PE that made the same
+   calls gets the same offset; the call, its outcome and its offset go into
+   the digest the next agreement compares.  0 when done; 1 when a heap that
+   can grow found no room: the call then synchronises to grow it. */
+static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e)
+{
+    shm__order *o = &h->order;
+    *p = shm__take_local(h, call, 0, e);
+    if (*e == SHMEM_MALLOC_FAIL && h->growable) {
+        *e = SHMEM_MALLOC_OK;
+        return 1;
+    }
+    o->pending++;
+    o->digest = shm__fold(o->digest, (uint64_t)call->kind << 32 | (uint64_t)-*e);
+    o->digest = shm__fold(o->digest, call->size);
+    o->digest = shm__fold(o->digest, (uint64_t)call->hints);
+    o->digest = shm__fold(o->digest, *p ? shm__offset(h->tlsf, *p) : ~(uint64_t)0);
+    o->digest += !o->digest; /* 0 means "none" */
+    return 0;
+}
+
+/* malloc, align and calloc; a growing heap grows once when no PE found room. */
+static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, long hints, int zero, long e,
+                        long *err)
+{
+    void *p = NULL;
+    int short_here = 0;
+    shm__call call = {0, 0, 0, 0, 0};
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -1981,14 +2079,19 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
     }
     shm__lock(h);
     h->calls[kind]++;
+    h->order.calls++;
     if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
     call.kind = kind;
     call.size = size;
     call.align = align;
-    p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
-    if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
+    call.hints = hints;
+    if (!(hints & SHMEMX_MALLOC_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e)) {
         p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
+        if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
+            p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
+    } else
+        short_here = e == SHMEM_MALLOC_FAIL;
     if (short_here) shm__report_oom(h, kind, size, align);
     shm__debug_check(h);
     shm__unlock(h);
@@ -1998,24 +2101,29 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err)
 {
-    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
+    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc_with_hints(shmalloc_heap *h, size_t size, long hints, long *err)
+{
+    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, hints, 0, SHMEM_MALLOC_OK, err);
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err)
 {
-    return shm__alloc(h, SHM__ALIGN, align, size, 0, SHMEM_MALLOC_OK, err);
+    return shm__alloc(h, SHM__ALIGN, align, size, 0, 0, SHMEM_MALLOC_OK, err);
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err)
 {
     int overflow = count && size > SIZE_MAX / count;
-    return shm__alloc(h, SHM__CALLOC, SHMALLOC_ALIGNMENT, overflow ? SIZE_MAX : count * size, 1,
+    return shm__alloc(h, SHM__CALLOC, SHMALLOC_ALIGNMENT, overflow ? SIZE_MAX : count * size, 0, 1,
                       overflow ? SHMEM_MALLOC_BAD_SIZE : SHMEM_MALLOC_OK, err);
 }
 
 static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 {
-    shm__call call = {0, 0, 0, 0};
+    shm__call call = {0, 0, 0, 0, 0};
     long e;
     if (!ptr) {
         shm__set(err, SHMEM_MALLOC_OK);
@@ -2027,9 +2135,10 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     }
     shm__lock(h);
     h->calls[kind]++;
+    h->order.calls++;
     call.kind = kind;
     call.offset = shm__offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &call, shm__validate(h->tlsf, ptr));
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, shm__validate(h->tlsf, ptr));
     if (!e) {
         SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
         if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, shm__size(shm__of_user(ptr)) - 8);
@@ -2048,10 +2157,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shm__resize r;
-    shm__call call = {SHM__REALLOC, 0, 0, 0};
+    shm__call call = {SHM__REALLOC, 0, 0, 0, 0};
     void *q = NULL;
     long e, local;
-    if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
+    if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
         return NULL;
@@ -2062,14 +2171,15 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     }
     shm__lock(h);
     h->calls[SHM__REALLOC]++;
+    h->order.calls++;
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
     e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
-    e = shm__agree(&h->tp, h->debug, &call, e);
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
         !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr))))) {
         e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
-        e = shm__agree(&h->tp, h->debug, &call, e);
+        e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     }
     if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
     if (!e) {
@@ -2087,7 +2197,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err)
 {
-    shm__call call = {SHM__SBREAK, 0, 0, 0};
+    shm__call call = {SHM__SBREAK, 0, 0, 0, 0};
     ptrdiff_t inc;
     void *p = NULL;
     int bad;
@@ -2098,11 +2208,12 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     }
     shm__lock(h);
     h->calls[SHM__SBREAK]++;
+    h->order.calls++;
     call.size = (size_t)increment;
     inc = shm__sbreak_round(increment, &bad);
     if (bad) e = SHMEM_MALLOC_BAD_SIZE;
     else if (!shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
-    e = shm__agree(&h->tp, h->debug, &call, e);
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (!e) p = shm__sbreak(h->tlsf, inc);
     shm__debug_check(h);
     shm__unlock(h);
@@ -2316,8 +2427,7 @@ SHMALLOC_DEF SHMALLOC_API void *shsbreak(ptrdiff_t increment)
 }
 SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 {
-    (void)hints; /* every block suits remote atomics and signals */
-    return shmem_malloc(size);
+    return shmalloc_heap_malloc_with_hints(shmalloc_current(), size, hints, &malloc_error);
 }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level) { return shmalloc_heap_check(shmalloc_current(), level); }
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { shmalloc_heap_stats(shmalloc_current(), level); }

@@ -286,6 +286,11 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc_with_hints(shmalloc_heap *h
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
+/* The lasting hints a block was allocated with (SHMEM_MALLOC_ATOMICS_REMOTE,
+   SHMEM_MALLOC_SIGNAL_REMOTE), which shmalloc_heap_realloc keeps; or the
+   (negative) SHMEM_MALLOC_* code of a pointer that is not a used block.
+   Not collective. */
+SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr);
 /* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err);
@@ -1671,6 +1676,8 @@ struct shmalloc_heap {
     size_t ends[SHM__MAX_REGIONS];
     size_t calls[SHM__CALLS];
     shm__order order;
+    uint64_t *hint_slots; /* blocks with hints: see shm__hints_keep */
+    size_t hint_cap, hint_count;
     size_t failures;  /* allocations this PE could not serve for lack of room */
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
 };
@@ -1699,6 +1706,90 @@ static void shm__lock(shmalloc_heap *h)
 static void shm__unlock(shmalloc_heap *h)
 {
     if (h->tp.unlock) h->tp.unlock(h->tp.user);
+}
+
+/* ---- hints kept per block ----
+   The hints that describe a block (SHMEM_MALLOC_ATOMICS_REMOTE,
+   SHMEM_MALLOC_SIGNAL_REMOTE) stay with it, and shmem_realloc carries them
+   to the resized block (OpenSHMEM 1.6).  Few blocks have any, so they live
+   in a small open-addressing table in the PE's private memory, one word
+   per block: (offset + 16) | hints.  Plain blocks cost nothing. */
+#define SHM__KEPT_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE)
+
+static size_t shm__hint_home(const shmalloc_heap *h, uint64_t key)
+{
+    return (size_t)((key >> 4) * 0x9e3779b97f4a7c15u >> 24) & (h->hint_cap - 1);
+}
+
+/* The slot of the block at `offset`, or the empty slot where it would go. */
+static size_t shm__hint_slot(const shmalloc_heap *h, size_t offset)
+{
+    uint64_t key = (uint64_t)offset + 16;
+    size_t i = shm__hint_home(h, key);
+    while (h->hint_slots[i] && (h->hint_slots[i] & ~(uint64_t)15) != key) i = (i + 1) & (h->hint_cap - 1);
+    return i;
+}
+
+static long shm__hints_of(const shmalloc_heap *h, size_t offset)
+{
+    return h->hint_count ? (long)(h->hint_slots[shm__hint_slot(h, offset)] & 15) : 0;
+}
+
+/* Room for one more block with hints: 0, or -1 when memory runs out. */
+static int shm__hints_reserve(shmalloc_heap *h)
+{
+    uint64_t *old = h->hint_slots;
+    size_t i, cap = h->hint_cap;
+    if ((h->hint_count + 1) * 2 <= cap) return 0;
+    h->hint_slots = (uint64_t *)calloc(cap ? cap * 2 : 64, sizeof *old);
+    if (!h->hint_slots) {
+        h->hint_slots = old;
+        return -1;
+    }
+    h->hint_cap = cap ? cap * 2 : 64;
+    for (i = 0; i < cap; i++)
+        if (old[i]) h->hint_slots[shm__hint_slot(h, (size_t)(old[i] & ~(uint64_t)15) - 16)] = old[i];
+    free(old);
+    return 0;
+}
+
+/* After shm__hints_reserve (or the removal of another block's hints). */
+static void shm__hints_keep(shmalloc_heap *h, size_t offset, long hints)
+{
+    size_t i;
+    if (!(hints & SHM__KEPT_HINTS)) return;
+    i = shm__hint_slot(h, offset);
+    h->hint_count += !h->hint_slots[i];
+    h->hint_slots[i] = ((uint64_t)offset + 16) | (uint64_t)(hints & SHM__KEPT_HINTS);
+}
+
+/* Removes the block's entry; the entries after it that probed past it move
+   back, so no lookup ever stops early. */
+static void shm__hints_drop(shmalloc_heap *h, size_t offset)
+{
+    size_t mask = h->hint_cap - 1, i, j;
+    if (!h->hint_count || !h->hint_slots[i = shm__hint_slot(h, offset)]) return;
+    h->hint_slots[i] = 0;
+    h->hint_count--;
+    for (j = (i + 1) & mask; h->hint_slots[j]; j = (j + 1) & mask) {
+        size_t home = shm__hint_home(h, h->hint_slots[j]);
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* home is not between i and j: it may move to i */
+            h->hint_slots[i] = h->hint_slots[j];
+            h->hint_slots[j] = 0;
+            i = j;
+        }
+    }
+}
+
+SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr)
+{
+    long r;
+    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    shm__lock(h);
+    r = shm__validate(h->tlsf, ptr);
+    if (!r) r = shm__hints_of(h, shm__offset(h->tlsf, ptr));
+    shm__unlock(h);
+    return r;
 }
 
 /* One collective call as the PEs must agree on it. */
@@ -1894,6 +1985,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
+    free(h->hint_slots);
+    h->hint_slots = NULL;
+    h->hint_cap = h->hint_count = 0;
     h->tp.barrier(h->tp.user);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
@@ -1998,7 +2092,7 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
 
 /* This PE's part of malloc, align and calloc: the block a collective call
    would take (or e = SHMEM_MALLOC_FAIL), zeroed or filled. */
-static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, long *e)
+static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
 {
     void *p = NULL;
     size_t size = call->size, bsize;
@@ -2008,7 +2102,7 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
     bsize = shm__block_size(size);
     b = shm__find_aligned(h->tlsf, bsize, call->align, &fl, &sl);
     if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, call->align);
-    else *e = SHMEM_MALLOC_FAIL;
+    else *e = SHMEM_MALLOC_FAIL, *short_here = 1;
     if (p && zero) SHMALLOC_MEMSET(p, 0, size);
     else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
     shm__fit(p, size);
@@ -2021,8 +2115,9 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
 static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
 {
     size_t high_water = h->tlsf->high_water;
-    void *p = shm__take_local(h, call, zero, e);
-    *short_here = *e == SHMEM_MALLOC_FAIL;
+    void *p;
+    *short_here = 0;
+    p = shm__take_local(h, call, zero, e, short_here);
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *e);
     if (*e && p) {
         shm__release(h->tlsf, shm__of_user(p));
@@ -2045,12 +2140,13 @@ static uint64_t shm__fold(uint64_t digest, uint64_t x)
    calls gets the same offset; the call, its outcome and its offset go into
    the digest the next agreement compares.  0 when done; 1 when a heap that
    can grow found no room: the call then synchronises to grow it. */
-static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e)
+static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e, int *short_here)
 {
     shm__order *o = &h->order;
-    *p = shm__take_local(h, call, 0, e);
-    if (*e == SHMEM_MALLOC_FAIL && h->growable) {
+    *p = shm__take_local(h, call, 0, e, short_here);
+    if (*short_here && h->growable) {
         *e = SHMEM_MALLOC_OK;
+        *short_here = 0;
         return 1;
     }
     o->pending++;
@@ -2082,16 +2178,17 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     h->order.calls++;
     if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
+    if (!e && (hints & SHM__KEPT_HINTS) && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
     call.kind = kind;
     call.size = size;
     call.align = align;
     call.hints = hints;
-    if (!(hints & SHMEMX_MALLOC_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e)) {
+    if (!(hints & SHMEMX_MALLOC_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e, &short_here)) {
         p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
         if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
             p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
-    } else
-        short_here = e == SHMEM_MALLOC_FAIL;
+    }
+    if (p) shm__hints_keep(h, shm__offset(h->tlsf, p), hints);
     if (short_here) shm__report_oom(h, kind, size, align);
     shm__debug_check(h);
     shm__unlock(h);
@@ -2140,6 +2237,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     call.offset = shm__offset(h->tlsf, ptr);
     e = shm__agree(&h->tp, h->debug, &h->order, &call, shm__validate(h->tlsf, ptr));
     if (!e) {
+        shm__hints_drop(h, call.offset);
         SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
         if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, shm__size(shm__of_user(ptr)) - 8);
         shm__release(h->tlsf, shm__of_user(ptr));
@@ -2174,6 +2272,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     h->order.calls++;
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
+    call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
     e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
     e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
@@ -2185,6 +2284,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     if (!e) {
         size_t old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);
+        if (q != ptr && call.hints) {
+            shm__hints_drop(h, call.offset);
+            shm__hints_keep(h, shm__offset(h->tlsf, q), call.hints);
+        }
         if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
         shm__fit(q, size);
         if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;

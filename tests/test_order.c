@@ -179,3 +179,24 @@ Test(order, in_debug_mode_different_hints_fail_on_every_pe)
                     "another PE's call: the hints\n") == 1, "%s", out);
     cr_assert(count("PE 1: malloc(size 64, alignment 16, block at offset 0, hints 2), its call 1") == 1, "%s", out);
 }
+
+/* ---- realloc keeps the block's hints, agreed in debug mode ---- */
+static void pe_realloc_keeps_hints(void *arg)
+{
+    shmalloc_heap *h = shmalloc_current();
+    char *p = shmem_malloc_with_hints(100, SHMEM_MALLOC_SIGNAL_REMOTE), *wall = shmem_malloc(100);
+    (void)arg;
+    PE_CHECK(p && wall);
+    p = shmem_realloc(p, 4000);
+    PE_CHECK(p != NULL && malloc_error == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_heap_hints(h, p) == SHMEM_MALLOC_SIGNAL_REMOTE);
+    shmem_free(p);
+    shmem_free(wall);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, in_debug_mode_realloc_agrees_on_the_hints_it_keeps)
+{
+    run(4, 1, pe_realloc_keeps_hints);
+    cr_assert(out[0] == 0, "%s", out);
+}

@@ -1649,8 +1649,14 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    peer's put can land before the zeroing) and gives it back if any PE
    failed.  Giving it back restores the heap exactly: the block came from a
    list head, and merging it back undoes the split, list positions included.
-   realloc plans, agrees, moves, then synchronises again, since a peer may
-   write to the new block as soon as it returns. */
+   realloc that moves the block does the same: it copies into the new block
+   before agreeing, so that one synchronisation suffices; a shrink commits
+   after agreeing, and needs no other; a grow where the block is commits
+   after agreeing, then synchronises again, since a peer may write to the
+   grown part, where free blocks were, as soon as it returns.
+
+   SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
+   the call into a digest the next agreement compares (shm__order). */
 enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__GROW,
        SHM__CALLS };
 static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
@@ -2252,11 +2258,49 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
     shm__free(h, SHM__FREE_CALL, ptr, err);
 }
 
+/* A realloc that moves the block copies it before the agreement, into a
+   block taken as malloc takes it: no peer can write to the new block before
+   it holds the data, so the agreement is the call's only synchronisation.
+   The old block is released after a success, the new one after a failure,
+   which restores the heap exactly (as for malloc). */
+static void *shm__move_out(shmalloc_heap *h, void *ptr, size_t size, const shm__resize *r)
+{
+    shm__block *b = shm__of_user(ptr);
+    size_t keep = shm__size(b) - 8 < size ? shm__size(b) - 8 : size;
+    void *q = shm__take(h->tlsf, r->target, r->fl, r->sl, r->size, shm__align_of(b));
+    SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
+    SHMALLOC_MEMCPY(q, ptr, keep);
+    return q;
+}
+
+/* Plans the resize (and makes the moved copy), then agrees; *local: this
+   PE's own outcome. */
+static void *shm__realloc_agreed(shmalloc_heap *h, void *ptr, const shm__call *call, shm__resize *r, long *e,
+                                 long *local)
+{
+    size_t high_water = h->tlsf->high_water;
+    void *q = NULL;
+    *local = shm__plan_resize(h->tlsf, ptr, call->size, r);
+    if (!*local && r->how == SHM__MOVE) q = shm__move_out(h, ptr, call->size, r);
+    *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
+    if (*e && q) {
+        shm__release(h->tlsf, shm__of_user(q));
+        h->tlsf->high_water = high_water;
+        q = NULL;
+    }
+    return q;
+}
+
+/* One synchronisation when the block moves or does not grow where it is;
+   growing in place (or into the previous block) changes free blocks a
+   peer's put to the grown part could reach, so those commit after the
+   agreement and synchronise again before returning. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shm__resize r;
     shm__call call = {SHM__REALLOC, 0, 0, 0, 0};
-    void *q = NULL;
+    void *q;
+    size_t old;
     long e, local;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
@@ -2273,24 +2317,25 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
     call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
-    e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
-    e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
+    q = shm__realloc_agreed(h, ptr, &call, &r, &e, &local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
-        !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr))))) {
-        e = local = shm__plan_resize(h->tlsf, ptr, size, &r);
-        e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
-    }
+        !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
+        q = shm__realloc_agreed(h, ptr, &call, &r, &e, &local);
     if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
     if (!e) {
-        size_t old = shm__size(shm__of_user(ptr)) - 8;
-        q = shm__commit_resize(h->tlsf, ptr, size, &r);
+        old = shm__size(shm__of_user(ptr)) - 8;
+        if (q) shm__release(h->tlsf, shm__of_user(ptr));
+        else if (r.how == SHM__IN_PLACE && r.size <= old + 8) q = shm__commit_resize(h->tlsf, ptr, size, &r);
+        else {
+            q = shm__commit_resize(h->tlsf, ptr, size, &r);
+            if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
+        }
         if (q != ptr && call.hints) {
             shm__hints_drop(h, call.offset);
             shm__hints_keep(h, shm__offset(h->tlsf, q), call.hints);
         }
         if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
         shm__fit(q, size);
-        if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
     }
     shm__debug_check(h);
     shm__unlock(h);

@@ -96,6 +96,21 @@ static shmalloc_transport counting_transport(int with_allreduce)
 
 static int syncs(void) { return cnt.barriers + cnt.allreduces; }
 
+/* Heaps a test made, destroyed when its process exits: blocks with hints
+   keep them in the PE's private memory until then. */
+static shmalloc_heap *made[16];
+static int made_count;
+static void destroy_made(void)
+{
+    while (made_count) shmalloc_heap_destroy(made[--made_count]);
+}
+static void remember(shmalloc_heap *h)
+{
+    if (!made_count) atexit(destroy_made);
+    cr_assert(made_count < 16);
+    made[made_count++] = h;
+}
+
 /* A heap of `nominal` bytes over shmalloc_heap_bytes(nominal), made current. */
 static shmalloc_heap *make_heap(size_t nominal, const shmalloc_transport *tp)
 {
@@ -107,6 +122,7 @@ static shmalloc_heap *make_heap(size_t nominal, const shmalloc_transport *tp)
                                             &err);
     cr_assert(h != NULL, "heap create over %zu bytes failed: %ld", bytes, err);
     shmalloc_set_current(h);
+    remember(h);
     return h;
 }
 
@@ -916,13 +932,21 @@ static void call_free_double(void) { shmem_free(freed_c); }
 static void call_realloc_null(void) { cr_assert(shmem_realloc(NULL, 64)); }
 static void call_realloc_grow(void)
 {
+    void *old = keep_a;
     keep_a = shmem_realloc(keep_a, 300);
-    cr_assert(keep_a);
+    cr_assert(keep_a && keep_a != old, "keep_b follows keep_a: it moves");
+}
+static void call_realloc_grow_in_place(void)
+{
+    void *old = keep_a;
+    keep_a = shmem_realloc(keep_a, 600);
+    cr_assert(keep_a == old, "free space follows the moved block");
 }
 static void call_shrealloc_shrink(void)
 {
+    void *old = keep_a;
     keep_a = shrealloc(keep_a, 50);
-    cr_assert(keep_a);
+    cr_assert(keep_a == old);
 }
 static void call_realloc_zero(void) { cr_assert_null(shmem_realloc(shmem_malloc(64), 0)); }
 static void call_realloc_fail(void) { cr_assert_null(shmem_realloc(keep_b, 4 * MIB)); }
@@ -935,10 +959,11 @@ typedef struct call_case {
 } call_case;
 
 /* call_free, call_shfree and call_realloc_zero include one shmem_malloc.
-   A realloc that resizes synchronises twice, as the implementation's heap
-   section explains: once to agree before anything changes, once after the
-   move, since a peer may write to the new block as soon as it returns.
-   Every other call, failing or not, synchronises exactly once. */
+   A realloc that grows in place synchronises twice, as the implementation's
+   heap section explains: once to agree before anything changes, once after,
+   since a peer's put to the grown part may reach the free block it takes.
+   Every other call, failing or not, a moving realloc and a shrinking one
+   included, synchronises exactly once. */
 static const call_case cases[] = {
     {"shmem_malloc(64)", call_malloc, 1},
     {"shmalloc(64)", call_shmalloc, 1},
@@ -954,8 +979,9 @@ static const call_case cases[] = {
     {"shmem_free(interior)", call_free_bad, 1},
     {"shmem_free(already free)", call_free_double, 1},
     {"shmem_realloc(NULL, 64)", call_realloc_null, 1},
-    {"shmem_realloc grow", call_realloc_grow, 2},
-    {"shrealloc shrink", call_shrealloc_shrink, 2},
+    {"shmem_realloc grow, moving", call_realloc_grow, 1},
+    {"shmem_realloc grow in place", call_realloc_grow_in_place, 2},
+    {"shrealloc shrink", call_shrealloc_shrink, 1},
     {"shmem_malloc + shmem_realloc(p, 0)", call_realloc_zero, 2},
     {"shmem_realloc no room", call_realloc_fail, 1},
     {"shmem_realloc(interior)", call_realloc_bad, 1},
@@ -1663,8 +1689,7 @@ Test(oom, debug_mode_reports_every_failure_and_realloc_too)
     cr_assert(!strstr(out_text[2], "not reported"), "%s", out_text[2]);
     cr_assert_eq(i.failures, 2);
     shmem_free(a);
-    shmalloc_heap_destroy(h);
-    shmalloc_set_current(NULL);
+    cr_assert(shmalloc_check(-1) == 0);
 }
 
 Test(oom, a_growable_heap_at_its_maximum_names_shmalloc_heap_max)
@@ -1789,6 +1814,7 @@ Test(no_barrier, a_heap_that_can_grow_synchronises_to_grow_when_it_has_no_room)
     shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, MIB, &tp, &err);
     cr_assert(h);
     shmalloc_set_current(h);
+    remember(h);
     int before = syncs();
     void *small = shmem_malloc_with_hints(100, NB_HINTS);
     cr_assert(small && syncs() == before);
@@ -1947,4 +1973,48 @@ Test(hints, thousands_of_blocks_keep_their_hints_through_table_growth_and_remova
         }
     cr_assert_eq(heap_counters(h).used_blocks, 0);
     cr_assert(shmalloc_check(-1) == 0);
+}
+
+/* A moving realloc copies into its new block before agreeing: when a peer
+   fails, giving that block back must leave the free lists as they were, so
+   the next calls get the offsets of a heap that never saw the call. */
+Test(peer, offsets_after_a_failed_moving_realloc_match_a_heap_that_never_saw_it)
+{
+    static size_t off[2][300];
+    for (int pass = 0; pass < 2; pass++) {
+        shmalloc_heap *h = make_peer_heap(4 * MIB);
+        char *base = shmalloc_heap_base(h);
+        static void *live[300];
+        size_t n = 0;
+        uint64_t x = 0x9e3779b97f4a7c15u;
+        for (int i = 0; i < 300; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t s = 1 + (size_t)(x % 2000);
+            if (pass == 0 && n > 1 && i % 5 == 2) { /* a move a peer makes fail */
+                size_t k = (size_t)(x >> 20) % (n - 1); /* never the last block: it could grow in place */
+                snapshot before, after;
+                take_snapshot(h, &before);
+                peer_fails(s + 4000, SHMEM_MALLOC_FAIL);
+                cr_assert_null(shmem_realloc(live[k], s + 4000));
+                peer_active = 0;
+                take_snapshot(h, &after);
+                assert_unchanged(&before, &after, "a failed moving realloc");
+            }
+            if (n && x % 3 == 0) {
+                size_t k = (size_t)(x >> 8) % n;
+                shmem_free(live[k]);
+                live[k] = live[--n];
+                off[pass][i] = 0;
+            } else {
+                void *p = shmem_malloc(s);
+                cr_assert(p);
+                live[n++] = p;
+                off[pass][i] = (size_t)((char *)p - base);
+            }
+        }
+        cr_assert(shmalloc_check(-1) == 0);
+    }
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(off[0][i], off[1][i], "call %d: offset %zu after failed reallocs, %zu without", i, off[0][i],
+                     off[1][i]);
 }

@@ -1649,11 +1649,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    peer's put can land before the zeroing) and gives it back if any PE
    failed.  Giving it back restores the heap exactly: the block came from a
    list head, and merging it back undoes the split, list positions included.
-   realloc that moves the block does the same: it copies into the new block
-   before agreeing, so that one synchronisation suffices; a shrink commits
-   after agreeing, and needs no other; a grow where the block is commits
-   after agreeing, then synchronises again, since a peer may write to the
-   grown part, where free blocks were, as soon as it returns.
+   realloc makes its change before agreeing where it can undo it exactly
+   (a move, most grows in place), so that one synchronisation suffices; a
+   shrink commits after agreeing; other grows commit after agreeing, then
+   synchronise again (shmalloc_heap_realloc says why).
 
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
@@ -1803,6 +1802,7 @@ typedef struct shm__call {
     int kind;
     size_t size, align, offset; /* offset: the block freed or resized */
     long hints;
+    int again; /* this PE must synchronise again after committing; agreed: any PE must */
 } shm__call;
 
 /* A value and its complement: their maxima over the PEs are its maximum
@@ -1820,7 +1820,7 @@ static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
 static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
 {
     char order[128] = "";
-    uint64_t most = v[11], fewest = ~v[12];
+    uint64_t most = v[12], fewest = ~v[13];
     if (most >> 24 != fewest >> 24)
         snprintf(order, sizeof order, " the call numbers (PE %d has made %llu calls, PE %d %llu)",
                  (int)(most & 0xffffff), (unsigned long long)(most >> 24), (int)(fewest & 0xffffff),
@@ -1828,35 +1828,38 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
     shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
                "differs from another PE's call:%s%s%s%s%s%s\n",
                pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
-               shm__same(v + 5) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
-               shm__same(v + 7) ? "" : " the alignments", shm__same(v + 9) ? "" : " the blocks",
-               shm__same(v + 13) ? "" : " the hints", order);
+               shm__same(v + 6) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
+               shm__same(v + 8) ? "" : " the alignments", shm__same(v + 10) ? "" : " the blocks",
+               shm__same(v + 14) ? "" : " the hints", order);
 }
 
-/* The agreement of every collective call, in one all-reduce: size and
-   -error always, and the digest of the allocations made without a barrier
-   since the last one; in debug mode also the call's kind, alignment,
-   block, the running call number and the hints.  A mismatch fails the call
-   on every PE with SHMEM_MALLOC_SYMMSIZE_FAILED. */
-static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, const shm__call *c, long err)
+/* The agreement of every collective call, in one all-reduce: size,
+   -error, the digest of the allocations made without a barrier since the
+   last one and whether any PE synchronises again (c->again, updated);
+   in debug mode also the call's kind, alignment, block, the running call
+   number and the hints.  A mismatch fails the call on every PE with
+   SHMEM_MALLOC_SYMMSIZE_FAILED. */
+static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
-    uint64_t v[15], pending = o->pending, digest = o->digest;
+    uint64_t v[16], pending = o->pending, digest = o->digest;
     int same;
     o->pending = o->digest = 0; /* the next agreement starts afresh */
     if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
     shm__pair(v, c->size);
     v[2] = (uint64_t)-err;
     shm__pair(v + 3, digest);
-    shm__pair(v + 5, (uint64_t)c->kind);
-    shm__pair(v + 7, c->align);
-    shm__pair(v + 9, c->offset);
-    shm__pair(v + 11, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
-    shm__pair(v + 13, (uint64_t)c->hints);
-    if (tp->allreduce_max(tp->user, v, debug ? 15 : 5)) return SHMEM_MALLOC_FAIL;
+    v[5] = (uint64_t)c->again;
+    shm__pair(v + 6, (uint64_t)c->kind);
+    shm__pair(v + 8, c->align);
+    shm__pair(v + 10, c->offset);
+    shm__pair(v + 12, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
+    shm__pair(v + 14, (uint64_t)c->hints);
+    if (tp->allreduce_max(tp->user, v, debug ? 16 : 6)) return SHMEM_MALLOC_FAIL;
+    c->again = v[5] != 0;
     same = shm__same(v) && shm__same(v + 3);
     if (debug)
-        same = same && shm__same(v + 5) && shm__same(v + 7) && shm__same(v + 9) && shm__same(v + 13) &&
-               v[11] >> 24 == ~v[12] >> 24;
+        same = same && shm__same(v + 6) && shm__same(v + 8) && shm__same(v + 10) && shm__same(v + 14) &&
+               v[12] >> 24 == ~v[13] >> 24;
     if (same) return -(long)v[2];
     if (!shm__same(v + 3))
         shm__print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
@@ -1864,7 +1867,7 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, c
                    tp->pe, (unsigned long long)pending, shm__call_names[c->kind]);
     if (debug) {
         shm__report_mismatch(tp->pe, c, o->calls, v);
-        o->calls = v[11] >> 24; /* every PE goes on from the same number */
+        o->calls = v[12] >> 24; /* every PE goes on from the same number */
     }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
@@ -1944,7 +1947,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     size_t tbytes = 0, first = 0;
     long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
     int debug = shm__debug_from_env();
-    shm__call call = {SHM__CREATE, 0, 0, 0, 0};
+    shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
     shm__order order = {0, 0, 0};
     if (!tp || !tp->barrier) {
         shm__set(err, SHMEM_MALLOC_FAIL);
@@ -2006,7 +2009,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
 {
     shmalloc_tlsf *t = h->tlsf;
     size_t have = (size_t)(t->limit - t->base), room = shmalloc_tlsf_room(t), want, g;
-    shm__call call = {SHM__GROW, 0, 0, 0, 0};
+    shm__call call = {SHM__GROW, 0, 0, 0, 0, 0};
     long e = SHMEM_MALLOC_OK;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
@@ -2118,7 +2121,7 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
 /* The local part, then the agreement: `e` is an error found before
    (calloc's overflow).  The block goes back if any PE failed.
    *short_here: this PE had no room. */
-static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
+static void *shm__alloc_agreed(shmalloc_heap *h, shm__call *call, int zero, long *e, int *short_here)
 {
     size_t high_water = h->tlsf->high_water;
     void *p;
@@ -2170,7 +2173,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
 {
     void *p = NULL;
     int short_here = 0;
-    shm__call call = {0, 0, 0, 0, 0};
+    shm__call call = {0, 0, 0, 0, 0, 0};
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -2226,7 +2229,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t co
 
 static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 {
-    shm__call call = {0, 0, 0, 0, 0};
+    shm__call call = {0, 0, 0, 0, 0, 0};
     long e;
     if (!ptr) {
         shm__set(err, SHMEM_MALLOC_OK);
@@ -2258,50 +2261,84 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
     shm__free(h, SHM__FREE_CALL, ptr, err);
 }
 
-/* A realloc that moves the block copies it before the agreement, into a
-   block taken as malloc takes it: no peer can write to the new block before
-   it holds the data, so the agreement is the call's only synchronisation.
-   The old block is released after a success, the new one after a failure,
-   which restores the heap exactly (as for malloc). */
-static void *shm__move_out(shmalloc_heap *h, void *ptr, size_t size, const shm__resize *r)
+/* A grow into the free next block is undone exactly by shrinking back when
+   the free part it leaves stays in the next block's list, or the next
+   block heads its list: otherwise the undo would change the lists' order,
+   and later offsets with it.  A grow of less than a minimum block cannot
+   be shrunk back at all. */
+static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm__resize *r)
+{
+    const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
+    size_t grown = r->size - shm__size(b), nsize = shm__size(next);
+    if (grown < SHM__MIN_BLOCK) return 0;
+    if (nsize - grown >= SHM__MIN_BLOCK && shm__same_list(nsize - grown, nsize)) return 1;
+    return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
+}
+
+/* realloc's local part before the agreement.  When undoing is exact, the
+   change is made now, so that no peer's put, as soon as the agreement lets
+   it return, reaches a block this PE has yet to change: a move copies into
+   a block taken as malloc takes it (the old block goes after a success, the
+   new one after a failure); an undoable grow grows.  Returns 1 when it made
+   the change.  A shrink needs nothing early; other grows commit after the
+   agreement and set call->again. */
+static int shm__realloc_early(shmalloc_heap *h, void *ptr, shm__call *call, const shm__resize *r, void **q)
 {
     shm__block *b = shm__of_user(ptr);
-    size_t keep = shm__size(b) - 8 < size ? shm__size(b) - 8 : size;
-    void *q = shm__take(h->tlsf, r->target, r->fl, r->sl, r->size, shm__align_of(b));
-    SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
-    SHMALLOC_MEMCPY(q, ptr, keep);
-    return q;
-}
-
-/* Plans the resize (and makes the moved copy), then agrees; *local: this
-   PE's own outcome. */
-static void *shm__realloc_agreed(shmalloc_heap *h, void *ptr, const shm__call *call, shm__resize *r, long *e,
-                                 long *local)
-{
-    size_t high_water = h->tlsf->high_water;
-    void *q = NULL;
-    *local = shm__plan_resize(h->tlsf, ptr, call->size, r);
-    if (!*local && r->how == SHM__MOVE) q = shm__move_out(h, ptr, call->size, r);
-    *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
-    if (*e && q) {
-        shm__release(h->tlsf, shm__of_user(q));
-        h->tlsf->high_water = high_water;
-        q = NULL;
+    size_t old = shm__size(b) - 8, size = call->size;
+    if (r->how == SHM__IN_PLACE && r->size <= old + 8) return 0;
+    if (r->how == SHM__MOVE) {
+        *q = shm__take(h->tlsf, r->target, r->fl, r->sl, r->size, shm__align_of(b));
+        SHM__UNPOISON(ptr, old); /* the slack after the old request */
+        SHMALLOC_MEMCPY(*q, ptr, old < size ? old : size);
+    } else if (r->how == SHM__IN_PLACE && shm__grow_undoable(h->tlsf, ptr, r)) {
+        *q = shm__commit_resize(h->tlsf, ptr, size, r);
+    } else {
+        call->again = 1;
+        return 0;
     }
-    return q;
+    if (h->debug && size > old) SHMALLOC_MEMSET((char *)*q + old, SHM__FILL_NEW, size - old);
+    return 1;
 }
 
-/* One synchronisation when the block moves or does not grow where it is;
-   growing in place (or into the previous block) changes free blocks a
-   peer's put to the grown part could reach, so those commit after the
-   agreement and synchronise again before returning. */
+/* Plans the resize, makes it early where it can, then agrees; *local: this
+   PE's own outcome.  A failure undoes an early change exactly. */
+static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm__resize *r, void **q, long *e,
+                               long *local)
+{
+    size_t high_water = h->tlsf->high_water, bsize = 0;
+    int early = 0;
+    *q = NULL;
+    call->again = 0;
+    *local = shm__plan_resize(h->tlsf, ptr, call->size, r);
+    if (!*local) {
+        bsize = shm__size(shm__of_user(ptr)); /* a used block's, now that the pointer is checked */
+        early = shm__realloc_early(h, ptr, call, r, q);
+    }
+    *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
+    if (*e && early) {
+        if (*q != ptr) shm__release(h->tlsf, shm__of_user(*q));
+        else shm__resize_in_place(h->tlsf, shm__of_user(ptr), bsize);
+        h->tlsf->high_water = high_water;
+        early = 0;
+        *q = NULL;
+    }
+    return early;
+}
+
+/* One synchronisation, unless a PE grows in place (or into the previous
+   block) in a way it could not undo exactly: it then commits after the
+   agreement, and every PE synchronises again before returning, since a
+   peer may write to the grown part, where free blocks were, as soon as it
+   returns. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shm__resize r;
-    shm__call call = {SHM__REALLOC, 0, 0, 0, 0};
-    void *q;
+    shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
+    void *q = NULL;
     size_t old;
     long e, local;
+    int early;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
@@ -2317,24 +2354,23 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
     call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
-    q = shm__realloc_agreed(h, ptr, &call, &r, &e, &local);
+    early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
         !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
-        q = shm__realloc_agreed(h, ptr, &call, &r, &e, &local);
+        early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
     if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
-    if (!e) {
+    if (!e && early && q != ptr) shm__release(h->tlsf, shm__of_user(ptr));
+    if (!e && !early) {
         old = shm__size(shm__of_user(ptr)) - 8;
-        if (q) shm__release(h->tlsf, shm__of_user(ptr));
-        else if (r.how == SHM__IN_PLACE && r.size <= old + 8) q = shm__commit_resize(h->tlsf, ptr, size, &r);
-        else {
-            q = shm__commit_resize(h->tlsf, ptr, size, &r);
-            if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
-        }
+        q = shm__commit_resize(h->tlsf, ptr, size, &r);
+        if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
+        if (call.again && h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
+    }
+    if (!e) {
         if (q != ptr && call.hints) {
             shm__hints_drop(h, call.offset);
             shm__hints_keep(h, shm__offset(h->tlsf, q), call.hints);
         }
-        if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
         shm__fit(q, size);
     }
     shm__debug_check(h);
@@ -2345,7 +2381,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err)
 {
-    shm__call call = {SHM__SBREAK, 0, 0, 0, 0};
+    shm__call call = {SHM__SBREAK, 0, 0, 0, 0, 0};
     ptrdiff_t inc;
     void *p = NULL;
     int bad;

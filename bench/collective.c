@@ -1,6 +1,6 @@
 /* collective.c - latency of the collective calls: shmem_barrier_all, a
    shmem_malloc + shmem_free pair (8 B, 4 KiB, 1 MiB, 64 MiB), a
-   shmem_realloc grow + shrink pair, and a batch of 1 000 allocations then a
+   shmem_realloc grow + shrink pair, a realloc that moves, and a batch of 1 000 allocations then a
    barrier, plain and (where the runtime has it) with
    SHMEMX_MALLOC_NO_BARRIER: those rows' figures are per batch, not per
    call.  One source, built three ways:
@@ -93,9 +93,10 @@ static void measure(const char *name, op_fn op, size_t size, int iters)
 #define BATCH 1000
 static void measure_batch(const char *name, long hints)
 {
-    static void *blocks[BATCH];
+    void **blocks = malloc(BATCH * sizeof *blocks); /* this PE's own: PEs may be threads */
     double t[REPS];
     int r, i;
+    if (!blocks) exit(1);
     for (r = 0; r < REPS; r++) {
         double t0;
         shmem_barrier_all();
@@ -112,6 +113,38 @@ static void measure_batch(const char *name, long hints)
         t[r] = now_ns() - t0;
         for (i = 0; i < BATCH; i++) shmem_free(blocks[i]);
     }
+    free(blocks);
+    qsort(t, REPS, sizeof t[0], cmp);
+    if (shmem_my_pe() == 0) printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, t[REPS / 2], t[0], t[REPS - 1], t[REPS - 1]);
+    fflush(stdout);
+}
+
+/* 1 000 reallocs from 4 KiB to 8 KiB, each of a block followed by a used
+   one, so each moves: ns per realloc (median, min, max of REPS). */
+static void measure_realloc_move(const char *name)
+{
+    void **blocks = malloc(2 * BATCH * sizeof *blocks), **walls = blocks + BATCH; /* this PE's own */
+    double t[REPS];
+    int r, i;
+    if (!blocks) exit(1);
+    for (r = 0; r < REPS; r++) {
+        double t0;
+        for (i = 0; i < BATCH; i++) {
+            blocks[i] = shmem_malloc(4096);
+            walls[i] = shmem_malloc(16);
+            if (!blocks[i] || !walls[i]) { fprintf(stderr, "%s: set-up failed\n", name); exit(1); }
+        }
+        shmem_barrier_all();
+        t0 = now_ns();
+        for (i = 0; i < BATCH; i++)
+            if (!(blocks[i] = shmem_realloc(blocks[i], 8192))) { fprintf(stderr, "%s: realloc %d failed\n", name, i); exit(1); }
+        t[r] = (now_ns() - t0) / BATCH;
+        for (i = 0; i < BATCH; i++) {
+            shmem_free(walls[i]);
+            shmem_free(blocks[i]);
+        }
+    }
+    free(blocks);
     qsort(t, REPS, sizeof t[0], cmp);
     if (shmem_my_pe() == 0) printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, t[REPS / 2], t[0], t[REPS - 1], t[REPS - 1]);
     fflush(stdout);
@@ -128,6 +161,7 @@ static void bench(void *arg)
     grow_block = shmem_malloc(4096);
     measure("realloc_4KiB", op_realloc, 4096, 1000);
     shmem_free(grow_block);
+    measure_realloc_move("realloc_move_4KiB_to_8KiB");
     measure_batch("malloc_x1000_then_barrier", 0);
 #if defined(SHMEMX_MALLOC_NO_BARRIER)
     measure_batch("malloc_x1000_no_barrier_then_barrier", SHMEMX_MALLOC_NO_BARRIER);

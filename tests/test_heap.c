@@ -915,7 +915,7 @@ Test(shmem_stress, random_shmem_calls_keep_contents_alignment_and_a_consistent_h
 /* ---- synchronisation of every call ---------------------------------------- */
 
 typedef void (*call_fn)(void);
-static void *keep_a, *keep_b, *freed_c;
+static void *keep_a, *keep_b, *freed_c, *keep_g, *keep_t;
 static void call_malloc(void) { cr_assert(shmem_malloc(64)); }
 static void call_shmalloc(void) { cr_assert(shmalloc(64)); }
 static void call_malloc_fail(void) { cr_assert_null(shmem_malloc(SIZE_MAX / 2)); }
@@ -938,9 +938,15 @@ static void call_realloc_grow(void)
 }
 static void call_realloc_grow_in_place(void)
 {
-    void *old = keep_a;
-    keep_a = shmem_realloc(keep_a, 600);
-    cr_assert(keep_a == old, "free space follows the moved block");
+    void *old = keep_t;
+    keep_t = shmem_realloc(keep_t, 9000);
+    cr_assert(keep_t == old, "the free top block follows keep_t");
+}
+static void call_realloc_grow_late(void)
+{
+    void *old = keep_g;
+    keep_g = shmem_realloc(keep_g, 700);
+    cr_assert(keep_g == old, "grows into the free block after it");
 }
 static void call_shrealloc_shrink(void)
 {
@@ -959,12 +965,16 @@ typedef struct call_case {
 } call_case;
 
 /* call_free, call_shfree and call_realloc_zero include one shmem_malloc.
-   A realloc that grows in place synchronises twice, as the implementation's
-   heap section explains: once to agree before anything changes, once after,
-   since a peer's put to the grown part may reach the free block it takes.
-   Every other call, failing or not, a moving realloc and a shrinking one
+   A realloc that grows in place into a free block that is not its list's
+   head, leaving a remainder of another list, synchronises twice, as the
+   implementation's heap section explains: its grow could not be undone
+   exactly, so it commits after agreeing, and synchronises again since a
+   peer's put to the grown part may reach the free block it takes.  Every
+   other call, failing or not, moving, shrinking and other growing reallocs
    included, synchronises exactly once. */
 static const call_case cases[] = {
+    {"shmem_realloc grow in place, not undoable (first, before other calls take the free blocks)",
+     call_realloc_grow_late, 2},
     {"shmem_malloc(64)", call_malloc, 1},
     {"shmalloc(64)", call_shmalloc, 1},
     {"shmem_malloc(huge) failing", call_malloc_fail, 1},
@@ -980,7 +990,7 @@ static const call_case cases[] = {
     {"shmem_free(already free)", call_free_double, 1},
     {"shmem_realloc(NULL, 64)", call_realloc_null, 1},
     {"shmem_realloc grow, moving", call_realloc_grow, 1},
-    {"shmem_realloc grow in place", call_realloc_grow_in_place, 2},
+    {"shmem_realloc grow in place into the top block", call_realloc_grow_in_place, 1},
     {"shrealloc shrink", call_shrealloc_shrink, 1},
     {"shmem_malloc + shmem_realloc(p, 0)", call_realloc_zero, 2},
     {"shmem_realloc no room", call_realloc_fail, 1},
@@ -994,7 +1004,16 @@ static void run_every_call(int with_allreduce, int check_syncs)
     keep_b = shmem_malloc(100);
     freed_c = shmem_malloc(100);
     cr_assert(keep_a && keep_b && freed_c && shmem_malloc(100));
+    /* keep_g, then two free blocks of 1008 bytes in one list: the one after
+       keep_g was freed first, so it is not the list's head */
+    keep_g = shmem_malloc(100);
+    void *x = shmem_malloc(1000), *w1 = shmem_malloc(16), *y = shmem_malloc(1000);
+    cr_assert(keep_g && x && w1 && y && shmem_malloc(16));
+    keep_t = shmem_malloc(5000); /* from the top: no hole is as large */
+    cr_assert(keep_t);
     shmem_free(freed_c);
+    shmem_free(x);
+    shmem_free(y);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int b0 = cnt.barriers, a0 = cnt.allreduces;
         cases[i].fn();
@@ -1975,10 +1994,11 @@ Test(hints, thousands_of_blocks_keep_their_hints_through_table_growth_and_remova
     cr_assert(shmalloc_check(-1) == 0);
 }
 
-/* A moving realloc copies into its new block before agreeing: when a peer
-   fails, giving that block back must leave the free lists as they were, so
-   the next calls get the offsets of a heap that never saw the call. */
-Test(peer, offsets_after_a_failed_moving_realloc_match_a_heap_that_never_saw_it)
+/* A moving realloc copies into its new block before agreeing, and most
+   grows in place grow before agreeing: when a peer fails, undoing must
+   leave the free lists as they were, so the next calls get the offsets of
+   a heap that never saw the call. */
+Test(peer, offsets_after_failed_moving_or_growing_reallocs_match_a_heap_that_never_saw_them)
 {
     static size_t off[2][300];
     for (int pass = 0; pass < 2; pass++) {
@@ -1999,6 +2019,12 @@ Test(peer, offsets_after_a_failed_moving_realloc_match_a_heap_that_never_saw_it)
                 peer_active = 0;
                 take_snapshot(h, &after);
                 assert_unchanged(&before, &after, "a failed moving realloc");
+                peer_fails(s + 64, SHMEM_MALLOC_FAIL); /* the newest block: often a grow in place */
+                cr_assert_null(shmem_realloc(live[n - 1], shmalloc_tlsf_usable_size(shmalloc_heap_tlsf(h),
+                                                                                     live[n - 1]) + 64));
+                peer_active = 0;
+                take_snapshot(h, &after);
+                assert_unchanged(&before, &after, "a failed realloc of the newest block");
             }
             if (n && x % 3 == 0) {
                 size_t k = (size_t)(x >> 8) % n;
@@ -2017,4 +2043,32 @@ Test(peer, offsets_after_a_failed_moving_realloc_match_a_heap_that_never_saw_it)
     for (int i = 0; i < 300; i++)
         cr_assert_eq(off[0][i], off[1][i], "call %d: offset %zu after failed reallocs, %zu without", i, off[0][i],
                      off[1][i]);
+}
+
+/* Two free blocks of 1008 bytes in one list, y at its head, x second, x
+   right after g.  Growing g into x leaves a remainder of another list, so
+   undoing that grow would put x back at the head: the grow must wait for
+   the agreement, and a failure must leave y first. */
+Test(peer, a_failed_grow_into_a_free_block_that_is_not_its_lists_head_keeps_the_list_order)
+{
+    size_t got[2];
+    for (int pass = 0; pass < 2; pass++) {
+        shmalloc_heap *h = make_peer_heap(MIB);
+        char *g = shmem_malloc(100), *x = shmem_malloc(1000), *w1 = shmem_malloc(16), *y = shmem_malloc(1000);
+        cr_assert(g && x && w1 && y && shmem_malloc(16));
+        shmem_free(x);
+        shmem_free(y);
+        if (pass == 0) {
+            int before = syncs();
+            peer_fails(700, SHMEM_MALLOC_FAIL);
+            cr_assert_null(shmem_realloc(g, 700));
+            peer_active = 0;
+            cr_assert_eq(syncs() - before, 1, "a failure synchronises once");
+        }
+        char *p = shmem_malloc(1000);
+        cr_assert(p == y, "pass %d: the list's head is taken first", pass);
+        got[pass] = (size_t)(p - (char *)shmalloc_heap_base(h));
+        cr_assert(shmalloc_check(-1) == 0);
+    }
+    cr_assert_eq(got[0], got[1]);
 }

@@ -200,3 +200,45 @@ Test(order, in_debug_mode_realloc_agrees_on_the_hints_it_keeps)
     run(4, 1, pe_realloc_keeps_hints);
     cr_assert(out[0] == 0, "%s", out);
 }
+
+/* ---- realloc synchronises once: peers may write at once ---- */
+#define GROWN ((size_t)256 << 10)
+
+/* Each PE grows its block in place into the free top block and at once
+   puts into the grown part of its right neighbour's copy, where the free
+   block's header and links were (from byte 4104 of a 4096-byte request),
+   then moves a walled block and puts into the moved copy: the owner's grow
+   and copy must be done before any PE returns. */
+static void pe_resize_then_put(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), left = (me + npes - 1) % npes, right = (me + 1) % npes;
+    char *walled = shmem_malloc(4096), *wall = shmem_malloc(16), *top = shmem_malloc(4096), *p;
+    long word[3] = {1000 + me, 2000 + me, 3000 + me}, got[3] = {-1, -1, -1};
+    (void)arg;
+    PE_CHECK(walled && wall && top);
+    memset(walled, 0x77, 4096);
+    p = shmem_realloc(top, GROWN);
+    PE_CHECK(p == top);
+    shmem_putmem(p + 4104, word, sizeof word, right); /* no barrier first, on purpose */
+    p = shmem_realloc(walled, 8192);
+    PE_CHECK(p != NULL && p != walled);
+    if (!p) return;
+    shmem_putmem(p + 4096, word, sizeof word, right);
+    shmem_barrier_all();
+    memcpy(got, top + 4104, sizeof got);
+    PE_CHECK(got[0] == 1000 + left && got[1] == 2000 + left && got[2] == 3000 + left);
+    memcpy(got, p + 4096, sizeof got);
+    PE_CHECK(got[0] == 1000 + left && got[2] == 3000 + left);
+    PE_CHECK(p[0] == 0x77 && p[4095] == 0x77);
+    shmem_free(p);
+    shmem_free(wall);
+    shmem_free(top);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, peers_write_to_a_grown_or_moved_block_as_soon_as_realloc_returns)
+{
+    int i;
+    for (i = 0; i < 20; i++) run(4, 0, pe_resize_then_put);
+    cr_assert(out[0] == 0, "%s", out);
+}

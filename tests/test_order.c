@@ -1,7 +1,8 @@
 /* Allocations without a barrier (SHMEMX_MALLOC_NO_BARRIER) and the order of
    calls, on pthreads PEs: offsets stay symmetric without synchronising, the
    next synchronising call compares what every PE did, and in debug mode a
-   PE that made a call the others did not is named, with its call. */
+   PE that made a call the others did not is named, with its call; and each
+   PE that runs out of memory says so. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* setenv */
 #endif
@@ -241,4 +242,27 @@ Test(order, peers_write_to_a_grown_or_moved_block_as_soon_as_realloc_returns)
     int i;
     for (i = 0; i < 20; i++) run(4, 0, pe_resize_then_put);
     cr_assert(out[0] == 0, "%s", out);
+}
+
+/* ---- out of memory on several PEs ---- */
+static void pe_runs_out_twice(void *arg)
+{
+    shmalloc_info info;
+    (void)arg;
+    PE_CHECK(shmem_malloc(HEAP * 2) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
+    PE_CHECK(shmem_malloc(HEAP * 3) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
+    PE_CHECK(shmemx_heap_info(&info) == 0 && info.failures == 2 && info.used_blocks == 0);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, each_pe_reports_running_out_once_and_in_debug_mode_every_time)
+{
+    run(2, 0, pe_runs_out_twice);
+    cr_assert(count("out of symmetric memory") == 2, "%s", out);
+    cr_assert(count("PE 0: out of symmetric memory: malloc of 8388608 bytes") == 1, "%s", out);
+    cr_assert(count("PE 1: out of symmetric memory: malloc of 8388608 bytes") == 1, "%s", out);
+    cr_assert(count("set SHMEM_SYMMETRIC_HEAP_SIZE to at least 9M") == 2, "%s", out);
+    run(2, 1, pe_runs_out_twice);
+    cr_assert(count("out of symmetric memory") == 4, "%s", out);
+    cr_assert(count("PE 1: out of symmetric memory: malloc of 12582912 bytes") == 1, "%s", out);
 }

@@ -11,7 +11,7 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_sbreak test_grow
+TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_order test_sbreak test_grow
 HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
 PTHREADS = transports/shmalloc_pthreads.c
 
@@ -58,6 +58,9 @@ $(B)/test_pthreads: tests/test_pthreads.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_debug: tests/test_debug.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
+
+$(B)/test_order: tests/test_order.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 
 $(B)/test_sbreak: tests/test_sbreak.c $(B)/libshmalloc_pthreads.a

@@ -119,6 +119,9 @@
 /* Hints of shmem_malloc_with_hints (OpenSHMEM 1.5); unknown bits are ignored. */
 #define SHMEM_MALLOC_ATOMICS_REMOTE 1L
 #define SHMEM_MALLOC_SIGNAL_REMOTE  2L
+/* Sandia OpenSHMEM's extension, same name and value: allocate without
+   synchronising (see shmalloc_heap_malloc_with_hints). */
+#define SHMEMX_MALLOC_NO_BARRIER    (1L << 2)
 
 #if defined(__cplusplus)
 extern "C" {
@@ -276,9 +279,18 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err);
+/* With SHMEMX_MALLOC_NO_BARRIER in hints, this PE takes its block without
+   synchronising; the next synchronising call compares what every PE did. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc_with_hints(shmalloc_heap *h, size_t size, long hints,
+                                                                long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
+/* The lasting hints a block was allocated with (SHMEM_MALLOC_ATOMICS_REMOTE,
+   SHMEM_MALLOC_SIGNAL_REMOTE), which shmalloc_heap_realloc keeps; or the
+   (negative) SHMEM_MALLOC_* code of a pointer that is not a used block.
+   Not collective. */
+SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr);
 /* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err);
@@ -293,6 +305,22 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
 /* 1 when p lies in [base, base + shmalloc_heap_size). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
+
+/* This PE's figures, the ones an out-of-memory report gives: an allocation
+   of n bytes succeeds without growing when n <= largest_request. */
+typedef struct shmalloc_info {
+    size_t heap_size;       /* bytes of the blocks now, headers included */
+    size_t heap_max;        /* bytes they may grow to (SHMALLOC_HEAP_MAX);
+                               heap_size when the heap cannot grow */
+    size_t in_use;          /* bytes in used blocks, headers included */
+    size_t free;            /* heap_size - in_use */
+    size_t largest_free;    /* bytes of the largest free block, header included */
+    size_t largest_request; /* the largest malloc that fits now: 0 when none */
+    size_t used_blocks;     /* blocks allocated */
+    size_t failures;        /* allocations this PE could not serve for lack of room */
+} shmalloc_info;
+/* Not collective.  0 with *out filled, or -1 when h is NULL. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out);
 
 /* >> threads ----------------------------------------------------------------
    The current heap is per thread, falling back to a process-wide one:
@@ -343,6 +371,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 SHMALLOC_DEF SHMALLOC_API void *shsbreak(ptrdiff_t increment);
 SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
+/* shmalloc_heap_info of the current heap. */
+SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 #endif
 
 #if defined(__cplusplus)
@@ -1670,8 +1700,13 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    peer's put can land before the zeroing) and gives it back if any PE
    failed.  Giving it back restores the heap exactly: the block came from a
    list head, and merging it back undoes the split, list positions included.
-   realloc plans, agrees, moves, then synchronises again, since a peer may
-   write to the new block as soon as it returns. */
+   realloc makes its change before agreeing where it can undo it exactly
+   (a move, most grows in place), so that one synchronisation suffices; a
+   shrink commits after agreeing; other grows commit after agreeing, then
+   synchronise again (shmalloc_heap_realloc says why).
+
+   SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
+   the call into a digest the next agreement compares (shm__order). */
 enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__GROW,
        SHM__CALLS };
 static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
@@ -1681,6 +1716,13 @@ static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "rea
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
 
+/* What the next agreement also compares, beyond its own call. */
+typedef struct shm__order {
+    uint64_t calls;   /* collective calls made on this heap, for debug mode */
+    uint64_t pending; /* allocations made without a barrier since the last agreement */
+    uint64_t digest;  /* of those allocations, in order: 0 when there are none */
+} shm__order;
+
 struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
@@ -1689,6 +1731,11 @@ struct shmalloc_heap {
     int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
     size_t ends[SHM__MAX_REGIONS];
     size_t calls[SHM__CALLS];
+    shm__order order;
+    uint64_t *hint_slots; /* blocks with hints: see shm__hints_keep */
+    size_t hint_cap, hint_count;
+    size_t failures;  /* allocations this PE could not serve for lack of room */
+    int oom_reported; /* outside debug mode, the first failure is reported, no other */
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
@@ -1717,32 +1764,162 @@ static void shm__unlock(shmalloc_heap *h)
     if (h->tp.unlock) h->tp.unlock(h->tp.user);
 }
 
+/* ---- hints kept per block ----
+   The hints that describe a block (SHMEM_MALLOC_ATOMICS_REMOTE,
+   SHMEM_MALLOC_SIGNAL_REMOTE) stay with it, and shmem_realloc carries them
+   to the resized block (OpenSHMEM 1.6).  Few blocks have any, so they live
+   in a small open-addressing table in the PE's private memory, one word
+   per block: (offset + 16) | hints.  Plain blocks cost nothing. */
+#define SHM__KEPT_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE)
+
+static size_t shm__hint_home(const shmalloc_heap *h, uint64_t key)
+{
+    return (size_t)((key >> 4) * 0x9e3779b97f4a7c15u >> 24) & (h->hint_cap - 1);
+}
+
+/* The slot of the block at `offset`, or the empty slot where it would go. */
+static size_t shm__hint_slot(const shmalloc_heap *h, size_t offset)
+{
+    uint64_t key = (uint64_t)offset + 16;
+    size_t i = shm__hint_home(h, key);
+    while (h->hint_slots[i] && (h->hint_slots[i] & ~(uint64_t)15) != key) i = (i + 1) & (h->hint_cap - 1);
+    return i;
+}
+
+static long shm__hints_of(const shmalloc_heap *h, size_t offset)
+{
+    return h->hint_count ? (long)(h->hint_slots[shm__hint_slot(h, offset)] & 15) : 0;
+}
+
+/* Room for one more block with hints: 0, or -1 when memory runs out. */
+static int shm__hints_reserve(shmalloc_heap *h)
+{
+    uint64_t *old = h->hint_slots;
+    size_t i, cap = h->hint_cap;
+    if ((h->hint_count + 1) * 2 <= cap) return 0;
+    h->hint_slots = (uint64_t *)calloc(cap ? cap * 2 : 64, sizeof *old);
+    if (!h->hint_slots) {
+        h->hint_slots = old;
+        return -1;
+    }
+    h->hint_cap = cap ? cap * 2 : 64;
+    for (i = 0; i < cap; i++)
+        if (old[i]) h->hint_slots[shm__hint_slot(h, (size_t)(old[i] & ~(uint64_t)15) - 16)] = old[i];
+    free(old);
+    return 0;
+}
+
+/* After shm__hints_reserve (or the removal of another block's hints). */
+static void shm__hints_keep(shmalloc_heap *h, size_t offset, long hints)
+{
+    size_t i;
+    if (!(hints & SHM__KEPT_HINTS)) return;
+    i = shm__hint_slot(h, offset);
+    h->hint_count += !h->hint_slots[i];
+    h->hint_slots[i] = ((uint64_t)offset + 16) | (uint64_t)(hints & SHM__KEPT_HINTS);
+}
+
+/* Removes the block's entry; the entries after it that probed past it move
+   back, so no lookup ever stops early. */
+static void shm__hints_drop(shmalloc_heap *h, size_t offset)
+{
+    size_t mask = h->hint_cap - 1, i, j;
+    if (!h->hint_count || !h->hint_slots[i = shm__hint_slot(h, offset)]) return;
+    h->hint_slots[i] = 0;
+    h->hint_count--;
+    for (j = (i + 1) & mask; h->hint_slots[j]; j = (j + 1) & mask) {
+        size_t home = shm__hint_home(h, h->hint_slots[j]);
+        if (((j - home) & mask) >= ((j - i) & mask)) { /* home is not between i and j: it may move to i */
+            h->hint_slots[i] = h->hint_slots[j];
+            h->hint_slots[j] = 0;
+            i = j;
+        }
+    }
+}
+
+SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr)
+{
+    long r;
+    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    shm__lock(h);
+    r = shm__validate(h->tlsf, ptr);
+    if (!r) r = shm__hints_of(h, shm__offset(h->tlsf, ptr));
+    shm__unlock(h);
+    return r;
+}
+
 /* One collective call as the PEs must agree on it. */
 typedef struct shm__call {
     int kind;
     size_t size, align, offset; /* offset: the block freed or resized */
+    long hints;
+    int again; /* this PE must synchronise again after committing; agreed: any PE must */
 } shm__call;
 
-static long shm__agree(const shmalloc_transport *tp, int debug, const shm__call *c, long err)
+/* A value and its complement: their maxima over the PEs are its maximum
+   and (complemented) its minimum, equal only when every PE had the same. */
+static void shm__pair(uint64_t *v, uint64_t x)
 {
-    uint64_t v[9];
+    v[0] = x;
+    v[1] = ~x;
+}
+static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
+
+/* Debug mode: this PE's side of a mismatch.  v holds the agreed values;
+   the call numbers carry the PE number in their low 24 bits, so the PEs
+   with the most and the fewest calls are named. */
+static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
+{
+    char order[128] = "";
+    uint64_t most = v[12], fewest = ~v[13];
+    if (most >> 24 != fewest >> 24)
+        snprintf(order, sizeof order, " the call numbers (PE %d has made %llu calls, PE %d %llu)",
+                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), (int)(fewest & 0xffffff),
+                 (unsigned long long)(fewest >> 24));
+    shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
+               "differs from another PE's call:%s%s%s%s%s%s\n",
+               pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
+               shm__same(v + 6) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
+               shm__same(v + 8) ? "" : " the alignments", shm__same(v + 10) ? "" : " the blocks",
+               shm__same(v + 14) ? "" : " the hints", order);
+}
+
+/* The agreement of every collective call, in one all-reduce: size,
+   -error, the digest of the allocations made without a barrier since the
+   last one and whether any PE synchronises again (c->again, updated);
+   in debug mode also the call's kind, alignment, block, the running call
+   number and the hints.  A mismatch fails the call on every PE with
+   SHMEM_MALLOC_SYMMSIZE_FAILED. */
+static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
+{
+    uint64_t v[16], pending = o->pending, digest = o->digest;
+    int same;
+    o->pending = o->digest = 0; /* the next agreement starts afresh */
     if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
-    v[0] = c->size;
-    v[1] = ~(uint64_t)c->size;
+    shm__pair(v, c->size);
     v[2] = (uint64_t)-err;
-    v[3] = (uint64_t)c->kind;
-    v[4] = ~(uint64_t)c->kind;
-    v[5] = c->align;
-    v[6] = ~(uint64_t)c->align;
-    v[7] = c->offset;
-    v[8] = ~(uint64_t)c->offset;
-    if (tp->allreduce_max(tp->user, v, debug ? 9 : 3)) return SHMEM_MALLOC_FAIL;
-    if (v[0] == ~v[1] && (!debug || (v[3] == ~v[4] && v[5] == ~v[6] && v[7] == ~v[8]))) return -(long)v[2];
+    shm__pair(v + 3, digest);
+    v[5] = (uint64_t)c->again;
+    shm__pair(v + 6, (uint64_t)c->kind);
+    shm__pair(v + 8, c->align);
+    shm__pair(v + 10, c->offset);
+    shm__pair(v + 12, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
+    shm__pair(v + 14, (uint64_t)c->hints);
+    if (tp->allreduce_max(tp->user, v, debug ? 16 : 6)) return SHMEM_MALLOC_FAIL;
+    c->again = v[5] != 0;
+    same = shm__same(v) && shm__same(v + 3);
     if (debug)
-        shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu) differs from another PE's call:%s%s%s%s\n",
-                   tp->pe, shm__call_names[c->kind], c->size, c->align, c->offset, v[3] != ~v[4] ? " the calls" : "",
-                   v[0] != ~v[1] ? " the sizes" : "", v[5] != ~v[6] ? " the alignments" : "",
-                   v[7] != ~v[8] ? " the blocks" : "");
+        same = same && shm__same(v + 6) && shm__same(v + 8) && shm__same(v + 10) && shm__same(v + 14) &&
+               v[12] >> 24 == ~v[13] >> 24;
+    if (same) return -(long)v[2];
+    if (!shm__same(v + 3))
+        shm__print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
+                   "call differ from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
+                   tp->pe, (unsigned long long)pending, shm__call_names[c->kind]);
+    if (debug) {
+        shm__report_mismatch(tp->pe, c, o->calls, v);
+        o->calls = v[12] >> 24; /* every PE goes on from the same number */
+    }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
 
@@ -1821,7 +1998,8 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     size_t tbytes = 0, first = 0;
     long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
     int debug = shm__debug_from_env();
-    shm__call call = {SHM__CREATE, 0, 0, 0};
+    shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0};
     if (!tp || !tp->barrier) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -1836,9 +2014,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     else first = (size_t)(t->limit - t->base);
     if (!e) e = registered = shm__register(tp, t, 0, first);
     call.size = bytes; /* the same reservation, */
-    e = shm__agree(tp, debug > 0, &call, e);
+    e = shm__agree(tp, debug > 0, &order, &call, e);
     call.size = first; /* and the same first piece, on every PE */
-    e = shm__agree(tp, debug > 0, &call, e);
+    e = shm__agree(tp, debug > 0, &order, &call, e);
     if (e) {
         if (registered == SHMEM_MALLOC_OK) shm__deregister(tp, t, 0, first);
         shm__set(err, e);
@@ -1867,6 +2045,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
+    free(h->hint_slots);
+    h->hint_slots = NULL;
+    h->hint_cap = h->hint_count = 0;
     h->tp.barrier(h->tp.user);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
@@ -1879,7 +2060,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
 {
     shmalloc_tlsf *t = h->tlsf;
     size_t have = (size_t)(t->limit - t->base), room = shmalloc_tlsf_room(t), want, g;
-    shm__call call = {SHM__GROW, 0, 0, 0};
+    shm__call call = {SHM__GROW, 0, 0, 0, 0, 0};
     long e = SHMEM_MALLOC_OK;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
@@ -1888,7 +2069,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     if (need > g || h->regions == SHM__MAX_REGIONS || t->limit != (char *)t->sentinel + 16) e = SHMEM_MALLOC_FAIL;
     if (!e) e = shm__register(&h->tp, t, have, have + g);
     call.size = g;
-    if (shm__agree(&h->tp, h->debug, &call, e)) {
+    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
         if (!e) shm__deregister(&h->tp, t, have, have + g);
         return SHMEM_MALLOC_FAIL;
     }
@@ -1904,24 +2085,100 @@ static size_t shm__need(size_t size, size_t align)
     return shm__block_size(size) + (align <= SHMALLOC_ALIGNMENT ? 0 : align + 16);
 }
 
-/* The local part of malloc, align and calloc, then the agreement: `e` is
-   an error found before (calloc's overflow).  The block goes back if any
-   PE failed. */
-static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero, long *e)
+static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
+{
+    shmalloc_counters c;
+    shmalloc_tlsf_counters(h->tlsf, &c);
+    out->heap_size = c.capacity;
+    out->heap_max = c.capacity + (h->growable ? shmalloc_tlsf_room(h->tlsf) : 0);
+    out->in_use = c.in_use;
+    out->free = c.free;
+    out->largest_free = c.largest_free;
+    /* the inverse of shm__block_size: the largest n whose block fits */
+    out->largest_request = c.largest_free >= SHM__MIN_BLOCK ? c.largest_free - 8 - SHM__REDZONE : 0;
+    if (out->largest_request > h->tlsf->malloc_limit) out->largest_request = h->tlsf->malloc_limit;
+    out->used_blocks = c.used_blocks;
+    out->failures = h->failures;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out)
+{
+    if (!h || !out) return -1;
+    shm__lock(h);
+    shm__info(h, out);
+    shm__unlock(h);
+    return 0;
+}
+
+/* A size for a message: whole MiB, rounded up, from 1 MiB on. */
+static const char *shm__size_text(char *buf, size_t n, size_t bytes)
+{
+    if (bytes < ((size_t)1 << 20)) snprintf(buf, n, "%zu", bytes);
+    else snprintf(buf, n, "%zuM", (bytes + ((size_t)1 << 20) - 1) >> 20);
+    return buf;
+}
+
+/* This PE could not serve a request of `size` bytes: what the heap holds,
+   whether fragmentation is the cause, and the variable to change.  The
+   first time on each heap, or every time in debug mode. */
+static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t align)
+{
+    shmalloc_info i;
+    size_t need = shm__need(size, align);
+    const char *var = h->growable ? "SHMALLOC_HEAP_MAX" : "SHMEM_SYMMETRIC_HEAP_SIZE";
+    char text[32];
+    int pe = h->tp.pe, fragmented;
+    h->failures++;
+    if (align < SHMALLOC_ALIGNMENT) align = SHMALLOC_ALIGNMENT; /* a plain block's is recorded as 1 */
+    if (h->oom_reported && !h->debug) return;
+    h->oom_reported = 1;
+    shm__info(h, &i);
+    fragmented = need <= i.free;
+    shm__print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
+               "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
+               pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free, i.largest_free);
+    if (fragmented)
+        shm__print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
+                   "set %s to at least %s, or free blocks sooner\n",
+                   pe, var, shm__size_text(text, sizeof text, i.heap_max + need));
+    else
+        shm__print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
+                   shm__size_text(text, sizeof text, (h->growable ? i.heap_max : i.in_use) + need),
+                   h->growable ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
+    if (!h->debug)
+        shm__print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
+                   "each)\n", pe);
+}
+
+/* This PE's part of malloc, align and calloc: the block a collective call
+   would take (or e = SHMEM_MALLOC_FAIL), zeroed or filled. */
+static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
 {
     void *p = NULL;
-    size_t high_water = h->tlsf->high_water, size = call->size, align = call->align;
-    if (!*e) {
-        size_t bsize = shm__block_size(size);
-        unsigned fl, sl;
-        shm__block *b = shm__find_aligned(h->tlsf, bsize, align, &fl, &sl);
-        if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, align);
-        else *e = SHMEM_MALLOC_FAIL;
-        if (p && zero) SHMALLOC_MEMSET(p, 0, size);
-        else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
-        shm__fit(p, size);
-    }
-    *e = shm__agree(&h->tp, h->debug, call, *e);
+    size_t size = call->size, bsize;
+    unsigned fl, sl;
+    shm__block *b;
+    if (*e) return NULL;
+    bsize = shm__block_size(size);
+    b = shm__find_aligned(h->tlsf, bsize, call->align, &fl, &sl);
+    if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, call->align);
+    else *e = SHMEM_MALLOC_FAIL, *short_here = 1;
+    if (p && zero) SHMALLOC_MEMSET(p, 0, size);
+    else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
+    shm__fit(p, size);
+    return p;
+}
+
+/* The local part, then the agreement: `e` is an error found before
+   (calloc's overflow).  The block goes back if any PE failed.
+   *short_here: this PE had no room. */
+static void *shm__alloc_agreed(shmalloc_heap *h, shm__call *call, int zero, long *e, int *short_here)
+{
+    size_t high_water = h->tlsf->high_water;
+    void *p;
+    *short_here = 0;
+    p = shm__take_local(h, call, zero, e, short_here);
+    *e = shm__agree(&h->tp, h->debug, &h->order, call, *e);
     if (*e && p) {
         shm__release(h->tlsf, shm__of_user(p));
         h->tlsf->high_water = high_water;
@@ -1930,11 +2187,44 @@ static void *shm__alloc_agreed(shmalloc_heap *h, const shm__call *call, int zero
     return p;
 }
 
-/* malloc, align and calloc; a growing heap grows once when no PE found room. */
-static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, int zero, long e, long *err)
+/* Folds x into a digest (multiply, xorshift): a change in any value or in
+   their order changes the digest, but for a 2^-64 chance. */
+static uint64_t shm__fold(uint64_t digest, uint64_t x)
 {
-    void *p;
-    shm__call call = {0, 0, 0, 0};
+    digest = (digest ^ x) * 0x9e3779b97f4a7c15u;
+    return digest ^ (digest >> 29);
+}
+
+/* SHMEMX_MALLOC_NO_BARRIER: this PE's part alone.  The heap is as
+   deterministic as for a collective call, so every PE that made the same
+   calls gets the same offset; the call, its outcome and its offset go into
+   the digest the next agreement compares.  0 when done; 1 when a heap that
+   can grow found no room: the call then synchronises to grow it. */
+static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e, int *short_here)
+{
+    shm__order *o = &h->order;
+    *p = shm__take_local(h, call, 0, e, short_here);
+    if (*short_here && h->growable) {
+        *e = SHMEM_MALLOC_OK;
+        *short_here = 0;
+        return 1;
+    }
+    o->pending++;
+    o->digest = shm__fold(o->digest, (uint64_t)call->kind << 32 | (uint64_t)-*e);
+    o->digest = shm__fold(o->digest, call->size);
+    o->digest = shm__fold(o->digest, (uint64_t)call->hints);
+    o->digest = shm__fold(o->digest, *p ? shm__offset(h->tlsf, *p) : ~(uint64_t)0);
+    o->digest += !o->digest; /* 0 means "none" */
+    return 0;
+}
+
+/* malloc, align and calloc; a growing heap grows once when no PE found room. */
+static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, long hints, int zero, long e,
+                        long *err)
+{
+    void *p = NULL;
+    int short_here = 0;
+    shm__call call = {0, 0, 0, 0, 0, 0};
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
@@ -1945,14 +2235,21 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
     }
     shm__lock(h);
     h->calls[kind]++;
+    h->order.calls++;
     if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
+    if (!e && (hints & SHM__KEPT_HINTS) && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
     call.kind = kind;
     call.size = size;
     call.align = align;
-    p = shm__alloc_agreed(h, &call, zero, &e);
-    if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
-        p = shm__alloc_agreed(h, &call, zero, &e);
+    call.hints = hints;
+    if (!(hints & SHMEMX_MALLOC_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e, &short_here)) {
+        p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
+        if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
+            p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
+    }
+    if (p) shm__hints_keep(h, shm__offset(h->tlsf, p), hints);
+    if (short_here) shm__report_oom(h, kind, size, align);
     shm__debug_check(h);
     shm__unlock(h);
     shm__set(err, e);
@@ -1961,24 +2258,29 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, i
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err)
 {
-    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
+    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc_with_hints(shmalloc_heap *h, size_t size, long hints, long *err)
+{
+    return shm__alloc(h, SHM__MALLOC, SHMALLOC_ALIGNMENT, size, hints, 0, SHMEM_MALLOC_OK, err);
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err)
 {
-    return shm__alloc(h, SHM__ALIGN, align, size, 0, SHMEM_MALLOC_OK, err);
+    return shm__alloc(h, SHM__ALIGN, align, size, 0, 0, SHMEM_MALLOC_OK, err);
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err)
 {
     int overflow = count && size > SIZE_MAX / count;
-    return shm__alloc(h, SHM__CALLOC, SHMALLOC_ALIGNMENT, overflow ? SIZE_MAX : count * size, 1,
+    return shm__alloc(h, SHM__CALLOC, SHMALLOC_ALIGNMENT, overflow ? SIZE_MAX : count * size, 0, 1,
                       overflow ? SHMEM_MALLOC_BAD_SIZE : SHMEM_MALLOC_OK, err);
 }
 
 static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 {
-    shm__call call = {0, 0, 0, 0};
+    shm__call call = {0, 0, 0, 0, 0, 0};
     long e;
     if (!ptr) {
         shm__set(err, SHMEM_MALLOC_OK);
@@ -1990,10 +2292,12 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     }
     shm__lock(h);
     h->calls[kind]++;
+    h->order.calls++;
     call.kind = kind;
     call.offset = shm__offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &call, shm__validate(h->tlsf, ptr));
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, shm__validate(h->tlsf, ptr));
     if (!e) {
+        shm__hints_drop(h, call.offset);
         SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
         if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, shm__size(shm__of_user(ptr)) - 8);
         shm__release(h->tlsf, shm__of_user(ptr));
@@ -2008,13 +2312,85 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
     shm__free(h, SHM__FREE_CALL, ptr, err);
 }
 
+/* A grow into the free next block is undone exactly by shrinking back when
+   the free part it leaves stays in the next block's list, or the next
+   block heads its list: otherwise the undo would change the lists' order,
+   and later offsets with it.  A grow of less than a minimum block cannot
+   be shrunk back at all. */
+static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm__resize *r)
+{
+    const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
+    size_t grown = r->size - shm__size(b), nsize = shm__size(next);
+    if (grown < SHM__MIN_BLOCK) return 0;
+    if (nsize - grown >= SHM__MIN_BLOCK && shm__same_list(nsize - grown, nsize)) return 1;
+    return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
+}
+
+/* realloc's local part before the agreement.  When undoing is exact, the
+   change is made now, so that no peer's put, as soon as the agreement lets
+   it return, reaches a block this PE has yet to change: a move copies into
+   a block taken as malloc takes it (the old block goes after a success, the
+   new one after a failure); an undoable grow grows.  Returns 1 when it made
+   the change.  A shrink needs nothing early; other grows commit after the
+   agreement and set call->again. */
+static int shm__realloc_early(shmalloc_heap *h, void *ptr, shm__call *call, const shm__resize *r, void **q)
+{
+    shm__block *b = shm__of_user(ptr);
+    size_t old = shm__size(b) - 8, size = call->size;
+    if (r->how == SHM__IN_PLACE && r->size <= old + 8) return 0;
+    if (r->how == SHM__MOVE) {
+        *q = shm__take(h->tlsf, r->target, r->fl, r->sl, r->size, shm__align_of(b));
+        SHM__UNPOISON(ptr, old); /* the slack after the old request */
+        SHMALLOC_MEMCPY(*q, ptr, old < size ? old : size);
+    } else if (r->how == SHM__IN_PLACE && shm__grow_undoable(h->tlsf, ptr, r)) {
+        *q = shm__commit_resize(h->tlsf, ptr, size, r);
+    } else {
+        call->again = 1;
+        return 0;
+    }
+    if (h->debug && size > old) SHMALLOC_MEMSET((char *)*q + old, SHM__FILL_NEW, size - old);
+    return 1;
+}
+
+/* Plans the resize, makes it early where it can, then agrees; *local: this
+   PE's own outcome.  A failure undoes an early change exactly. */
+static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm__resize *r, void **q, long *e,
+                               long *local)
+{
+    size_t high_water = h->tlsf->high_water, bsize = 0;
+    int early = 0;
+    *q = NULL;
+    call->again = 0;
+    *local = shm__plan_resize(h->tlsf, ptr, call->size, r);
+    if (!*local) {
+        bsize = shm__size(shm__of_user(ptr)); /* a used block's, now that the pointer is checked */
+        early = shm__realloc_early(h, ptr, call, r, q);
+    }
+    *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
+    if (*e && early) {
+        if (*q != ptr) shm__release(h->tlsf, shm__of_user(*q));
+        else shm__resize_in_place(h->tlsf, shm__of_user(ptr), bsize);
+        h->tlsf->high_water = high_water;
+        early = 0;
+        *q = NULL;
+    }
+    return early;
+}
+
+/* One synchronisation, unless a PE grows in place (or into the previous
+   block) in a way it could not undo exactly: it then commits after the
+   agreement, and every PE synchronises again before returning, since a
+   peer may write to the grown part, where free blocks were, as soon as it
+   returns. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shm__resize r;
-    shm__call call = {SHM__REALLOC, 0, 0, 0};
+    shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
     void *q = NULL;
-    long e;
-    if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, SHMEM_MALLOC_OK, err);
+    size_t old;
+    long e, local;
+    int early;
+    if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
         return NULL;
@@ -2025,18 +2401,28 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     }
     shm__lock(h);
     h->calls[SHM__REALLOC]++;
+    h->order.calls++;
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
+    call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
+    early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
         !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
-        e = shm__agree(&h->tp, h->debug, &call, shm__plan_resize(h->tlsf, ptr, size, &r));
-    if (!e) {
-        size_t old = shm__size(shm__of_user(ptr)) - 8;
+        early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
+    if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
+    if (!e && early && q != ptr) shm__release(h->tlsf, shm__of_user(ptr));
+    if (!e && !early) {
+        old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);
         if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
+        if (call.again && h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
+    }
+    if (!e) {
+        if (q != ptr && call.hints) {
+            shm__hints_drop(h, call.offset);
+            shm__hints_keep(h, shm__offset(h->tlsf, q), call.hints);
+        }
         shm__fit(q, size);
-        if (h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
     }
     shm__debug_check(h);
     shm__unlock(h);
@@ -2046,7 +2432,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err)
 {
-    shm__call call = {SHM__SBREAK, 0, 0, 0};
+    shm__call call = {SHM__SBREAK, 0, 0, 0, 0, 0};
     ptrdiff_t inc;
     void *p = NULL;
     int bad;
@@ -2057,11 +2443,12 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     }
     shm__lock(h);
     h->calls[SHM__SBREAK]++;
+    h->order.calls++;
     call.size = (size_t)increment;
     inc = shm__sbreak_round(increment, &bad);
     if (bad) e = SHMEM_MALLOC_BAD_SIZE;
     else if (!shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
-    e = shm__agree(&h->tp, h->debug, &call, e);
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (!e) p = shm__sbreak(h->tlsf, inc);
     shm__debug_check(h);
     shm__unlock(h);
@@ -2275,11 +2662,14 @@ SHMALLOC_DEF SHMALLOC_API void *shsbreak(ptrdiff_t increment)
 }
 SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 {
-    (void)hints; /* every block suits remote atomics and signals */
-    return shmem_malloc(size);
+    return shmalloc_heap_malloc_with_hints(shmalloc_current(), size, hints, &malloc_error);
 }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level) { return shmalloc_heap_check(shmalloc_current(), level); }
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { shmalloc_heap_stats(shmalloc_current(), level); }
+SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info)
+{
+    return shmalloc_heap_info(shmalloc_current(), info);
+}
 #endif
 
 #endif /* SHMALLOC_IMPLEMENTATION */

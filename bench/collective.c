@@ -1,6 +1,9 @@
 /* collective.c - latency of the collective calls: shmem_barrier_all, a
-   shmem_malloc + shmem_free pair (8 B, 4 KiB, 1 MiB, 64 MiB) and a
-   shmem_realloc grow + shrink pair.  One source, built three ways:
+   shmem_malloc + shmem_free pair (8 B, 4 KiB, 1 MiB, 64 MiB), a
+   shmem_realloc grow + shrink pair, a realloc that moves, and a batch of 1 000 allocations then a
+   barrier, plain and (where the runtime has it) with
+   SHMEMX_MALLOC_NO_BARRIER: those rows' figures are per batch, not per
+   call.  One source, built three ways:
 
      -DBENCH_PTHREADS   shmalloc with the pthreads transport (PEs are threads)
      -DBENCH_PMIX_OFI   shmalloc with the PMIx + libfabric transport
@@ -83,6 +86,70 @@ static void measure(const char *name, op_fn op, size_t size, int iters)
     fflush(stdout);
 }
 
+/* A batch of 1 000 allocations of 64 B, then one barrier: with
+   SHMEMX_MALLOC_NO_BARRIER the barrier is the batch's only synchronisation;
+   plain ones synchronise each.  Prints the time of a whole batch (median,
+   min, max of REPS; the frees afterwards are not timed). */
+#define BATCH 1000
+static void measure_batch(const char *name, long hints)
+{
+    void **blocks = malloc(BATCH * sizeof *blocks); /* this PE's own: PEs may be threads */
+    double t[REPS];
+    int r, i;
+    if (!blocks) exit(1);
+    for (r = 0; r < REPS; r++) {
+        double t0;
+        shmem_barrier_all();
+        t0 = now_ns();
+        for (i = 0; i < BATCH; i++) {
+#if defined(SHMEMX_MALLOC_NO_BARRIER)
+            blocks[i] = hints ? shmem_malloc_with_hints(64, hints) : shmem_malloc(64);
+#else
+            blocks[i] = shmem_malloc(64);
+#endif
+            if (!blocks[i]) { fprintf(stderr, "%s: allocation %d failed\n", name, i); exit(1); }
+        }
+        shmem_barrier_all();
+        t[r] = now_ns() - t0;
+        for (i = 0; i < BATCH; i++) shmem_free(blocks[i]);
+    }
+    free(blocks);
+    qsort(t, REPS, sizeof t[0], cmp);
+    if (shmem_my_pe() == 0) printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, t[REPS / 2], t[0], t[REPS - 1], t[REPS - 1]);
+    fflush(stdout);
+}
+
+/* 1 000 reallocs from 4 KiB to 8 KiB, each of a block followed by a used
+   one, so each moves: ns per realloc (median, min, max of REPS). */
+static void measure_realloc_move(const char *name)
+{
+    void **blocks = malloc(2 * BATCH * sizeof *blocks), **walls = blocks + BATCH; /* this PE's own */
+    double t[REPS];
+    int r, i;
+    if (!blocks) exit(1);
+    for (r = 0; r < REPS; r++) {
+        double t0;
+        for (i = 0; i < BATCH; i++) {
+            blocks[i] = shmem_malloc(4096);
+            walls[i] = shmem_malloc(16);
+            if (!blocks[i] || !walls[i]) { fprintf(stderr, "%s: set-up failed\n", name); exit(1); }
+        }
+        shmem_barrier_all();
+        t0 = now_ns();
+        for (i = 0; i < BATCH; i++)
+            if (!(blocks[i] = shmem_realloc(blocks[i], 8192))) { fprintf(stderr, "%s: realloc %d failed\n", name, i); exit(1); }
+        t[r] = (now_ns() - t0) / BATCH;
+        for (i = 0; i < BATCH; i++) {
+            shmem_free(walls[i]);
+            shmem_free(blocks[i]);
+        }
+    }
+    free(blocks);
+    qsort(t, REPS, sizeof t[0], cmp);
+    if (shmem_my_pe() == 0) printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, t[REPS / 2], t[0], t[REPS - 1], t[REPS - 1]);
+    fflush(stdout);
+}
+
 static void bench(void *arg)
 {
     (void)arg;
@@ -94,6 +161,11 @@ static void bench(void *arg)
     grow_block = shmem_malloc(4096);
     measure("realloc_4KiB", op_realloc, 4096, 1000);
     shmem_free(grow_block);
+    measure_realloc_move("realloc_move_4KiB_to_8KiB");
+    measure_batch("malloc_x1000_then_barrier", 0);
+#if defined(SHMEMX_MALLOC_NO_BARRIER)
+    measure_batch("malloc_x1000_no_barrier_then_barrier", SHMEMX_MALLOC_NO_BARRIER);
+#endif
 }
 
 int main(int argc, char **argv)

@@ -86,7 +86,7 @@ $(B)/lib%.so.$(SHMALLOC_VERSION): $(B)/pic/%.o
 # transports' pages, and shmalloc.7.
 shm_man3_aliases := shmem_malloc shmem_free shfree shmem_realloc shrealloc shmem_align \
                     shmemalign shmem_calloc shmem_malloc_with_hints malloc_error \
-                    shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run
+                    shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run shmemx_heap_info
 shm_man3_pages    = shmalloc shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi) $(shm_man3_aliases)
 shm_man7_pages   := shmalloc
 shm_pc_name_shmalloc_pthreads := shmalloc-pthreads

@@ -96,6 +96,21 @@ static shmalloc_transport counting_transport(int with_allreduce)
 
 static int syncs(void) { return cnt.barriers + cnt.allreduces; }
 
+/* Heaps a test made, destroyed when its process exits: blocks with hints
+   keep them in the PE's private memory until then. */
+static shmalloc_heap *made[16];
+static int made_count;
+static void destroy_made(void)
+{
+    while (made_count) shmalloc_heap_destroy(made[--made_count]);
+}
+static void remember(shmalloc_heap *h)
+{
+    if (!made_count) atexit(destroy_made);
+    cr_assert(made_count < 16);
+    made[made_count++] = h;
+}
+
 /* A heap of `nominal` bytes over shmalloc_heap_bytes(nominal), made current. */
 static shmalloc_heap *make_heap(size_t nominal, const shmalloc_transport *tp)
 {
@@ -107,6 +122,7 @@ static shmalloc_heap *make_heap(size_t nominal, const shmalloc_transport *tp)
                                             &err);
     cr_assert(h != NULL, "heap create over %zu bytes failed: %ld", bytes, err);
     shmalloc_set_current(h);
+    remember(h);
     return h;
 }
 
@@ -899,7 +915,7 @@ Test(shmem_stress, random_shmem_calls_keep_contents_alignment_and_a_consistent_h
 /* ---- synchronisation of every call ---------------------------------------- */
 
 typedef void (*call_fn)(void);
-static void *keep_a, *keep_b, *freed_c;
+static void *keep_a, *keep_b, *freed_c, *keep_g, *keep_t;
 static void call_malloc(void) { cr_assert(shmem_malloc(64)); }
 static void call_shmalloc(void) { cr_assert(shmalloc(64)); }
 static void call_malloc_fail(void) { cr_assert_null(shmem_malloc(SIZE_MAX / 2)); }
@@ -916,13 +932,27 @@ static void call_free_double(void) { shmem_free(freed_c); }
 static void call_realloc_null(void) { cr_assert(shmem_realloc(NULL, 64)); }
 static void call_realloc_grow(void)
 {
+    void *old = keep_a;
     keep_a = shmem_realloc(keep_a, 300);
-    cr_assert(keep_a);
+    cr_assert(keep_a && keep_a != old, "keep_b follows keep_a: it moves");
+}
+static void call_realloc_grow_in_place(void)
+{
+    void *old = keep_t;
+    keep_t = shmem_realloc(keep_t, 9000);
+    cr_assert(keep_t == old, "the free top block follows keep_t");
+}
+static void call_realloc_grow_late(void)
+{
+    void *old = keep_g;
+    keep_g = shmem_realloc(keep_g, 700);
+    cr_assert(keep_g == old, "grows into the free block after it");
 }
 static void call_shrealloc_shrink(void)
 {
+    void *old = keep_a;
     keep_a = shrealloc(keep_a, 50);
-    cr_assert(keep_a);
+    cr_assert(keep_a == old);
 }
 static void call_realloc_zero(void) { cr_assert_null(shmem_realloc(shmem_malloc(64), 0)); }
 static void call_realloc_fail(void) { cr_assert_null(shmem_realloc(keep_b, 4 * MIB)); }
@@ -935,11 +965,16 @@ typedef struct call_case {
 } call_case;
 
 /* call_free, call_shfree and call_realloc_zero include one shmem_malloc.
-   A realloc that resizes synchronises twice, as the implementation's heap
-   section explains: once to agree before anything changes, once after the
-   move, since a peer may write to the new block as soon as it returns.
-   Every other call, failing or not, synchronises exactly once. */
+   A realloc that grows in place into a free block that is not its list's
+   head, leaving a remainder of another list, synchronises twice, as the
+   implementation's heap section explains: its grow could not be undone
+   exactly, so it commits after agreeing, and synchronises again since a
+   peer's put to the grown part may reach the free block it takes.  Every
+   other call, failing or not, moving, shrinking and other growing reallocs
+   included, synchronises exactly once. */
 static const call_case cases[] = {
+    {"shmem_realloc grow in place, not undoable (first, before other calls take the free blocks)",
+     call_realloc_grow_late, 2},
     {"shmem_malloc(64)", call_malloc, 1},
     {"shmalloc(64)", call_shmalloc, 1},
     {"shmem_malloc(huge) failing", call_malloc_fail, 1},
@@ -954,8 +989,9 @@ static const call_case cases[] = {
     {"shmem_free(interior)", call_free_bad, 1},
     {"shmem_free(already free)", call_free_double, 1},
     {"shmem_realloc(NULL, 64)", call_realloc_null, 1},
-    {"shmem_realloc grow", call_realloc_grow, 2},
-    {"shrealloc shrink", call_shrealloc_shrink, 2},
+    {"shmem_realloc grow, moving", call_realloc_grow, 1},
+    {"shmem_realloc grow in place into the top block", call_realloc_grow_in_place, 1},
+    {"shrealloc shrink", call_shrealloc_shrink, 1},
     {"shmem_malloc + shmem_realloc(p, 0)", call_realloc_zero, 2},
     {"shmem_realloc no room", call_realloc_fail, 1},
     {"shmem_realloc(interior)", call_realloc_bad, 1},
@@ -968,7 +1004,16 @@ static void run_every_call(int with_allreduce, int check_syncs)
     keep_b = shmem_malloc(100);
     freed_c = shmem_malloc(100);
     cr_assert(keep_a && keep_b && freed_c && shmem_malloc(100));
+    /* keep_g, then two free blocks of 1008 bytes in one list: the one after
+       keep_g was freed first, so it is not the list's head */
+    keep_g = shmem_malloc(100);
+    void *x = shmem_malloc(1000), *w1 = shmem_malloc(16), *y = shmem_malloc(1000);
+    cr_assert(keep_g && x && w1 && y && shmem_malloc(16));
+    keep_t = shmem_malloc(5000); /* from the top: no hole is as large */
+    cr_assert(keep_t);
     shmem_free(freed_c);
+    shmem_free(x);
+    shmem_free(y);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int b0 = cnt.barriers, a0 = cnt.allreduces;
         cases[i].fn();
@@ -1016,14 +1061,15 @@ Test(sync, check_and_stats_are_not_collective)
    agrees on (size, ~size, -error), so a peer's failure or a different size
    must make this PE fail too, with its heap exactly as before the call. */
 static int peer_active;
-static uint64_t peer_values[3];
+static uint64_t peer_values[16];
+static int peer_count = 3; /* values the peer contributes */
 
 static int peer_allreduce(void *user, uint64_t *values, int count)
 {
     (void)user;
     cnt.allreduces++;
     if (peer_active)
-        for (int i = 0; i < count && i < 3; i++)
+        for (int i = 0; i < count && i < peer_count; i++)
             if (peer_values[i] > values[i])
                 values[i] = peer_values[i];
     return 0;
@@ -1527,4 +1573,502 @@ Test(env_size, bad_value_of_the_winning_variable_is_an_error_even_if_others_are_
     cr_assert_eq(r, -1);
     cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE") && strstr(out_text[2], "lots"),
               "%s", out_text[2]);
+}
+
+/* ---- out of memory: the report and the figures ------------------------------ */
+
+static shmalloc_info info_of(shmalloc_heap *h)
+{
+    shmalloc_info i;
+    memset(&i, 0xff, sizeof i);
+    cr_assert_eq(shmalloc_heap_info(h, &i), 0);
+    return i;
+}
+
+/* The first line of every report, from the figures the heap gives. */
+static void expect_oom_line(const char *text, const char *call, size_t size, size_t align, size_t need,
+                            const shmalloc_info *i)
+{
+    char want[512];
+    snprintf(want, sizeof want,
+             "shmalloc: PE 0: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of %zu "
+             "bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
+             call, size, align, need, i->heap_size, i->heap_max, i->free, i->largest_free);
+    cr_assert(strstr(text, want), "expected\n%s\nin\n%s", want, text);
+}
+
+Test(heap_info, figures_match_the_counters_and_largest_request_is_exact)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    void *a = shmem_malloc(1000), *b = shmem_malloc(5000);
+    cr_assert(a && b);
+    shmalloc_info i = info_of(h), j;
+    shmalloc_counters c = heap_counters(h);
+    cr_assert_eq(i.heap_size, c.capacity);
+    cr_assert_eq(i.heap_max, c.capacity, "a heap that cannot grow");
+    cr_assert_eq(i.in_use, c.in_use);
+    cr_assert_eq(i.free, c.capacity - c.in_use);
+    cr_assert_eq(i.largest_free, c.largest_free);
+    cr_assert_eq(i.used_blocks, 2);
+    cr_assert_eq(i.failures, 0);
+    memset(&j, 0, sizeof j);
+    cr_assert_eq(shmemx_heap_info(&j), 0);
+    cr_assert(memcmp(&i, &j, sizeof i) == 0, "shmemx_heap_info gives the current heap's figures");
+    capture_start();
+    cr_assert_null(shmem_malloc(i.largest_request + 1), "one byte more than largest_request fits");
+    void *big = shmem_malloc(i.largest_request);
+    capture_stop();
+    cr_assert(big, "largest_request (%zu) fits", i.largest_request);
+    cr_assert_eq(info_of(h).largest_request, 0, "nothing fits once the largest block is taken");
+    cr_assert_eq(info_of(h).failures, 1);
+    shmem_free(big);
+    shmem_free(a);
+    shmem_free(b);
+    cr_assert_eq(info_of(h).free, info_of(h).heap_size, "all free again");
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(heap_info, no_heap_is_an_error)
+{
+    shmalloc_info i;
+    shmalloc_set_current(NULL);
+    cr_assert_eq(shmemx_heap_info(&i), -1);
+    cr_assert_eq(shmalloc_heap_info(NULL, &i), -1);
+}
+
+Test(oom, a_heap_too_small_is_reported_once_with_its_figures_and_the_size_variable)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    void *a = shmem_malloc(300 * KIB);
+    cr_assert(a);
+    capture_start();
+    malloc_error = SHMEM_MALLOC_OK;
+    cr_assert_null(shmem_malloc(900 * KIB));
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_FAIL);
+    shmalloc_info i = info_of(h);
+    expect_oom_line(out_text[2], "malloc", 900 * KIB, 16, 900 * KIB + 16, &i);
+    char want[256];
+    snprintf(want, sizeof want, "shmalloc: PE 0: the heap is too small: set SHMEM_SYMMETRIC_HEAP_SIZE to at "
+             "least %zuM, or SHMALLOC_HEAP_MAX to let the heap grow\n", (i.in_use + 900 * KIB + 16 + MIB - 1) / MIB);
+    cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+    cr_assert(strstr(out_text[2], "further failures of this heap are not reported"), "%s", out_text[2]);
+    cr_assert(!strstr(out_text[2], "fragmentation"), "%s", out_text[2]);
+    cr_assert_eq(out_len[1], 0, "nothing on stream 1");
+    size_t first = out_len[2];
+    cr_assert_null(shmem_align(4096, 2 * MIB));
+    cr_assert_null(shmem_calloc(MIB, 2));
+    cr_assert_eq(out_len[2], first, "reported once per heap: %s", out_text[2]);
+    capture_stop();
+    cr_assert_eq(info_of(h).failures, 3, "every failure is counted");
+    shmem_free(a);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+/* Blocks of 64 KiB with every other one freed: half the heap is free, in
+   pieces too small for 128 KiB. */
+Test(oom, fragmentation_is_named_when_the_bytes_are_free_but_not_in_one_block)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    void *p[15];
+    int n = 15;
+    for (int k = 0; k < n; k++) cr_assert((p[k] = shmem_malloc(64 * KIB - 8)) != NULL);
+    for (int k = 0; k < n - 1; k += 2) shmem_free(p[k]); /* the last stays: the top block is not merged */
+    capture_start();
+    cr_assert_null(shmem_malloc(128 * KIB));
+    shmalloc_info i = info_of(h);
+    capture_stop();
+    cr_assert(i.free >= 128 * KIB + 16 && i.largest_free < 128 * KIB + 16, "free %zu, largest %zu", i.free,
+              i.largest_free);
+    expect_oom_line(out_text[2], "malloc", 128 * KIB, 16, 128 * KIB + 16, &i);
+    char want[256];
+    snprintf(want, sizeof want, "shmalloc: PE 0: the cause is fragmentation: enough bytes are free, but in "
+             "smaller blocks; set SHMEM_SYMMETRIC_HEAP_SIZE to at least %zuM, or free blocks sooner\n",
+             (i.heap_size + 128 * KIB + 16 + MIB - 1) / MIB);
+    cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+    for (int k = 1; k < n; k += 2) shmem_free(p[k]);
+    shmem_free(p[n - 1]);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(oom, debug_mode_reports_every_failure_and_realloc_too)
+{
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    unsetenv("SHMALLOC_DEBUG");
+    void *a = shmem_malloc(100);
+    cr_assert(a);
+    capture_start();
+    cr_assert_null(shmem_malloc(2 * MIB));
+    cr_assert_null(shmem_realloc(a, 3 * MIB));
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_REALLOC_FAILED);
+    shmalloc_info i = info_of(h);
+    capture_stop();
+    expect_oom_line(out_text[2], "malloc", 2 * MIB, 16, 2 * MIB + 16, &i);
+    expect_oom_line(out_text[2], "realloc", 3 * MIB, 16, 3 * MIB + 16, &i);
+    cr_assert(!strstr(out_text[2], "not reported"), "%s", out_text[2]);
+    cr_assert_eq(i.failures, 2);
+    shmem_free(a);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(oom, a_growable_heap_at_its_maximum_names_shmalloc_heap_max)
+{
+    shmalloc_transport tp = counting_transport(1);
+    size_t max = 4 * MIB, bytes = shmalloc_heap_bytes(max);
+    long err = 1;
+    memset(&cnt, 0, sizeof cnt);
+    shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, MIB, &tp, &err);
+    cr_assert(h && err == SHMEM_MALLOC_OK);
+    shmalloc_set_current(h);
+    capture_start();
+    void *a = shmem_malloc(5 * MIB / 2);
+    cr_assert(a, "grows from 1 MiB to serve 2.5 MiB");
+    cr_assert_eq(out_len[2], 0, "no report when growth serves the call: %s", out_text[2]);
+    cr_assert_null(shmem_malloc(2 * MIB));
+    shmalloc_info i = info_of(h);
+    capture_stop();
+    cr_assert(i.heap_max >= max && i.heap_max < bytes, "heap_max %zu", i.heap_max);
+    expect_oom_line(out_text[2], "malloc", 2 * MIB, 16, 2 * MIB + 16, &i);
+    char want[256];
+    snprintf(want, sizeof want, "set SHMALLOC_HEAP_MAX to at least %zuM\n", (i.heap_max + 2 * MIB + 16 + MIB - 1) / MIB);
+    cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+    cr_assert(!strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE"), "%s", out_text[2]);
+    shmem_free(a);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(oom, a_pe_that_fails_only_because_a_peer_ran_out_reports_nothing)
+{
+    void *a, *b;
+    shmalloc_heap *h = peer_heap_with_blocks(&a, &b);
+    capture_start();
+    peer_fails(200, SHMEM_MALLOC_FAIL);
+    cr_assert_null(shmem_malloc(200));
+    peer_active = 0;
+    capture_stop();
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+    cr_assert_eq(info_of(h).failures, 0);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+/* ---- SHMEMX_MALLOC_NO_BARRIER ----------------------------------------------- */
+
+#define NB_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEMX_MALLOC_NO_BARRIER)
+
+static size_t nb_size(int i) { return 1 + (size_t)(((unsigned)i * 2654435761u) % 3000u); }
+
+/* A transport whose all-reduce keeps what this PE contributed, to replay
+   it as a peer's on another heap. */
+static uint64_t recorded[16];
+static int recorded_count;
+static int recording_allreduce(void *user, uint64_t *values, int count)
+{
+    (void)user;
+    cnt.allreduces++;
+    memcpy(recorded, values, (size_t)count * sizeof *values);
+    recorded_count = count;
+    return 0;
+}
+
+Test(no_barrier, a_thousand_allocations_make_no_synchronisation_and_get_the_offsets_of_plain_ones)
+{
+    static size_t plain[1000], unsynced[1000];
+    static void *blocks[1000];
+    shmalloc_heap *h = make_counting_heap(4 * MIB, 1);
+    char *base = shmalloc_heap_base(h);
+    for (int i = 0; i < 1000; i++) {
+        char *p = shmem_malloc(nb_size(i));
+        cr_assert(p);
+        plain[i] = (size_t)(p - base);
+    }
+    h = make_counting_heap(4 * MIB, 1);
+    base = shmalloc_heap_base(h);
+    int before = syncs(), barriers = cnt.barriers;
+    for (int i = 0; i < 1000; i++) {
+        malloc_error = -99;
+        blocks[i] = shmem_malloc_with_hints(nb_size(i), NB_HINTS);
+        cr_assert(blocks[i] && malloc_error == SHMEM_MALLOC_OK, "allocation %d: %ld", i, malloc_error);
+        unsynced[i] = (size_t)((char *)blocks[i] - base);
+        cr_assert_eq(unsynced[i], plain[i], "allocation %d: offset %zu without a barrier, %zu with", i,
+                     unsynced[i], plain[i]);
+    }
+    cr_assert_eq(syncs(), before, "%d synchronisations for 1000 allocations", syncs() - before);
+    cr_assert_eq(cnt.barriers, barriers);
+    cr_assert_eq(cnt.locks, cnt.unlocks);
+    shmem_free(blocks[0]);
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_OK);
+    cr_assert_eq(syncs(), before + 1, "the next call synchronises once");
+    for (int i = 1; i < 1000; i++) shmem_free(blocks[i]);
+    cr_assert_eq(heap_counters(h).used_blocks, 0);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(no_barrier, a_failure_is_local_reported_and_carried_to_the_next_call)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    int before = syncs();
+    capture_start();
+    malloc_error = SHMEM_MALLOC_OK;
+    cr_assert_null(shmem_malloc_with_hints(2 * MIB, NB_HINTS));
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_FAIL);
+    cr_assert_null(shmem_malloc_with_hints(SIZE_MAX, NB_HINTS));
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_BAD_SIZE);
+    capture_stop();
+    cr_assert_eq(syncs(), before);
+    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 2097152 bytes"), "%s", out_text[2]);
+    cr_assert_eq(info_of(h).failures, 1);
+    void *p = shmem_malloc(100); /* one PE: its own record always agrees */
+    cr_assert(p && malloc_error == SHMEM_MALLOC_OK);
+    shmem_free(p);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(no_barrier, a_heap_that_can_grow_synchronises_to_grow_when_it_has_no_room)
+{
+    shmalloc_transport tp = counting_transport(1);
+    size_t bytes = shmalloc_heap_bytes(16 * MIB);
+    long err = 1;
+    memset(&cnt, 0, sizeof cnt);
+    shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, MIB, &tp, &err);
+    cr_assert(h);
+    shmalloc_set_current(h);
+    remember(h);
+    int before = syncs();
+    void *small = shmem_malloc_with_hints(100, NB_HINTS);
+    cr_assert(small && syncs() == before);
+    capture_start();
+    void *big = shmem_malloc_with_hints(3 * MIB, NB_HINTS);
+    capture_stop();
+    cr_assert(big && malloc_error == SHMEM_MALLOC_OK);
+    cr_assert(syncs() > before, "growth is collective");
+    cr_assert(info_of(h).heap_size > 3 * MIB);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+    shmem_free(big);
+    shmem_free(small);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+/* PE "A" runs `a` allocations without a barrier and a free, recording its
+   agreement; PE "B" runs `b` and the same free against A's record. */
+static long replay_unsynced(const size_t *a, int na, const size_t *b, int nb, char *message, size_t room)
+{
+    shmalloc_transport tp = counting_transport(1);
+    tp.allreduce_max = recording_allreduce;
+    memset(&cnt, 0, sizeof cnt);
+    shmalloc_heap *h = make_heap(MIB, &tp);
+    void *first = shmem_malloc(64);
+    for (int i = 0; i < na; i++) shmem_malloc_with_hints(a[i], NB_HINTS);
+    shmem_free(first);
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_OK, "alone, A agrees with itself");
+    uint64_t record[16];
+    int count = recorded_count;
+    memcpy(record, recorded, sizeof record);
+
+    h = make_peer_heap(MIB);
+    first = shmem_malloc(64);
+    for (int i = 0; i < nb; i++) shmem_malloc_with_hints(b[i], NB_HINTS);
+    snapshot before, after;
+    take_snapshot(h, &before);
+    memcpy(peer_values, record, sizeof record);
+    peer_count = count;
+    peer_active = 1;
+    capture_start();
+    shmem_free(first);
+    long e = malloc_error;
+    capture_stop();
+    peer_active = 0;
+    peer_count = 3;
+    snprintf(message, room, "%s", out_text[2]);
+    if (e) {
+        take_snapshot(h, &after);
+        assert_unchanged(&before, &after, "a free that failed on the agreement");
+        shmem_free(first); /* the record is spent: the next call agrees */
+        cr_assert_eq(malloc_error, SHMEM_MALLOC_OK);
+    }
+    cr_assert(shmalloc_check(-1) == 0);
+    return e;
+}
+
+Test(no_barrier, the_next_synchronising_call_fails_on_different_sizes_counts_or_order_and_says_so)
+{
+    static const size_t same[] = {100, 200, 300}, bigger[] = {100, 200, 301}, more[] = {100, 200, 300, 8},
+                        swapped[] = {200, 100, 300};
+    char msg[1024];
+    cr_assert_eq(replay_unsynced(same, 3, same, 3, msg, sizeof msg), SHMEM_MALLOC_OK, "%s", msg);
+    cr_assert_eq(msg[0], 0, "no report when the PEs agree: %s", msg);
+    cr_assert_eq(replay_unsynced(same, 3, bigger, 3, msg, sizeof msg), SHMEM_MALLOC_SYMMSIZE_FAILED);
+    cr_assert(strstr(msg, "shmalloc: PE 0: the 3 allocations made without a barrier since the last synchronising "
+                          "call differ from another PE's (in number, sizes, outcomes or order): free fails on every "
+                          "PE\n"), "%s", msg);
+    cr_assert_eq(replay_unsynced(same, 3, more, 4, msg, sizeof msg), SHMEM_MALLOC_SYMMSIZE_FAILED);
+    cr_assert(strstr(msg, "PE 0: the 4 allocations made without a barrier"), "%s", msg);
+    cr_assert_eq(replay_unsynced(same, 3, swapped, 3, msg, sizeof msg), SHMEM_MALLOC_SYMMSIZE_FAILED);
+    cr_assert(strstr(msg, "the 3 allocations"), "%s", msg);
+}
+
+/* ---- hints kept with the block --------------------------------------------- */
+
+#define BOTH_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE)
+
+Test(hints, realloc_keeps_the_hints_when_the_block_moves_grows_or_shrinks)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    char *p = shmem_malloc_with_hints(100, BOTH_HINTS), *wall = shmem_malloc(100);
+    char *plain = shmem_malloc(100);
+    cr_assert(p && wall && plain);
+    cr_assert_eq(shmalloc_heap_hints(h, p), BOTH_HINTS);
+    cr_assert_eq(shmalloc_heap_hints(h, plain), 0);
+    memset(p, 0x3c, 100);
+    char *moved = shmem_realloc(p, 5000);
+    cr_assert(moved && moved != p, "the block after it is used: it moves");
+    cr_assert(moved[99] == 0x3c);
+    cr_assert_eq(shmalloc_heap_hints(h, moved), BOTH_HINTS);
+    cr_assert_eq(shmalloc_heap_hints(h, p), SHMEM_MALLOC_ALREADY_FREE, "the old block is gone");
+    char *shrunk = shmem_realloc(moved, 50);
+    cr_assert(shrunk == moved);
+    cr_assert_eq(shmalloc_heap_hints(h, shrunk), BOTH_HINTS);
+    char *grown = shmem_realloc(shrunk, 20000);
+    cr_assert(grown == shrunk, "grows into the free top block");
+    cr_assert_eq(shmalloc_heap_hints(h, grown), BOTH_HINTS);
+    /* a plain block reusing a freed hinted block's place has no hints */
+    shmem_free(grown);
+    char *again = shmem_malloc(5000);
+    cr_assert(again == grown, "the same offset again");
+    cr_assert_eq(shmalloc_heap_hints(h, again), 0);
+    cr_assert_eq(shmalloc_heap_hints(h, again + 16), SHMEM_MALLOC_NOT_ALIGNED);
+    cr_assert_eq(shmalloc_heap_hints(NULL, again), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    shmem_free(again);
+    shmem_free(wall);
+    shmem_free(plain);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+Test(hints, only_the_lasting_hints_are_kept)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    char *a = shmem_malloc_with_hints(64, SHMEM_MALLOC_SIGNAL_REMOTE | SHMEMX_MALLOC_NO_BARRIER);
+    char *b = shmem_malloc_with_hints(64, 1L << 20);
+    char *c = shmem_malloc_with_hints(64, -1L);
+    cr_assert(a && b && c);
+    cr_assert_eq(shmalloc_heap_hints(h, a), SHMEM_MALLOC_SIGNAL_REMOTE, "no-barrier is the call's, not the block's");
+    cr_assert_eq(shmalloc_heap_hints(h, b), 0, "unknown bits are ignored");
+    cr_assert_eq(shmalloc_heap_hints(h, c), BOTH_HINTS);
+    shmem_free(a);
+    shmem_free(b);
+    shmem_free(c);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+/* Thousands of hinted blocks grow the table several times; freeing a
+   random half removes entries in the middle of probe runs. */
+Test(hints, thousands_of_blocks_keep_their_hints_through_table_growth_and_removals)
+{
+    static char *blocks[3000];
+    shmalloc_heap *h = make_counting_heap(4 * MIB, 1);
+    uint64_t x = 0x2545f4914f6cdd1du;
+    for (int i = 0; i < 3000; i++) {
+        blocks[i] = shmem_malloc_with_hints(16 + (size_t)(i % 7) * 16, i % 4);
+        cr_assert(blocks[i]);
+    }
+    for (int i = 0; i < 3000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        if (x & 1) {
+            shmem_free(blocks[i]);
+            blocks[i] = NULL;
+        }
+    }
+    for (int i = 0; i < 3000; i++)
+        if (blocks[i]) cr_assert_eq(shmalloc_heap_hints(h, blocks[i]), i % 4, "block %d", i);
+    for (int i = 0; i < 3000; i++)
+        if (blocks[i]) {
+            blocks[i] = shmem_realloc(blocks[i], 200 + (size_t)i);
+            cr_assert(blocks[i]);
+        }
+    for (int i = 0; i < 3000; i++)
+        if (blocks[i]) {
+            cr_assert_eq(shmalloc_heap_hints(h, blocks[i]), i % 4, "block %d after realloc", i);
+            shmem_free(blocks[i]);
+        }
+    cr_assert_eq(heap_counters(h).used_blocks, 0);
+    cr_assert(shmalloc_check(-1) == 0);
+}
+
+/* A moving realloc copies into its new block before agreeing, and most
+   grows in place grow before agreeing: when a peer fails, undoing must
+   leave the free lists as they were, so the next calls get the offsets of
+   a heap that never saw the call. */
+Test(peer, offsets_after_failed_moving_or_growing_reallocs_match_a_heap_that_never_saw_them)
+{
+    static size_t off[2][300];
+    for (int pass = 0; pass < 2; pass++) {
+        shmalloc_heap *h = make_peer_heap(4 * MIB);
+        char *base = shmalloc_heap_base(h);
+        static void *live[300];
+        size_t n = 0;
+        uint64_t x = 0x9e3779b97f4a7c15u;
+        for (int i = 0; i < 300; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            size_t s = 1 + (size_t)(x % 2000);
+            if (pass == 0 && n > 1 && i % 5 == 2) { /* a move a peer makes fail */
+                size_t k = (size_t)(x >> 20) % (n - 1); /* never the last block: it could grow in place */
+                snapshot before, after;
+                take_snapshot(h, &before);
+                peer_fails(s + 4000, SHMEM_MALLOC_FAIL);
+                cr_assert_null(shmem_realloc(live[k], s + 4000));
+                peer_active = 0;
+                take_snapshot(h, &after);
+                assert_unchanged(&before, &after, "a failed moving realloc");
+                peer_fails(s + 64, SHMEM_MALLOC_FAIL); /* the newest block: often a grow in place */
+                cr_assert_null(shmem_realloc(live[n - 1], shmalloc_tlsf_usable_size(shmalloc_heap_tlsf(h),
+                                                                                     live[n - 1]) + 64));
+                peer_active = 0;
+                take_snapshot(h, &after);
+                assert_unchanged(&before, &after, "a failed realloc of the newest block");
+            }
+            if (n && x % 3 == 0) {
+                size_t k = (size_t)(x >> 8) % n;
+                shmem_free(live[k]);
+                live[k] = live[--n];
+                off[pass][i] = 0;
+            } else {
+                void *p = shmem_malloc(s);
+                cr_assert(p);
+                live[n++] = p;
+                off[pass][i] = (size_t)((char *)p - base);
+            }
+        }
+        cr_assert(shmalloc_check(-1) == 0);
+    }
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(off[0][i], off[1][i], "call %d: offset %zu after failed reallocs, %zu without", i, off[0][i],
+                     off[1][i]);
+}
+
+/* Two free blocks of 1008 bytes in one list, y at its head, x second, x
+   right after g.  Growing g into x leaves a remainder of another list, so
+   undoing that grow would put x back at the head: the grow must wait for
+   the agreement, and a failure must leave y first. */
+Test(peer, a_failed_grow_into_a_free_block_that_is_not_its_lists_head_keeps_the_list_order)
+{
+    size_t got[2];
+    for (int pass = 0; pass < 2; pass++) {
+        shmalloc_heap *h = make_peer_heap(MIB);
+        char *g = shmem_malloc(100), *x = shmem_malloc(1000), *w1 = shmem_malloc(16), *y = shmem_malloc(1000);
+        cr_assert(g && x && w1 && y && shmem_malloc(16));
+        shmem_free(x);
+        shmem_free(y);
+        if (pass == 0) {
+            int before = syncs();
+            peer_fails(700, SHMEM_MALLOC_FAIL);
+            cr_assert_null(shmem_realloc(g, 700));
+            peer_active = 0;
+            cr_assert_eq(syncs() - before, 1, "a failure synchronises once");
+        }
+        char *p = shmem_malloc(1000);
+        cr_assert(p == y, "pass %d: the list's head is taken first", pass);
+        got[pass] = (size_t)(p - (char *)shmalloc_heap_base(h));
+        cr_assert(shmalloc_check(-1) == 0);
+    }
+    cr_assert_eq(got[0], got[1]);
 }

@@ -1,0 +1,268 @@
+/* Allocations without a barrier (SHMEMX_MALLOC_NO_BARRIER) and the order of
+   calls, on pthreads PEs: offsets stay symmetric without synchronising, the
+   next synchronising call compares what every PE did, and in debug mode a
+   PE that made a call the others did not is named, with its call; and each
+   PE that runs out of memory says so. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* setenv */
+#endif
+#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+
+#include "transports/shmalloc_pthreads.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAP ((size_t)4 << 20)
+#define N 1000
+#define NB_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEMX_MALLOC_NO_BARRIER)
+
+/* Messages from every PE thread, and the first failure seen in one. */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static char out[16384];
+static char failure[256];
+static size_t offsets[4][N];
+
+static void capture(void *user, int stream, const char *text)
+{
+    (void)user;
+    pthread_mutex_lock(&out_lock);
+    if (stream == 2) strncat(out, text, sizeof out - strlen(out) - 1);
+    pthread_mutex_unlock(&out_lock);
+}
+
+static void pe_fail(int line, const char *what)
+{
+    pthread_mutex_lock(&out_lock);
+    if (!failure[0]) snprintf(failure, sizeof failure, "PE %d, line %d: %s", shmem_my_pe(), line, what);
+    pthread_mutex_unlock(&out_lock);
+}
+
+#define PE_CHECK(c) ((c) ? (void)0 : pe_fail(__LINE__, #c))
+
+static void run(int npes, int debug, void (*pe_main)(void *))
+{
+    int rc;
+    if (debug) setenv("SHMALLOC_DEBUG", "1", 1);
+    else unsetenv("SHMALLOC_DEBUG");
+    out[0] = failure[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    rc = shmalloc_pthreads_run(npes, HEAP, pe_main, NULL);
+    shmalloc_set_output(NULL, NULL);
+    unsetenv("SHMALLOC_DEBUG");
+    cr_assert(rc == 0);
+    cr_assert(!failure[0], "%s\n%s", failure, out);
+}
+
+static size_t count(const char *needle)
+{
+    size_t n = 0;
+    const char *p;
+    for (p = out; (p = strstr(p, needle)) != NULL; p++) n++;
+    return n;
+}
+
+static size_t size_of(int i) { return 1 + (size_t)(((unsigned)i * 2654435761u) % 3000u); }
+
+static size_t offset_of(const void *p)
+{
+    return (size_t)((const char *)p - (const char *)shmalloc_heap_base(shmalloc_current()));
+}
+
+/* ---- symmetric without a barrier ---- */
+static void pe_thousand_unsynced(void *arg)
+{
+    static void *blocks[4][N];
+    int me = shmem_my_pe(), right = (me + 1) % shmem_n_pes(), i;
+    void **b = blocks[me];
+    (void)arg;
+    for (i = 0; i < N; i++) {
+        b[i] = shmem_malloc_with_hints(size_of(i), NB_HINTS);
+        PE_CHECK(b[i] != NULL && malloc_error == SHMEM_MALLOC_OK);
+        if (!b[i]) return;
+        offsets[me][i] = offset_of(b[i]);
+        *(int *)b[i] = me * N + i;
+    }
+    shmem_barrier_all(); /* the program's own synchronisation before peers touch the blocks */
+    for (i = 0; i < N; i++) {
+        int theirs = -1;
+        PE_CHECK(offsets[me][i] == offsets[right][i]);
+        shmem_getmem(&theirs, b[i], sizeof theirs, right);
+        PE_CHECK(theirs == right * N + i);
+    }
+    shmem_free(b[0]); /* the first synchronising call: it agrees */
+    PE_CHECK(malloc_error == SHMEM_MALLOC_OK);
+    for (i = 1; i < N; i++) shmem_free(b[i]);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, four_pes_allocate_a_thousand_blocks_without_a_barrier_at_the_same_offsets)
+{
+    run(4, 0, pe_thousand_unsynced);
+    cr_assert(out[0] == 0, "%s", out);
+}
+
+Test(order, the_same_in_debug_mode_reports_nothing)
+{
+    run(4, 1, pe_thousand_unsynced);
+    cr_assert(out[0] == 0, "%s", out);
+}
+
+/* ---- a PE that allocated one block more ---- */
+static void extra_unsynced(char *a)
+{
+    int i, extra = shmem_my_pe() == 1;
+    for (i = 0; i < 2 + extra; i++) PE_CHECK(shmem_malloc_with_hints(128, NB_HINTS) != NULL);
+    shmem_free(a);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), a) == SHMEM_MALLOC_OK);
+    shmem_free(a); /* reported once: the next call agrees again */
+    PE_CHECK(malloc_error == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+static void pe_extra_unsynced(void *arg)
+{
+    (void)arg;
+    extra_unsynced(shmem_malloc(64));
+}
+
+Test(order, an_extra_allocation_without_a_barrier_fails_the_next_call_on_every_pe)
+{
+    run(2, 0, pe_extra_unsynced);
+    cr_assert(count("PE 0: the 2 allocations made without a barrier since the last synchronising call differ "
+                    "from another PE's (in number, sizes, outcomes or order): free fails on every PE\n") == 1,
+              "%s", out);
+    cr_assert(count("PE 1: the 3 allocations made without a barrier") == 1, "%s", out);
+    cr_assert(count("call numbers") == 0, "the call numbers are agreed in debug mode only: %s", out);
+}
+
+static char expected[2][256];
+
+static void pe_extra_unsynced_debug(void *arg)
+{
+    char *a = shmem_malloc(64);
+    int me = shmem_my_pe();
+    (void)arg;
+    snprintf(expected[me], sizeof expected[me],
+             "shmalloc: PE %d: free(size 0, alignment 0, block at offset %zu, hints 0), its call %d, differs from "
+             "another PE's call: the call numbers (PE 1 has made 5 calls, PE 0 4)\n",
+             me, offset_of(a), me ? 5 : 4);
+    extra_unsynced(a);
+}
+
+Test(order, in_debug_mode_the_pe_that_made_an_extra_call_is_named_with_its_call)
+{
+    run(2, 1, pe_extra_unsynced_debug);
+    cr_assert(count(expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out);
+    cr_assert(count(expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out);
+    cr_assert(count("differs from another PE's call") == 2, "once per PE, then agreed again: %s", out);
+}
+
+/* ---- hints ---- */
+static void pe_different_hints(void *arg)
+{
+    void *p = shmem_malloc_with_hints(64, shmem_my_pe() ? SHMEM_MALLOC_SIGNAL_REMOTE : SHMEM_MALLOC_ATOMICS_REMOTE);
+    (void)arg;
+    PE_CHECK(p == NULL && malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    p = shmem_malloc_with_hints(64, SHMEM_MALLOC_SIGNAL_REMOTE);
+    PE_CHECK(p != NULL && malloc_error == SHMEM_MALLOC_OK);
+    shmem_free(p);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, in_debug_mode_different_hints_fail_on_every_pe)
+{
+    run(2, 1, pe_different_hints);
+    cr_assert(count("PE 0: malloc(size 64, alignment 16, block at offset 0, hints 1), its call 1, differs from "
+                    "another PE's call: the hints\n") == 1, "%s", out);
+    cr_assert(count("PE 1: malloc(size 64, alignment 16, block at offset 0, hints 2), its call 1") == 1, "%s", out);
+}
+
+/* ---- realloc keeps the block's hints, agreed in debug mode ---- */
+static void pe_realloc_keeps_hints(void *arg)
+{
+    shmalloc_heap *h = shmalloc_current();
+    char *p = shmem_malloc_with_hints(100, SHMEM_MALLOC_SIGNAL_REMOTE), *wall = shmem_malloc(100);
+    (void)arg;
+    PE_CHECK(p && wall);
+    p = shmem_realloc(p, 4000);
+    PE_CHECK(p != NULL && malloc_error == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_heap_hints(h, p) == SHMEM_MALLOC_SIGNAL_REMOTE);
+    shmem_free(p);
+    shmem_free(wall);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, in_debug_mode_realloc_agrees_on_the_hints_it_keeps)
+{
+    run(4, 1, pe_realloc_keeps_hints);
+    cr_assert(out[0] == 0, "%s", out);
+}
+
+/* ---- realloc synchronises once: peers may write at once ---- */
+#define GROWN ((size_t)256 << 10)
+
+/* Each PE grows its block in place into the free top block and at once
+   puts into the grown part of its right neighbour's copy, where the free
+   block's header and links were (from byte 4104 of a 4096-byte request),
+   then moves a walled block and puts into the moved copy: the owner's grow
+   and copy must be done before any PE returns. */
+static void pe_resize_then_put(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), left = (me + npes - 1) % npes, right = (me + 1) % npes;
+    char *walled = shmem_malloc(4096), *wall = shmem_malloc(16), *top = shmem_malloc(4096), *p;
+    long word[3] = {1000 + me, 2000 + me, 3000 + me}, got[3] = {-1, -1, -1};
+    (void)arg;
+    PE_CHECK(walled && wall && top);
+    memset(walled, 0x77, 4096);
+    p = shmem_realloc(top, GROWN);
+    PE_CHECK(p == top);
+    shmem_putmem(p + 4104, word, sizeof word, right); /* no barrier first, on purpose */
+    p = shmem_realloc(walled, 8192);
+    PE_CHECK(p != NULL && p != walled);
+    if (!p) return;
+    shmem_putmem(p + 4096, word, sizeof word, right);
+    shmem_barrier_all();
+    memcpy(got, top + 4104, sizeof got);
+    PE_CHECK(got[0] == 1000 + left && got[1] == 2000 + left && got[2] == 3000 + left);
+    memcpy(got, p + 4096, sizeof got);
+    PE_CHECK(got[0] == 1000 + left && got[2] == 3000 + left);
+    PE_CHECK(p[0] == 0x77 && p[4095] == 0x77);
+    shmem_free(p);
+    shmem_free(wall);
+    shmem_free(top);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, peers_write_to_a_grown_or_moved_block_as_soon_as_realloc_returns)
+{
+    int i;
+    for (i = 0; i < 20; i++) run(4, 0, pe_resize_then_put);
+    cr_assert(out[0] == 0, "%s", out);
+}
+
+/* ---- out of memory on several PEs ---- */
+static void pe_runs_out_twice(void *arg)
+{
+    shmalloc_info info;
+    (void)arg;
+    PE_CHECK(shmem_malloc(HEAP * 2) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
+    PE_CHECK(shmem_malloc(HEAP * 3) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
+    PE_CHECK(shmemx_heap_info(&info) == 0 && info.failures == 2 && info.used_blocks == 0);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, each_pe_reports_running_out_once_and_in_debug_mode_every_time)
+{
+    run(2, 0, pe_runs_out_twice);
+    cr_assert(count("out of symmetric memory") == 2, "%s", out);
+    cr_assert(count("PE 0: out of symmetric memory: malloc of 8388608 bytes") == 1, "%s", out);
+    cr_assert(count("PE 1: out of symmetric memory: malloc of 8388608 bytes") == 1, "%s", out);
+    cr_assert(count("set SHMEM_SYMMETRIC_HEAP_SIZE to at least 9M") == 2, "%s", out);
+    run(2, 1, pe_runs_out_twice);
+    cr_assert(count("out of symmetric memory") == 4, "%s", out);
+    cr_assert(count("PE 1: out of symmetric memory: malloc of 12582912 bytes") == 1, "%s", out);
+}

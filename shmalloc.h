@@ -658,11 +658,28 @@ SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
    them in a word it has just touched. */
 SHM__INLINE size_t shm__list_bits(const shm__block *list) { return (size_t)(uintptr_t)list->prev_phys; }
 
+/* Pushes b at the head of the list with sentinel node `list`; the list's
+   index is worked out from the node only when the list was empty. */
+SHM__INLINE void shm__push_head(shmalloc_tlsf *t, shm__block *b, shm__block *list)
+{
+    shm__block *head = list->next_free;
+    b->next_free = head;
+    head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
+    b->prev_free = list;
+    list->next_free = b;
+    if (head == list) { /* the list was empty */
+        size_t bits = shm__list_bits(list);
+        t->fl_bitmap |= (uint64_t)1 << (bits >> 32);
+        t->sl_bitmap[bits >> 32] |= (uint32_t)bits;
+    }
+}
+
 /* Files b in the list with sentinel node `list`: first when it lies below
    the head, else last, so the head, which every search takes, leans to low
    addresses and the heap's top is reached later (an empty list's sentinel,
-   in the control block after the blocks, is above every block).  The
-   list's index is worked out from the node only when the list was empty. */
+   in the control block after the blocks, is above every block).  Freeing a
+   block just taken is therefore not always the exact inverse of taking
+   it: shm__untake is. */
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
     shm__block *head = list->next_free;
@@ -675,15 +692,7 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
         list->prev_free = b;
         return;
     }
-    b->next_free = head;
-    head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
-    b->prev_free = list;
-    list->next_free = b;
-    if (head == list) { /* the list was empty */
-        size_t bits = shm__list_bits(list);
-        t->fl_bitmap |= (uint64_t)1 << (bits >> 32);
-        t->sl_bitmap[bits >> 32] |= (uint32_t)bits;
-    }
+    shm__push_head(t, b, list);
 }
 
 SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, size_t i) { shm__push_on(t, b, shm__list(t, i)); }
@@ -1045,6 +1054,27 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
     shm__file_alone(t, b, size, next, next_header);
     return SHMEM_MALLOC_OK;
+}
+
+/* Free block f, which headed its list before a take, heads it again. */
+static void shm__to_head(shmalloc_tlsf *t, shm__block *f)
+{
+    shm__block *list = shm__list_for(t, shm__size(f));
+    if (list->next_free == f) return;
+    shm__remove(t, f);
+    shm__push_head(t, f, list);
+}
+
+/* Gives back the used block b that a take has just cut from the head of
+   its list (a collective allocation another PE failed): b merges back into
+   the block it was cut from, which heads its list again, so the heap is
+   exactly as before the take and later offsets match the PEs' that took
+   nothing. */
+static void shm__untake(shmalloc_tlsf *t, shm__block *b)
+{
+    shm__block *f = b->header & SHM__PREV_FREE ? b->prev_phys : b;
+    shm__release(t, b);
+    shm__to_head(t, f);
 }
 
 /* Why ptr, which is not the user pointer of a used block, is not; reads
@@ -1700,10 +1730,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    peer's put can land before the zeroing) and gives it back if any PE
    failed.  Giving it back restores the heap exactly: the block came from a
    list head, and merging it back undoes the split, list positions included.
-   realloc makes its change before agreeing where it can undo it exactly
-   (a move, most grows in place), so that one synchronisation suffices; a
-   shrink commits after agreeing; other grows commit after agreeing, then
-   synchronise again (shmalloc_heap_realloc says why).
+   realloc grows in place before agreeing where it can undo the grow
+   exactly, and a shrink commits after agreeing, so that one
+   synchronisation suffices; a move and other grows commit after agreeing,
+   then synchronise again (shmalloc_heap_realloc says why).
 
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
@@ -2180,7 +2210,7 @@ static void *shm__alloc_agreed(shmalloc_heap *h, shm__call *call, int zero, long
     p = shm__take_local(h, call, zero, e, short_here);
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *e);
     if (*e && p) {
-        shm__release(h->tlsf, shm__of_user(p));
+        shm__untake(h->tlsf, shm__of_user(p));
         h->tlsf->high_water = high_water;
         p = NULL;
     }
@@ -2313,63 +2343,60 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
 }
 
 /* A grow into the free next block is undone exactly by shrinking back when
-   the free part it leaves stays in the next block's list, or the next
-   block heads its list: otherwise the undo would change the lists' order,
-   and later offsets with it.  A grow of less than a minimum block cannot
-   be shrunk back at all. */
+   the free part it leaves stays in the next block's list (the list keeps
+   its order), or when the next block heads its list (it is put back at the
+   head).  A grow of less than a minimum block cannot be shrunk back. */
 static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm__resize *r)
 {
     const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
     size_t grown = r->size - shm__size(b), nsize = shm__size(next);
     if (grown < SHM__MIN_BLOCK) return 0;
-    if (nsize - grown >= SHM__MIN_BLOCK && shm__same_list(nsize - grown, nsize)) return 1;
+    if (nsize - grown >= SHM__MIN_BLOCK && shm__class_bits(nsize - grown) == shm__class_bits(nsize)) return 1;
     return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
 }
 
-/* realloc's local part before the agreement.  When undoing is exact, the
-   change is made now, so that no peer's put, as soon as the agreement lets
-   it return, reaches a block this PE has yet to change: a move copies into
-   a block taken as malloc takes it (the old block goes after a success, the
-   new one after a failure); an undoable grow grows.  Returns 1 when it made
-   the change.  A shrink needs nothing early; other grows commit after the
-   agreement and set call->again. */
+/* realloc's local part before the agreement: an undoable grow in place
+   grows now, so that no peer's put, as soon as the agreement lets it
+   return, reaches a free block this PE has yet to take.  Returns 1 when it
+   grew.  A shrink needs nothing early.  A move copies after the agreement,
+   which is also the barrier that completes the peers' writes to the old
+   block (OpenSHMEM's barrier on entry); it and the other grows set
+   call->again. */
 static int shm__realloc_early(shmalloc_heap *h, void *ptr, shm__call *call, const shm__resize *r, void **q)
 {
-    shm__block *b = shm__of_user(ptr);
-    size_t old = shm__size(b) - 8, size = call->size;
+    size_t old = shm__size(shm__of_user(ptr)) - 8, size = call->size;
     if (r->how == SHM__IN_PLACE && r->size <= old + 8) return 0;
-    if (r->how == SHM__MOVE) {
-        *q = shm__take(h->tlsf, r->target, r->fl, r->sl, r->size, shm__align_of(b));
-        SHM__UNPOISON(ptr, old); /* the slack after the old request */
-        SHMALLOC_MEMCPY(*q, ptr, old < size ? old : size);
-    } else if (r->how == SHM__IN_PLACE && shm__grow_undoable(h->tlsf, ptr, r)) {
-        *q = shm__commit_resize(h->tlsf, ptr, size, r);
-    } else {
+    if (r->how != SHM__IN_PLACE || !shm__grow_undoable(h->tlsf, ptr, r)) {
         call->again = 1;
         return 0;
     }
+    *q = shm__commit_resize(h->tlsf, ptr, size, r);
     if (h->debug && size > old) SHMALLOC_MEMSET((char *)*q + old, SHM__FILL_NEW, size - old);
     return 1;
 }
 
-/* Plans the resize, makes it early where it can, then agrees; *local: this
-   PE's own outcome.  A failure undoes an early change exactly. */
+/* Plans the resize, grows early where it can, then agrees; *local: this
+   PE's own outcome.  A failure shrinks an early grow back exactly, the
+   free block it grew into heading its list again if it did before. */
 static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm__resize *r, void **q, long *e,
                                long *local)
 {
     size_t high_water = h->tlsf->high_water, bsize = 0;
-    int early = 0;
+    shm__block *b = shm__of_user(ptr), *next;
+    int early = 0, next_heads = 0;
     *q = NULL;
     call->again = 0;
     *local = shm__plan_resize(h->tlsf, ptr, call->size, r);
     if (!*local) {
-        bsize = shm__size(shm__of_user(ptr)); /* a used block's, now that the pointer is checked */
+        bsize = shm__size(b); /* a used block's, now that the pointer is checked */
+        next = shm__at(b, bsize);
+        next_heads = (next->header & SHM__FREE) && next->prev_free == shm__list_for(h->tlsf, shm__size(next));
         early = shm__realloc_early(h, ptr, call, r, q);
     }
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
     if (*e && early) {
-        if (*q != ptr) shm__release(h->tlsf, shm__of_user(*q));
-        else shm__resize_in_place(h->tlsf, shm__of_user(ptr), bsize);
+        shm__resize_in_place(h->tlsf, b, bsize);
+        if (next_heads) shm__to_head(h->tlsf, shm__at(b, bsize));
         h->tlsf->high_water = high_water;
         early = 0;
         *q = NULL;
@@ -2377,11 +2404,10 @@ static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm
     return early;
 }
 
-/* One synchronisation, unless a PE grows in place (or into the previous
-   block) in a way it could not undo exactly: it then commits after the
-   agreement, and every PE synchronises again before returning, since a
-   peer may write to the grown part, where free blocks were, as soon as it
-   returns. */
+/* One synchronisation for a shrink and for a grow in place that can be
+   undone exactly; two for a move and for the other grows: they commit
+   after the agreement, and every PE synchronises again before returning,
+   since a peer may write to the new or grown part as soon as it returns. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shm__resize r;
@@ -2410,7 +2436,6 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
         early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
     if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
-    if (!e && early && q != ptr) shm__release(h->tlsf, shm__of_user(ptr));
     if (!e && !early) {
         old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);

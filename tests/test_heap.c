@@ -969,9 +969,11 @@ typedef struct call_case {
    head, leaving a remainder of another list, synchronises twice, as the
    implementation's heap section explains: its grow could not be undone
    exactly, so it commits after agreeing, and synchronises again since a
-   peer's put to the grown part may reach the free block it takes.  Every
-   other call, failing or not, moving, shrinking and other growing reallocs
-   included, synchronises exactly once. */
+   peer's put to the grown part may reach the free block it takes.  A
+   moving realloc synchronises twice too: it copies after the agreement,
+   which completes the peers' writes to the old block.  Every other call,
+   failing or not, shrinking and other growing reallocs included,
+   synchronises exactly once. */
 static const call_case cases[] = {
     {"shmem_realloc grow in place, not undoable (first, before other calls take the free blocks)",
      call_realloc_grow_late, 2},
@@ -989,7 +991,7 @@ static const call_case cases[] = {
     {"shmem_free(interior)", call_free_bad, 1},
     {"shmem_free(already free)", call_free_double, 1},
     {"shmem_realloc(NULL, 64)", call_realloc_null, 1},
-    {"shmem_realloc grow, moving", call_realloc_grow, 1},
+    {"shmem_realloc grow, moving", call_realloc_grow, 2},
     {"shmem_realloc grow in place into the top block", call_realloc_grow_in_place, 1},
     {"shrealloc shrink", call_shrealloc_shrink, 1},
     {"shmem_malloc + shmem_realloc(p, 0)", call_realloc_zero, 2},
@@ -1004,16 +1006,18 @@ static void run_every_call(int with_allreduce, int check_syncs)
     keep_b = shmem_malloc(100);
     freed_c = shmem_malloc(100);
     cr_assert(keep_a && keep_b && freed_c && shmem_malloc(100));
-    /* keep_g, then two free blocks of 1008 bytes in one list: the one after
-       keep_g was freed first, so it is not the list's head */
+    /* z, keep_g, then free blocks of 1008 bytes in one list: z, below the
+       one after keep_g, x, heads it, so x is not the list's head */
+    void *z = shmem_malloc(1000), *w0 = shmem_malloc(16);
     keep_g = shmem_malloc(100);
     void *x = shmem_malloc(1000), *w1 = shmem_malloc(16), *y = shmem_malloc(1000);
-    cr_assert(keep_g && x && w1 && y && shmem_malloc(16));
+    cr_assert(z && w0 && keep_g && x && w1 && y && shmem_malloc(16));
     keep_t = shmem_malloc(5000); /* from the top: no hole is as large */
     cr_assert(keep_t);
     shmem_free(freed_c);
     shmem_free(x);
     shmem_free(y);
+    shmem_free(z);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int b0 = cnt.barriers, a0 = cnt.allreduces;
         cases[i].fn();
@@ -2045,19 +2049,80 @@ Test(peer, offsets_after_failed_moving_or_growing_reallocs_match_a_heap_that_nev
                      off[1][i]);
 }
 
-/* Two free blocks of 1008 bytes in one list, y at its head, x second, x
+/* Free blocks a < h < y of one list, freed a, y, h: a is filed first, y
+   and h after it, then a is taken, so y heads the list with h, below it,
+   second.  A collective malloc another PE fails takes y and gives it back:
+   a plain free would file y after h (it lies above the head), and the next
+   malloc would take h where a PE that took nothing takes y. */
+Test(peer, a_failed_malloc_puts_a_head_back_at_the_head_when_the_list_is_not_in_address_order)
+{
+    size_t got[2];
+    for (int pass = 0; pass < 2; pass++) {
+        shmalloc_heap *h = make_peer_heap(MIB);
+        char *a = shmem_malloc(1000), *w1 = shmem_malloc(16), *m = shmem_malloc(1000), *w2 = shmem_malloc(16);
+        char *y = shmem_malloc(1000), *w3 = shmem_malloc(16);
+        cr_assert(a && w1 && m && w2 && y && w3);
+        shmem_free(a);
+        shmem_free(y);
+        shmem_free(m);
+        cr_assert(shmem_malloc(1000) == a, "the list's head, a, is taken first");
+        if (pass == 0) {
+            peer_fails(1000, SHMEM_MALLOC_FAIL);
+            cr_assert_null(shmem_malloc(1000));
+            peer_active = 0;
+        }
+        char *p = shmem_malloc(1000);
+        cr_assert(p == y, "pass %d: the block above heads the list, but %p was taken, not %p", pass, (void *)p,
+                  (void *)y);
+        got[pass] = (size_t)(p - (char *)shmalloc_heap_base(h));
+        cr_assert(shmalloc_check(-1) == 0);
+    }
+    cr_assert_eq(got[0], got[1]);
+}
+
+/* The same with a grow in place undone: the free block g grows into heads
+   its list (above the second), and must head it again after the undo. */
+Test(peer, a_failed_grow_in_place_puts_the_free_block_back_at_the_head)
+{
+    size_t got[2];
+    for (int pass = 0; pass < 2; pass++) {
+        shmalloc_heap *h = make_peer_heap(MIB);
+        char *a = shmem_malloc(3000), *w1 = shmem_malloc(16), *m = shmem_malloc(3000), *w2 = shmem_malloc(16);
+        char *g = shmem_malloc(100), *y = shmem_malloc(3000), *w3 = shmem_malloc(16);
+        cr_assert(a && w1 && m && w2 && g && y && w3);
+        shmem_free(a);
+        shmem_free(y);
+        shmem_free(m);
+        cr_assert(shmem_malloc(3000) == a, "the list's head, a, is taken first");
+        if (pass == 0) {
+            int before = syncs();
+            peer_fails(1500, SHMEM_MALLOC_FAIL);
+            cr_assert_null(shmem_realloc(g, 1500));
+            peer_active = 0;
+            cr_assert_eq(syncs() - before, 1, "an undoable grow synchronises once, failing or not");
+        }
+        char *p = shmem_malloc(3000);
+        cr_assert(p == y, "pass %d: the free block above heads the list, but %p was taken, not %p", pass,
+                  (void *)p, (void *)y);
+        got[pass] = (size_t)(p - (char *)shmalloc_heap_base(h));
+        cr_assert(shmalloc_check(-1) == 0);
+    }
+    cr_assert_eq(got[0], got[1], "offset %zu after the failed grow, %zu without", got[0], got[1]);
+}
+
+/* Two free blocks of 1008 bytes in one list, z at its head, x second, x
    right after g.  Growing g into x leaves a remainder of another list, so
-   undoing that grow would put x back at the head: the grow must wait for
-   the agreement, and a failure must leave y first. */
+   undoing that grow could not put x back second: the grow must wait for
+   the agreement, and a failure must leave z first. */
 Test(peer, a_failed_grow_into_a_free_block_that_is_not_its_lists_head_keeps_the_list_order)
 {
     size_t got[2];
     for (int pass = 0; pass < 2; pass++) {
         shmalloc_heap *h = make_peer_heap(MIB);
-        char *g = shmem_malloc(100), *x = shmem_malloc(1000), *w1 = shmem_malloc(16), *y = shmem_malloc(1000);
-        cr_assert(g && x && w1 && y && shmem_malloc(16));
+        char *z = shmem_malloc(1000), *w0 = shmem_malloc(16), *g = shmem_malloc(100), *x = shmem_malloc(1000);
+        cr_assert(z && w0 && g && x && shmem_malloc(16));
+        shmem_free(z);
         shmem_free(x);
-        shmem_free(y);
         if (pass == 0) {
             int before = syncs();
             peer_fails(700, SHMEM_MALLOC_FAIL);
@@ -2066,7 +2131,7 @@ Test(peer, a_failed_grow_into_a_free_block_that_is_not_its_lists_head_keeps_the_
             cr_assert_eq(syncs() - before, 1, "a failure synchronises once");
         }
         char *p = shmem_malloc(1000);
-        cr_assert(p == y, "pass %d: the list's head is taken first", pass);
+        cr_assert(p == z, "pass %d: the list's head is taken first", pass);
         got[pass] = (size_t)(p - (char *)shmalloc_heap_base(h));
         cr_assert(shmalloc_check(-1) == 0);
     }

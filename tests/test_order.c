@@ -244,6 +244,38 @@ Test(order, peers_write_to_a_grown_or_moved_block_as_soon_as_realloc_returns)
     cr_assert(out[0] == 0, "%s", out);
 }
 
+/* Each PE puts into its right neighbour's block and at once resizes the
+   block so that it moves: realloc's agreement completes the puts before
+   any PE copies, so the moved copy holds the left neighbour's words. */
+static void pe_put_then_move(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), left = (me + npes - 1) % npes, right = (me + 1) % npes;
+    char *walled = shmem_malloc(4096), *wall = shmem_malloc(16), *p;
+    long word[3] = {1000 + me, 2000 + me, 3000 + me}, got[3] = {-1, -1, -1};
+    (void)arg;
+    PE_CHECK(walled && wall);
+    if (!walled || !wall) return;
+    memset(walled, 0x77, 4096);
+    shmem_barrier_all();
+    shmem_putmem(walled + 2048, word, sizeof word, right); /* no barrier after, on purpose */
+    p = shmem_realloc(walled, 8192);
+    PE_CHECK(p != NULL && p != walled);
+    if (!p) return;
+    memcpy(got, p + 2048, sizeof got);
+    PE_CHECK(got[0] == 1000 + left && got[1] == 2000 + left && got[2] == 3000 + left);
+    PE_CHECK(p[0] == 0x77 && p[4095] == 0x77);
+    shmem_free(p);
+    shmem_free(wall);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, a_put_made_before_a_moving_realloc_is_in_the_moved_block)
+{
+    int i;
+    for (i = 0; i < 50; i++) run(4, 0, pe_put_then_move);
+    cr_assert(out[0] == 0, "%s", out);
+}
+
 /* ---- out of memory on several PEs ---- */
 static void pe_runs_out_twice(void *arg)
 {

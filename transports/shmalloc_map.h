@@ -426,13 +426,33 @@ static void shm__map_report(const shm__heap_mem *m, const shm__huge *h, int pe)
 
 static void shm__map_release(shm__heap_mem *m)
 {
-    if (m->base) munmap(m->base, m->mapped);
+    if (!m->base) return; /* never mapped: fd may be 0 of a zeroed struct */
+    munmap(m->base, m->mapped);
     if (m->fd >= 0) close(m->fd);
     m->base = NULL;
     m->fd = -1;
 }
 
 #if defined(SHM__MAP_PEERS) /* the PMIx transport */
+/* Which node this process is on, as far as sharing memory goes: the
+   kernel's boot id, the host name and the pid namespace (a peer's /proc
+   entry must be its own).  FNV-1a over the three. */
+static uint64_t shm__node_id(void)
+{
+    char text[512], buf[256];
+    size_t n = 0, i;
+    ssize_t len;
+    uint64_t h = 14695981039346656037ull;
+    n += strlen(strcpy(text, shm__file_line("/proc/sys/kernel/random/boot_id", buf, sizeof buf)));
+    text[n++] = '/';
+    if (gethostname(text + n, 128) == 0) n += strnlen(text + n, 128);
+    text[n++] = '/';
+    len = readlink("/proc/self/ns/pid", text + n, sizeof text - n - 1);
+    if (len > 0) n += (size_t)len;
+    for (i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+    return h;
+}
+
 /* A same-node peer's heap memory, through its memfd: NULL when it cannot
    be opened (another user, a /proc without access). */
 static char *shm__map_peer(long pid, int fd, size_t len)

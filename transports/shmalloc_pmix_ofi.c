@@ -410,7 +410,7 @@ static int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
    The same address on every PE when the kernel agrees: a fixed high address
    aligned to a power of two covering the heap, so shmem_align results are
    symmetric too.  Elsewhere the base is aligned to at most 1 GiB.  With
-   peers on this node the heap is a memfd they map (shm__map_peers). */
+   peers on this node the heap is a memfd they map (shm__map_peer_heap). */
 static int shm__shared_heap(void)
 {
     const char *v = getenv("SHMALLOC_PMIX_OFI_DIRECT");
@@ -1245,7 +1245,7 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     memset(mine, 0, sizeof *mine);
     mine->ok = (uint64_t)ok;
     mine->base = (uint64_t)(uintptr_t)shm__w.heap_base;
-    mine->node = shm__node_id();
+    mine->node = r == &shm__w.regions[0] ? shm__node_id() : 0;
     mine->pid = (uint64_t)getpid();
     mine->fd = shm__w.map.fd;
     mine->mapped = shm__w.map.mapped;
@@ -1460,7 +1460,7 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
         return;
     }
     if (shm__w.peers[pe].direct) {
-        memcpy(shm__w.peers[pe].direct + offset, source, nelems);
+        memmove(shm__w.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
         shm__w.direct_dirty = 1;
         return;
     }
@@ -1478,7 +1478,7 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
         return;
     }
     if (shm__w.peers[pe].direct) {
-        memcpy(dest, shm__w.peers[pe].direct + offset, nelems);
+        memmove(dest, shm__w.peers[pe].direct + offset, nelems);
         return;
     }
     shm__transfer(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);

@@ -302,10 +302,10 @@ static void scenario_direct(void)
 {
     const size_t n = (size_t)64 << 10;
     int right = (me + 1) % npes, left = (me + npes - 1) % npes, q;
-    unsigned char *block = (unsigned char *)shmem_malloc(n), *there;
+    unsigned char *block = (unsigned char *)shmem_malloc(n), *there, *local = (unsigned char *)malloc(n);
     uint64_t *words = (uint64_t *)shmem_calloc((size_t)npes, sizeof *words), v = 0x5eed0000u + (uint64_t)me;
-    CHECK(block && words);
-    if (!block || !words) goto out;
+    CHECK(block && words && local);
+    if (!block || !words || !local) goto out;
     fill(block, me, 7, 0, n);
     shmem_barrier_all();
     for (q = 0; q < npes; q++) {
@@ -317,11 +317,15 @@ static void scenario_direct(void)
     }
     shmem_barrier_all();
     there = (unsigned char *)shmem_ptr(block, right);
-    if (there) fill(there, me, 8, 0, n);        /* stores into the right neighbour's heap */
-    else shmem_putmem(block, block, 0, right);
+    if (there) {
+        fill(there, me, 8, 0, n); /* stores into the right neighbour's heap */
+    } else {                      /* another node: the same bytes by a put */
+        fill(local, me, 8, 0, n);
+        shmem_putmem(block, local, n, right);
+    }
     shmem_quiet();
     shmem_barrier_all();
-    if (shmem_ptr(block, left) || expect_direct() == 1) CHECK_PATTERN(block, left, 8, 0, n);
+    CHECK_PATTERN(block, left, 8, 0, n);
     for (q = 0; q < npes; q++) shmem_putmem(&words[me], &v, sizeof v, q);
     shmem_barrier_all();
     for (q = 0; q < npes; q++) CHECK_EQ(words[q], 0x5eed0000u + (uint64_t)q);
@@ -334,6 +338,7 @@ static void scenario_direct(void)
 out:
     shmem_free(words);
     shmem_free(block);
+    free(local);
 }
 
 static void scenario_realloc(void)

@@ -11,8 +11,8 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_order test_sbreak test_grow
-HEADERS  = shmalloc.h transports/shmalloc_pthreads.h
+TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_order test_sbreak test_grow test_hugepages
+HEADERS  = shmalloc.h transports/shmalloc_pthreads.h transports/shmalloc_map.h
 PTHREADS = transports/shmalloc_pthreads.c
 
 include mk/install.mk
@@ -67,6 +67,8 @@ $(B)/test_sbreak: tests/test_sbreak.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 $(B)/test_grow: tests/test_grow.c $(B)/libshmalloc_pthreads.a
 	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
+$(B)/test_hugepages: tests/test_hugepages.c $(B)/libshmalloc_pthreads.a
+	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
 
 demo: $(B)/hello_pthreads
 	./$(B)/hello_pthreads 4
@@ -75,10 +77,10 @@ demo: $(B)/hello_pthreads
 PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix libfabric 2>/dev/null)
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
 
-$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h shmalloc.h | $(B)
+$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
 	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
 
-$(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h shmalloc.h | $(B)
+$(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
 	$(CC) $(CFLAGS) examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
 
 $(B)/test_pmix_ofi: tests/test_pmix_ofi.c | $(B)

@@ -4,6 +4,8 @@
 #   make bench           every suite, then bench/results/summary.csv and a table
 #   make bench-core      the TLSF core against glibc, jemalloc, tcmalloc, mimalloc
 #   make bench-scaling   workload b over live sets 1k..1M and heaps 64 MiB..64 GiB
+#   make bench-hugepages random 8-byte accesses over 1 GiB on each kind of page
+#   make bench-putget    same-node puts and gets: direct copies against libfabric
 #
 # Run as root, it installs what it lacks with apt-get, as `make deps` does;
 # an allocator whose library is still missing is skipped with a note.
@@ -35,7 +37,7 @@ BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
-.PHONY: bench bench-core bench-scaling bench-deps bench-build
+.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -48,6 +50,21 @@ bench-core: bench-deps
 bench-scaling: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
 	BENCH_BIN=$(BENCH_B) bash bench/run.sh scaling
+
+# Random 8-byte accesses over a 1 GiB heap: base pages, transparent huge
+# pages, hugetlbfs pages (as root).  Same-node puts and gets of 8 B and
+# 64 KiB, direct copies against libfabric (PMIx transport, 2 PEs).
+bench-hugepages: $(BENCH_B)/hugepages
+	BENCH_BIN=$(BENCH_B) bash bench/hugepages.sh
+
+bench-putget: $(BENCH_B)/putget
+	BENCH_BIN=$(BENCH_B) bash bench/putget.sh
+
+$(BENCH_B)/hugepages: bench/hugepages.c shmalloc.h transports/shmalloc_pthreads.c transports/shmalloc_map.h | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) bench/hugepages.c transports/shmalloc_pthreads.c -pthread -o $@
+
+$(BENCH_B)/putget: bench/putget.c shmalloc.h transports/shmalloc_pmix_ofi.c transports/shmalloc_map.h | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) bench/putget.c transports/shmalloc_pmix_ofi.c $$(pkg-config --cflags --libs pmix libfabric) -o $@
 
 # Only the packages that are missing, and only as root; anything else is a note.
 bench-deps:

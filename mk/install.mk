@@ -64,13 +64,13 @@ shm_ldlibs_shmalloc_pmix_ofi = $(shm_pmix_libs)
 $(B)/pic:
 	mkdir -p $@
 
-$(B)/pic/shmalloc_pthreads.o: transports/shmalloc_pthreads.c $(shm_headers) | $(B)/pic
+$(B)/pic/shmalloc_pthreads.o: transports/shmalloc_pthreads.c $(shm_headers) transports/shmalloc_map.h | $(B)/pic
 	$(CC) $(CFLAGS) -fPIC -c $< -o $@
 
-$(B)/pic/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h | $(B)/pic
+$(B)/pic/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h | $(B)/pic
 	$(CC) $(CFLAGS) $(shm_pmix_cflags) -fPIC -c $< -o $@
 
-$(B)/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h
+$(B)/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $(shm_pmix_cflags) -c $< -o $@
 

@@ -9,7 +9,7 @@
    ordinary and ASan builds, and in TSan builds (or with
    -DSHMALLOC_TEST_SHIM) a runner of its own that supports Test,
    ParameterizedTest(Parameters), cr_make_param_array, cr_assert,
-   cr_assert_eq/neq/null/not_null, the options .exit_code, .timeout and
+   cr_assert_eq/neq/null/not_null, cr_skip_test, the options .exit_code, .timeout and
    .init, and cr_redirect_stderr / cr_get_redirected_stderr.  Each test runs
    in a forked child, as with Criterion; a failed assert ends the child.
    The runner takes an optional substring to select tests and ignores
@@ -119,6 +119,21 @@ SHIM_UNUSED static void shim_fail(const char *file, int line, const char *expr, 
     _exit(254);
 }
 
+/* A skipped test ends its child with this status; the runner counts it
+   apart, never as passing. */
+#define SHIM_SKIPPED 77
+SHIM_UNUSED static void cr_skip_test(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("skipped: ", stdout);
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(NULL);
+    _exit(SHIM_SKIPPED);
+}
+
 #define SHIM_CHECK_(cond, ...) \
     do { if (!(cond)) shim_fail(__FILE__, __LINE__, #cond, __VA_ARGS__); } while (0)
 #define cr_assert(...) SHIM_ASSERT_(__VA_ARGS__, "")
@@ -154,7 +169,8 @@ SHIM_UNUSED static FILE *cr_get_redirected_stderr(void)
     return shim_stderr_reader;
 }
 
-/* Runs one test (param NULL for a plain one) in a child; 1 if it passed. */
+/* Runs one test (param NULL for a plain one) in a child; 1 if it passed,
+   SHIM_SKIPPED if it skipped itself. */
 static int shim_run_one(const struct shim_test *t, void *param, size_t index)
 {
     int status;
@@ -173,6 +189,10 @@ static int shim_run_one(const struct shim_test *t, void *param, size_t index)
         return 0;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == t->options.exit_code) return 1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == SHIM_SKIPPED) {
+        printf("[SKIP] %s::%s\n", t->suite, t->name);
+        return SHIM_SKIPPED;
+    }
     printf("[FAIL] %s::%s", t->suite, t->name);
     if (param != NULL) printf(" (parameter %zu)", index);
     if (WIFSIGNALED(status))
@@ -185,7 +205,7 @@ int main(int argc, char **argv)
 {
     const char *filter = NULL;
     const struct shim_test *t;
-    int i, tested = 0, passed = 0;
+    int i, tested = 0, passed = 0, skipped = 0, r;
     for (i = 1; i < argc; i++)
         if (argv[i][0] != '-' && (i == 1 || strcmp(argv[i - 1], "--jobs") != 0)) filter = argv[i];
     for (t = shim_tests; t != NULL; t = t->next) {
@@ -193,18 +213,22 @@ int main(int argc, char **argv)
         if (filter != NULL && strstr(t->name, filter) == NULL) continue;
         if (t->run_param == NULL) {
             tested++;
-            passed += shim_run_one(t, NULL, 0);
+            r = shim_run_one(t, NULL, 0);
+            passed += r == 1;
+            skipped += r == SHIM_SKIPPED;
             continue;
         }
         for (k = 0; k < t->params().length; k++) {
             struct shim_params p = t->params();
             tested++;
-            passed += shim_run_one(t, (char *)p.params + k * p.size, k);
+            r = shim_run_one(t, (char *)p.params + k * p.size, k);
+            passed += r == 1;
+            skipped += r == SHIM_SKIPPED;
         }
     }
-    printf("[====] Synthesis: Tested: %d | Passing: %d | Failing: %d (criterion_shim)\n", tested,
-           passed, tested - passed);
-    return passed == tested ? 0 : 1;
+    printf("[====] Synthesis: Tested: %d | Passing: %d | Skipped: %d | Failing: %d (criterion_shim)\n", tested,
+           passed, skipped, tested - passed - skipped);
+    return passed + skipped == tested ? 0 : 1;
 }
 
 #endif /* SHMALLOC_TEST_SHIM */

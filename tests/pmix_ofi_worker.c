@@ -21,7 +21,10 @@
                 PE puts the round number to every peer before the barrier
      stress     SHMALLOC_WORKER_OPS (10000) random collective operations with
                 the same seed on every PE, data checked on peers
-     all        the six above, in that order, in one launch
+     direct     peers' heaps through shmem_ptr (mapped on this node, or NULL
+                as SHMALLOC_EXPECT_DIRECT (1|0) says, when set), loads and
+                stores through them, 8-byte puts and gets to every PE
+     all        the seven above, in that order, in one launch
    and, for fault tests:
      init       shmem_init and shmem_finalize only
      kill       PE 1 kills itself (SIGKILL) while the others are in a barrier
@@ -89,6 +92,14 @@ const char *__lsan_default_suppressions(void)
 }
 
 /* ---- helpers ------------------------------------------------------------- */
+/* SHMALLOC_EXPECT_DIRECT: 1 every peer's heap is mapped here (shmem_ptr
+   gives an address), 0 none is, unset (-1) either. */
+static int expect_direct(void)
+{
+    const char *v = getenv("SHMALLOC_EXPECT_DIRECT");
+    return v && *v ? atoi(v) != 0 : -1;
+}
+
 static unsigned char pattern(int pe, uint32_t tag, size_t i)
 {
     return (unsigned char)((unsigned)pe * 151u + tag * 31u + (unsigned)i * 7u + (unsigned)(i >> 9));
@@ -267,7 +278,7 @@ static void scenario_putget(void)
     CHECK(shmem_ptr(block, me) == block);
     CHECK(shmem_ptr(&on_stack, me) == NULL);
     for (q = 0; q < npes; q++) {
-        if (q != me) CHECK(shmem_ptr(block, q) == NULL);
+        if (q != me && expect_direct() >= 0) CHECK_EQ(shmem_ptr(block, q) != NULL, expect_direct());
         CHECK_EQ(shmem_addr_accessible(block, q), 1);
         CHECK_EQ(shmem_addr_accessible(large + big - 1, q), 1);
     }
@@ -282,6 +293,52 @@ out:
     shmem_free(block);
     free(src);
     free(back);
+}
+
+/* Same-node peers' heaps through shmem_ptr: loads see what the peer
+   wrote, stores are seen by the peer after a barrier, and small puts to
+   every PE land whichever way they travel. */
+static void scenario_direct(void)
+{
+    const size_t n = (size_t)64 << 10;
+    int right = (me + 1) % npes, left = (me + npes - 1) % npes, q;
+    unsigned char *block = (unsigned char *)shmem_malloc(n), *there, *local = (unsigned char *)malloc(n);
+    uint64_t *words = (uint64_t *)shmem_calloc((size_t)npes, sizeof *words), v = 0x5eed0000u + (uint64_t)me;
+    CHECK(block && words && local);
+    if (!block || !words || !local) goto out;
+    fill(block, me, 7, 0, n);
+    shmem_barrier_all();
+    for (q = 0; q < npes; q++) {
+        there = (unsigned char *)shmem_ptr(block, q);
+        if (q == me) CHECK(there == block);
+        else if (expect_direct() >= 0) CHECK_EQ(there != NULL, expect_direct());
+        if (there) CHECK_PATTERN(there, q, 7, 0, n);
+        CHECK(shmem_ptr(block + n, q) == NULL || shmem_ptr(block + n - 1, q) != NULL);
+    }
+    shmem_barrier_all();
+    there = (unsigned char *)shmem_ptr(block, right);
+    if (there) {
+        fill(there, me, 8, 0, n); /* stores into the right neighbour's heap */
+    } else {                      /* another node: the same bytes by a put */
+        fill(local, me, 8, 0, n);
+        shmem_putmem(block, local, n, right);
+    }
+    shmem_quiet();
+    shmem_barrier_all();
+    CHECK_PATTERN(block, left, 8, 0, n);
+    for (q = 0; q < npes; q++) shmem_putmem(&words[me], &v, sizeof v, q);
+    shmem_barrier_all();
+    for (q = 0; q < npes; q++) CHECK_EQ(words[q], 0x5eed0000u + (uint64_t)q);
+    for (q = 0; q < npes; q++) {
+        uint64_t got = 0;
+        shmem_getmem(&got, &words[q], sizeof got, (q + 1) % npes);
+        CHECK_EQ(got, 0x5eed0000u + (uint64_t)q);
+    }
+    shmem_barrier_all();
+out:
+    shmem_free(words);
+    shmem_free(block);
+    free(local);
 }
 
 static void scenario_realloc(void)
@@ -612,6 +669,9 @@ static void scenario_grow(void)
     CHECK(shmalloc_heap_size(shmalloc_current()) >= GROW_PIECES * mib);
     fill(b, me, 100, 0, straddle);
     shmem_barrier_all();
+    if (npes > 1 && expect_direct() >= 0) CHECK_EQ(shmem_ptr(p[GROW_PIECES - 1], right) != NULL, expect_direct());
+    if (npes > 1 && shmem_ptr(p[GROW_PIECES - 1], right)) /* the peer's newest piece, loaded directly */
+        CHECK_PATTERN((unsigned char *)shmem_ptr(p[GROW_PIECES - 1], right), right, GROW_PIECES - 1, 0, mib);
     for (i = 0; i < GROW_PIECES; i++) { /* read the right neighbour's copies */
         shmem_getmem(buf, p[i], mib, right);
         CHECK_PATTERN(buf, right, (uint32_t)i, 0, mib);
@@ -644,6 +704,7 @@ typedef struct scenario {
 static const scenario scenarios[] = {
     {"symmetric", scenario_symmetric, 1}, {"putget", scenario_putget, 1}, {"realloc", scenario_realloc, 1},
     {"mismatch", scenario_mismatch, 1},   {"barrier", scenario_barrier, 1}, {"stress", scenario_stress, 1},
+    {"direct", scenario_direct, 1},
     {"grow", scenario_grow, 0},
 };
 

@@ -174,19 +174,24 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
 }
 
 /* ---- the scenarios, over providers x PE counts x address modes ---------- */
-/* Same-address runs synchronise through node memory (the default on one
-   node), different-address runs by messages, so both paths are tested
-   with both providers. */
+/* Same-address runs synchronise through node memory and copy directly
+   into same-node peers' heaps (the defaults on one node), different-address
+   runs use messages and libfabric RMA, so both paths are tested with both
+   providers. */
 static void check_all(const char *provider, int npes, int any_address)
 {
     static run r;
-    char prov[64], any[64], expect[64], node[64];
-    const char *env[] = {prov, any, expect, node, "SHMEM_SYMMETRIC_HEAP_SIZE=128M", "SHMALLOC_VERBOSE=1", NULL};
+    char prov[64], any[64], expect[64], node[64], direct[64], expect_direct[64], copies[64];
+    const char *env[] = {prov, any, expect, node, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=128M",
+                         "SHMALLOC_VERBOSE=1", NULL};
     int tcp = strstr(provider, "tcp") != NULL;
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
     snprintf(expect, sizeof expect, "SHMALLOC_EXPECT_ADDRESSES=%s", any_address ? "differ" : "same");
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", !any_address);
+    snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
+    snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_EXPECT_DIRECT=%d", !any_address);
+    snprintf(copies, sizeof copies, "direct copies to %d PEs of this node", any_address ? 0 : npes - 1);
     launch(&r, npes, "all", env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
                  tail(&r));
@@ -196,6 +201,7 @@ static void check_all(const char *provider, int npes, int any_address)
     cr_assert_eq(count(&r, any_address ? "barriers by messages" : "barriers through node memory"), npes, "%s",
                  tail(&r));
     cr_assert_eq(count(&r, tcp ? "provider tcp;ofi_rxm" : "provider shm,"), npes, "provider:\n%s", tail(&r));
+    cr_assert_eq(count(&r, copies), npes, "not \"%s\" on every PE:\n%s", copies, tail(&r));
     if (tcp) /* the network rule: every endpoint on loopback */
         cr_assert_eq(count(&r, "endpoint fi_sockaddr_in://127."), npes, "non-loopback endpoint:\n%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
@@ -283,21 +289,36 @@ Test(pmix_ofi, bad_node_barrier_value_is_refused, .timeout = TEST_TIMEOUT)
     check_refused("SHMALLOC_PMIX_OFI_NODE_BARRIER=2", "shmalloc: SHMALLOC_PMIX_OFI_NODE_BARRIER=\"2\" is not 0 or 1");
 }
 
+Test(pmix_ofi, bad_direct_value_is_refused, .timeout = TEST_TIMEOUT)
+{
+    check_refused("SHMALLOC_PMIX_OFI_DIRECT=yes", "shmalloc: SHMALLOC_PMIX_OFI_DIRECT=\"yes\" is not 0 or 1");
+}
+
+Test(pmix_ofi, bad_huge_pages_value_is_refused, .timeout = TEST_TIMEOUT)
+{
+    check_refused("SHMALLOC_HUGE_PAGES=3M", "shmalloc: SHMALLOC_HUGE_PAGES=\"3M\" is not auto, off or a huge page size");
+}
+
 Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)
 {
     check_refused("SHMALLOC_HEAP_MAX=lots", "shmalloc: SHMALLOC_HEAP_MAX=\"lots\" is not a heap size");
 }
 
-/* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------ */
+/* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------
+   Same-address runs map the peers' heaps, pieces they grow into included:
+   the worker loads a peer's newest piece through shmem_ptr. */
 static void check_grow(const char *provider, int npes, int any_address, const char *fail_register)
 {
     static run r;
-    char prov[64], any[64], fail[64];
-    const char *env[] = {prov, any, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M", fail, NULL};
+    char prov[64], any[64], fail[64], direct[64], expect_direct[64];
+    const char *env[] = {prov, any, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M",
+                         fail, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
+    snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
+    snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_EXPECT_DIRECT=%d", !any_address && npes > 1);
     if (fail_register) snprintf(fail, sizeof fail, "SHMALLOC_PMIX_OFI_FAIL_REGISTER=%s", fail_register);
-    else env[4] = NULL;
+    else env[6] = NULL;
     launch(&r, npes, "grow", env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
                  tail(&r));
@@ -370,6 +391,10 @@ static void check_death(const char *scenario, const char *provider)
     cr_assert(has(&r, "for PE 1") || has(&r, "PE 1 ended") || has(&r, "rank 1 ") || has(&r, ",1]"),
               "nobody named the dead PE:\n%s", tail(&r));
     cr_assert(has(&r, "shmalloc: "), "no PE said why it ended:\n%s", tail(&r));
+    if (strcmp(provider, "shm") == 0) { /* no leftovers: the dead PE's file went at start-up */
+        cr_assert_eq(count(&r, "endpoint fi_shm://"), 4, "not every endpoint is named:\n%s", tail(&r));
+        cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
+    }
 }
 
 Test(pmix_ofi, sigkilled_pe_ends_the_job_shm, .timeout = TEST_TIMEOUT) { check_death("kill", "shm"); }
@@ -418,4 +443,108 @@ Test(pmix_ofi, global_exit_ends_every_pe_with_its_status, .timeout = TEST_TIMEOU
     cr_assert_eq(r.status, 7, "status %d:\n%s", r.status, tail(&r));
     cr_assert(r.seconds < DEATH_LIMIT, "took %.1f s", r.seconds);
     cr_assert(!has(&r, "FAIL"), "%s", tail(&r));
+}
+
+/* ---- no leftovers in /dev/shm ------------------------------------------- */
+static void make_file(const char *path, int uid)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL, "cannot create %s", path);
+    fclose(f);
+    if (uid >= 0) cr_assert(chown(path, (uid_t)uid, (gid_t)uid) == 0, "chown %s", path);
+}
+
+/* Files named like the shm provider's, of a process that has ended: start-up
+   removes this user's, and keeps another user's and a live process's. */
+Test(pmix_ofi, start_up_removes_this_users_files_of_ended_processes_only, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_VERBOSE=1", NULL};
+    char dead_mine[64], dead_other[64], live_mine[64];
+    int root = getuid() == 0, status;
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) _exit(0);
+    cr_assert(waitpid(child, &status, 0) == child); /* child's pid is now nobody's */
+    snprintf(dead_mine, sizeof dead_mine, "/dev/shm/%ld:0:0", (long)child);
+    snprintf(dead_other, sizeof dead_other, "/dev/shm/%ld:1:0", (long)child);
+    snprintf(live_mine, sizeof live_mine, "/dev/shm/%ld:0:0", (long)getpid());
+    make_file(dead_mine, -1);
+    if (root) make_file(dead_other, 65534);
+    make_file(live_mine, -1);
+    launch(&r, 2, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert(access(dead_mine, F_OK) != 0, "%s survived start-up", dead_mine);
+    cr_assert(access(live_mine, F_OK) == 0, "%s (a live process's) was removed", live_mine);
+    if (root) cr_assert(access(dead_other, F_OK) == 0, "%s (another user's) was removed", dead_other);
+    cr_assert(has(&r, "removed 1 /dev/shm file") || has(&r, "/dev/shm files of ended processes"), "%s", tail(&r));
+    unlink(live_mine);
+    unlink(dead_other);
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+    if (!root) cr_skip_test("the other user's file needs root to create; the rest passed");
+}
+
+/* ---- huge pages and the PMIx transport's shared heaps --------------------- */
+static long free_2m_pages(void)
+{
+    long v = -1;
+    FILE *f = fopen("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1) v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Heaps larger than the free hugetlbfs pool: every PE says it fell back,
+   and to what, while puts, gets and shmem_ptr keep working. */
+Test(pmix_ofi, huge_pages_beyond_the_pool_fall_back_loudly_on_every_pe, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    char size[64];
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_HUGE_PAGES=2M", size, "SHMALLOC_VERBOSE=1",
+                         "SHMALLOC_EXPECT_DIRECT=1", NULL};
+    long pages = free_2m_pages();
+    if (pages < 0) cr_skip_test("this kernel has no 2 MiB hugetlbfs pages");
+    snprintf(size, sizeof size, "SHMEM_SYMMETRIC_HEAP_SIZE=%ldM", 2 * (pages + 64));
+    launch(&r, 2, "direct", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK direct"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "shmalloc: huge pages fell back: SHMALLOC_HUGE_PAGES=2M asked for hugetlbfs pages"), 2,
+                 "%s", tail(&r));
+    cr_assert_eq(count(&r, "hugetlbfs pages could not be reserved"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "has 4 KiB pages") + count(&r, "has 2 MiB transparent huge pages"), 2, "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+/* As root: with pages in the pool, each PE's heap is a hugetlbfs memfd
+   that its peer maps, and no PE reports a fallback. */
+Test(pmix_ofi, reserved_huge_pages_back_shared_heaps_as_root, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_HUGE_PAGES=2M", "SHMEM_SYMMETRIC_HEAP_SIZE=32M",
+                         "SHMALLOC_VERBOSE=1", "SHMALLOC_EXPECT_DIRECT=1", NULL};
+    long total = -1;
+    FILE *f = fopen(pool, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &total) != 1) total = -1;
+        fclose(f);
+    }
+    if (total < 0 || getuid() != 0 || access(pool, W_OK) != 0) cr_skip_test("needs root and 2 MiB hugetlbfs pages");
+    f = fopen(pool, "w");
+    cr_assert(f != NULL);
+    fprintf(f, "%ld\n", total + 40); /* 2 heaps of 17 pages, and slack */
+    fclose(f);
+    launch(&r, 2, "direct", env);
+    f = fopen(pool, "w");
+    if (f) {
+        fprintf(f, "%ld\n", total);
+        fclose(f);
+    }
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK direct"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "2 MiB hugetlbfs pages), barriers"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "direct copies to 1 PEs"), 2, "%s", tail(&r));
+    cr_assert(!has(&r, "fell back"), "%s", tail(&r));
 }

@@ -3,13 +3,16 @@
    carries barriers, the allocator's all-reduce, puts and gets.  See
    shmalloc_pmix_ofi.h. */
 #if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE */
+#  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE, memfd_create */
 #endif
 
 #define SHMALLOC_IMPLEMENTATION
 #include "../shmalloc.h"
 #include "shmalloc_pmix_ofi.h"
+#define SHM__MAP_PEERS /* heaps that same-node peers map */
+#include "shmalloc_map.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -45,10 +48,6 @@
 #  pragma GCC diagnostic pop
 #endif
 
-#if !defined(MAP_FIXED_NOREPLACE)
-#  define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older kernels take a hint */
-#endif
-
 /* ThreadSanitizer owns fixed parts of the address space: map anywhere. */
 #if defined(__SANITIZE_THREAD__)
 #  define SHM__TSAN 1
@@ -71,7 +70,6 @@
 #define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
 #define SHM__FIXED_END (((uintptr_t)1 << 47) - ((uintptr_t)1 << 40))
 #define SHM__FIXED_TRIES 8
-#define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* base alignment cap away from the fixed address */
 #define SHM__LOCAL_KEY 1          /* requested keys, when the provider lets us choose; */
 #define SHM__HEAP_KEY 2           /* the heap's pieces take 2, 3, ... */
 #define SHM__MAX_REGIONS 64       /* registered pieces of a growing heap */
@@ -119,6 +117,9 @@ typedef struct shm__wire_heap {
     uint64_t raw_base;      /* FI_MR_RAW only */
     uint64_t raw_size;
     uint8_t raw[SHM__RAW_KEY_MAX];
+    uint64_t node, pid;     /* the first piece only: how same-node peers map the heap */
+    int64_t fd;             /* its memfd, or -1 */
+    uint64_t mapped, at;    /* the memfd's length, and the block space's offset in it */
 } shm__wire_heap;
 
 typedef struct shm__peer {
@@ -128,6 +129,9 @@ typedef struct shm__peer {
     unsigned char key_mapped[SHM__MAX_REGIONS];
     int dirty;              /* written since the last quiet */
     shm__op flush;          /* quiet's read */
+    char *direct;           /* its block space mapped here (same node), or NULL */
+    char *direct_map;       /* that mapping, and its length */
+    size_t direct_len;
 } shm__peer;
 
 /* A registered piece of this PE's heap: [offset, offset + bytes) from its
@@ -149,11 +153,10 @@ static struct shm__world {
     int event_registered;
     int verbose, any_address, timeout;
     /* heap */
-    char *mem;
-    size_t mem_bytes;
+    shm__heap_mem map;      /* the heap's memory (shmalloc_map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
-    size_t nominal;         /* the heap's first size; it may grow to mem_bytes */
+    size_t nominal;         /* the heap's first size; it may grow to map.bytes */
     char *heap_base;        /* the registered block space */
     size_t heap_bytes;
     shm__region regions[SHM__MAX_REGIONS];
@@ -179,6 +182,7 @@ static struct shm__world {
     shm__inbox inbox[2][SHM__MAX_ROUNDS];
     uint32_t epoch;
     shm__peer *peers;
+    int direct_dirty;       /* copied into a peer's heap since the last quiet */
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
     size_t node_bytes;
     uint64_t node_epoch;
@@ -190,7 +194,7 @@ static struct shm__world {
     int dead_status;        /* atomic */
     double dead_seen;
     int finalizing;
-    char shm_file[160];     /* the shm provider's /dev/shm file, for signal exits */
+    char shm_file[160];     /* the shm provider's /dev/shm file, until every peer has it open */
     struct sigaction old_term, old_int;
     int signals_installed;
 } shm__w; /* zero until shmem_init */
@@ -255,7 +259,8 @@ static double shm__now(void)
 /* >> signals --------------------------------------------------------------------
    Open MPI's mpirun ends every PE with SIGTERM when one dies, and PMIx
    events do not reach its clients: say which PE we were waiting for, and
-   remove the shm provider's file, which only fi_close would remove. */
+   remove the shm provider's file, which only fi_close would remove (when
+   start-up has not unlinked it yet). */
 static void shm__append(char *line, size_t *n, size_t cap, const char *s)
 {
     while (*s && *n + 1 < cap) line[(*n)++] = *s++;
@@ -296,6 +301,44 @@ static void shm__on_signal(int sig)
     if (shm__w.shm_file[0]) unlink(shm__w.shm_file);
     signal(sig, SIG_DFL);
     raise(sig);
+}
+
+/* 1 when process pid has ended (or is a zombie): nobody will remove its
+   files but us. */
+static int shm__pid_gone(long pid)
+{
+    char path[48], text[256];
+    size_t n;
+    FILE *f;
+    if (kill((pid_t)pid, 0) == -1) return errno == ESRCH; /* EPERM: alive, another user's */
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if ((f = fopen(path, "r")) == NULL) return 0;
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    while (n > 0 && text[n - 1] != ')') n--; /* the state follows the name's closing parenthesis */
+    return n > 0 && text[n] == ' ' && text[n + 1] == 'Z';
+}
+
+/* At start-up: the shm provider's files (named PID:N:N) of this user whose
+   process has ended, left by an earlier job that was killed outright.
+   Never another user's, never a live process's. */
+static void shm__sweep_stale_shm_files(void)
+{
+    DIR *dir = opendir("/dev/shm");
+    struct dirent *e;
+    int removed = 0;
+    while (dir && (e = readdir(dir)) != NULL) {
+        char path[300], *end;
+        struct stat st;
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != ':' || pid <= 0 || strspn(end, "0123456789:") != strlen(end)) continue;
+        snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || !shm__pid_gone(pid)) continue;
+        removed += unlink(path) == 0;
+    }
+    if (dir) closedir(dir);
+    if (removed) shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__w.me, removed, removed > 1 ? "s" : "");
 }
 
 /* Only where the program left the default action.  Installed before the
@@ -361,91 +404,52 @@ static const char *shm__size_variable(void)
     return NULL;
 }
 
+static int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
+
 /* >> memory ----------------------------------------------------------------------
    The same address on every PE when the kernel agrees: a fixed high address
    aligned to a power of two covering the heap, so shmem_align results are
-   symmetric too.  Elsewhere the base is aligned to at most 1 GiB. */
-static size_t shm__pow2_cover(size_t bytes, size_t floor, size_t cap)
+   symmetric too.  Elsewhere the base is aligned to at most 1 GiB.  With
+   peers on this node the heap is a memfd they map (shm__map_peer_heap). */
+static int shm__shared_heap(void)
 {
-    size_t a = floor;
-    while (a < bytes && a < cap) a <<= 1;
-    return a;
-}
-
-static void *shm__map_fixed(size_t len)
-{
-    size_t align = shm__pow2_cover(len, (size_t)sysconf(_SC_PAGESIZE), (size_t)1 << 62);
-    uintptr_t addr = (SHM__FIXED_FIRST + align - 1) & ~(uintptr_t)(align - 1);
-    int i;
-    for (i = 0; i < SHM__FIXED_TRIES; i++, addr += align) {
-        void *p;
-        if (addr > SHM__FIXED_END || len > SHM__FIXED_END - addr) break;
-        p = mmap((void *)addr, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-        if (p == (void *)addr) return p;
-        if (p != MAP_FAILED) munmap(p, len); /* an old kernel took it as a hint */
-    }
-    return NULL;
-}
-
-/* hint: NULL, or a PE-specific address so that PEs differ on purpose. */
-static void *shm__map_anywhere(size_t len, void *hint)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t align = shm__pow2_cover(len, page, SHM__MAX_MAP_ALIGN), head, tail;
-    char *raw;
-    uintptr_t start;
-    if (len > SIZE_MAX - align) return NULL;
-    raw = (char *)mmap(hint, len + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                       -1, 0);
-    if (raw == (char *)MAP_FAILED) return NULL;
-    start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
-    head = (size_t)(start - (uintptr_t)raw);
-    tail = align - head;
-    if (head > 0) munmap(raw, head);
-    if (tail > 0) munmap((char *)start + len, tail);
-    return (void *)start;
+    const char *v = getenv("SHMALLOC_PMIX_OFI_DIRECT");
+    uint32_t local = 0;
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+        shm__init_fail("SHMALLOC_PMIX_OFI_DIRECT=\"%s\" is not 0 or 1", v);
+    if ((v && strcmp(v, "0") == 0) || !shm__w.have_pmix || shm__w.npes < 2) return 0;
+    return shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) != 0 || local > 1;
 }
 
 /* Reserves room for a heap of `max` bytes (the nominal size, or
    SHMALLOC_HEAP_MAX for a heap that grows). */
-static void shm__map_heap(size_t max)
+static void shm__map_heap(size_t max, const shm__huge *huge)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max), len, nominal = shm__w.nominal;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max), nominal = shm__w.nominal;
     const char *var = shm__size_variable();
-    void *p = NULL;
-    if (bytes == 0 || bytes > SIZE_MAX - page) {
-        errno = ENOMEM;
-        len = bytes;
-    } else {
-        len = (bytes + page - 1) & ~(page - 1);
-#if !defined(SHM__TSAN)
-        if (!shm__w.any_address) p = shm__map_fixed(len);
+    shm__place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
+    size_t step = shm__pow2_cover(bytes, page, SHM__MAX_MAP_ALIGN);
+    uintptr_t slot = (uintptr_t)shm__w.me + 1;
+#if defined(SHM__TSAN)
+    pl.first = 0;
 #endif
-        shm__w.fixed_address = p != NULL;
-        if (!p) {
-            void *hint = NULL;
-            size_t step = shm__pow2_cover(len, page, SHM__MAX_MAP_ALIGN);
-            uintptr_t slot = (uintptr_t)shm__w.me + 1;
-            if (shm__w.any_address && slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2)
-                hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
-            p = shm__map_anywhere(len, hint);
-            if (!p && hint) p = shm__map_anywhere(len, NULL);
-        }
+    if (shm__w.any_address) {
+        pl.first = 0;
+        if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
     }
-    if (!p) {
-        int e = errno;
+    if (bytes == 0 || shm__map_heap_memory(&shm__w.map, bytes, huge, shm__shared_heap(), &pl) != 0) {
+        int e = bytes ? errno : ENOMEM;
         if (max != nominal)
             shm__init_fail("cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; ask for less",
-                           len, getenv("SHMALLOC_HEAP_MAX"), strerror(e));
+                           bytes, getenv("SHMALLOC_HEAP_MAX"), strerror(e));
         if (var)
             shm__init_fail("cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
-                           "ask for less with %s", len, var, getenv(var), nominal, strerror(e), var);
+                           "ask for less with %s", bytes, var, getenv(var), nominal, strerror(e), var);
         shm__init_fail("cannot map %zu bytes for the symmetric heap (the default of %zu bytes): %s; "
-                       "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE", len, nominal, strerror(e));
+                       "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE", bytes, nominal, strerror(e));
     }
-    shm__w.mem = (char *)p;
-    shm__w.mem_bytes = len;
+    shm__w.fixed_address = shm__w.map.fixed;
+    shm__map_report(&shm__w.map, huge, shm__w.me);
 }
 
 /* >> pmix ------------------------------------------------------------------------ */
@@ -809,9 +813,11 @@ static void shm__describe(void)
         {FI_MR_PROV_KEY, "PROV_KEY"}, {FI_MR_MMU_NOTIFY, "MMU_NOTIFY"}, {FI_MR_RMA_EVENT, "RMA_EVENT"},
         {FI_MR_ENDPOINT, "ENDPOINT"}};
     size_t i;
+    int direct = 0;
     if (!shm__w.verbose) return;
     if (!shm__w.ep) {
-        shm__note("PE 0 of 1: heap %zu bytes at %p, no libfabric", shm__w.heap_bytes, (void *)shm__w.heap_base);
+        shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", shm__w.heap_bytes, (void *)shm__w.heap_base,
+                  shm__pages_name(&shm__w.map));
         return;
     }
     name_len = sizeof name;
@@ -821,16 +827,19 @@ static void shm__describe(void)
             if (modes[0]) strcat(modes, "|");
             strcat(modes, bits[i].name);
         }
-    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s), barriers %s",
+    for (i = 0; i < (size_t)shm__w.npes; i++) direct += shm__w.peers[i].direct != NULL;
+    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s, %s), barriers %s, "
+              "direct copies to %d PEs of this node",
               shm__w.me, shm__w.npes, shm__w.prov, addr, modes[0] ? modes : "0",
               shm__w.tx_flags ? "FI_DELIVERY_COMPLETE" : "quiet flushes by read", shm__w.heap_bytes,
               (void *)shm__w.heap_base, shm__w.same_address ? "same address on every PE" : "addresses differ",
-              shm__w.node ? "through node memory" : "by messages");
+              shm__pages_name(&shm__w.map), shm__w.node ? "through node memory" : "by messages", direct);
 }
 
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
+    int q;
     while (shm__w.nregions > 0) shm__forget_region(shm__w.nregions - 1);
     if (shm__w.local_mr) fi_close(&shm__w.local_mr->fid);
     if (shm__w.ep) fi_close(&shm__w.ep->fid); /* removes the shm provider's file */
@@ -844,7 +853,9 @@ static void shm__teardown(void)
     shm__w.node = NULL;
     if (shm__w.node_file[0]) shm_unlink(shm__w.node_file);
     shm__w.node_file[0] = '\0';
-    if (shm__w.mem) munmap(shm__w.mem, shm__w.mem_bytes);
+    shm__map_release(&shm__w.map);
+    for (q = 0; shm__w.peers && q < shm__w.npes; q++)
+        if (shm__w.peers[q].direct_map) munmap(shm__w.peers[q].direct_map, shm__w.peers[q].direct_len);
     free(shm__w.peers);
     shm__w.local_mr = NULL;
     shm__w.ep = NULL;
@@ -854,7 +865,7 @@ static void shm__teardown(void)
     shm__w.fabric = NULL;
     shm__w.info = NULL;
     shm__w.prov = NULL;
-    shm__w.local = shm__w.mem = NULL;
+    shm__w.local = NULL;
     shm__w.peers = NULL;
     shm__w.shm_file[0] = '\0';
     if (shm__w.event_registered) PMIx_Deregister_event_handler(shm__w.event_ref, NULL, NULL);
@@ -1218,12 +1229,27 @@ static void shm__forget_region(int i)
     if (!i) shm__w.heap_base = NULL;
 }
 
+/* Every peer has opened this PE's shm provider file by now (it inserted
+   our address before the heap's first fence): its name can go, so even a
+   SIGKILL later leaves nothing in /dev/shm. */
+static void shm__unlink_endpoint_file(void)
+{
+    if (!shm__w.shm_file[0]) return;
+    unlink(shm__w.shm_file);
+    shm__w.shm_file[0] = '\0';
+}
+
 /* This PE's record of piece i, and its key for the peers. */
 static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *mine)
 {
     memset(mine, 0, sizeof *mine);
     mine->ok = (uint64_t)ok;
     mine->base = (uint64_t)(uintptr_t)shm__w.heap_base;
+    mine->node = r == &shm__w.regions[0] ? shm__node_id() : 0;
+    mine->pid = (uint64_t)getpid();
+    mine->fd = shm__w.map.fd;
+    mine->mapped = shm__w.map.mapped;
+    mine->at = (uint64_t)(shm__w.heap_base - shm__w.map.base);
     if (!ok || !r->mr) return;
     if (shm__w.mr_mode & FI_MR_RAW) {
         size_t size = sizeof mine->raw;
@@ -1234,6 +1260,23 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
         mine->key = fi_mr_key(r->mr);
         if (mine->key == FI_KEY_NOTAVAIL) shm__fatal("fi_mr_key of the heap is not available");
     }
+}
+
+/* A same-node peer's block space, mapped here whole (the pieces it may
+   grow into too), so puts and gets to it are copies and shmem_ptr has an
+   address for it.  A peer that cannot be mapped is reached by libfabric. */
+static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__wire_heap *mine)
+{
+    shm__peer *p = &shm__w.peers[q];
+    if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
+    p->direct_map = shm__map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
+    if (!p->direct_map) {
+        shm__note("PE %d cannot map PE %d's heap (%s): puts and gets to it go through libfabric", shm__w.me, q,
+                  strerror(errno));
+        return;
+    }
+    p->direct_len = (size_t)theirs->mapped;
+    p->direct = p->direct_map + theirs->at;
 }
 
 /* Called on every PE at the same point (heap creation, each growth): every
@@ -1271,7 +1314,10 @@ static int shm__tp_register(void *user, void *base, size_t bytes)
         snprintf(key, sizeof key, "%s.%u", SHM__KEY_HEAP, n);
         shm__pmix_put(key, &mine, sizeof mine);
         shm__fence("heap keys");
-        if (i == 0) shm__w.same_address = 1;
+        if (i == 0) {
+            shm__w.same_address = 1;
+            shm__unlink_endpoint_file();
+        }
         for (q = 0; q < shm__w.npes; q++) {
             shm__peer *p = &shm__w.peers[q];
             if (q == shm__w.me) theirs = mine;
@@ -1279,6 +1325,7 @@ static int shm__tp_register(void *user, void *base, size_t bytes)
             if (i == 0) {
                 p->base = theirs.base;
                 if (theirs.base != mine.base) shm__w.same_address = 0;
+                if (q != shm__w.me) shm__map_peer_heap(q, &theirs, &mine);
             }
             if (!ok || !theirs.ok) continue;
             if (shm__w.mr_mode & FI_MR_RAW) {
@@ -1412,6 +1459,11 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
         memmove(dest, source, nelems);
         return;
     }
+    if (shm__w.peers[pe].direct) {
+        memmove(shm__w.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
+        shm__w.direct_dirty = 1;
+        return;
+    }
     shm__transfer(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
     shm__w.peers[pe].dirty = 1;
 }
@@ -1425,16 +1477,25 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
         memmove(dest, source, nelems);
         return;
     }
+    if (shm__w.peers[pe].direct) {
+        memmove(dest, shm__w.peers[pe].direct + offset, nelems);
+        return;
+    }
     shm__transfer(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
 }
 
 /* Writes are waited for as they go; with FI_DELIVERY_COMPLETE their
    completion already means they are in the target's memory.  Without it
    (shm) a read from each target written to since the last quiet comes back
-   only after the target has handled the earlier writes. */
+   only after the target has handled the earlier writes.  Copies into
+   same-node peers' heaps need only a fence before what follows. */
 void shmem_quiet(void)
 {
     int q, pending = 0;
+    if (shm__w.direct_dirty) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        shm__w.direct_dirty = 0;
+    }
     if (!shm__w.running || !shm__w.ep) return;
     for (q = 0; q < shm__w.npes; q++) {
         shm__peer *p = &shm__w.peers[q];
@@ -1462,8 +1523,10 @@ int shmem_n_pes(void) { return shm__w.running ? shm__w.npes : 0; }
 
 void *shmem_ptr(const void *dest, int pe)
 {
-    if (!shm__w.running || pe != shm__w.me || !shm__in_heap(dest, 1)) return NULL;
-    return (void *)(uintptr_t)dest;
+    if (!shm__w.running || pe < 0 || pe >= shm__w.npes || !shm__in_heap(dest, 1)) return NULL;
+    if (pe == shm__w.me) return (void *)(uintptr_t)dest;
+    return shm__w.peers && shm__w.peers[pe].direct ? shm__w.peers[pe].direct + ((const char *)dest - shm__w.heap_base)
+                                                   : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)
@@ -1483,6 +1546,7 @@ void shmem_global_exit(int status)
 void shmem_init(void)
 {
     shmalloc_transport tp;
+    shm__huge huge;
     size_t nominal, max;
     long err = SHMEM_MALLOC_OK;
     if (shm__w.running) return;
@@ -1490,15 +1554,17 @@ void shmem_init(void)
     shm__w.waiting_for = -1;
     shm__w.dead_pe = -1;
     shm__read_env();
-    if (shmalloc_heap_size_from_env(&nominal) != 0 || shmalloc_heap_max_from_env(nominal, &max) != 0)
+    if (shmalloc_heap_size_from_env(&nominal) != 0 || shmalloc_heap_max_from_env(nominal, &max) != 0 ||
+        shm__huge_from_env(&huge) != 0)
         exit(1); /* it printed why */
     shm__w.nominal = nominal;
     shm__w.npes = 1;
     if (shm__pmix_init() == 0) {
         while ((1 << shm__w.rounds) < shm__w.npes) shm__w.rounds++;
         shm__install_signals();
+        shm__sweep_stale_shm_files();
     }
-    shm__map_heap(max);
+    shm__map_heap(max, &huge);
     if (shm__w.have_pmix) {
         shm__fabric_open();
         shm__node_open();
@@ -1510,7 +1576,7 @@ void shmem_init(void)
     tp.register_region = shm__tp_register;
     tp.deregister_region = shm__tp_deregister;
     shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
-    shm__w.heap = shmalloc_heap_create_growable(shm__w.mem, shm__w.mem_bytes, max > nominal ? nominal : SIZE_MAX,
+    shm__w.heap = shmalloc_heap_create_growable(shm__w.map.base, shm__w.map.bytes, max > nominal ? nominal : SIZE_MAX,
                                                 &tp, &err);
     if (!shm__w.heap) {
         shm__w.running = 0;

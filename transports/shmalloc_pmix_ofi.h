@@ -46,7 +46,13 @@
      publishes the barrier's number and its values in a cache line of its
      own and polls the others'); otherwise they are dissemination rounds of
      small libfabric messages.  shmem_putmem / shmem_getmem are fi_write /
-     fi_read, waited for on the completion queue.
+     fi_read, waited for on the completion queue, except to PEs on the
+     same node: there each heap is a memfd that the node's other PEs map
+     whole (growth room included) through /proc/PID/fd at start-up, so
+     puts and gets are memcpy and shmem_ptr gives the peer's address.
+     Heaps and the shm provider's files leave nothing in /dev/shm: the
+     latter are unlinked once every peer has opened them, and start-up
+     removes this user's ones whose process has ended.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -74,6 +80,14 @@
                                  (0, the default: the heap at start-up; 1:
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
+     SHMALLOC_PMIX_OFI_DIRECT    0: private heaps, puts and gets to every
+                                 PE by libfabric, shmem_ptr NULL for peers
+                                 (1, the default: same-node peers' heaps
+                                 are mapped).
+     SHMALLOC_HUGE_PAGES         off, auto, 2M or 1G (and SOS's
+                                 SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES,
+                                 SHMEM_SYMMETRIC_HEAP_PAGE_SIZE): the heap's
+                                 pages; see transports/shmalloc_map.h.
      SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages even when
                                  every PE is on one node (1, the default:
                                  through node memory).
@@ -86,6 +100,11 @@
          the variable's value does not parse (see shmalloc_parse_size).
      shmalloc: SHMALLOC_BARRIER_TIMEOUT="..." is not a timeout ...
      shmalloc: SHMALLOC_PMIX_OFI_ANY_ADDRESS="..." is not 0 or 1
+         (the same for SHMALLOC_PMIX_OFI_DIRECT and the NODE_BARRIER one)
+     shmalloc: SHMALLOC_HUGE_PAGES="..." is not auto, off or a huge page size ...
+     shmalloc: huge pages fell back: ... the heap of PE k (...) has P: why
+         not an error: the heap did not get the pages asked for; it says
+         what /proc/self/smaps shows instead, and why.  The PE goes on.
      shmalloc: cannot map N bytes for the symmetric heap (VAR=value) ...
          the heap does not fit the address space or the limits (ulimit -v):
          ask for less with the variable named.
@@ -141,8 +160,10 @@ int shmem_my_pe(void);
 int shmem_n_pes(void);
 /* Completes this PE's puts (shmem_quiet), then waits for every PE. */
 void shmem_barrier_all(void);
-/* dest itself when pe is this PE and dest is in the heap; NULL otherwise:
-   processes share no memory. */
+/* Where this PE can load and store pe's copy of the object at dest: dest
+   itself for this PE, the peer's heap mapped here for a PE on this node,
+   NULL for other nodes, addresses outside the heap, or with
+   SHMALLOC_PMIX_OFI_DIRECT=0. */
 void *shmem_ptr(const void *dest, int pe);
 /* Copy to / from peer pe's copy of a symmetric object.  A range that is not
    symmetric, or a bad pe, ends the job with status 1 and a message.  They

@@ -7,6 +7,7 @@
 #define SHMALLOC_IMPLEMENTATION
 #include "../shmalloc.h"
 #include "shmalloc_pthreads.h"
+#include "shmalloc_map.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -29,7 +30,6 @@
 #define SHM__REDUCE_MAX 16                  /* values per all-reduce (contract) */
 #define SHM__SPIN_PAUSE 1000                /* barrier polls with a cpu pause, when every PE has a cpu */
 #define SHM__SPIN_YIELD 64                  /* then polls with sched_yield */
-#define SHM__MAX_MAP_ALIGN ((size_t)1 << 30) /* heap base alignment cap */
 
 /* >> barrier -----------------------------------------------------------------
    Each PE has a slot of whole cache lines.  A PE publishes its values, then
@@ -138,8 +138,7 @@ typedef struct shm__pe {
     shm__world *world;
     int index;
     uint64_t epoch;        /* barriers this PE has reached */
-    void *mem;             /* the mmap'ed, aligned heap memory */
-    size_t mem_bytes;
+    shm__heap_mem map;      /* the heap's memory (shmalloc_map.h) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     long create_err;
     int thread_started;
@@ -149,7 +148,7 @@ typedef struct shm__pe {
 
 struct shm__world {
     int npes;
-    size_t nominal;        /* each heap's first size; it may grow to mem_bytes */
+    size_t nominal;        /* each heap's first size; it may grow to map.bytes */
     void (*pe_main)(void *arg);
     void *arg;
     shm__barrier barrier;
@@ -189,40 +188,6 @@ static int shm__tp_lock(void *user)
 static int shm__tp_unlock(void *user)
 {
     return pthread_mutex_unlock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
-}
-
-/* >> memory ------------------------------------------------------------------
-   Bases aligned to a power of two covering the heap keep every alignment
-   up to that size at the same offset on every PE. */
-static size_t shm__map_alignment(size_t bytes, size_t page)
-{
-    size_t align = page;
-    while (align < bytes && align < SHM__MAX_MAP_ALIGN) align <<= 1;
-    return align;
-}
-
-/* Maps bytes (rounded up to pages) at an aligned address; NULL on failure. */
-static void *shm__map_heap(size_t bytes, size_t *mapped)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t len, align, head, tail;
-    char *raw;
-    uintptr_t start;
-
-    if (bytes > SIZE_MAX - page) return NULL;
-    len = (bytes + page - 1) & ~(page - 1);
-    align = shm__map_alignment(len, page);
-    if (len > SIZE_MAX - align) return NULL;
-    raw = (char *)mmap(NULL, len + align, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == (char *)MAP_FAILED) return NULL;
-    start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
-    head = (size_t)(start - (uintptr_t)raw);
-    tail = align - head;
-    if (head > 0) munmap(raw, head);
-    if (tail > 0) munmap((char *)start + len, tail);
-    *mapped = len;
-    return (void *)start;
 }
 
 /* >> pe threads --------------------------------------------------------------*/
@@ -268,7 +233,7 @@ static void *shm__pe_thread(void *arg)
     tp.lock = shm__tp_lock;
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
-    pe->heap = shmalloc_heap_create_growable(pe->mem, pe->mem_bytes, w->nominal, &tp, &pe->create_err);
+    pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;
@@ -309,8 +274,8 @@ static void shm__world_fini(shm__world *w)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
-        if (w->pes[q].mem != NULL) {
-            munmap(w->pes[q].mem, w->pes[q].mem_bytes);
+        if (w->pes[q].map.base != NULL) {
+            shm__map_release(&w->pes[q].map);
             pthread_mutex_destroy(&w->pes[q].lock);
         }
     }
@@ -320,23 +285,24 @@ static void shm__world_fini(shm__world *w)
     free(w->pes);
 }
 
-/* Maps every PE's heap; -1 after a message when one cannot be mapped. */
-static int shm__map_all(shm__world *w, size_t bytes)
+/* Maps every PE's heap; -1 after a message when one cannot be mapped.  A
+   heap short of the huge pages asked for says so when it is the first or
+   differs from the first. */
+static int shm__map_all(shm__world *w, size_t bytes, const shm__huge *huge)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
         shm__pe *pe = &w->pes[q];
         pe->world = w;
         pe->index = q;
-        pe->mem = shm__map_heap(bytes, &pe->mem_bytes);
-        if (pe->mem == NULL) {
-            fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d\n",
-                    bytes, q);
+        if (shm__map_heap_memory(&pe->map, bytes, huge, 0, NULL) != 0) {
+            fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d: %s\n",
+                    bytes, q, strerror(errno));
             return -1;
         }
+        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shm__map_report(&pe->map, huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
-            munmap(pe->mem, pe->mem_bytes);
-            pe->mem = NULL;
+            shm__map_release(&pe->map);
             fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
             return -1;
         }
@@ -398,6 +364,7 @@ static int shm__check_size(size_t heap_size, size_t *nominal, size_t *bytes)
 int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
 {
     shm__world w;
+    shm__huge huge;
     size_t nominal, bytes;
     int rc;
 
@@ -410,13 +377,13 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
         return 1;
     }
-    if (shm__check_size(heap_size, &nominal, &bytes) != 0) return 1;
+    if (shm__check_size(heap_size, &nominal, &bytes) != 0 || shm__huge_from_env(&huge) != 0) return 1;
     if (shm__world_init(&w, npes, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
         return 1;
     }
     w.nominal = nominal;
-    rc = shm__map_all(&w, bytes) == 0 ? shm__start_and_join(&w) : -1;
+    rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
     if (rc == 0 && w.create_failed) {
         shm__report_create_failure(&w);
         rc = -1;

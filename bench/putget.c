@@ -1,0 +1,78 @@
+/* putget.c - latency of shmem_putmem and shmem_getmem between two PEs of
+   one node on the PMIx transport, 8 B and 64 KiB, by whichever path
+   SHMALLOC_PMIX_OFI_DIRECT selects (1: copies into the peer's heap mapped
+   here; 0: libfabric RMA).  PE 0 times; PE 1 waits in a barrier, which
+   keeps its libfabric progress going.  bench/putget.sh runs both paths.
+   Prints one line per size; never a pass/fail test. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE
+#endif
+#include "transports/shmalloc_pmix_ofi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCHES 7
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* ns per call, the median over BATCHES batches of n calls. */
+static double timed(int put, char *remote, char *local, size_t bytes, long n)
+{
+    double ns[BATCHES];
+    int b;
+    long i;
+    for (b = 0; b < BATCHES; b++) {
+        double t0 = now();
+        for (i = 0; i < n; i++) {
+            if (put) shmem_putmem(remote, local, bytes, 1);
+            else shmem_getmem(local, remote, bytes, 1);
+        }
+        if (put) shmem_quiet();
+        ns[b] = (now() - t0) * 1e9 / (double)n;
+    }
+    qsort(ns, BATCHES, sizeof ns[0], by_value);
+    return ns[BATCHES / 2];
+}
+
+int main(void)
+{
+    static const size_t sizes[] = {8, (size_t)64 << 10};
+    const char *direct = getenv("SHMALLOC_PMIX_OFI_DIRECT");
+    char *remote, *local;
+    size_t s;
+    shmem_init();
+    remote = (char *)shmem_malloc((size_t)64 << 10);
+    local = (char *)malloc((size_t)64 << 10);
+    if (!remote || !local || shmem_n_pes() != 2) {
+        fprintf(stderr, "putget: needs 2 PEs and 64 KiB of heap\n");
+        shmem_global_exit(1);
+    }
+    memset(local, 1, (size_t)64 << 10);
+    if (shmem_my_pe() == 0)
+        for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            long n = sizes[s] == 8 ? 20000 : 2000;
+            double put = timed(1, remote, local, sizes[s], n), get = timed(0, remote, local, sizes[s], n);
+            printf("path=%s shmem_ptr=%s bytes=%zu put_ns=%.1f get_ns=%.1f\n",
+                   direct && strcmp(direct, "0") == 0 ? "libfabric" : "direct",
+                   shmem_ptr(remote, 1) ? "address" : "NULL", sizes[s], put, get);
+        }
+    shmem_barrier_all();
+    shmem_free(remote);
+    free(local);
+    shmem_finalize();
+    return 0;
+}

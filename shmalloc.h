@@ -181,6 +181,9 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
 /* align: any power of two (values below 16 mean 16); NULL on a bad one. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size);
+/* count * size bytes, zeroed; NULL when the product overflows (heap
+   unchanged) or no block fits.  A runtime's calloc without its own check. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t count, size_t size);
 /* realloc(NULL, n) mallocs; realloc(p, 0) frees and returns NULL; NULL with
    p untouched on failure.  Keeps the block's alignment when it moves. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
@@ -1297,6 +1300,15 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
     bsize = shm__block_size(size);
     if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t count, size_t size)
+{
+    void *p;
+    if (count && size > SIZE_MAX / count) return NULL;
+    p = shmalloc_tlsf_malloc(t, count * size);
+    if (p) SHMALLOC_MEMSET(p, 0, count * size);
+    return p;
 }
 
 /* NULL fails the start-map test too: it is told apart only then. */

@@ -165,6 +165,9 @@ compile-check:
 	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \
 	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
 	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
+	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
+	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
+	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
 	@echo "compile-check: all clean"
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.

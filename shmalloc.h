@@ -51,8 +51,9 @@
 
    SHMALLOC_STATIC           all files: every function static (one-file use).
    SHMALLOC_API              all files: decoration of every public function.
-   SHMALLOC_NO_SHMEM_NAMES   all files: leave out shmem_malloc, shfree, ...
-                             and malloc_error, for runtimes with their own.
+   SHMALLOC_NO_SHMEM_NAMES   all files: leave out shmem_malloc, shfree, ...,
+                             malloc_error and the SHMEM_MALLOC_* hints, for
+                             runtimes with their own.
    SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG >= 2.
    SHMALLOC_MEMCPY, SHMALLOC_MEMMOVE, SHMALLOC_MEMSET   the libc routines used.
    SHMALLOC_DEBUG            0 none; 1 argument validation (the default: bad
@@ -115,10 +116,6 @@
 #define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
-
-/* Hints of shmem_malloc_with_hints (OpenSHMEM 1.5); unknown bits are ignored. */
-#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
-#define SHMEM_MALLOC_SIGNAL_REMOTE  2L
 
 #if defined(__cplusplus)
 extern "C" {
@@ -326,6 +323,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
+/* Hints of shmem_malloc_with_hints; unknown bits are ignored.  Left out
+   with the names: a runtime's own shmem.h defines them in its own way. */
+#  define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#  define SHMEM_MALLOC_SIGNAL_REMOTE  2L
 #  if defined(SHMALLOC_STATIC) && (defined(__GNUC__) || defined(__clang__))
 static SHMALLOC_TLS long malloc_error __attribute__((unused));
 #  elif defined(SHMALLOC_STATIC)

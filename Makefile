@@ -18,7 +18,7 @@ PTHREADS = transports/shmalloc_pthreads.c
 include mk/install.mk
 include mk/bench.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix test-slurm deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -102,6 +102,18 @@ test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
 	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
 	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi >/dev/null
 
+# Sandia OpenSHMEM built stock and with shmalloc (integrations/sos), its
+# make check and our heap tests on both, side by side.  SOS_SRC: a tarball.
+SOS_SRC ?= ../shared/sos/sos-src.tar.gz
+SOS_DEPS = autoconf automake libtool libhwloc-dev
+test-sos bench-sos: deps
+	@[ -f "$(SOS_SRC)" ] || { echo "$@: SOS_SRC=$(SOS_SRC) is not a file" >&2; exit 1; }
+	@if ! command -v autoreconf >/dev/null 2>&1 || ! command -v libtoolize >/dev/null 2>&1 || \
+	    ! pkg-config --exists hwloc 2>/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SOS_DEPS) >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SOS_DEPS) >/dev/null; }; fi
+	SOS_BENCH=$(if $(filter bench-sos,$@),1,0) integrations/sos/test-sos.sh $(SOS_SRC) $(B)/sos
+
 # Criterion is the one package a fresh Debian machine lacks.
 deps:
 	@if ! printf '#include <criterion/criterion.h>\n' | $(CC) -E -x c - >/dev/null 2>&1; then \
@@ -170,6 +182,9 @@ compile-check:
 	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \
 	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
 	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
+	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
+	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
+	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
 	@echo "compile-check: all clean"
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.

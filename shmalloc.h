@@ -51,8 +51,9 @@
 
    SHMALLOC_STATIC           all files: every function static (one-file use).
    SHMALLOC_API              all files: decoration of every public function.
-   SHMALLOC_NO_SHMEM_NAMES   all files: leave out shmem_malloc, shfree, ...
-                             and malloc_error, for runtimes with their own.
+   SHMALLOC_NO_SHMEM_NAMES   all files: leave out shmem_malloc, shfree, ...,
+                             malloc_error and the SHMEM_MALLOC_* hints, for
+                             runtimes with their own.
    SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG >= 2.
    SHMALLOC_MEMCPY, SHMALLOC_MEMMOVE, SHMALLOC_MEMSET   the libc routines used.
    SHMALLOC_DEBUG            0 none; 1 argument validation (the default: bad
@@ -116,12 +117,13 @@
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
 
-/* Hints of shmem_malloc_with_hints (OpenSHMEM 1.5); unknown bits are ignored. */
-#define SHMEM_MALLOC_ATOMICS_REMOTE 1L
-#define SHMEM_MALLOC_SIGNAL_REMOTE  2L
-/* Sandia OpenSHMEM's extension, same name and value: allocate without
-   synchronising (see shmalloc_heap_malloc_with_hints). */
-#define SHMEMX_MALLOC_NO_BARRIER    (1L << 2)
+/* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
+   SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
+   OpenSHMEM's SHMEMX_MALLOC_NO_BARRIER (allocate without synchronising);
+   unknown bits are ignored. */
+#define SHMALLOC_HINT_ATOMICS_REMOTE 1L
+#define SHMALLOC_HINT_SIGNAL_REMOTE  2L
+#define SHMALLOC_HINT_NO_BARRIER     (1L << 2)
 
 #if defined(__cplusplus)
 extern "C" {
@@ -184,6 +186,9 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
 /* align: any power of two (values below 16 mean 16); NULL on a bad one. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size);
+/* count * size bytes, zeroed; NULL when the product overflows (heap
+   unchanged) or no block fits.  A runtime's calloc without its own check. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t count, size_t size);
 /* realloc(NULL, n) mallocs; realloc(p, 0) frees and returns NULL; NULL with
    p untouched on failure.  Keeps the block's alignment when it moves. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
@@ -279,15 +284,15 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err);
-/* With SHMEMX_MALLOC_NO_BARRIER in hints, this PE takes its block without
+/* With SHMALLOC_HINT_NO_BARRIER in hints, this PE takes its block without
    synchronising; the next synchronising call compares what every PE did. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc_with_hints(shmalloc_heap *h, size_t size, long hints,
                                                                 long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t count, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t align, size_t size, long *err);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
-/* The lasting hints a block was allocated with (SHMEM_MALLOC_ATOMICS_REMOTE,
-   SHMEM_MALLOC_SIGNAL_REMOTE), which shmalloc_heap_realloc keeps; or the
+/* The lasting hints a block was allocated with (SHMALLOC_HINT_ATOMICS_REMOTE,
+   SHMALLOC_HINT_SIGNAL_REMOTE), which shmalloc_heap_realloc keeps; or the
    (negative) SHMEM_MALLOC_* code of a pointer that is not a used block.
    Not collective. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr);
@@ -351,6 +356,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
+/* Hints of shmem_malloc_with_hints; unknown bits are ignored.  Left out
+   with the names: a runtime's own shmem.h defines them in its own way. */
+#  define SHMEM_MALLOC_ATOMICS_REMOTE 1L
+#  define SHMEM_MALLOC_SIGNAL_REMOTE  2L
+#  define SHMEMX_MALLOC_NO_BARRIER    (1L << 2)
 #  if defined(SHMALLOC_STATIC) && (defined(__GNUC__) || defined(__clang__))
 static SHMALLOC_TLS long malloc_error __attribute__((unused));
 #  elif defined(SHMALLOC_STATIC)
@@ -1394,6 +1404,15 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
 }
 
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t count, size_t size)
+{
+    void *p;
+    if (count && size > SIZE_MAX / count) return NULL;
+    p = shmalloc_tlsf_malloc(t, count * size);
+    if (p) SHMALLOC_MEMSET(p, 0, count * size);
+    return p;
+}
+
 /* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
@@ -1800,7 +1819,7 @@ static void shm__unlock(shmalloc_heap *h)
    to the resized block (OpenSHMEM 1.6).  Few blocks have any, so they live
    in a small open-addressing table in the PE's private memory, one word
    per block: (offset + 16) | hints.  Plain blocks cost nothing. */
-#define SHM__KEPT_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE)
+#define SHM__KEPT_HINTS (SHMALLOC_HINT_ATOMICS_REMOTE | SHMALLOC_HINT_SIGNAL_REMOTE)
 
 static size_t shm__hint_home(const shmalloc_heap *h, uint64_t key)
 {
@@ -2273,7 +2292,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     call.size = size;
     call.align = align;
     call.hints = hints;
-    if (!(hints & SHMEMX_MALLOC_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e, &short_here)) {
+    if (!(hints & SHMALLOC_HINT_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e, &short_here)) {
         p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
         if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
             p = shm__alloc_agreed(h, &call, zero, &e, &short_here);

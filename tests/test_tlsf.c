@@ -550,6 +550,58 @@ Test(tlsf_memalign, aligned_blocks_between_small_ones_keep_neighbours_intact)
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
+/* ---- calloc --------------------------------------------------------------- */
+
+Test(tlsf_calloc, zeroes_every_requested_byte_of_a_block_that_held_other_bytes)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    unsigned char *p = shmalloc_tlsf_malloc(t, 4096);
+    cr_assert(p);
+    memset(p, 0xa5, 4096);
+    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+    unsigned char *q = shmalloc_tlsf_calloc(t, 64, 64);
+    cr_assert(q == p, "calloc(64, 64) did not reuse the freed 4096-byte block");
+    for (size_t i = 0; i < 4096; i++)
+        cr_assert_eq(q[i], 0, "byte %zu of calloc(64, 64) is %#x", i, q[i]);
+    unsigned char *r = shmalloc_tlsf_calloc(t, 3, 5);
+    cr_assert(r && ((uintptr_t)r & 15) == 0);
+    cr_assert(shmalloc_tlsf_usable_size(t, r) >= 15);
+    for (size_t i = 0; i < 15; i++)
+        cr_assert_eq(r[i], 0);
+    cr_assert_eq(counters(t).used_blocks, 2);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
+Test(tlsf_calloc, overflowing_or_huge_products_return_null_and_leave_heap_unchanged)
+{
+    static const size_t pairs[][2] = {{SIZE_MAX / 2 + 1, 2},
+                                      {2, SIZE_MAX / 2 + 1},
+                                      {(size_t)1 << 32, (size_t)1 << 32},
+                                      {SIZE_MAX, SIZE_MAX},
+                                      {(size_t)1 << 20, (size_t)1 << 20}}; /* no overflow, 1 TiB */
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    void *keep = shmalloc_tlsf_malloc(t, 100);
+    cr_assert(keep);
+    snapshot *before = take_snapshot(t);
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        cr_assert_null(shmalloc_tlsf_calloc(t, pairs[i][0], pairs[i][1]), "calloc(%zu, %zu) succeeded",
+                       pairs[i][0], pairs[i][1]);
+    snapshot *after = take_snapshot(t);
+    assert_same_heap(before, after, "overflowing calloc");
+    cr_assert_eq(shmalloc_tlsf_validate(t, keep), SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
+Test(tlsf_calloc, a_zero_count_or_size_behaves_as_malloc_0)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    void *m = shmalloc_tlsf_malloc(t, 0);
+    cr_assert_eq(shmalloc_tlsf_calloc(t, 0, 8) != NULL, m != NULL);
+    cr_assert_eq(shmalloc_tlsf_calloc(t, 8, 0) != NULL, m != NULL);
+    cr_assert_eq(counters(t).used_blocks, m ? 3u : 0u);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
 /* ---- free-then-malloc (trap: a block keeping its unrounded size) -------- */
 
 Test(tlsf_reuse, after_filling_the_heap_free_one_then_malloc_same_size_reuses_the_hole)

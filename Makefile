@@ -18,7 +18,7 @@ PTHREADS = transports/shmalloc_pthreads.c
 include mk/install.mk
 include mk/bench.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix test-slurm deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -92,6 +92,12 @@ test-slurm: deps $(B)/pmix_ofi_worker
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null; }; fi
 	tests/slurm_check.sh $(B)/pmix_ofi_worker
 
+# PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
+# namespaces on a private bridge that tests/cluster.sh builds (as root).
+test-cluster: deps $(B)/pmix_ofi_worker
+	@command -v ip >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+	tests/cluster_check.sh $(B)/pmix_ofi_worker
+
 # One mpirun at a time: the tests count the files the shm provider leaves.
 test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
 	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
@@ -132,6 +138,7 @@ test: deps
 	$(MAKE) run-tests
 	$(MAKE) test-pmix
 	$(MAKE) test-slurm
+	$(MAKE) test-cluster
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 

@@ -74,9 +74,14 @@
                                  (0, the default: the heap at start-up; 1:
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
-     SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages even when
-                                 every PE is on one node (1, the default:
-                                 through node memory).
+     SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages among all
+                                 PEs.  1, the default: through node memory
+                                 on each node (PMIx host names), and on
+                                 several nodes by messages among the node
+                                 leaders only, in between.
+     SHMALLOC_PMIX_OFI_TEST_NODE_SIZE  N: ranks 0..N-1, N..2N-1, ... count
+                                 as separate nodes (tests the hierarchical
+                                 barrier on one machine).
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
                                  memory-registration mode and heap address
                                  to stderr at start-up.

@@ -86,15 +86,18 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 
 # The same worker under srun --mpi=pmix, on a one-node Slurm cluster that
 # the script starts and stops in a network namespace with only loopback.
-test-slurm: deps $(B)/pmix_ofi_worker
-	@if ! command -v slurmctld >/dev/null 2>&1; then \
+SLURM_DEPS = @if ! command -v slurmctld >/dev/null 2>&1; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null; }; fi
+test-slurm: deps $(B)/pmix_ofi_worker
+	$(SLURM_DEPS)
 	tests/slurm_check.sh $(B)/pmix_ofi_worker
 
 # PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
-# namespaces on a private bridge that tests/cluster.sh builds (as root).
+# namespaces on a private bridge that tests/cluster.sh builds (as root),
+# under mpirun and under srun with one slurmd per node.
 test-cluster: deps $(B)/pmix_ofi_worker
+	$(SLURM_DEPS)
 	@command -v ip >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
 	tests/cluster_check.sh $(B)/pmix_ofi_worker
 

@@ -42,7 +42,9 @@ rsh)
     ;;
 on)
     i=$1; shift
-    exec ip netns exec "${SHMALLOC_CLUSTER_NS:?}$i" unshare --uts sh -c 'hostname "$0"; exec "$@"' "node$i" "$@"
+    # nsenter, not ip netns exec: the node keeps the machine's /sys (its
+    # cgroups, which slurmd needs).
+    exec nsenter --net="/run/netns/${SHMALLOC_CLUSTER_NS:?}$i" unshare --uts sh -c 'hostname "$0"; exec "$@"' "node$i" "$@"
     ;;
 run) ;;
 *)

@@ -4,6 +4,7 @@
 #   make bench           every suite, then bench/results/summary.csv and a table
 #   make bench-core      the TLSF core against glibc, jemalloc, tcmalloc, mimalloc
 #   make bench-scaling   workload b over live sets 1k..1M and heaps 64 MiB..64 GiB
+#   make bench-cluster   collective calls with PEs on 2 and 3 namespace nodes (root)
 #
 # Run as root, it installs what it lacks with apt-get, as `make deps` does;
 # an allocator whose library is still missing is skipped with a note.
@@ -35,7 +36,7 @@ BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
-.PHONY: bench bench-core bench-scaling bench-deps bench-build
+.PHONY: bench bench-core bench-scaling bench-cluster bench-deps bench-build
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -48,6 +49,10 @@ bench-core: bench-deps
 bench-scaling: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
 	BENCH_BIN=$(BENCH_B) bash bench/run.sh scaling
+
+# BENCH_BASELINE=REV adds that git revision's transport, for before/after.
+bench-cluster:
+	B=$(B) bash bench/cluster.sh
 
 # Only the packages that are missing, and only as root; anything else is a note.
 bench-deps:

@@ -1201,7 +1201,10 @@ static void shm__node_open(void)
             shm__w.node_bytes = bytes;
         }
     }
-    shm__w.node_pauses = shm__w.node_size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
+    /* Spin first only on one node with a cpu per PE: across nodes a
+       barrier waits for the network anyway, and a spinning PE would hold
+       the cpu its node's leader needs. */
+    shm__w.node_pauses = shm__w.nodes == 1 && shm__w.node_size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
     ok = shm__w.node != NULL;
     shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
     shm__fence("node segment mapped");

@@ -44,8 +44,9 @@
      work too.  When every PE is on one node, barriers and the allocator's
      all-reduce go through a small shared-memory segment (each PE
      publishes the barrier's number and its values in a cache line of its
-     own and polls the others'); otherwise they are dissemination rounds of
-     small libfabric messages.  shmem_putmem / shmem_getmem are fi_write /
+     own and polls the others'); on several nodes they are hierarchical:
+     each node's segment, then dissemination rounds of small libfabric
+     messages among one leader per node, then the segment again.  shmem_putmem / shmem_getmem are fi_write /
      fi_read, waited for on the completion queue.
 
    PROGRESS AND THREADS

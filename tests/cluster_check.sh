@@ -156,10 +156,14 @@ CONF
 
 slurm_stop() {
     local f
+    [ -n "$slurm" ] || return 0
     for f in "$slurm"/ctld.pid "$slurm"/n*/d.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
     sleep 1
     rm -rf "$slurm"
+    slurm=
 }
+slurm=
+trap slurm_stop EXIT # the daemons outlive their namespaces otherwise
 
 if [[ " $launchers " = *" mpirun "* ]]; then
     via=mpirun TWO=10.77.0.1:2,10.77.0.2:2 THREE=10.77.0.1:2,10.77.0.2:1,10.77.0.3:1

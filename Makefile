@@ -18,7 +18,7 @@ PTHREADS = transports/shmalloc_pthreads.c
 include mk/install.mk
 include mk/bench.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos test-cluster deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -91,11 +91,20 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 
 # The same worker under srun --mpi=pmix, on a one-node Slurm cluster that
 # the script starts and stops in a network namespace with only loopback.
-test-slurm: deps $(B)/pmix_ofi_worker
-	@if ! command -v slurmctld >/dev/null 2>&1; then \
+SLURM_DEPS = @if ! command -v slurmctld >/dev/null 2>&1; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null; }; fi
+test-slurm: deps $(B)/pmix_ofi_worker
+	$(SLURM_DEPS)
 	tests/slurm_check.sh $(B)/pmix_ofi_worker
+
+# PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
+# namespaces on a private bridge that tests/cluster.sh builds (as root),
+# under mpirun and under srun with one slurmd per node.
+test-cluster: deps $(B)/pmix_ofi_worker
+	$(SLURM_DEPS)
+	@command -v ip >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
+	tests/cluster_check.sh $(B)/pmix_ofi_worker
 
 # One mpirun at a time: the tests count the files the shm provider leaves.
 test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
@@ -149,6 +158,7 @@ test: deps
 	$(MAKE) run-tests
 	$(MAKE) test-pmix
 	$(MAKE) test-slurm
+	$(MAKE) test-cluster
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 

@@ -12,7 +12,9 @@
    PE 0 prints one CSV row per figure: name,ns_per_op,ns_min,ns_max,p999_ns
    where ns_per_op is the median over the repetitions of each batch's mean,
    min-max the range of those means and p999 the 99.9th percentile of the
-   single calls.  Figures are printed, never judged. */
+   single calls.  BENCH_COLLECTIVE_ITERS=N caps the calls per batch (for
+   runtimes whose calls take milliseconds).  Figures are printed, never
+   judged. */
 #define _GNU_SOURCE
 #if defined(BENCH_PTHREADS)
 #  include "transports/shmalloc_pthreads.h"
@@ -67,6 +69,8 @@ static void measure(const char *name, op_fn op, size_t size, int iters)
 {
     double means[REPS];
     int r, i, n = 0;
+    const char *cap = getenv("BENCH_COLLECTIVE_ITERS");
+    if (cap && atoi(cap) > 0 && iters > atoi(cap)) iters = atoi(cap);
     if (iters > MAX_SAMPLES / REPS) iters = MAX_SAMPLES / REPS;
     for (i = 0; i < iters / 10 + 1; i++) op(size); /* warm-up */
     for (r = 0; r < REPS; r++) {

@@ -6,6 +6,7 @@
 #   make bench-scaling   workload b over live sets 1k..1M and heaps 64 MiB..64 GiB
 #   make bench-hugepages random 8-byte accesses over 1 GiB on each kind of page
 #   make bench-putget    same-node puts and gets: direct copies against libfabric
+#   make bench-cluster   collective calls with PEs on 2 and 3 namespace nodes (root)
 #
 # Run as root, it installs what it lacks with apt-get, as `make deps` does;
 # an allocator whose library is still missing is skipped with a note.
@@ -37,7 +38,7 @@ BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
-.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget
+.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -65,6 +66,10 @@ $(BENCH_B)/hugepages: bench/hugepages.c shmalloc.h transports/shmalloc_pthreads.
 
 $(BENCH_B)/putget: bench/putget.c shmalloc.h transports/shmalloc_pmix_ofi.c transports/shmalloc_map.h | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) bench/putget.c transports/shmalloc_pmix_ofi.c $$(pkg-config --cflags --libs pmix libfabric) -o $@
+
+# BENCH_BASELINE=REV adds that git revision's transport, for before/after.
+bench-cluster:
+	B=$(B) bash bench/cluster.sh
 
 # Only the packages that are missing, and only as root; anything else is a note.
 bench-deps:

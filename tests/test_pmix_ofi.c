@@ -177,14 +177,22 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
 /* Same-address runs synchronise through node memory and copy directly
    into same-node peers' heaps (the defaults on one node), different-address
    runs use messages and libfabric RMA, so both paths are tested with both
-   providers. */
-static void check_all(const char *provider, int npes, int any_address)
+   providers.  node_size > 0: SHMALLOC_PMIX_OFI_TEST_NODE_SIZE makes "nodes"
+   of that many PEs, for the hierarchical barrier without a cluster (the
+   PEs still share one machine, so they still copy directly). */
+static void check_nodes(const char *provider, int npes, int any_address, int node_size)
 {
     static run r;
-    char prov[64], any[64], expect[64], node[64], direct[64], expect_direct[64], copies[64];
+    char prov[64], any[64], expect[64], node[64], direct[64], expect_direct[64], copies[64], size[64], barriers[96];
     const char *env[] = {prov, any, expect, node, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=128M",
-                         "SHMALLOC_VERBOSE=1", NULL};
+                         "SHMALLOC_VERBOSE=1", size, NULL};
     int tcp = strstr(provider, "tcp") != NULL;
+    snprintf(size, sizeof size, "SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=%d", node_size);
+    if (node_size <= 0) env[8] = NULL;
+    if (any_address) snprintf(barriers, sizeof barriers, "barriers by messages");
+    else if (node_size <= 0) snprintf(barriers, sizeof barriers, "barriers through node memory\n");
+    else snprintf(barriers, sizeof barriers, "barriers through node memory on each of %d nodes, messages between "
+                  "their leaders\n", (npes + node_size - 1) / node_size);
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
     snprintf(expect, sizeof expect, "SHMALLOC_EXPECT_ADDRESSES=%s", any_address ? "differ" : "same");
@@ -198,13 +206,17 @@ static void check_all(const char *provider, int npes, int any_address)
     cr_assert_eq(count(&r, "FAIL"), 0, "failures:\n%s", tail(&r));
     cr_assert_eq(count(&r, ": OK all"), npes, "not every PE passed:\n%s", tail(&r));
     cr_assert(has(&r, any_address ? "heap addresses differ" : "heap addresses same"), "%s", tail(&r));
-    cr_assert_eq(count(&r, any_address ? "barriers by messages" : "barriers through node memory"), npes, "%s",
-                 tail(&r));
+    cr_assert_eq(count(&r, barriers), npes, "not every PE says \"%s\":\n%s", barriers, tail(&r));
     cr_assert_eq(count(&r, tcp ? "provider tcp;ofi_rxm" : "provider shm,"), npes, "provider:\n%s", tail(&r));
     cr_assert_eq(count(&r, copies), npes, "not \"%s\" on every PE:\n%s", copies, tail(&r));
     if (tcp) /* the network rule: every endpoint on loopback */
         cr_assert_eq(count(&r, "endpoint fi_sockaddr_in://127."), npes, "non-loopback endpoint:\n%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+static void check_all(const char *provider, int npes, int any_address)
+{
+    check_nodes(provider, npes, any_address, 0);
 }
 
 #define MATRIX_TEST(name, provider, npes, any_address) \
@@ -218,6 +230,13 @@ MATRIX_TEST(all_scenarios_tcp_rxm_2pe_same_address, "tcp;ofi_rxm", 2, 0)
 MATRIX_TEST(all_scenarios_tcp_rxm_4pe_same_address, "tcp;ofi_rxm", 4, 0)
 MATRIX_TEST(all_scenarios_tcp_rxm_2pe_different_addresses, "tcp;ofi_rxm", 2, 1)
 MATRIX_TEST(all_scenarios_tcp_rxm_4pe_different_addresses, "tcp;ofi_rxm", 4, 1)
+
+/* Hierarchical barriers on one machine: nodes of 3+1 and of 2+2 PEs. */
+Test(pmix_ofi, all_scenarios_shm_4pe_as_nodes_of_3_and_1, .timeout = TEST_TIMEOUT) { check_nodes("shm", 4, 0, 3); }
+Test(pmix_ofi, all_scenarios_tcp_rxm_4pe_as_two_nodes_of_2, .timeout = TEST_TIMEOUT)
+{
+    check_nodes("tcp;ofi_rxm", 4, 0, 2);
+}
 
 /* ---- start-up ---------------------------------------------------------- */
 Test(pmix_ofi, singleton_without_launcher_runs_all_scenarios_as_one_pe_silently, .timeout = TEST_TIMEOUT)
@@ -297,6 +316,12 @@ Test(pmix_ofi, bad_direct_value_is_refused, .timeout = TEST_TIMEOUT)
 Test(pmix_ofi, bad_huge_pages_value_is_refused, .timeout = TEST_TIMEOUT)
 {
     check_refused("SHMALLOC_HUGE_PAGES=3M", "shmalloc: SHMALLOC_HUGE_PAGES=\"3M\" is not auto, off or a huge page size");
+}
+
+Test(pmix_ofi, bad_test_node_size_is_refused, .timeout = TEST_TIMEOUT)
+{
+    check_refused("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=0",
+                  "shmalloc: SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=\"0\" is not a number of PEs");
 }
 
 Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)

@@ -76,7 +76,7 @@
 #define SHM__KEY_EP "shmalloc.ofi.ep"
 #define SHM__KEY_NODE "shmalloc.node"
 #define SHM__KEY_NODE_OK "shmalloc.node.ok"
-#define SHM__NODE_MAX 64          /* PEs up to which the node barrier is used */
+#define SHM__NODE_MAX 64          /* PEs per node up to which the node barrier is used */
 #define SHM__NODE_SPINS 2000      /* polls with a cpu pause before yielding, when every PE has a cpu */
 #define SHM__KEY_HEAP "shmalloc.ofi.heap" /* and the registration's number */
 
@@ -146,7 +146,10 @@ typedef struct shm__node_slot shm__node_slot;
 
 static struct shm__world {
     int running;
-    int me, npes, rounds;
+    int me, npes;
+    /* Barrier messages go among a group: every PE, or one leader per node. */
+    int group_size, group_me, rounds;
+    int *group;             /* the node leaders' ranks, ascending: the group when smaller than npes */
     int have_pmix;
     pmix_proc_t proc;
     size_t event_ref;
@@ -183,11 +186,15 @@ static struct shm__world {
     uint32_t epoch;
     shm__peer *peers;
     int direct_dirty;       /* copied into a peer's heap since the last quiet */
+    int nodes;              /* nodes the PEs run on; 0: unknown */
+    int node_size, node_me; /* PEs on this node, and our index among them */
+    int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
+    int node_size_max;      /* on the most crowded node */
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
     size_t node_bytes;
     uint64_t node_epoch;
     int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
-    char node_file[128];    /* its name until every PE has it open */
+    char node_file[160];    /* its name until every PE has it open */
     /* failures */
     volatile sig_atomic_t waiting_for; /* PE a barrier waits for, or -1 */
     int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
@@ -472,29 +479,79 @@ static int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out)
     return ok ? 0 : -1;
 }
 
-/* 1 when PMIx says every PE runs on this node. */
-static int shm__all_local(void)
+/* Host name of PE q, from PMIx (malloc'd), or NULL. */
+static char *shm__pmix_host(int q)
 {
-    uint32_t local = 0;
     pmix_proc_t p;
-    pmix_value_t *mine = NULL;
-    int q, same = 1;
-    if (shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) == 0)
-        return local == (uint32_t)shm__w.npes;
-    shm__pmix_proc(&p, (pmix_rank_t)shm__w.me);
-    if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &mine) != PMIX_SUCCESS || !mine || mine->type != PMIX_STRING) {
-        if (mine) PMIX_VALUE_RELEASE(mine);
+    pmix_value_t *v = NULL;
+    char *host = NULL;
+    shm__pmix_proc(&p, (pmix_rank_t)q);
+    if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &v) == PMIX_SUCCESS && v && v->type == PMIX_STRING)
+        host = strdup(v->data.string);
+    if (v) PMIX_VALUE_RELEASE(v);
+    return host;
+}
+
+/* leader[q]: the lowest rank on PE q's node.  PMIx's host names decide;
+   SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=N (for tests) makes nodes of N
+   consecutive ranks instead.  -1 when a host name is missing. */
+static int shm__leaders(int *leader)
+{
+    const char *v = getenv("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE");
+    char **host;
+    int *heads, nheads = 0, q, k, rc = 0;
+    if (v) {
+        char *end;
+        long n;
+        errno = 0;
+        n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < 1 || n > INT32_MAX)
+            shm__init_fail("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)", v);
+        for (q = 0; q < shm__w.npes; q++) leader[q] = q - (int)(q % n);
         return 0;
     }
-    for (q = 0; q < shm__w.npes && same; q++) {
-        pmix_value_t *other = NULL;
-        shm__pmix_proc(&p, (pmix_rank_t)q);
-        same = PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &other) == PMIX_SUCCESS && other &&
-               other->type == PMIX_STRING && strcmp(other->data.string, mine->data.string) == 0;
-        if (other) PMIX_VALUE_RELEASE(other);
+    host = (char **)calloc((size_t)shm__w.npes, sizeof *host);
+    heads = (int *)malloc((size_t)shm__w.npes * sizeof *heads); /* the leaders so far */
+    if (!host || !heads) rc = -1;
+    for (q = 0; q < shm__w.npes && rc == 0; q++) {
+        host[q] = shm__pmix_host(q);
+        if (!host[q]) rc = -1;
+        for (k = 0; k < nheads && rc == 0 && strcmp(host[heads[k]], host[q]) != 0; k++) continue;
+        if (k == nheads) heads[nheads++] = q;
+        leader[q] = heads[k];
     }
-    PMIX_VALUE_RELEASE(mine);
-    return same;
+    for (q = 0; host && q < shm__w.npes; q++) free(host[q]);
+    free(host);
+    free(heads);
+    return rc;
+}
+
+/* Which PEs share this PE's node, and which lead the nodes: the node
+   barrier's members and the message group.  Unknown (nodes = 0) when PMIx
+   lacks host names. */
+static void shm__map_nodes(void)
+{
+    int *leader = (int *)malloc((size_t)shm__w.npes * sizeof *leader), *count, q;
+    shm__w.nodes = 0;
+    if (!leader || shm__leaders(leader) != 0) {
+        free(leader);
+        shm__note("PE %d: PMIx gives no host names: nodes unknown, barriers by messages", shm__w.me);
+        return;
+    }
+    count = (int *)calloc((size_t)shm__w.npes, sizeof *count);
+    shm__w.group = (int *)malloc((size_t)shm__w.npes * sizeof *shm__w.group);
+    shm__w.node_ranks = (int *)malloc((size_t)shm__w.npes * sizeof *shm__w.node_ranks);
+    if (!count || !shm__w.group || !shm__w.node_ranks) shm__init_fail("out of memory for %d PEs", shm__w.npes);
+    for (q = 0; q < shm__w.npes; q++) {
+        if (leader[q] == q) shm__w.group[shm__w.nodes++] = q;
+        if (++count[leader[q]] > shm__w.node_size_max) shm__w.node_size_max = count[leader[q]];
+        if (leader[q] == leader[shm__w.me]) {
+            if (q == shm__w.me) shm__w.node_me = shm__w.node_size;
+            shm__w.node_ranks[shm__w.node_size++] = q;
+        }
+    }
+    free(count);
+    free(leader);
 }
 
 /* Runs in PMIx's thread: record, and let the polling thread decide. */
@@ -656,7 +713,7 @@ static void shm__choose_provider(void)
     const char *env = getenv("FI_PROVIDER"), *want = NULL;
     int rc;
     if (!hints) shm__init_fail("fi_allocinfo failed: out of memory");
-    if (!env || !*env) want = shm__all_local() ? "shm" : "tcp;ofi_rxm";
+    if (!env || !*env) want = shm__w.nodes == 1 ? "shm" : "tcp;ofi_rxm";
     hints->caps = FI_RMA | FI_MSG;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
@@ -805,7 +862,7 @@ static void shm__fabric_open(void)
 
 static void shm__describe(void)
 {
-    char addr[128] = "", modes[128] = "";
+    char addr[128] = "", modes[128] = "", barriers[96];
     size_t len = sizeof addr, name_len;
     char name[256];
     static const struct { uint64_t bit; const char *name; } bits[] = {
@@ -828,12 +885,16 @@ static void shm__describe(void)
             strcat(modes, bits[i].name);
         }
     for (i = 0; i < (size_t)shm__w.npes; i++) direct += shm__w.peers[i].direct != NULL;
-    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s, %s), barriers %s, "
-              "direct copies to %d PEs of this node",
+    if (!shm__w.node) snprintf(barriers, sizeof barriers, "by messages");
+    else if (shm__w.nodes == 1) snprintf(barriers, sizeof barriers, "through node memory");
+    else snprintf(barriers, sizeof barriers, "through node memory on each of %d nodes, messages between their leaders",
+                  shm__w.nodes);
+    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s, %s), "
+              "direct copies to %d PEs of this node, barriers %s",
               shm__w.me, shm__w.npes, shm__w.prov, addr, modes[0] ? modes : "0",
               shm__w.tx_flags ? "FI_DELIVERY_COMPLETE" : "quiet flushes by read", shm__w.heap_bytes,
               (void *)shm__w.heap_base, shm__w.same_address ? "same address on every PE" : "addresses differ",
-              shm__pages_name(&shm__w.map), shm__w.node ? "through node memory" : "by messages", direct);
+              shm__pages_name(&shm__w.map), direct, barriers);
 }
 
 /* Closes what is open, in order; safe at any point of start-up. */
@@ -857,6 +918,9 @@ static void shm__teardown(void)
     for (q = 0; shm__w.peers && q < shm__w.npes; q++)
         if (shm__w.peers[q].direct_map) munmap(shm__w.peers[q].direct_map, shm__w.peers[q].direct_len);
     free(shm__w.peers);
+    free(shm__w.group);
+    free(shm__w.node_ranks);
+    shm__w.group = shm__w.node_ranks = NULL;
     shm__w.local_mr = NULL;
     shm__w.ep = NULL;
     shm__w.av = NULL;
@@ -991,8 +1055,8 @@ static void shm__wait_op(shm__op *op, const char *what, int pe)
 }
 
 /* >> barrier and all-reduce ----------------------------------------------------------
-   Dissemination: in round r each PE sends to me + 2^r and hears from
-   me - 2^r.  Max is idempotent, so the same rounds compute the all-reduce:
+   Dissemination among the group (every PE, or the node leaders): in round
+   r each member sends to member me + 2^r and hears from member me - 2^r.  Max is idempotent, so the same rounds compute the all-reduce:
    after ceil(log2 n) rounds every PE has seen every value.  A message names
    its barrier (epoch) and round, so one that arrives early waits in its
    inbox; peers are at most one barrier ahead, so two inboxes suffice. */
@@ -1031,14 +1095,21 @@ static void shm__barrier_timeout(int pe)
                shm__w.me, shm__w.npes, shm__w.epoch);
 }
 
+/* The rank of the group's member i (taken modulo the group's size). */
+static int shm__member(long long i)
+{
+    int m = (int)(i % shm__w.group_size);
+    return shm__w.group_size < shm__w.npes ? shm__w.group[m] : m;
+}
+
 static void shm__disseminate(uint64_t *values, int count)
 {
     uint32_t epoch = shm__w.epoch;
     double deadline = shm__now() + shm__w.timeout;
-    int r, i, n = shm__w.npes;
+    int r, i, n = shm__w.group_size;
     for (r = 0; r < shm__w.rounds; r++) {
         int dist = (int)(1u << r);
-        int to = (int)(((long long)shm__w.me + dist) % n), from = (int)(((long long)shm__w.me - dist + n) % n);
+        int to = shm__member((long long)shm__w.group_me + dist), from = shm__member((long long)shm__w.group_me - dist + n);
         shm__inbox *box = &shm__w.inbox[epoch & 1u][r];
         shm__send_round(epoch, r, to, values, count);
         shm__w.waiting_for = from;
@@ -1071,36 +1142,54 @@ static void shm__disseminate(uint64_t *values, int count)
 }
 
 /* >> node barrier --------------------------------------------------------------------
-   When every PE runs on this node, barriers and all-reduces go through a
-   small shared segment instead of messages: each PE has a slot of its own
-   cache lines, publishes its values and then the barrier's number there,
-   and waits until every slot shows that number.  Values are
+   PEs on one node synchronise through a small shared segment instead of
+   messages: each PE has a slot of its own cache lines, publishes its values
+   and then the barrier's number there.  When every PE is on this node,
+   each waits until every slot shows that number.  On several nodes the
+   barrier is hierarchical: the node's leader (its lowest rank) waits for
+   its node's slots, runs the dissemination rounds with the other nodes'
+   leaders by messages, and publishes the result and the number in the
+   release slot that the node's other PEs wait on.  Values are
    double-buffered by the number's parity: a PE writes a buffer again only
    two barriers later, after every PE has passed the barrier in between and
-   so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps the messages. */
+   so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps messages among
+   all PEs. */
 struct shm__node_slot {
     uint64_t epoch;                         /* atomic: the last barrier this PE reached */
     uint64_t values[2][SHM__REDUCE_MAX];
     char pad[64 - sizeof(uint64_t)];        /* a slot is whole cache lines */
 };
 
-/* The segment: rank 0 creates it, the others open it after a fence, and it
-   is unlinked after a second fence, so a crash later leaves no file. */
-static void shm__node_open(void)
+/* 1 when barriers may use node memory: allowed, and some node has
+   several PEs, none too many. */
+static int shm__node_wanted(void)
 {
     const char *v = getenv("SHMALLOC_PMIX_OFI_NODE_BARRIER");
-    size_t bytes = (size_t)shm__w.npes * sizeof(shm__node_slot);
+    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+        shm__init_fail("SHMALLOC_PMIX_OFI_NODE_BARRIER=\"%s\" is not 0 or 1", v);
+    return !(v && strcmp(v, "0") == 0) && shm__w.nodes > 0 && shm__w.nodes < shm__w.npes &&
+           shm__w.node_size_max <= SHM__NODE_MAX;
+}
+
+/* The node's segment: its leader creates it, the others open it after a
+   fence, and it is unlinked after a second fence, so a crash later leaves
+   no file.  Every PE learns whether every node managed, and all use node
+   memory or none does. */
+static void shm__node_open(void)
+{
+    int leader = shm__w.node_ranks ? shm__w.node_ranks[0] : 0;
+    size_t bytes = (size_t)(shm__w.node_size + 1) * sizeof(shm__node_slot);
     uint64_t ok = 0, all = 1;
     int q, fd = -1;
     char *p;
-    if (v && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
-        shm__init_fail("SHMALLOC_PMIX_OFI_NODE_BARRIER=\"%s\" is not 0 or 1", v);
-    if ((v && strcmp(v, "0") == 0) || shm__w.npes < 2 || shm__w.npes > SHM__NODE_MAX || !shm__all_local()) return;
-    snprintf(shm__w.node_file, sizeof shm__w.node_file, "/shmalloc-%.100s", shm__w.proc.nspace);
+    shm__w.group_size = shm__w.npes;
+    shm__w.group_me = shm__w.me;
+    if (!shm__node_wanted()) return;
+    snprintf(shm__w.node_file, sizeof shm__w.node_file, "/shmalloc-%.100s-%d", shm__w.proc.nspace, leader);
     for (p = shm__w.node_file + 1; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
             *p = '_';
-    if (shm__w.me == 0) {
+    if (shm__w.me == leader) {
         shm_unlink(shm__w.node_file); /* a stale one from a crashed job of the same name */
         fd = shm_open(shm__w.node_file, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
@@ -1111,8 +1200,8 @@ static void shm__node_open(void)
         shm__pmix_put(SHM__KEY_NODE, &ok, sizeof ok);
     }
     shm__fence("node segment");
-    if (shm__w.me != 0) {
-        shm__pmix_get_bytes(0, SHM__KEY_NODE, &ok, sizeof ok);
+    if (shm__w.me != leader) {
+        shm__pmix_get_bytes(leader, SHM__KEY_NODE, &ok, sizeof ok);
         if (ok) fd = shm_open(shm__w.node_file, O_RDWR, 0600);
     }
     if (fd >= 0) {
@@ -1123,11 +1212,14 @@ static void shm__node_open(void)
             shm__w.node_bytes = bytes;
         }
     }
-    shm__w.node_pauses = shm__w.npes <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
+    /* Spin first only on one node with a cpu per PE: across nodes a
+       barrier waits for the network anyway, and a spinning PE would hold
+       the cpu its node's leader needs. */
+    shm__w.node_pauses = shm__w.nodes == 1 && shm__w.node_size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
     ok = shm__w.node != NULL;
     shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
     shm__fence("node segment mapped");
-    if (shm__w.me == 0) shm_unlink(shm__w.node_file);
+    if (shm__w.me == leader) shm_unlink(shm__w.node_file);
     shm__w.node_file[0] = '\0';
     for (q = 0; q < shm__w.npes; q++) {
         uint64_t theirs = 1;
@@ -1137,6 +1229,11 @@ static void shm__node_open(void)
     if (!all && shm__w.node) { /* every PE decides alike: messages for all */
         munmap(shm__w.node, shm__w.node_bytes);
         shm__w.node = NULL;
+    }
+    if (shm__w.node && shm__w.nodes > 1) { /* messages among the leaders only */
+        shm__w.group_size = shm__w.nodes;
+        for (q = 0; q < shm__w.nodes; q++)
+            if (shm__w.group[q] == leader) shm__w.group_me = q;
     }
 }
 
@@ -1149,35 +1246,55 @@ static void shm__cpu_pause(void)
 #endif
 }
 
+/* Waits until slot s shows barrier epoch; pe is the PE that writes it. */
+static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, double *deadline, int *spins)
+{
+    while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
+        if (++*spins <= shm__w.node_pauses) {
+            shm__cpu_pause();
+            continue;
+        }
+        /* A PE that is not here yet may need our progress, or be gone. */
+        shm__w.waiting_for = pe;
+        if (*deadline == 0.0) *deadline = shm__now() + shm__w.timeout;
+        shm__progress();
+        if (shm__now() > *deadline) shm__barrier_timeout(pe);
+        sched_yield();
+    }
+}
+
+static void shm__max_into(uint64_t *values, const uint64_t *theirs, int count)
+{
+    int i;
+    for (i = 0; i < count; i++)
+        if (theirs[i] > values[i]) values[i] = theirs[i];
+}
+
 static void shm__node_sync(uint64_t *values, int count)
 {
     uint64_t epoch = ++shm__w.node_epoch;
-    shm__node_slot *mine = &shm__w.node[shm__w.me];
+    shm__node_slot *mine = &shm__w.node[shm__w.node_me], *release = &shm__w.node[shm__w.node_size];
     unsigned buf = (unsigned)(epoch & 1u);
     double deadline = 0.0;
     int q, i, spins = 0;
     for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
     __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
-    for (q = 0; q < shm__w.npes; q++) {
-        const shm__node_slot *s = &shm__w.node[q];
-        while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
-            if (++spins <= shm__w.node_pauses) {
-                shm__cpu_pause();
-                continue;
-            }
-            /* A PE that is not here yet may need our progress, or be gone. */
-            shm__w.waiting_for = q;
-            if (deadline == 0.0) deadline = shm__now() + shm__w.timeout;
-            shm__progress();
-            if (shm__now() > deadline) shm__barrier_timeout(q);
-            sched_yield();
+    if (shm__w.nodes == 1 || shm__w.node_me == 0) /* everyone here, or the leader: gather the node */
+        for (q = 0; q < shm__w.node_size; q++) {
+            shm__node_wait(&shm__w.node[q], epoch, shm__w.node_ranks[q], &deadline, &spins);
+            if (q != shm__w.node_me) shm__max_into(values, shm__w.node[q].values[buf], count);
         }
-        if (q != shm__w.me)
-            for (i = 0; i < count; i++)
-                if (s->values[buf][i] > values[i]) values[i] = s->values[buf][i];
+    if (shm__w.nodes > 1 && shm__w.node_me == 0) {
+        shm__disseminate(values, count);
+        for (i = 0; i < count; i++) release->values[buf][i] = values[i];
+        __atomic_store_n(&release->epoch, epoch, __ATOMIC_RELEASE);
+    } else if (shm__w.nodes > 1) {
+        shm__node_wait(release, epoch, shm__w.node_ranks[0], &deadline, &spins);
+        for (i = 0; i < count; i++) values[i] = release->values[buf][i];
+    } else {
+        shm__w.epoch = (uint32_t)epoch; /* names the barrier in messages */
     }
     shm__w.waiting_for = -1;
-    shm__w.epoch = (uint32_t)epoch; /* for messages */
 }
 
 /* >> transport contract ------------------------------------------------------------- */
@@ -1560,14 +1677,15 @@ void shmem_init(void)
     shm__w.nominal = nominal;
     shm__w.npes = 1;
     if (shm__pmix_init() == 0) {
-        while ((1 << shm__w.rounds) < shm__w.npes) shm__w.rounds++;
         shm__install_signals();
         shm__sweep_stale_shm_files();
+        shm__map_nodes();
     }
     shm__map_heap(max, &huge);
     if (shm__w.have_pmix) {
         shm__fabric_open();
         shm__node_open();
+        while ((1 << shm__w.rounds) < shm__w.group_size) shm__w.rounds++;
     }
 
     memset(&tp, 0, sizeof tp);

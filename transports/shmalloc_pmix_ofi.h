@@ -44,15 +44,17 @@
      work too.  When every PE is on one node, barriers and the allocator's
      all-reduce go through a small shared-memory segment (each PE
      publishes the barrier's number and its values in a cache line of its
-     own and polls the others'); otherwise they are dissemination rounds of
-     small libfabric messages.  shmem_putmem / shmem_getmem are fi_write /
-     fi_read, waited for on the completion queue, except to PEs on the
-     same node: there each heap is a memfd that the node's other PEs map
-     whole (growth room included) through /proc/PID/fd at start-up, so
-     puts and gets are memcpy and shmem_ptr gives the peer's address.
-     Heaps and the shm provider's files leave nothing in /dev/shm: the
-     latter are unlinked once every peer has opened them, and start-up
-     removes this user's ones whose process has ended.
+     own and polls the others'); on several nodes they are hierarchical:
+     each node's segment, then dissemination rounds of small libfabric
+     messages among one leader per node, then the segment again.
+     shmem_putmem / shmem_getmem are fi_write / fi_read, waited for on the
+     completion queue, except to PEs on the same node: there each heap is
+     a memfd that the node's other PEs map whole (growth room included)
+     through /proc/PID/fd at start-up, so puts and gets are memcpy and
+     shmem_ptr gives the peer's address.  Heaps and the shm provider's
+     files leave nothing in /dev/shm: the latter are unlinked once every
+     peer has opened them, and start-up removes this user's ones whose
+     process has ended.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -88,9 +90,14 @@
                                  SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES,
                                  SHMEM_SYMMETRIC_HEAP_PAGE_SIZE): the heap's
                                  pages; see transports/shmalloc_map.h.
-     SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages even when
-                                 every PE is on one node (1, the default:
-                                 through node memory).
+     SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages among all
+                                 PEs.  1, the default: through node memory
+                                 on each node (PMIx host names), and on
+                                 several nodes by messages among the node
+                                 leaders only, in between.
+     SHMALLOC_PMIX_OFI_TEST_NODE_SIZE  N: ranks 0..N-1, N..2N-1, ... count
+                                 as separate nodes (tests the hierarchical
+                                 barrier on one machine).
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
                                  memory-registration mode and heap address
                                  to stderr at start-up.

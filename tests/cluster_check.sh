@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# tests/cluster_check.sh WORKER - the PMIx + libfabric worker with PEs on
+# several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1) built by
+# tests/cluster.sh (network namespaces on a private bridge, as root), with
+# tcp;ofi_rxm on each node's fab0 between nodes.  Every scenario of "all",
+# heaps at one address and at different ones, hierarchical and flat
+# barriers, heap growth, and a PE killed on one node: under mpirun, then
+# under Slurm's srun --mpi=pmix with one slurmd per node (and slurmctld
+# beside the bridge).  Prints PASS/FAIL per run and a final "cluster-check:
+# N passed, M failed" line; exits nonzero on any failure.
+set -u
+worker=$(readlink -f "${1:-build/pmix_ofi_worker}")
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${SHMALLOC_CLUSTER_NS:-}" ]; then
+    exec timeout 600 "$here/cluster.sh" run 3 bash "$0" "$worker"
+fi
+
+DEATH_LIMIT=20 # seconds a job may take to end after a PE died
+launchers=${CLUSTER_LAUNCHERS:-mpirun srun}
+# Fewer random operations than on one node: the same calls, and 4 PEs on
+# 2 cores stay well inside the launch timeout.
+export SHMALLOC_WORKER_OPS=${SHMALLOC_WORKER_OPS:-3000}
+passed=0 failed=0 out= rc= seconds=
+
+# $via is mpirun or srun; WHERE is mpirun's --host list or srun's node list.
+launch() { # WHERE SCENARIO NAME=VALUE...
+    local where=$1 scenario=$2 start xs=() v cmd
+    shift 2
+    if [ "$via" = srun ]; then # srun passes the whole environment
+        cmd=(srun --mpi=pmix -n 4 -N "$(scontrol show hostnames "$where" | wc -l)" -w "$where" -m block --overcommit)
+    else
+        for v in "$@"; do xs+=(-x "${v%%=*}"); done
+        cmd=(mpirun --oversubscribe --host "$where" -np 4 -x FI_TCP_IFACE -x SHMALLOC_VERBOSE -x IPATH_NO_BACKTRACE
+             "${xs[@]}")
+    fi
+    start=$(date +%s%N)
+    out=$(env "$@" FI_TCP_IFACE=fab0 SHMALLOC_VERBOSE=1 IPATH_NO_BACKTRACE=1 timeout -k 5 60 \
+        "${cmd[@]}" "$worker" "$scenario" 2>&1 </dev/null)
+    rc=$?
+    seconds=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+}
+
+count() { grep -c -- "$1" <<<"$out"; }
+result() { # OK? WHAT
+    if [ "$1" = 1 ]; then
+        echo "PASS $via: $2 ($seconds s)"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $via: $2 (status $rc after $seconds s)"; tail -25 <<<"$out"; failed=$((failed + 1))
+    fi
+}
+
+# Every PE passed SCENARIO and said how it synchronises; endpoints on fab0.
+check_run() { # WHAT HOSTS SCENARIO EXPECT_BARRIERS EXPECT_ADDRESSES NAME=VALUE...
+    local what=$1 hosts=$2 scenario=$3 barriers=$4 addresses=$5 ok=1
+    shift 5
+    launch "$hosts" "$scenario" "$@"
+    [ $rc -eq 0 ] || ok=0
+    [ "$(count ": OK $scenario\$")" -eq 4 ] || ok=0
+    [ "$(count FAIL)" -eq 0 ] || ok=0
+    [ "$(count "barriers $barriers")" -eq 4 ] || ok=0
+    [ "$(count "($addresses")" -eq 4 ] || ok=0
+    [ "$(count "provider tcp;ofi_rxm, endpoint fi_sockaddr_in://10.77.0.")" -eq 4 ] || ok=0
+    [ -z "$(ls /dev/shm | grep '^shmalloc-')" ] || ok=0
+    result $ok "$what"
+}
+
+# PE 1 dies: the job ends in bounded time, someone names PE 1 and says why.
+check_death() { # WHAT HOSTS SCENARIO
+    local ok=1
+    launch "$2" "$3" SHMALLOC_BARRIER_TIMEOUT=5
+    [ $rc -ne 0 ] || ok=0
+    awk -v s="$seconds" -v l=$DEATH_LIMIT 'BEGIN { exit !(s < l) }' || ok=0
+    [ "$(count FAIL)" -eq 0 ] || ok=0
+    grep -qE 'for PE 1|PE 1 ended|rank 1 |,1\]|task 1: Killed' <<<"$out" || ok=0
+    # srun kills the other tasks itself (SIGKILL) as soon as task 1 dies:
+    # then Slurm's line naming task 1 is the message.
+    [ "$via" = srun ] || grep -q 'shmalloc: ' <<<"$out" || ok=0
+    [ -z "$(ls /dev/shm | grep '^shmalloc-')" ] || ok=0
+    result $ok "$1"
+}
+
+HIER2="through node memory on each of 2 nodes, messages between their leaders"
+HIER3="through node memory on each of 3 nodes, messages between their leaders"
+SAME="same address on every PE" DIFFER="addresses differ"
+ALL=(SHMEM_SYMMETRIC_HEAP_SIZE=128M)
+GROW=(SHMEM_SYMMETRIC_HEAP_SIZE=1M SHMALLOC_HEAP_MAX=256M)
+# FI_PROVIDER unset: PEs on several nodes choose tcp;ofi_rxm themselves.
+cases() {
+    check_run "2 nodes x 2 PEs, all scenarios, one heap address, hierarchical barriers" "$TWO" all "$HIER2" "$SAME" \
+        "${ALL[@]}" SHMALLOC_EXPECT_ADDRESSES=same
+    check_run "2 nodes x 2 PEs, all scenarios, different heap addresses, barriers by messages" "$TWO" all "by messages" \
+        "$DIFFER" "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1 SHMALLOC_EXPECT_ADDRESSES=differ \
+        SHMALLOC_PMIX_OFI_NODE_BARRIER=0
+    check_run "3 nodes (2+1+1), all scenarios, one heap address, hierarchical barriers" "$THREE" all "$HIER3" "$SAME" \
+        "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_EXPECT_ADDRESSES=same
+    check_run "3 nodes (2+1+1), all scenarios, different heap addresses, hierarchical barriers" "$THREE" all "$HIER3" \
+        "$DIFFER" "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1 SHMALLOC_EXPECT_ADDRESSES=differ
+    check_run "2 nodes x 2 PEs, heap growth 1 MiB -> 23 MiB, different heap addresses" "$TWO" grow "$HIER2" "$DIFFER" \
+        "${GROW[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1
+    check_run "3 nodes (2+1+1), heap growth 1 MiB -> 23 MiB, one heap address" "$THREE" grow "$HIER3" "$SAME" \
+        "${GROW[@]}" FI_PROVIDER="tcp;ofi_rxm"
+    check_death "2 nodes x 2 PEs, PE 1 SIGKILLed in a barrier: the job ends" "$TWO" kill
+    check_death "3 nodes (2+1+1), PE 1 SIGKILLed inside shmem_malloc: the job ends" "$THREE" kill_in_malloc
+}
+
+# One slurmd per node, each with the node's own host name and a private
+# directory mounted at the same path (spool, pid, log, and the temporary
+# directories of Slurm's PMIx plugin, which would clash between nodes of one
+# file system); slurmctld beside the bridge with host name "ctl".  No
+# munge: auth/none and cred/none.
+slurm_start() {
+    local i
+    slurm=$(mktemp -d /tmp/shmalloc-slurm-cluster.XXXXXX)
+    export SLURM_CONF=$slurm/slurm.conf
+    cat >"$SLURM_CONF" <<CONF
+ClusterName=shmalloc-cluster
+SlurmctldHost=ctl(10.77.0.254)
+SlurmctldPort=16917
+SlurmdPort=16918
+AuthType=auth/none
+CredType=cred/none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SlurmdParameters=config_overrides
+SlurmUser=root
+StateSaveLocation=$slurm/state
+SlurmctldPidFile=$slurm/ctld.pid
+SlurmctldLogFile=$slurm/ctld.log
+SlurmdSpoolDir=$slurm/node/spool
+SlurmdPidFile=$slurm/node/d.pid
+SlurmdLogFile=$slurm/node/d.log
+TmpFS=$slurm/node/tmp
+ReturnToService=2
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=node[1-3] NodeAddr=10.77.0.[1-3] CPUs=2 State=UNKNOWN
+PartitionName=test Nodes=node[1-3] Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+CONF
+    echo "PMIxCliTmpDirBase=$slurm/node/tmp" >"$slurm/mpi.conf"
+    mkdir -p "$slurm/state" "$slurm/node"
+    unshare --uts sh -c 'hostname ctl && exec slurmctld' || return 1
+    for i in 1 2 3; do
+        mkdir -p "$slurm/n$i/spool" "$slurm/n$i/tmp"
+        "$here/cluster.sh" on $i unshare --mount sh -c "mount --bind $slurm/n$i $slurm/node && exec slurmd -N node$i" ||
+            return 1
+    done
+    for _ in $(seq 60); do
+        [ "$(sinfo -h -N -o %t 2>/dev/null | grep -c idle)" = 3 ] && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
+slurm_stop() {
+    local f
+    [ -n "$slurm" ] || return 0
+    for f in "$slurm"/ctld.pid "$slurm"/n*/d.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+    sleep 1
+    rm -rf "$slurm"
+    slurm=
+}
+slurm=
+trap slurm_stop EXIT # the daemons outlive their namespaces otherwise
+
+if [[ " $launchers " = *" mpirun "* ]]; then
+    via=mpirun TWO=10.77.0.1:2,10.77.0.2:2 THREE=10.77.0.1:2,10.77.0.2:1,10.77.0.3:1
+    cases
+fi
+if [[ " $launchers " = *" srun "* ]]; then
+    via=srun TWO="node[1-2]" THREE="node[1-3]"
+    if slurm_start; then
+        cases
+    else
+        rc=1 out="$(tail -n 20 "$slurm"/*.log "$slurm"/n*/*.log 2>&1)"
+        result 0 "the Slurm daemons did not start"
+    fi
+    slurm_stop
+fi
+echo "cluster-check: $passed passed, $failed failed"
+[ $failed -eq 0 ]

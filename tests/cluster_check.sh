@@ -60,6 +60,10 @@ check_run() { # WHAT HOSTS SCENARIO EXPECT_BARRIERS EXPECT_ADDRESSES NAME=VALUE.
     [ "$(count FAIL)" -eq 0 ] || ok=0
     [ "$(count "barriers $barriers")" -eq 4 ] || ok=0
     [ "$(count "($addresses")" -eq 4 ] || ok=0
+    # direct copies only to a PE of the same node: 2x2 each has one, 2+1+1 two have one
+    if [ "$hosts" = "$TWO" ]; then local ones=4; else local ones=2; fi
+    [ "$(count "direct copies to 1 PEs of this node")" -eq $ones ] || ok=0
+    [ "$(count "direct copies to 0 PEs of this node")" -eq $((4 - ones)) ] || ok=0
     [ "$(count "provider tcp;ofi_rxm, endpoint fi_sockaddr_in://10.77.0.")" -eq 4 ] || ok=0
     [ -z "$(ls /dev/shm | grep '^shmalloc-')" ] || ok=0
     result $ok "$what"

@@ -569,7 +569,7 @@ Test(pmix_ofi, reserved_huge_pages_back_shared_heaps_as_root, .timeout = TEST_TI
     }
     cr_assert_eq(r.status, 0, "%s", tail(&r));
     cr_assert_eq(count(&r, ": OK direct"), 2, "%s", tail(&r));
-    cr_assert_eq(count(&r, "2 MiB hugetlbfs pages), barriers"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "2 MiB hugetlbfs pages), direct copies"), 2, "%s", tail(&r));
     cr_assert_eq(count(&r, "direct copies to 1 PEs"), 2, "%s", tail(&r));
     cr_assert(!has(&r, "fell back"), "%s", tail(&r));
 }

@@ -197,6 +197,7 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment);
 /* SHMEM_MALLOC_OK if ptr is the start of a used block, else the error code. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
+/* The figures of shmalloc_counters; walks the heap (time in the number of blocks). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user);
@@ -529,7 +530,7 @@ struct shmalloc_tlsf {
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
-    size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
+    size_t high_water;     /* the counters' other figures are counted on demand */
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[SHM__FL_COUNT];
     unsigned fl_count;     /* first-level classes this region can hold */
@@ -886,13 +887,11 @@ static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, shm__block *
 }
 
 /* The used block b of `size` bytes, its header written, into the start map
-   and the counters; returns its user pointer. */
+   and the high-water mark; returns its user pointer. */
 SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
     shm__mark_used(t, b, 1);
-    t->in_use += size;
-    t->used_blocks++;
     if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, b);
     return shm__user(b);
 }
@@ -1008,10 +1007,8 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     size_t header = b->header, size = header & SHM__SIZE_MASK;
     shm__block *next = shm__at(b, size);
     size_t next_header = next->header; /* both read before the map is written, which gcc cannot tell apart */
-    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
+    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
     shm__mark_used(t, b, 0);
-    t->in_use -= size;
-    t->used_blocks--;
     if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
     shm__file_alone(t, b, size, next, next_header);
     return SHMEM_MALLOC_OK;
@@ -1137,7 +1134,6 @@ SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t si
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
     if (tail < SHM__MIN_BLOCK) return;
     b->header -= tail;
-    t->in_use -= tail;
     if (!(next_header & SHM__FREE)) {
         shm__file_alone(t, rest, tail, next, next_header);
         return;
@@ -1166,7 +1162,6 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         size = bsize + nsize;
     }
     b->header += size - bsize;
-    t->in_use += size - bsize;
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) {
         t->high_water = end;
@@ -1208,7 +1203,6 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         SHMALLOC_MEMMOVE(shm__user(prev), ptr, keep);
         prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
         shm__mark_used(t, prev, 1);
-        t->in_use += psize;
         shm__resize_in_place(t, prev, r->size); /* then the next block, or the tail */
         return shm__user(prev);
     }
@@ -1464,24 +1458,6 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
 
-/* The largest free block is in the highest non-empty list: O(length of
-   that list), which is one block in the common case of a heap's tail. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
-{
-    const shm__block *b, *list;
-    out->capacity = t->capacity;
-    out->in_use = t->in_use;
-    out->free = t->capacity - t->in_use;
-    out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
-    out->high_water = t->high_water;
-    out->used_blocks = t->used_blocks;
-    out->largest_free = 0;
-    if (!t->fl_bitmap) return;
-    list = &t->lists[shm__fls(t->fl_bitmap)][shm__fls(t->sl_bitmap[shm__fls(t->fl_bitmap)])];
-    for (b = list->next_free; b != list; b = b->next_free)
-        if (shm__size(b) > out->largest_free) out->largest_free = shm__size(b);
-}
-
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user)
 {
     const shm__block *b = (const shm__block *)(const void *)t->base;
@@ -1495,6 +1471,31 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmall
         if (fn(user, &info)) return;
         b = shm__at(b, info.size);
     }
+}
+
+/* One block into the counters' sums. */
+static int shm__count_block(void *user, const shmalloc_block_info *b)
+{
+    shmalloc_counters *out = (shmalloc_counters *)user;
+    if (b->used) {
+        out->in_use += b->size;
+        out->used_blocks++;
+    } else if (b->size > out->largest_free) {
+        out->largest_free = b->size;
+    }
+    return 0;
+}
+
+/* Counted on demand, one step per block: malloc and free keep no counts
+   but the high-water mark, which the start map's zeroing needs anyway. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
+{
+    out->in_use = out->used_blocks = out->largest_free = 0;
+    shmalloc_tlsf_walk(t, shm__count_block, out);
+    out->capacity = t->capacity;
+    out->free = t->capacity - out->in_use;
+    out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
+    out->high_water = t->high_water;
 }
 
 /* ---- checker: never follows a size or a link out of the block space ---- */
@@ -1542,13 +1543,13 @@ static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
            size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) && shm__at(b, size)->prev_phys == b;
 }
 
-/* The physical chain: sizes, flags, back links, start map, counters.
+/* The physical chain: sizes, flags, back links, start map, high-water mark.
    Returns the number of free blocks seen. */
 static size_t shm__check_chain(shm__checker *c)
 {
     const shmalloc_tlsf *t = c->t;
     const shm__block *b = (const shm__block *)(const void *)t->base;
-    size_t nfree = 0, nused = 0, used_bytes = 0, prev_free = 0, marked = 0, i;
+    size_t nfree = 0, nused = 0, prev_free = 0, marked = 0, i;
     while (b != t->sentinel) {
         size_t off = shm__offset(t, b) + 16, size, is_free;
         if (SHM__IS_POISONED(&b->header)) {
@@ -1580,8 +1581,9 @@ static size_t shm__check_chain(shm__checker *c)
             if (!shm__starts_used(t, b)) shm__problem(c, "used block at offset %zu is not marked used", off);
             if ((uintptr_t)shm__user(b) & (shm__align_of(b) - 1))
                 shm__problem(c, "used block at offset %zu is not aligned to its %zu", off, shm__align_of(b));
+            if (off + size - 8 > t->high_water)
+                shm__problem(c, "used block at offset %zu ends above the high-water mark %zu", off, t->high_water);
             nused++;
-            used_bytes += size;
         }
         if (c->level > 0)
             shm__print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
@@ -1595,9 +1597,6 @@ static size_t shm__check_chain(shm__checker *c)
     }
     if (t->sentinel->header != (prev_free ? SHM__PREV_FREE : 0))
         shm__problem(c, "end-of-heap marker overwritten (header 0x%zx)", t->sentinel->header);
-    if (used_bytes != t->in_use || nused != t->used_blocks)
-        shm__problem(c, "counters say %zu used blocks of %zu bytes, the heap has %zu of %zu", t->used_blocks,
-                     t->in_use, nused, used_bytes);
     for (i = 0; i < t->map_clean / 8; i++) {
         uint64_t w = t->start_map[i];
         for (; w; w &= w - 1) marked++;

@@ -120,10 +120,10 @@ Test(corrupt, a_free_list_cycle_is_reported_and_the_checker_stops)
     cr_assert(strstr(said, "cycle") != NULL, "%s", said);
 }
 
-Test(corrupt, counters_that_disagree_with_the_blocks_are_reported)
+Test(corrupt, a_high_water_mark_below_a_used_block_is_reported)
 {
     void *a, *b;
     shmalloc_tlsf *t = busy_heap(&a, &b);
-    t->in_use += 16;
-    expect_reported(t, "counters say");
+    t->high_water = (size_t)((char *)a - (char *)shmalloc_tlsf_base(t)) + shmalloc_tlsf_usable_size(t, a); /* a's end, below c */
+    expect_reported(t, "above the high-water mark");
 }

@@ -562,6 +562,9 @@ SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0
 }
 
 SHM__INLINE size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
+/* A free block's size from its header word, which has no alignment bits:
+   a mask that fits an instruction's immediate. */
+SHM__INLINE size_t shm__free_size(size_t header) { return header & ~(size_t)15; }
 SHM__INLINE shm__block *shm__at(const void *p, size_t off) { return (shm__block *)((uintptr_t)p + off); }
 SHM__INLINE void *shm__user(const shm__block *b) { return (char *)(uintptr_t)b + 16; }
 SHM__INLINE shm__block *shm__of_user(const void *p) { return (shm__block *)((uintptr_t)p - 16); }
@@ -713,7 +716,10 @@ SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__bl
     size_t bits, fl, sl_map;
     uint64_t fl_map;
     *list = shm__list_for(t, size);
-    if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
+    /* a free block's header is its size and the free bit (its previous block
+       is used), so it is at least size exactly when the block fits; an
+       empty list's sentinel has a header of 0 */
+    if ((*list)->next_free->header >= size) return 1;
     bits = shm__list_bits(*list);
     fl = bits >> 32;
     sl_map = t->sl_bitmap[fl] & (0u - ((uint32_t)bits << 1)); /* the lists above in this class; none above the last */
@@ -777,17 +783,17 @@ static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
     size_t anchor_size, list;
     if (b->header & SHM__PREV_FREE) {
         anchor = b = b->prev_phys;
-        anchor_size = shm__size(b);
+        anchor_size = shm__free_size(b->header);
         size += anchor_size;
         if (next_header & SHM__FREE) {
-            size_t nsize = next_header & SHM__SIZE_MASK;
+            size_t nsize = shm__free_size(next_header);
             shm__remove(t, next);
             size += nsize;
             next = shm__at(next, nsize);
         }
     } else {
         anchor = next;
-        anchor_size = next_header & SHM__SIZE_MASK;
+        anchor_size = shm__free_size(next_header);
         size += anchor_size;
         next = shm__at(next, anchor_size);
     }
@@ -902,7 +908,7 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
                              shm__block *list)
 {
-    size_t bsize = shm__size(b), rest_size = bsize - size;
+    size_t bsize = shm__free_size(b->header), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (rest_size >= SHM__MIN_BLOCK) {
@@ -940,7 +946,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
    instead, so the heap reaches no further than it must.) */
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
-    size_t bsize = shm__size(b), front, tail;
+    size_t bsize = shm__free_size(b->header), front, tail;
     shm__block *next = shm__at(b, bsize), *a, *front_list;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
@@ -989,9 +995,9 @@ static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, shm__block *b, shm__b
 /* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
 SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
-    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
+    SHM__UNPOISON((char *)b + 32, shm__free_size(b->header) - 32);
     if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
-    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
+    if (shm__at(b, shm__free_size(b->header)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
     return shm__take_top(t, b, list, size, align);
 }
 
@@ -1130,7 +1136,7 @@ SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t si
 {
     size_t bsize = shm__size(b), tail = bsize - size;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
     if (tail < SHM__MIN_BLOCK) return;
     b->header -= tail;
@@ -1149,7 +1155,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t bsize = shm__size(b), end;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
     if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);

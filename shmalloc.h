@@ -1328,7 +1328,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
 {
     shm__block *list;
     size_t bsize;
-    if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
+    if (shm__bad_align(align)) return NULL;
+    if (align <= SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
+    if (size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
     if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);

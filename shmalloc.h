@@ -932,8 +932,9 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         if (listed) shm__pop(t, b, list);
         next->header &= ~SHM__PREV_FREE;
     }
-    /* b->header read again, not kept: gcc then saves fewer registers */
-    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    /* a listed block is free, so its previous block is used; an unlisted
+       one follows a free gap (shm__take_top) */
+    b->header = bsize | (listed ? 0 : SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
     return shm__taken(t, b, bsize);
 }
 

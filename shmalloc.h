@@ -1283,6 +1283,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) {
             t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
+            t->lists[i][j].header = 0; /* an empty list's head never fits: the region's old bytes are no size */
             t->lists[i][j].prev_phys = (shm__block *)(uintptr_t)(i << 32 | (size_t)1 << j); /* shm__list_bits */
         }
 
@@ -1630,6 +1631,8 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
             unsigned efl, esl;
             if (!(t->sl_bitmap[fl] >> sl & 1) != (e == list))
                 shm__problem(c, "list %u/%u: bitmap says %s", fl, sl, e == list ? "non-empty" : "empty");
+            if (list->header) /* malloc would take the sentinel node for a block */
+                shm__problem(c, "list %u/%u: sentinel node has a size (0x%zx)", fl, sl, list->header);
             for (; e != list; prev = e, e = e->next_free) {
                 if (!shm__in_blocks(t, e) || SHM__IS_POISONED(&e->header)) {
                     shm__problem(c, "list %u/%u: link %p points outside the heap", fl, sl, (const void *)e);

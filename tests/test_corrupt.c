@@ -120,6 +120,23 @@ Test(corrupt, a_free_list_cycle_is_reported_and_the_checker_stops)
     cr_assert(strstr(said, "cycle") != NULL, "%s", said);
 }
 
+Test(corrupt, a_list_sentinel_with_a_size_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    t->lists[3][1].header = 4096;
+    expect_reported(t, "sentinel node has a size");
+}
+
+/* malloc reads a free block's size as its header masked by 16 */
+Test(corrupt, a_free_block_with_alignment_bits_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    shm__of_user(b)->header |= (size_t)6 << SHM__ALIGN_SHIFT;
+    expect_reported(t, "carries alignment bits");
+}
+
 Test(corrupt, a_high_water_mark_below_a_used_block_is_reported)
 {
     void *a, *b;

@@ -774,29 +774,14 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
     return b;
 }
 
-/* The general case of shm__file_free: b's previous block or the next one
-   (whose header word is next_header) is free, and b merges with it.
-   Returns SHMEM_MALLOC_OK, so that free can end in a jump here. */
-static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+/* The end of a merging free: b, of `size` bytes up to `next`, has grown
+   over the free block anchor (which may be b itself), of anchor_size
+   bytes, and takes its place in the lists.  Returns SHMEM_MALLOC_OK, so
+   that free can end in a jump to the merges. */
+SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *anchor, size_t anchor_size,
+                             shm__block *next)
 {
-    shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
-    size_t anchor_size, list;
-    if (b->header & SHM__PREV_FREE) {
-        anchor = b = b->prev_phys;
-        anchor_size = shm__free_size(b->header);
-        size += anchor_size;
-        if (next_header & SHM__FREE) {
-            size_t nsize = shm__free_size(next_header);
-            shm__remove(t, next);
-            size += nsize;
-            next = shm__at(next, nsize);
-        }
-    } else {
-        anchor = next;
-        anchor_size = shm__free_size(next_header);
-        size += anchor_size;
-        next = shm__at(next, anchor_size);
-    }
+    size_t list;
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
     list = shm__class_bits(size); /* compared as classes: the push needs it anyway */
     if (shm__class_bits(anchor_size) == list) {
@@ -810,6 +795,30 @@ static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
     next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
     return SHMEM_MALLOC_OK;
+}
+
+/* b, of `size` bytes, merges with its free previous block, and with the
+   next one too when that is free (its header word is next_header). */
+static long shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+{
+    shm__block *next = shm__at(b, size), *prev = b->prev_phys;
+    size_t prev_size = shm__free_size(prev->header);
+    if (next_header & SHM__FREE) {
+        size_t nsize = shm__free_size(next_header);
+        shm__remove(t, next);
+        size += nsize;
+        next = shm__at(next, nsize);
+    }
+    return shm__merged(t, prev, size + prev_size, prev, prev_size, next);
+}
+
+/* b, of `size` bytes, merges with the free next block (header word
+   next_header); the previous block is used. */
+static long shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+{
+    shm__block *next = shm__at(b, size);
+    size_t nsize = shm__free_size(next_header);
+    return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
 }
 
 /* Files [b, b + size) as a free block of its own: neither neighbour is free. */
@@ -831,8 +840,12 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     shm__block *next = shm__at(b, size);
     size_t next_header = next->header;
     SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
-    if ((b->header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
-        shm__merge_free(t, b, size, next_header);
+    if (b->header & SHM__PREV_FREE) {
+        shm__merge_prev(t, b, size, next_header);
+        return;
+    }
+    if (next_header & SHM__FREE) {
+        shm__merge_next(t, b, size, next_header);
         return;
     }
     shm__file_alone(t, b, size, next, next_header);
@@ -1016,7 +1029,8 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     size_t next_header = next->header; /* both read before the map is written, which gcc cannot tell apart */
     SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
     shm__mark_used(t, b, 0);
-    if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
+    if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
+    if (next_header & SHM__FREE) return shm__merge_next(t, b, size, next_header);
     shm__file_alone(t, b, size, next, next_header);
     return SHMEM_MALLOC_OK;
 }

@@ -976,7 +976,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
         size += tail;
         next->header &= ~SHM__PREV_FREE;
     }
-    b->header -= bsize - front;
+    b->header = front | SHM__FREE; /* b is free: its previous block is used */
     front_list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
     if (front_list != list) {
         shm__pop(t, b, list);

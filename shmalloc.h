@@ -588,7 +588,7 @@ SHM__INLINE size_t shm__block_size(size_t n)
 /* The classes of sizes >= SHM__MIN_BLOCK: the first level is the log2 of
    the size (from 5), the second the SHMALLOC_SL_LOG2 bits below its top
    bit.  A size below SHM__SMALL, a multiple of 16, has no more bits than
-   that: each has a list of its own.  The fast paths use shm__class_bits
+   that: each has a list of its own.  The fast paths use shm__size_bits
    below; this plain form sizes the control block and lets the checker test
    every free block's list against a second computation. */
 SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
@@ -599,18 +599,17 @@ SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 }
 
 /* The same classes from the bits of the size as a double, which are its
-   exponent and then its top mantissa bits: the list's index, fl *
-   SHM__SL_COUNT + sl, is one conversion and one shift away (sizes are below
-   2^53, so exact). */
-SHM__INLINE size_t shm__class_bits(size_t size)
+   exponent and then its top mantissa bits: two sizes share a list exactly
+   when these agree, and the list's index, fl * SHM__SL_COUNT + sl, is
+   these less SHM__BITS_BIAS, the bits of list 0 (sizes are below 2^53, so
+   exact). */
+SHM__INLINE size_t shm__size_bits(size_t size)
 {
     union { double d; uint64_t u; } x;
     x.d = (double)(int64_t)size; /* signed: one instruction, and sizes are far below 2^63 */
-    return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2)) - ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2);
+    return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2));
 }
-
-/* The list of a free block of `size` bytes (>= SHM__MIN_BLOCK) as one index. */
-SHM__INLINE unsigned shm__list_of(size_t size) { return (unsigned)shm__class_bits(size); }
+#define SHM__BITS_BIAS ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2)
 
 /* The sentinel node of list i; the lists are one array of fl_count rows. */
 SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, size_t i)
@@ -618,12 +617,19 @@ SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, size_t i)
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + i * sizeof(shm__block));
 }
 
-/* The sentinel node of the list of a free block of `size` bytes, the list
-   of shm__list_of, in 64-bit arithmetic that folds the offset into the
-   address. */
+/* The sentinel node of the list whose sizes have the bits `bits`
+   (shm__size_bits), in 64-bit arithmetic that folds the offset of the
+   lists and the bias of the bits into the address's constant. */
+SHM__INLINE shm__block *shm__list_at(const shmalloc_tlsf *t, size_t bits)
+{
+    return (shm__block *)((uintptr_t)t + (offsetof(shmalloc_tlsf, lists) - SHM__BITS_BIAS * sizeof(shm__block)) +
+                          bits * sizeof(shm__block));
+}
+
+/* The sentinel node of the list of a free block of `size` bytes (>= SHM__MIN_BLOCK). */
 SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + shm__class_bits(size) * sizeof(shm__block));
+    return shm__list_at(t, shm__size_bits(size));
 }
 
 /* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
@@ -660,7 +666,6 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     }
 }
 
-SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, size_t i) { shm__push_on(t, b, shm__list(t, i)); }
 
 /* Files free block b, of `size` bytes, in its list. */
 SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { shm__push_on(t, b, shm__list_for(t, size)); }
@@ -781,14 +786,14 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *anchor, size_t anchor_size,
                              shm__block *next)
 {
-    size_t list;
+    size_t bits;
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    list = shm__class_bits(size); /* compared as classes: the push needs it anyway */
-    if (shm__class_bits(anchor_size) == list) {
+    bits = shm__size_bits(size); /* compared as classes: the push needs them anyway */
+    if (shm__size_bits(anchor_size) == bits) {
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        shm__push(t, b, list);
+        shm__push_on(t, b, shm__list_at(t, bits));
     }
     b->header = size | SHM__FREE;
     next->prev_phys = b;
@@ -926,11 +931,11 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (rest_size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
-        unsigned rest_list = shm__list_of(rest_size);
+        shm__block *rest_list = shm__list_for(t, rest_size);
         rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
-        if (listed && shm__list(t, rest_list) == list) {
+        if (listed && rest_list == list) {
             shm__block *after = b->next_free;
             rest->next_free = after;
             after->prev_free = rest;
@@ -938,7 +943,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
             list->next_free = rest;
         } else {
             if (listed) shm__pop(t, b, list);
-            shm__push(t, rest, rest_list);
+            shm__push_on(t, rest, rest_list);
         }
         bsize = size;
     } else {
@@ -1129,10 +1134,10 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
 SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
     shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
-    size_t list = shm__class_bits(size);
+    size_t bits = shm__size_bits(size);
     f->header = size | SHM__FREE;
     shm__at(f, size)->prev_phys = f;
-    if (shm__class_bits(old_size) == list) {
+    if (shm__size_bits(old_size) == bits) {
         f->next_free = next_free;
         next_free->prev_free = f;
         f->prev_free = prev_free;
@@ -1142,7 +1147,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
     if (next_free == prev_free) shm__emptied(t, prev_free);
-    shm__push(t, f, list);
+    shm__push_on(t, f, shm__list_at(t, bits));
 }
 
 /* Shrinks used block b to `size` (a block size, at most b's): the tail

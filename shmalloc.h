@@ -827,13 +827,13 @@ static long shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
 }
 
 /* Files [b, b + size) as a free block of its own: neither neighbour is free. */
-SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next, size_t next_header)
+SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next)
 {
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
     shm__push_size(t, b, size);
     next->prev_phys = b;
-    next->header = next_header | SHM__PREV_FREE;
+    next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
 }
 
@@ -853,7 +853,7 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
         shm__merge_next(t, b, size, next_header);
         return;
     }
-    shm__file_alone(t, b, size, next, next_header);
+    shm__file_alone(t, b, size, next);
 }
 
 /* The start-map bit of the block at offset off, a multiple of 16, as
@@ -1036,7 +1036,7 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     shm__mark_used(t, b, 0);
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
     if (next_header & SHM__FREE) return shm__merge_next(t, b, size, next_header);
-    shm__file_alone(t, b, size, next, next_header);
+    shm__file_alone(t, b, size, next);
     return SHMEM_MALLOC_OK;
 }
 
@@ -1161,7 +1161,7 @@ SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t si
     if (tail < SHM__MIN_BLOCK) return;
     b->header -= tail;
     if (!(next_header & SHM__FREE)) {
-        shm__file_alone(t, rest, tail, next, next_header);
+        shm__file_alone(t, rest, tail, next);
         return;
     }
     shm__refile(t, next, nsize, rest, tail + nsize);

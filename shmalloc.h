@@ -1156,14 +1156,16 @@ SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t si
 {
     size_t bsize = shm__size(b), tail = bsize - size;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
+    size_t next_header, nsize;
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
     if (tail < SHM__MIN_BLOCK) return;
+    next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
     b->header -= tail;
     if (!(next_header & SHM__FREE)) {
         shm__file_alone(t, rest, tail, next);
         return;
     }
+    nsize = shm__free_size(next_header);
     shm__refile(t, next, nsize, rest, tail + nsize);
     SHM__POISON((char *)rest + 32, tail + nsize - 32);
 }

@@ -205,6 +205,7 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment);
 /* SHMEM_MALLOC_OK if ptr is the start of a used block, else the error code. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
+/* The figures of shmalloc_counters; walks the heap (time in the number of blocks). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user);
@@ -569,7 +570,7 @@ struct shmalloc_tlsf {
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
-    size_t in_use, high_water, used_blocks; /* this order keeps gcc from pairing updates in SSE */
+    size_t high_water;     /* the counters' other figures are counted on demand */
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[SHM__FL_COUNT];
     unsigned fl_count;     /* first-level classes this region can hold */
@@ -601,6 +602,9 @@ SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0
 }
 
 SHM__INLINE size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
+/* A free block's size from its header word, which has no alignment bits:
+   a mask that fits an instruction's immediate. */
+SHM__INLINE size_t shm__free_size(size_t header) { return header & ~(size_t)15; }
 SHM__INLINE shm__block *shm__at(const void *p, size_t off) { return (shm__block *)((uintptr_t)p + off); }
 SHM__INLINE void *shm__user(const shm__block *b) { return (char *)(uintptr_t)b + 16; }
 SHM__INLINE shm__block *shm__of_user(const void *p) { return (shm__block *)((uintptr_t)p - 16); }
@@ -624,7 +628,7 @@ SHM__INLINE size_t shm__block_size(size_t n)
 /* The classes of sizes >= SHM__MIN_BLOCK: the first level is the log2 of
    the size (from 5), the second the SHMALLOC_SL_LOG2 bits below its top
    bit.  A size below SHM__SMALL, a multiple of 16, has no more bits than
-   that: each has a list of its own.  The fast paths use shm__class_bits
+   that: each has a list of its own.  The fast paths use shm__size_bits
    below; this plain form sizes the control block and lets the checker test
    every free block's list against a second computation. */
 SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
@@ -635,18 +639,17 @@ SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
 }
 
 /* The same classes from the bits of the size as a double, which are its
-   exponent and then its top mantissa bits: the list's index, fl *
-   SHM__SL_COUNT + sl, is one conversion and one shift away (sizes are below
-   2^53, so exact). */
-SHM__INLINE size_t shm__class_bits(size_t size)
+   exponent and then its top mantissa bits: two sizes share a list exactly
+   when these agree, and the list's index, fl * SHM__SL_COUNT + sl, is
+   these less SHM__BITS_BIAS, the bits of list 0 (sizes are below 2^53, so
+   exact). */
+SHM__INLINE size_t shm__size_bits(size_t size)
 {
     union { double d; uint64_t u; } x;
     x.d = (double)(int64_t)size; /* signed: one instruction, and sizes are far below 2^63 */
-    return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2)) - ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2);
+    return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2));
 }
-
-/* The list of a free block of `size` bytes (>= SHM__MIN_BLOCK) as one index. */
-SHM__INLINE unsigned shm__list_of(size_t size) { return (unsigned)shm__class_bits(size); }
+#define SHM__BITS_BIAS ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2)
 
 /* The sentinel node of list i; the lists are one array of fl_count rows. */
 SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, size_t i)
@@ -654,12 +657,19 @@ SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, size_t i)
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + i * sizeof(shm__block));
 }
 
-/* The sentinel node of the list of a free block of `size` bytes, the list
-   of shm__list_of, in 64-bit arithmetic that folds the offset into the
-   address. */
+/* The sentinel node of the list whose sizes have the bits `bits`
+   (shm__size_bits), in 64-bit arithmetic that folds the offset of the
+   lists and the bias of the bits into the address's constant. */
+SHM__INLINE shm__block *shm__list_at(const shmalloc_tlsf *t, size_t bits)
+{
+    return (shm__block *)((uintptr_t)t + (offsetof(shmalloc_tlsf, lists) - SHM__BITS_BIAS * sizeof(shm__block)) +
+                          bits * sizeof(shm__block));
+}
+
+/* The sentinel node of the list of a free block of `size` bytes (>= SHM__MIN_BLOCK). */
 SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + shm__class_bits(size) * sizeof(shm__block));
+    return shm__list_at(t, shm__size_bits(size));
 }
 
 /* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
@@ -705,7 +715,6 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     shm__push_head(t, b, list);
 }
 
-SHM__INLINE void shm__push(shmalloc_tlsf *t, shm__block *b, size_t i) { shm__push_on(t, b, shm__list(t, i)); }
 
 /* Files free block b, of `size` bytes, in its list. */
 SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { shm__push_on(t, b, shm__list_for(t, size)); }
@@ -761,7 +770,10 @@ SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__bl
     size_t bits, fl, sl_map;
     uint64_t fl_map;
     *list = shm__list_for(t, size);
-    if (shm__size((*list)->next_free) >= size) return 1; /* an empty list's sentinel has size 0 */
+    /* a free block's header is its size and the free bit (its previous block
+       is used), so it is at least size exactly when the block fits; an
+       empty list's sentinel has a header of 0 */
+    if ((*list)->next_free->header >= size) return 1;
     bits = shm__list_bits(*list);
     fl = bits >> 32;
     sl_map = t->sl_bitmap[fl] & (0u - ((uint32_t)bits << 1)); /* the lists above in this class; none above the last */
@@ -816,36 +828,21 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
     return b;
 }
 
-/* The general case of shm__file_free: b's previous block or the next one
-   (whose header word is next_header) is free, and b merges with it.
-   Returns SHMEM_MALLOC_OK, so that free can end in a jump here. */
-static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+/* The end of a merging free: b, of `size` bytes up to `next`, has grown
+   over the free block anchor (which may be b itself), of anchor_size
+   bytes, and takes its place in the lists.  Returns SHMEM_MALLOC_OK, so
+   that free can end in a jump to the merges. */
+SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *anchor, size_t anchor_size,
+                             shm__block *next)
 {
-    shm__block *next = shm__at(b, size), *anchor; /* anchor: the free neighbour b grows */
-    size_t anchor_size, list;
-    if (b->header & SHM__PREV_FREE) {
-        anchor = b = b->prev_phys;
-        anchor_size = shm__size(b);
-        size += anchor_size;
-        if (next_header & SHM__FREE) {
-            size_t nsize = next_header & SHM__SIZE_MASK;
-            shm__remove(t, next);
-            size += nsize;
-            next = shm__at(next, nsize);
-        }
-    } else {
-        anchor = next;
-        anchor_size = next_header & SHM__SIZE_MASK;
-        size += anchor_size;
-        next = shm__at(next, anchor_size);
-    }
+    size_t bits;
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    list = shm__class_bits(size); /* compared as classes: the push needs it anyway */
-    if (shm__class_bits(anchor_size) == list) {
+    bits = shm__size_bits(size); /* compared as classes: the push needs them anyway */
+    if (shm__size_bits(anchor_size) == bits) {
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        shm__push(t, b, list);
+        shm__push_on(t, b, shm__list_at(t, bits));
     }
     b->header = size | SHM__FREE;
     next->prev_phys = b;
@@ -854,14 +851,38 @@ static long shm__merge_free(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
     return SHMEM_MALLOC_OK;
 }
 
+/* b, of `size` bytes, merges with its free previous block, and with the
+   next one too when that is free (its header word is next_header). */
+static long shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+{
+    shm__block *next = shm__at(b, size), *prev = b->prev_phys;
+    size_t prev_size = shm__free_size(prev->header);
+    if (next_header & SHM__FREE) {
+        size_t nsize = shm__free_size(next_header);
+        shm__remove(t, next);
+        size += nsize;
+        next = shm__at(next, nsize);
+    }
+    return shm__merged(t, prev, size + prev_size, prev, prev_size, next);
+}
+
+/* b, of `size` bytes, merges with the free next block (header word
+   next_header); the previous block is used. */
+static long shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+{
+    shm__block *next = shm__at(b, size);
+    size_t nsize = shm__free_size(next_header);
+    return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
+}
+
 /* Files [b, b + size) as a free block of its own: neither neighbour is free. */
-SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next, size_t next_header)
+SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next)
 {
     SHM__UNPOISON((char *)b + 16, 16);
     b->header = size | SHM__FREE;
     shm__push_size(t, b, size);
     next->prev_phys = b;
-    next->header = next_header | SHM__PREV_FREE;
+    next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
 }
 
@@ -873,11 +894,15 @@ SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
     shm__block *next = shm__at(b, size);
     size_t next_header = next->header;
     SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
-    if ((b->header & SHM__PREV_FREE) || (next_header & SHM__FREE)) {
-        shm__merge_free(t, b, size, next_header);
+    if (b->header & SHM__PREV_FREE) {
+        shm__merge_prev(t, b, size, next_header);
         return;
     }
-    shm__file_alone(t, b, size, next, next_header);
+    if (next_header & SHM__FREE) {
+        shm__merge_next(t, b, size, next_header);
+        return;
+    }
+    shm__file_alone(t, b, size, next);
 }
 
 /* The start-map bit of the block at offset off, a multiple of 16, as
@@ -935,13 +960,11 @@ static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, shm__block *
 }
 
 /* The used block b of `size` bytes, its header written, into the start map
-   and the counters; returns its user pointer. */
+   and the high-water mark; returns its user pointer. */
 SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
     shm__mark_used(t, b, 1);
-    t->in_use += size;
-    t->used_blocks++;
     if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, b);
     return shm__user(b);
 }
@@ -952,16 +975,16 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
                              shm__block *list)
 {
-    size_t bsize = shm__size(b), rest_size = bsize - size;
+    size_t bsize = shm__free_size(b->header), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (rest_size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
-        unsigned rest_list = shm__list_of(rest_size);
+        shm__block *rest_list = shm__list_for(t, rest_size);
         rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
-        if (listed && shm__list(t, rest_list) == list) {
+        if (listed && rest_list == list) {
             shm__block *after = b->next_free;
             rest->next_free = after;
             after->prev_free = rest;
@@ -969,15 +992,16 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
             list->next_free = rest;
         } else {
             if (listed) shm__pop(t, b, list);
-            shm__push(t, rest, rest_list);
+            shm__push_on(t, rest, rest_list);
         }
         bsize = size;
     } else {
         if (listed) shm__pop(t, b, list);
         next->header &= ~SHM__PREV_FREE;
     }
-    /* b->header read again, not kept: gcc then saves fewer registers */
-    b->header = bsize | (b->header & SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    /* a listed block is free, so its previous block is used; an unlisted
+       one follows a free gap (shm__take_top) */
+    b->header = bsize | (listed ? 0 : SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
     return shm__taken(t, b, bsize);
 }
 
@@ -990,7 +1014,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
    instead, so the heap reaches no further than it must.) */
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
-    size_t bsize = shm__size(b), front, tail;
+    size_t bsize = shm__free_size(b->header), front, tail;
     shm__block *next = shm__at(b, bsize), *a, *front_list;
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
@@ -1006,7 +1030,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
         size += tail;
         next->header &= ~SHM__PREV_FREE;
     }
-    b->header -= bsize - front;
+    b->header = front | SHM__FREE; /* b is free: its previous block is used */
     front_list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
     if (front_list != list) {
         shm__pop(t, b, list);
@@ -1039,9 +1063,9 @@ static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, shm__block *b, shm__b
 /* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
 SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
-    SHM__UNPOISON((char *)b + 32, shm__size(b) - 32);
+    SHM__UNPOISON((char *)b + 32, shm__free_size(b->header) - 32);
     if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
-    if (shm__at(b, shm__size(b)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
+    if (shm__at(b, shm__free_size(b->header)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
     return shm__take_top(t, b, list, size, align);
 }
 
@@ -1057,12 +1081,11 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     size_t header = b->header, size = header & SHM__SIZE_MASK;
     shm__block *next = shm__at(b, size);
     size_t next_header = next->header; /* both read before the map is written, which gcc cannot tell apart */
-    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK && t->in_use >= size);
+    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
     shm__mark_used(t, b, 0);
-    t->in_use -= size;
-    t->used_blocks--;
-    if (header & SHM__PREV_FREE || next_header & SHM__FREE) return shm__merge_free(t, b, size, next_header);
-    shm__file_alone(t, b, size, next, next_header);
+    if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
+    if (next_header & SHM__FREE) return shm__merge_next(t, b, size, next_header);
+    shm__file_alone(t, b, size, next);
     return SHMEM_MALLOC_OK;
 }
 
@@ -1181,10 +1204,10 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
 SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
     shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
-    size_t list = shm__class_bits(size);
+    size_t bits = shm__size_bits(size);
     f->header = size | SHM__FREE;
     shm__at(f, size)->prev_phys = f;
-    if (shm__class_bits(old_size) == list) {
+    if (shm__size_bits(old_size) == bits) {
         f->next_free = next_free;
         next_free->prev_free = f;
         f->prev_free = prev_free;
@@ -1194,7 +1217,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
     if (next_free == prev_free) shm__emptied(t, prev_free);
-    shm__push(t, f, list);
+    shm__push_on(t, f, shm__list_at(t, bits));
 }
 
 /* Shrinks used block b to `size` (a block size, at most b's): the tail
@@ -1203,15 +1226,16 @@ SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t si
 {
     size_t bsize = shm__size(b), tail = bsize - size;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    size_t next_header, nsize;
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
     if (tail < SHM__MIN_BLOCK) return;
+    next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
     b->header -= tail;
-    t->in_use -= tail;
     if (!(next_header & SHM__FREE)) {
-        shm__file_alone(t, rest, tail, next, next_header);
+        shm__file_alone(t, rest, tail, next);
         return;
     }
+    nsize = shm__free_size(next_header);
     shm__refile(t, next, nsize, rest, tail + nsize);
     SHM__POISON((char *)rest + 32, tail + nsize - 32);
 }
@@ -1223,7 +1247,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t bsize = shm__size(b), end;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = next_header & SHM__SIZE_MASK;
+    size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
     if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
@@ -1236,7 +1260,6 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         size = bsize + nsize;
     }
     b->header += size - bsize;
-    t->in_use += size - bsize;
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) {
         t->high_water = end;
@@ -1278,7 +1301,6 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         SHMALLOC_MEMMOVE(shm__user(prev), ptr, keep);
         prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
         shm__mark_used(t, prev, 1);
-        t->in_use += psize;
         shm__resize_in_place(t, prev, r->size); /* then the next block, or the tail */
         return shm__user(prev);
     }
@@ -1352,6 +1374,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) {
             t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
+            t->lists[i][j].header = 0; /* an empty list's head never fits: the region's old bytes are no size */
             t->lists[i][j].prev_phys = (shm__block *)(uintptr_t)(i << 32 | (size_t)1 << j); /* shm__list_bits */
         }
 
@@ -1398,7 +1421,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
 {
     shm__block *list;
     size_t bsize;
-    if (shm__bad_align(align) || size - 1 >= SHM__MAX_REQUEST) return NULL;
+    if (shm__bad_align(align)) return NULL;
+    if (align <= SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
+    if (size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
     if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
@@ -1543,24 +1568,6 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
 
-/* The largest free block is in the highest non-empty list: O(length of
-   that list), which is one block in the common case of a heap's tail. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
-{
-    const shm__block *b, *list;
-    out->capacity = t->capacity;
-    out->in_use = t->in_use;
-    out->free = t->capacity - t->in_use;
-    out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
-    out->high_water = t->high_water;
-    out->used_blocks = t->used_blocks;
-    out->largest_free = 0;
-    if (!t->fl_bitmap) return;
-    list = &t->lists[shm__fls(t->fl_bitmap)][shm__fls(t->sl_bitmap[shm__fls(t->fl_bitmap)])];
-    for (b = list->next_free; b != list; b = b->next_free)
-        if (shm__size(b) > out->largest_free) out->largest_free = shm__size(b);
-}
-
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user)
 {
     const shm__block *b = (const shm__block *)(const void *)t->base;
@@ -1574,6 +1581,31 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmall
         if (fn(user, &info)) return;
         b = shm__at(b, info.size);
     }
+}
+
+/* One block into the counters' sums. */
+static int shm__count_block(void *user, const shmalloc_block_info *b)
+{
+    shmalloc_counters *out = (shmalloc_counters *)user;
+    if (b->used) {
+        out->in_use += b->size;
+        out->used_blocks++;
+    } else if (b->size > out->largest_free) {
+        out->largest_free = b->size;
+    }
+    return 0;
+}
+
+/* Counted on demand, one step per block: malloc and free keep no counts
+   but the high-water mark, which the start map's zeroing needs anyway. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
+{
+    out->in_use = out->used_blocks = out->largest_free = 0;
+    shmalloc_tlsf_walk(t, shm__count_block, out);
+    out->capacity = t->capacity;
+    out->free = t->capacity - out->in_use;
+    out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
+    out->high_water = t->high_water;
 }
 
 /* ---- checker: never follows a size or a link out of the block space ---- */
@@ -1621,13 +1653,13 @@ static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
            size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) && shm__at(b, size)->prev_phys == b;
 }
 
-/* The physical chain: sizes, flags, back links, start map, counters.
+/* The physical chain: sizes, flags, back links, start map, high-water mark.
    Returns the number of free blocks seen. */
 static size_t shm__check_chain(shm__checker *c)
 {
     const shmalloc_tlsf *t = c->t;
     const shm__block *b = (const shm__block *)(const void *)t->base;
-    size_t nfree = 0, nused = 0, used_bytes = 0, prev_free = 0, marked = 0, i;
+    size_t nfree = 0, nused = 0, prev_free = 0, marked = 0, i;
     while (b != t->sentinel) {
         size_t off = shm__offset(t, b) + 16, size, is_free;
         if (SHM__IS_POISONED(&b->header)) {
@@ -1659,8 +1691,9 @@ static size_t shm__check_chain(shm__checker *c)
             if (!shm__starts_used(t, b)) shm__problem(c, "used block at offset %zu is not marked used", off);
             if ((uintptr_t)shm__user(b) & (shm__align_of(b) - 1))
                 shm__problem(c, "used block at offset %zu is not aligned to its %zu", off, shm__align_of(b));
+            if (off + size - 8 > t->high_water)
+                shm__problem(c, "used block at offset %zu ends above the high-water mark %zu", off, t->high_water);
             nused++;
-            used_bytes += size;
         }
         if (c->level > 0)
             shm__print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
@@ -1674,9 +1707,6 @@ static size_t shm__check_chain(shm__checker *c)
     }
     if (t->sentinel->header != (prev_free ? SHM__PREV_FREE : 0))
         shm__problem(c, "end-of-heap marker overwritten (header 0x%zx)", t->sentinel->header);
-    if (used_bytes != t->in_use || nused != t->used_blocks)
-        shm__problem(c, "counters say %zu used blocks of %zu bytes, the heap has %zu of %zu", t->used_blocks,
-                     t->in_use, nused, used_bytes);
     for (i = 0; i < t->map_clean / 8; i++) {
         uint64_t w = t->start_map[i];
         for (; w; w &= w - 1) marked++;
@@ -1701,6 +1731,8 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
             unsigned efl, esl;
             if (!(t->sl_bitmap[fl] >> sl & 1) != (e == list))
                 shm__problem(c, "list %u/%u: bitmap says %s", fl, sl, e == list ? "non-empty" : "empty");
+            if (list->header) /* malloc would take the sentinel node for a block */
+                shm__problem(c, "list %u/%u: sentinel node has a size (0x%zx)", fl, sl, list->header);
             for (; e != list; prev = e, e = e->next_free) {
                 if (!shm__in_blocks(t, e) || SHM__IS_POISONED(&e->header)) {
                     shm__problem(c, "list %u/%u: link %p points outside the heap", fl, sl, (const void *)e);

@@ -120,10 +120,27 @@ Test(corrupt, a_free_list_cycle_is_reported_and_the_checker_stops)
     cr_assert(strstr(said, "cycle") != NULL, "%s", said);
 }
 
-Test(corrupt, counters_that_disagree_with_the_blocks_are_reported)
+Test(corrupt, a_list_sentinel_with_a_size_is_reported)
 {
     void *a, *b;
     shmalloc_tlsf *t = busy_heap(&a, &b);
-    t->in_use += 16;
-    expect_reported(t, "counters say");
+    t->lists[3][1].header = 4096;
+    expect_reported(t, "sentinel node has a size");
+}
+
+/* malloc reads a free block's size as its header masked by 16 */
+Test(corrupt, a_free_block_with_alignment_bits_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    shm__of_user(b)->header |= (size_t)6 << SHM__ALIGN_SHIFT;
+    expect_reported(t, "carries alignment bits");
+}
+
+Test(corrupt, a_high_water_mark_below_a_used_block_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    t->high_water = (size_t)((char *)a - (char *)shmalloc_tlsf_base(t)) + shmalloc_tlsf_usable_size(t, a); /* a's end, below c */
+    expect_reported(t, "above the high-water mark");
 }

@@ -403,6 +403,32 @@ Test(tlsf_whole, fresh_heap_becomes_one_free_block_again_after_churn)
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
+/* A region's old bytes (an earlier heap's, or anything) decide nothing:
+   the lists' sentinel nodes read as empty, so every request is served from
+   a real block. */
+Test(tlsf_whole, a_heap_over_memory_full_of_old_bytes_serves_real_blocks)
+{
+    size_t bytes = 4 * MIB;
+    void *mem = map_aligned(bytes, MIB), *p[4];
+    shmalloc_tlsf *t;
+    memset(mem, 0xff, bytes);
+    t = shmalloc_tlsf_create(mem, bytes);
+    cr_assert(t != NULL);
+    p[0] = shmalloc_tlsf_malloc(t, 100);
+    p[1] = shmalloc_tlsf_memalign(t, 4096, 3000);
+    p[2] = shmalloc_tlsf_malloc(t, 70000);
+    p[3] = shmalloc_tlsf_realloc(t, p[0], 5000);
+    for (int i = 1; i < 4; i++) {
+        cr_assert(p[i] != NULL, "request %d failed", i);
+        cr_assert(off_of(t, p[i]) < counters(t).capacity, "request %d served outside the blocks", i);
+        memset(p[i], 0x5a, shmalloc_tlsf_usable_size(t, p[i]));
+    }
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    for (int i = 1; i < 4; i++) cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    cr_assert_eq(counters(t).used_blocks, 0);
+}
+
 /* ---- absurd sizes ---------------------------------------------------------- */
 
 Test(tlsf_bad_size, malloc_of_huge_sizes_returns_null_and_leaves_heap_unchanged)

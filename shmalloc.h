@@ -672,7 +672,7 @@ SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
     return shm__list_at(t, shm__size_bits(size));
 }
 
-/* ---- free lists: circular, doubly linked, LIFO, a bit each in the bitmaps ---- */
+/* ---- free lists: circular, doubly linked, low addresses first, a bit each in the bitmaps ---- */
 /* A list's sentinel node keeps its bitmap bits where a block has its
    prev_phys: fl << 32 | 1 << sl, so a list that empties or refills finds
    them in a word it has just touched. */
@@ -2402,7 +2402,7 @@ static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm
     const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
     size_t grown = r->size - shm__size(b), nsize = shm__size(next);
     if (grown < SHM__MIN_BLOCK) return 0;
-    if (nsize - grown >= SHM__MIN_BLOCK && shm__class_bits(nsize - grown) == shm__class_bits(nsize)) return 1;
+    if (nsize - grown >= SHM__MIN_BLOCK && shm__size_bits(nsize - grown) == shm__size_bits(nsize)) return 1;
     return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
 }
 

@@ -12,7 +12,7 @@
 # SOS_BENCH  1: also run bench_heap.c on both builds (make bench-sos)
 #
 # One node, loopback only: libfabric's shm provider, Open MPI's mpirun
-# (PMIx), every run under timeout, all runs under the /dev/shm lock.
+# (PMIx), every run under timeout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +21,6 @@ repo=$(cd "$here/../.." && pwd)
 tarball=$(realpath "$1")
 work=$(mkdir -p "${2:-$repo/build/sos}" && cd "${2:-$repo/build/sos}" && pwd)
 np=${SOS_NP:-2}
-lock=/tmp/shmalloc-mpi.lock
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
        OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm
 mpirun_np="mpirun --oversubscribe -np $np -x FI_PROVIDER"
@@ -151,11 +150,6 @@ for v in $variants; do
 done
 rm -f "$work"/results/*
 
-# Runs create /dev/shm files: one lock for the whole test phase.
-exec 9>"$lock"
-t=$(date +%s)
-flock 9
-echo "waited $(seconds "$t") s for $lock"
 t=$(date +%s)
 for v in $variants; do
     sos_make_check "$v"
@@ -165,7 +159,6 @@ echo "ran the tests in $(seconds "$t") s"
 if [ "${SOS_BENCH:-0}" = 1 ]; then
     for v in $variants; do bench "$v"; done
 fi
-flock -u 9
 
 # Side by side; a test that passes with dlmalloc must pass with shmalloc.
 regressions=0

@@ -78,7 +78,7 @@ PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix libfabric 2>/dev/null)
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
 
 $(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
+	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) $(LDLIBS) -o $@
 
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
 	$(CC) $(CFLAGS) examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@

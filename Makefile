@@ -166,8 +166,14 @@ test-asan: deps
 	$(MAKE) run-tests B=build/asan OPT="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 
+# Also the PMIx transport's thread tests (4 threads per PE under mpirun),
+# worker and transport built with TSan; the stand-in runner selects them by
+# the substring "thread".  Run it under the mpirun lock, as make test.
+TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
-	$(MAKE) run-tests B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
+	$(MAKE) run-tests $(TSAN)
+	$(MAKE) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi $(TSAN)
+	SHMALLOC_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/test_pmix_ofi --jobs 1 thread
 
 # Criterion's worker protocol can time out under Valgrind on a loaded
 # machine, so these builds use tests/criterion_shim.h's plain forked runner.

@@ -243,9 +243,11 @@ static int shm__heap_unlock(void *user)
     return pthread_mutex_unlock(&shm__heap_mutex) == 0 ? 0 : -1;
 }
 
+/* Growth publishes it after the new piece; puts by libfabric read the
+   piece under the lock, and direct copies need no more than the size. */
 static size_t shm__heap_bytes(void)
 {
-    return __atomic_load_n(&shm__w.heap_bytes, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&shm__w.heap_bytes, __ATOMIC_RELAXED);
 }
 
 /* >> messages ------------------------------------------------------------------
@@ -1557,8 +1559,10 @@ static int shm__tp_deregister(void *user, void *base, size_t bytes)
 static int shm__in_heap(const void *p, size_t n)
 {
     uintptr_t a = (uintptr_t)p, base = (uintptr_t)shm__w.heap_base;
-    size_t bytes = shm__heap_bytes();
-    return shm__w.heap_base && a >= base && a - base <= bytes && n <= bytes - (a - base);
+    size_t bytes;
+    if (!shm__w.heap_base || a < base) return 0;
+    bytes = shm__heap_bytes();
+    return a - base <= bytes && n <= bytes - (a - base);
 }
 
 /* The piece holding heap offset `offset` (< heap_bytes). */
@@ -1633,6 +1637,19 @@ static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, c
     }
 }
 
+/* A put or get by libfabric, under the lock with threads.  Kept out of
+   line: the copies to this PE and to same-node peers stay short. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
+{
+    shm__enter();
+    shm__transfer(kind, what, pe, offset, local, n);
+    if (kind == SHM__OP_WRITE) shm__w.peers[pe].dirty = 1;
+    shm__leave();
+}
+
 /* The offset of [addr, addr + n) in the heap; ends the job when the range
    is not symmetric or pe is not a PE. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
@@ -1660,10 +1677,7 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
         __atomic_store_n(&shm__w.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
-    shm__enter();
-    shm__transfer(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
-    shm__w.peers[pe].dirty = 1;
-    shm__leave();
+    shm__rma(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
@@ -1679,9 +1693,7 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
         memmove(dest, shm__w.peers[pe].direct + offset, nelems);
         return;
     }
-    shm__enter();
-    shm__transfer(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
-    shm__leave();
+    shm__rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
 }
 
 /* Quiet's reads, one per peer written to; with threads under the lock. */
@@ -1713,8 +1725,12 @@ static void shm__flush(void)
 void shmem_quiet(void)
 {
     if (shm__w.threaded || __atomic_load_n(&shm__w.direct_dirty, __ATOMIC_RELAXED)) {
+#if defined(SHM__TSAN) /* it refuses fences; a sequentially consistent exchange orders as much for it */
+        (void)__atomic_exchange_n(&shm__w.direct_dirty, 0, __ATOMIC_SEQ_CST);
+#else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
         __atomic_store_n(&shm__w.direct_dirty, 0, __ATOMIC_RELAXED);
+#endif
     }
     if (!shm__w.running || !shm__w.ep) return;
     shm__enter();

@@ -116,6 +116,9 @@
                                  to stderr at start-up.
 
    ERRORS (stderr; the PE then exits with status 1 unless said otherwise)
+     shmalloc: shmem_init_thread: L is not a thread level (...); nothing
+         was initialised
+         not an exit: the call returns -1, nothing started.
      shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE="..." is not a heap size ...
          the variable's value does not parse (see shmalloc_parse_size).
      shmalloc: SHMALLOC_BARRIER_TIMEOUT="..." is not a timeout ...

@@ -162,9 +162,13 @@ test: deps
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 
+# Also the PMIx transport's thread tests, worker and transport built with
+# ASan and UBSan (under the mpirun lock, as make test).
+ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan: deps
-	$(MAKE) run-tests B=build/asan OPT="-O1 -g" \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	$(MAKE) run-tests $(ASAN)
+	$(MAKE) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi $(ASAN)
+	SHMALLOC_WORKER=./build/asan/pmix_ofi_worker ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'
 
 # Also the PMIx transport's thread tests (4 threads per PE under mpirun),
 # worker and transport built with TSan; the stand-in runner selects them by

@@ -78,7 +78,7 @@ PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix libfabric 2>/dev/null)
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
 
 $(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
+	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) $(LDLIBS) -o $@
 
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
 	$(CC) $(CFLAGS) examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
@@ -162,12 +162,22 @@ test: deps
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 
+# Also the PMIx transport's thread tests, worker and transport built with
+# ASan and UBSan (under the mpirun lock, as make test).
+ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan: deps
-	$(MAKE) run-tests B=build/asan OPT="-O1 -g" \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	$(MAKE) run-tests $(ASAN)
+	$(MAKE) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi $(ASAN)
+	SHMALLOC_WORKER=./build/asan/pmix_ofi_worker ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'
 
+# Also the PMIx transport's thread tests (4 threads per PE under mpirun),
+# worker and transport built with TSan; the stand-in runner selects them by
+# the substring "thread".  Run it under the mpirun lock, as make test.
+TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
-	$(MAKE) run-tests B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
+	$(MAKE) run-tests $(TSAN)
+	$(MAKE) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi $(TSAN)
+	SHMALLOC_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/test_pmix_ofi --jobs 1 thread
 
 # Criterion's worker protocol can time out under Valgrind on a loaded
 # machine, so these builds use tests/criterion_shim.h's plain forked runner.

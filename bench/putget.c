@@ -2,7 +2,9 @@
    one node on the PMIx transport, 8 B and 64 KiB, by whichever path
    SHMALLOC_PMIX_OFI_DIRECT selects (1: copies into the peer's heap mapped
    here; 0: libfabric RMA).  PE 0 times; PE 1 waits in a barrier, which
-   keeps its libfabric progress going.  bench/putget.sh runs both paths.
+   keeps its libfabric progress going.  BENCH_THREAD_LEVEL=L starts it
+   with shmem_init_thread(L) (3: SHMEM_THREAD_MULTIPLE, whose locks are
+   then in the path).  bench/putget.sh runs both paths at levels 0 and 3.
    Prints one line per size; never a pass/fail test. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE
@@ -51,10 +53,12 @@ static double timed(int put, char *remote, char *local, size_t bytes, long n)
 int main(void)
 {
     static const size_t sizes[] = {8, (size_t)64 << 10};
-    const char *direct = getenv("SHMALLOC_PMIX_OFI_DIRECT");
+    const char *direct = getenv("SHMALLOC_PMIX_OFI_DIRECT"), *level = getenv("BENCH_THREAD_LEVEL");
     char *remote, *local;
     size_t s;
-    shmem_init();
+    int provided = SHMEM_THREAD_SINGLE;
+    if (!level) shmem_init();
+    else if (shmem_init_thread(atoi(level), &provided) != 0) return 1; /* it said why */
     remote = (char *)shmem_malloc((size_t)64 << 10);
     local = (char *)malloc((size_t)64 << 10);
     if (!remote || !local || shmem_n_pes() != 2) {
@@ -66,8 +70,8 @@ int main(void)
         for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             long n = sizes[s] == 8 ? 20000 : 2000;
             double put = timed(1, remote, local, sizes[s], n), get = timed(0, remote, local, sizes[s], n);
-            printf("path=%s shmem_ptr=%s bytes=%zu put_ns=%.1f get_ns=%.1f\n",
-                   direct && strcmp(direct, "0") == 0 ? "libfabric" : "direct",
+            printf("path=%s thread_level=%d shmem_ptr=%s bytes=%zu put_ns=%.1f get_ns=%.1f\n",
+                   direct && strcmp(direct, "0") == 0 ? "libfabric" : "direct", provided,
                    shmem_ptr(remote, 1) ? "address" : "NULL", sizes[s], put, get);
         }
     shmem_barrier_all();

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -155,13 +156,15 @@ static struct shm__world {
     size_t event_ref;
     int event_registered;
     int verbose, any_address, timeout;
+    int thread_level;       /* SHMEM_THREAD_*, as provided */
+    int threaded;           /* SHMEM_THREAD_MULTIPLE: the locks below are taken */
     /* heap */
     shm__heap_mem map;      /* the heap's memory (shmalloc_map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
     size_t nominal;         /* the heap's first size; it may grow to map.bytes */
     char *heap_base;        /* the registered block space */
-    size_t heap_bytes;
+    size_t heap_bytes;      /* atomic: puts of other threads read it during growth */
     shm__region regions[SHM__MAX_REGIONS];
     int nregions;
     unsigned registrations; /* attempts so far: names each exchange */
@@ -185,7 +188,7 @@ static struct shm__world {
     shm__inbox inbox[2][SHM__MAX_ROUNDS];
     uint32_t epoch;
     shm__peer *peers;
-    int direct_dirty;       /* copied into a peer's heap since the last quiet */
+    int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
     int nodes;              /* nodes the PEs run on; 0: unknown */
     int node_size, node_me; /* PEs on this node, and our index among them */
     int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
@@ -205,6 +208,47 @@ static struct shm__world {
     struct sigaction old_term, old_int;
     int signals_installed;
 } shm__w; /* zero until shmem_init */
+
+/* >> threads ----------------------------------------------------------------------
+   With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
+   the endpoint, the completion queue and what progress writes (the
+   barrier's inbox, operations' done flags, the peers' keys and the heap's
+   pieces); a thread waiting for a put, a get or a quiet holds it and
+   progresses for every thread of the PE.  Barriers and growth take it per
+   poll, so puts of other threads go on meanwhile.  shm__heap_mutex is the
+   heap's lock (taken before the other, never inside it).  Copies into
+   same-node peers' heaps take no lock.  Below MULTIPLE no lock is taken. */
+static pthread_mutex_t shm__progress_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t shm__heap_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static void shm__enter(void)
+{
+    if (shm__w.threaded) pthread_mutex_lock(&shm__progress_mutex);
+}
+
+static void shm__leave(void)
+{
+    if (shm__w.threaded) pthread_mutex_unlock(&shm__progress_mutex);
+}
+
+static int shm__heap_lock(void *user)
+{
+    (void)user;
+    return pthread_mutex_lock(&shm__heap_mutex) == 0 ? 0 : -1;
+}
+
+static int shm__heap_unlock(void *user)
+{
+    (void)user;
+    return pthread_mutex_unlock(&shm__heap_mutex) == 0 ? 0 : -1;
+}
+
+/* Growth publishes it after the new piece; puts by libfabric read the
+   piece under the lock, and direct copies need no more than the size. */
+static size_t shm__heap_bytes(void)
+{
+    return __atomic_load_n(&shm__w.heap_bytes, __ATOMIC_RELAXED);
+}
 
 /* >> messages ------------------------------------------------------------------
    Every line starts with "shmalloc: "; fatal ones end the PE. */
@@ -683,7 +727,11 @@ static void shm__fence(const char *what)
     if (rc == PMIX_OPERATION_SUCCEEDED) f.done = 1;
     else if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Fence_nb (%s) failed: %s", what, PMIx_Error_string(rc));
     while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
-        if (shm__w.ep) shm__progress();
+        if (shm__w.ep) {
+            shm__enter();
+            shm__progress();
+            shm__leave();
+        }
         if (shm__now() > deadline)
             shm__fatal("PMIx fence (%s) timed out after %d s (PE %d of %d)", what, shm__w.timeout, shm__w.me,
                        shm__w.npes);
@@ -1038,7 +1086,23 @@ static void shm__progress(void)
     shm__check_deaths();
 }
 
-/* Waits for op, at most the timeout; what and pe name it in the message. */
+/* One poll for a barrier, which holds no lock while it waits: *flag, read
+   under the lock, once progress has had its turn. */
+static int shm__progress_until(const int *flag)
+{
+    int v;
+    shm__enter();
+    v = *flag;
+    if (!v) {
+        shm__progress();
+        v = *flag;
+    }
+    shm__leave();
+    return v;
+}
+
+/* Waits for op, at most the timeout; what and pe name it in the message.
+   With threads the caller holds the lock. */
 static void shm__wait_op(shm__op *op, const char *what, int pe)
 {
     double deadline = 0.0;
@@ -1111,34 +1175,36 @@ static void shm__disseminate(uint64_t *values, int count)
         int dist = (int)(1u << r);
         int to = shm__member((long long)shm__w.group_me + dist), from = shm__member((long long)shm__w.group_me - dist + n);
         shm__inbox *box = &shm__w.inbox[epoch & 1u][r];
+        shm__enter();
         shm__send_round(epoch, r, to, values, count);
+        shm__leave();
         shm__w.waiting_for = from;
-        while (!box->full) {
-            shm__progress();
-            if (box->full) break;
+        while (!shm__progress_until(&box->full)) {
             if (shm__now() > deadline) shm__barrier_timeout(from);
             sched_yield();
         }
+        shm__enter();
         if (box->source != from)
             shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__w.me, epoch, r, from,
                        box->source);
         for (i = 0; i < count && i < box->count; i++)
             if (box->values[i] > values[i]) values[i] = box->values[i];
         box->full = 0;
+        shm__leave();
     }
     /* Send buffers are reused next barrier: their sends must be done. */
     for (r = 0; r < shm__w.rounds; r++) {
         shm__op *op = &shm__w.send_ops[r];
         shm__w.waiting_for = op->index;
-        while (!op->done) {
-            shm__progress();
-            if (op->done) break;
+        while (!shm__progress_until(&op->done)) {
             if (shm__now() > deadline) shm__barrier_timeout(op->index);
             sched_yield();
         }
     }
     shm__w.waiting_for = -1;
+    shm__enter(); /* other threads' progress checks messages against it */
     shm__w.epoch = epoch + 1u;
+    shm__leave();
 }
 
 /* >> node barrier --------------------------------------------------------------------
@@ -1257,7 +1323,9 @@ static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, doub
         /* A PE that is not here yet may need our progress, or be gone. */
         shm__w.waiting_for = pe;
         if (*deadline == 0.0) *deadline = shm__now() + shm__w.timeout;
+        shm__enter();
         shm__progress();
+        shm__leave();
         if (shm__now() > *deadline) shm__barrier_timeout(pe);
         sched_yield();
     }
@@ -1292,7 +1360,9 @@ static void shm__node_sync(uint64_t *values, int count)
         shm__node_wait(release, epoch, shm__w.node_ranks[0], &deadline, &spins);
         for (i = 0; i < count; i++) values[i] = release->values[buf][i];
     } else {
+        shm__enter();
         shm__w.epoch = (uint32_t)epoch; /* names the barrier in messages */
+        shm__leave();
     }
     shm__w.waiting_for = -1;
 }
@@ -1342,7 +1412,8 @@ static void shm__forget_region(int i)
     if (r->mr) fi_close(&r->mr->fid);
     memset(r, 0, sizeof *r);
     shm__w.nregions = i;
-    shm__w.heap_bytes = i ? shm__w.regions[i - 1].offset + shm__w.regions[i - 1].bytes : 0;
+    __atomic_store_n(&shm__w.heap_bytes, i ? shm__w.regions[i - 1].offset + shm__w.regions[i - 1].bytes : 0,
+                     __ATOMIC_RELEASE);
     if (!i) shm__w.heap_base = NULL;
 }
 
@@ -1400,7 +1471,9 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
    PE registers its piece and learns every peer's key through a PMIx fence,
    even when its own registration failed, so none is left waiting.  A peer
    whose registration failed makes the heap's all-reduce fail the call,
-   which deregisters the pieces that did register. */
+   which deregisters the pieces that did register.  Other threads' puts
+   may run meanwhile: libfabric calls and the new piece's state are
+   changed under the lock, and the heap's new size is published last. */
 static int shm__tp_register(void *user, void *base, size_t bytes)
 {
     shm__region *r = &shm__w.regions[shm__w.nregions];
@@ -1411,6 +1484,7 @@ static int shm__tp_register(void *user, void *base, size_t bytes)
     (void)user;
     if (i == SHM__MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHM__MAX_REGIONS);
     if (i == 0) shm__w.heap_base = (char *)base;
+    shm__enter();
     r->offset = (size_t)((char *)base - shm__w.heap_base);
     r->bytes = bytes;
     if (shm__registration_fails(n)) {
@@ -1428,9 +1502,11 @@ static int shm__tp_register(void *user, void *base, size_t bytes)
     }
     if (shm__w.ep) {
         shm__describe_region(r, ok, &mine);
+        shm__leave();
         snprintf(key, sizeof key, "%s.%u", SHM__KEY_HEAP, n);
         shm__pmix_put(key, &mine, sizeof mine);
         shm__fence("heap keys");
+        shm__enter();
         if (i == 0) {
             shm__w.same_address = 1;
             shm__unlink_endpoint_file();
@@ -1458,10 +1534,12 @@ static int shm__tp_register(void *user, void *base, size_t bytes)
     }
     if (!ok) {
         shm__forget_region(i);
+        shm__leave();
         return -1;
     }
     shm__w.nregions = i + 1;
-    shm__w.heap_bytes = r->offset + bytes;
+    __atomic_store_n(&shm__w.heap_bytes, r->offset + bytes, __ATOMIC_RELEASE);
+    shm__leave();
     return 0;
 }
 
@@ -1471,7 +1549,9 @@ static int shm__tp_deregister(void *user, void *base, size_t bytes)
     int i = shm__w.nregions - 1;
     (void)user, (void)bytes;
     if (i < 0 || shm__w.heap_base + shm__w.regions[i].offset != (char *)base) return -1;
+    shm__enter();
     shm__forget_region(i);
+    shm__leave();
     return 0;
 }
 
@@ -1479,7 +1559,10 @@ static int shm__tp_deregister(void *user, void *base, size_t bytes)
 static int shm__in_heap(const void *p, size_t n)
 {
     uintptr_t a = (uintptr_t)p, base = (uintptr_t)shm__w.heap_base;
-    return shm__w.heap_base && a >= base && a - base <= shm__w.heap_bytes && n <= shm__w.heap_bytes - (a - base);
+    size_t bytes;
+    if (!shm__w.heap_base || a < base) return 0;
+    bytes = shm__heap_bytes();
+    return a - base <= bytes && n <= bytes - (a - base);
 }
 
 /* The piece holding heap offset `offset` (< heap_bytes). */
@@ -1554,6 +1637,19 @@ static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, c
     }
 }
 
+/* A put or get by libfabric, under the lock with threads.  Kept out of
+   line: the copies to this PE and to same-node peers stay short. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
+{
+    shm__enter();
+    shm__transfer(kind, what, pe, offset, local, n);
+    if (kind == SHM__OP_WRITE) shm__w.peers[pe].dirty = 1;
+    shm__leave();
+}
+
 /* The offset of [addr, addr + n) in the heap; ends the job when the range
    is not symmetric or pe is not a PE. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
@@ -1578,11 +1674,10 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
     }
     if (shm__w.peers[pe].direct) {
         memmove(shm__w.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
-        shm__w.direct_dirty = 1;
+        __atomic_store_n(&shm__w.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
-    shm__transfer(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
-    shm__w.peers[pe].dirty = 1;
+    shm__rma(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
@@ -1598,22 +1693,13 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
         memmove(dest, shm__w.peers[pe].direct + offset, nelems);
         return;
     }
-    shm__transfer(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
+    shm__rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
 }
 
-/* Writes are waited for as they go; with FI_DELIVERY_COMPLETE their
-   completion already means they are in the target's memory.  Without it
-   (shm) a read from each target written to since the last quiet comes back
-   only after the target has handled the earlier writes.  Copies into
-   same-node peers' heaps need only a fence before what follows. */
-void shmem_quiet(void)
+/* Quiet's reads, one per peer written to; with threads under the lock. */
+static void shm__flush(void)
 {
     int q, pending = 0;
-    if (shm__w.direct_dirty) {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        shm__w.direct_dirty = 0;
-    }
-    if (!shm__w.running || !shm__w.ep) return;
     for (q = 0; q < shm__w.npes; q++) {
         shm__peer *p = &shm__w.peers[q];
         if (!p->dirty) continue;
@@ -1626,6 +1712,30 @@ void shmem_quiet(void)
     for (q = 0; q < shm__w.npes; q++)
         if (shm__w.peers[q].flush.kind == SHM__OP_READ && !shm__w.peers[q].flush.done)
             shm__wait_op(&shm__w.peers[q].flush, "shmem_quiet", q);
+}
+
+/* Writes are waited for as they go; with FI_DELIVERY_COMPLETE their
+   completion already means they are in the target's memory.  Without it
+   (shm) a read from each target written to since the last quiet comes back
+   only after the target has handled the earlier writes.  Copies into
+   same-node peers' heaps need only a fence before what follows; with
+   threads, every quiet fences, as the flag may be another thread's.  The
+   lock is held to the end, so a quiet that finds another thread's flush
+   under way returns after it. */
+void shmem_quiet(void)
+{
+    if (shm__w.threaded || __atomic_load_n(&shm__w.direct_dirty, __ATOMIC_RELAXED)) {
+#if defined(SHM__TSAN) /* it refuses fences; a sequentially consistent exchange orders as much for it */
+        (void)__atomic_exchange_n(&shm__w.direct_dirty, 0, __ATOMIC_SEQ_CST);
+#else
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        __atomic_store_n(&shm__w.direct_dirty, 0, __ATOMIC_RELAXED);
+#endif
+    }
+    if (!shm__w.running || !shm__w.ep) return;
+    shm__enter();
+    shm__flush();
+    shm__leave();
 }
 
 void shmem_barrier_all(void)
@@ -1660,14 +1770,15 @@ void shmem_global_exit(int status)
     _exit(status);
 }
 
-void shmem_init(void)
+static void shm__init(int level)
 {
     shmalloc_transport tp;
     shm__huge huge;
     size_t nominal, max;
     long err = SHMEM_MALLOC_OK;
-    if (shm__w.running) return;
     memset(&shm__w, 0, sizeof shm__w);
+    shm__w.thread_level = level;
+    shm__w.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__w.waiting_for = -1;
     shm__w.dead_pe = -1;
     shm__read_env();
@@ -1693,6 +1804,10 @@ void shmem_init(void)
     tp.allreduce_max = shm__tp_allreduce_max;
     tp.register_region = shm__tp_register;
     tp.deregister_region = shm__tp_deregister;
+    if (shm__w.threaded) {
+        tp.lock = shm__heap_lock;
+        tp.unlock = shm__heap_unlock;
+    }
     shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
     shm__w.heap = shmalloc_heap_create_growable(shm__w.map.base, shm__w.map.bytes, max > nominal ? nominal : SIZE_MAX,
                                                 &tp, &err);
@@ -1703,6 +1818,29 @@ void shmem_init(void)
     }
     shmalloc_set_process_heap(shm__w.heap);
     shm__describe();
+}
+
+void shmem_init(void)
+{
+    if (!shm__w.running) shm__init(SHMEM_THREAD_SINGLE);
+}
+
+int shmem_init_thread(int requested, int *provided)
+{
+    if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE) {
+        fprintf(stderr, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, "
+                "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); nothing was "
+                "initialised\n", requested);
+        return -1;
+    }
+    if (!shm__w.running) shm__init(requested);
+    if (provided) *provided = shm__w.thread_level;
+    return 0;
+}
+
+void shmem_query_thread(int *provided)
+{
+    if (provided) *provided = shm__w.running ? shm__w.thread_level : SHMEM_THREAD_SINGLE;
 }
 
 void shmem_finalize(void)

@@ -59,7 +59,20 @@
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
      completes only while PE k is inside a shmem call (any of them polls).
-     One thread per PE calls the functions below; the heap has no lock.
+     shmem_init is shmem_init_thread(SHMEM_THREAD_SINGLE): one thread per
+     PE calls the functions below, and nothing is locked.  FUNNELED and
+     SERIALIZED are provided as asked and lock nothing either: the program
+     keeps its calls one at a time.  With SHMEM_THREAD_MULTIPLE any thread
+     may call at any time: the heap takes a lock around each of its calls,
+     and puts, gets and quiets by libfabric take a progress lock while
+     they wait (the waiting thread progresses for the whole PE); a barrier
+     or a heap growth holds it only per poll, so other threads' puts and
+     gets go on while one thread is in a collective call.  Copies to
+     same-node peers (memfd) take no lock in any mode.  As OpenSHMEM
+     requires, the collective calls (shmem_barrier_all, shmem_malloc and
+     the other allocations, shmem_free, shmem_finalize) are made by one
+     thread of a PE at a time, in the same order on every PE; shmem_quiet
+     completes the puts of every thread of the PE.
 
    ENVIRONMENT (read once, by shmem_init)
      SHMEM_SYMMETRIC_HEAP_SIZE   heap size, e.g. 512M (the default) or 1.5G;
@@ -103,6 +116,9 @@
                                  to stderr at start-up.
 
    ERRORS (stderr; the PE then exits with status 1 unless said otherwise)
+     shmalloc: shmem_init_thread: L is not a thread level (...); nothing
+         was initialised
+         not an exit: the call returns -1, nothing started.
      shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE="..." is not a heap size ...
          the variable's value does not parse (see shmalloc_parse_size).
      shmalloc: SHMALLOC_BARRIER_TIMEOUT="..." is not a timeout ...
@@ -157,10 +173,23 @@
 extern "C" {
 #endif
 
+/* Thread levels of OpenSHMEM 1.5 (see PROGRESS AND THREADS). */
+#define SHMEM_THREAD_SINGLE 0
+#define SHMEM_THREAD_FUNNELED 1
+#define SHMEM_THREAD_SERIALIZED 2
+#define SHMEM_THREAD_MULTIPLE 3
+
 /* Collective start-up and shut-down (see WHAT IT DOES).  A second
    shmem_init does nothing; so does shmem_finalize without shmem_init. */
 void shmem_init(void);
 void shmem_finalize(void);
+/* shmem_init providing the thread level requested, which *provided
+   (when not NULL) receives: 0.  After start-up it only reports the level
+   in force.  A level that is not one of the four: -1 and a message on
+   stderr, nothing started, *provided untouched. */
+int shmem_init_thread(int requested, int *provided);
+/* The level in force; SHMEM_THREAD_SINGLE before start-up. */
+void shmem_query_thread(int *provided);
 
 /* -1 and 0 before shmem_init. */
 int shmem_my_pe(void);

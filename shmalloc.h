@@ -1008,7 +1008,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
 /* Takes `size` bytes at `align` from the end of free block b, the head of
    `list`, which must have room for size + align + 16: b keeps its start
    and mostly its list, and the bytes after the aligned block become a free
-   block, or its slack when too few for one or at most a quarter of the
+   block, or its slack when too few for one or at most half the
    block's size (fewer list moves and merges, and a free block that small
    is seldom of use).  (The heap's last block is carved from its start
    instead, so the heap reaches no further than it must.) */
@@ -1020,7 +1020,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
     SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align);
-    if (tail >= SHM__MIN_BLOCK && tail > size / 4) {
+    if (tail >= SHM__MIN_BLOCK && tail > size / 2) {
         shm__block *rest = shm__at(a, size);
         rest->header = tail | SHM__FREE;
         next->prev_phys = rest;

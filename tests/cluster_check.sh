@@ -11,6 +11,7 @@
 set -u
 worker=$(readlink -f "${1:-build/pmix_ofi_worker}")
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/slurm_conf.sh"
 if [ -z "${SHMALLOC_CLUSTER_NS:-}" ]; then
     exec timeout 600 "$here/cluster.sh" run 3 bash "$0" "$worker"
 fi
@@ -117,18 +118,11 @@ slurm_start() {
     local i
     slurm=$(mktemp -d /tmp/shmalloc-slurm-cluster.XXXXXX)
     export SLURM_CONF=$slurm/slurm.conf
-    cat >"$SLURM_CONF" <<CONF
+    { slurm_common_conf; cat <<CONF
 ClusterName=shmalloc-cluster
 SlurmctldHost=ctl(10.77.0.254)
 SlurmctldPort=16917
 SlurmdPort=16918
-AuthType=auth/none
-CredType=cred/none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SlurmdParameters=config_overrides
-SlurmUser=root
 StateSaveLocation=$slurm/state
 SlurmctldPidFile=$slurm/ctld.pid
 SlurmctldLogFile=$slurm/ctld.log
@@ -136,13 +130,10 @@ SlurmdSpoolDir=$slurm/node/spool
 SlurmdPidFile=$slurm/node/d.pid
 SlurmdLogFile=$slurm/node/d.log
 TmpFS=$slurm/node/tmp
-ReturnToService=2
-MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
 NodeName=node[1-3] NodeAddr=10.77.0.[1-3] CPUs=2 State=UNKNOWN
 PartitionName=test Nodes=node[1-3] Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
 CONF
+    } >"$SLURM_CONF"
     echo "PMIxCliTmpDirBase=$slurm/node/tmp" >"$slurm/mpi.conf"
     mkdir -p "$slurm/state" "$slurm/node"
     unshare --uts sh -c 'hostname ctl && exec slurmctld' || return 1

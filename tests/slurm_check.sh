@@ -14,31 +14,22 @@ dir=$(mktemp -d /tmp/shmalloc-slurm.XXXXXX)
 ip link set lo up
 ip addr add 10.254.254.1/32 dev lo # the daemons' host name look-ups stall without a second address
 export SLURM_CONF=$dir/slurm.conf
-cat >"$SLURM_CONF" <<CONF
+. "$(dirname "$0")/slurm_conf.sh"
+{ slurm_common_conf; cat <<CONF
 ClusterName=shmalloc
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=16817
 SlurmdPort=16818
-AuthType=auth/none
-CredType=cred/none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SlurmdParameters=config_overrides
-SlurmUser=root
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/ctld.pid
 SlurmdPidFile=$dir/d.pid
 SlurmctldLogFile=$dir/ctld.log
 SlurmdLogFile=$dir/d.log
-ReturnToService=2
-MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN
 PartitionName=test Nodes=localhost Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
 CONF
+} >"$SLURM_CONF"
 mkdir -p "$dir/state" "$dir/spool"
 stop() {
     [ -f "$dir/d.pid" ] && kill "$(cat "$dir/d.pid")" 2>/dev/null

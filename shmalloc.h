@@ -1039,7 +1039,10 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     SHM__POISON((char *)b + 32, front - 32);
     a->prev_phys = b;
     a->header = size | SHM__PREV_FREE | ((size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
-    return shm__taken(t, a, size);
+    /* next is used, so a ends below the high-water mark and its map is zeroed */
+    SHM__ASSERT(shm__offset(t, a) + size + 8 <= t->high_water);
+    shm__mark_used(t, a, 1);
+    return shm__user(a);
 }
 
 /* An aligned block from the heap's last free block b, the head of `list`:
@@ -1425,9 +1428,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
 {
     shm__block *list;
     size_t bsize;
-    if (shm__bad_align(align)) return NULL;
-    if (align <= SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
-    if (size - 1 >= SHM__MAX_REQUEST) return NULL;
+    if (align & (align - 1)) return NULL; /* not a power of two; 0 is refused below */
+    if (align - 1 < SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
+    if (align - 1 >= SHM__MAX_ALIGN || size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
     if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);

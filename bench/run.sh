@@ -8,8 +8,8 @@
 # others', so a later suite (bench/collective) adds rows the same way:
 #   source bench/run.sh  (with BENCH_LIB=1)  then  summary_put SUITE ROWS.csv
 # Columns: suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,
-# instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op -- empty where a figure
-# does not apply.
+# instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op,mispredict_per_op --
+# empty where a figure does not apply.
 #
 # Environment: BENCH_BIN (the binaries, default build/bench), BENCH_RUNS
 # (timed runs per figure, default 5), BENCH_ALLOCATORS, BENCH_WORKLOADS,
@@ -27,7 +27,7 @@ WORKLOADS=${BENCH_WORKLOADS:-a b c d}
 LIVES=${BENCH_LIVES:-1000 10000 100000 1000000}
 HEAPS_MIB=${BENCH_HEAPS_MIB:-64 256 1024 4096 16384 65536}
 JOBS=${BENCH_JOBS:-$(nproc 2>/dev/null || echo 1)}
-HEADER='suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op'
+HEADER='suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op,mispredict_per_op'
 SUMMARY=$OUT/summary.csv
 CG_DIR=$BIN/callgrind # profiles, for callgrind_annotate
 
@@ -51,13 +51,14 @@ command -v valgrind >/dev/null 2>&1 && HAVE_VALGRIND=1
 
 # Instructions per op: Collected (the events of op_* and everything they
 # call) over the ops the program says its counted loop made.  With
-# cache=1, callgrind also simulates the caches of one core of this machine
+# sim=1, callgrind also simulates the caches of one core of this machine
 # (AMD Zen 4: 32 KiB 8-way L1d, 1 MiB 8-way L2, 64-byte lines; fixed, so
-# the figures compare between machines): the misses are the memory side of
-# the time, as exact and repeatable as the instructions.  Prints "ops
-# instructions L1d-misses L2-misses" (misses 0 without the simulation).
-CACHE_SIM=(--cache-sim=yes --D1=32768,8,64 --LL=1048576,8,64)
-callgrind() { # OUTFILE CACHE(0|1) COMMAND...
+# the figures compare between machines) and a branch predictor: misses and
+# mispredicted branches are the rest of the time, as exact and repeatable
+# as the instructions.  Prints "ops instructions L1d-misses L2-misses
+# mispredictions" (the last three 0 without the simulation).
+CACHE_SIM=(--cache-sim=yes --D1=32768,8,64 --LL=1048576,8,64 --branch-sim=yes)
+callgrind() { # OUTFILE SIM(0|1) COMMAND...
   local out=$1 sim=() log line
   [ "$2" = 1 ] && sim=("${CACHE_SIM[@]}")
   shift 2
@@ -65,7 +66,7 @@ callgrind() { # OUTFILE CACHE(0|1) COMMAND...
   line=$(cat "$out.stdout")
   echo "$(kv ops "$line") $(awk '$2 == "Events" { for (i = 4; i <= NF; i++) e[i] = $i }
     $2 == "Collected" { for (i = 4; i <= NF; i++) v[e[i]] = $i
-      printf "%s %d %d", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"] }' <<<"$log")"
+      printf "%s %d %d %d", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"], v["Bcm"] + v["Bim"] }' <<<"$log")"
 }
 
 # Waits until fewer than $1 background jobs run.
@@ -130,18 +131,18 @@ suite_core() {
     note "valgrind is missing: no instructions per op"
   fi
 
-  local rows=$tmp/core.rows ns p999 instr frag ops ir l1 l2 misses
+  local rows=$tmp/core.rows ns p999 instr frag ops ir l1 l2 bm misses
   : >"$rows"
   for a in "${allocators[@]}"; do
     for w in $WORKLOADS; do
       ns=$( [ -f "$tmp/core.$a.$w.runs" ] && while read -r line; do kv ns_per_op "$line"; done <"$tmp/core.$a.$w.runs" | stats)
       p999=$( [ -f "$tmp/core.$a.$w.runs" ] && while read -r line; do kv p999_ns "$line"; done <"$tmp/core.$a.$w.runs" | stats | cut -d' ' -f1)
-      instr= misses=,
+      instr= misses=,,
       if [ -s "$tmp/core.$a.$w.cg" ]; then
-        read -r ops ir l1 l2 <"$tmp/core.$a.$w.cg"
+        read -r ops ir l1 l2 bm <"$tmp/core.$a.$w.cg"
         if [ -n "${ops:-}" ] && [ -n "${ir:-}" ] && [ "$ops" -gt 0 ]; then
           instr=$(awk -v i="$ir" -v o="$ops" 'BEGIN { printf "%.1f", i / o }')
-          misses=$(awk -v a="${l1:-0}" -v b="${l2:-0}" -v o="$ops" 'BEGIN { printf "%.2f,%.2f", a / o, b / o }')
+          misses=$(awk -v a="${l1:-0}" -v b="${l2:-0}" -v m="${bm:-0}" -v o="$ops" 'BEGIN { printf "%.2f,%.2f,%.2f", a / o, b / o, m / o }')
         fi
       fi
       frag=
@@ -281,30 +282,32 @@ print_table() {
       c[n, 7] = $9 == "" ? "-" : $9
       c[n, 8] = $10 == "" ? "-" : $10 ($1 == "core" && $2 != "shmalloc" ? " fp" : "")
       c[n, 9] = $11 == "" ? "-" : $11 " / " $12
+      c[n, 10] = $13 == "" ? "-" : $13
     }
     function cell(j, text) { # left-aligned names, right-aligned figures
       fmt = (j > 1 ? "  " : "") "%" (j >= 4 ? "" : "-") w[j] "s"
       printf fmt, text
     }
     END {
-      split("suite|allocator|workload|PEs|ns/op median (min-max)|p99.9 ns|instr/op|frag|L1d / L2 misses/op", h, "|")
-      for (j = 1; j <= 9; j++) {
+      split("suite|allocator|workload|PEs|ns/op median (min-max)|p99.9 ns|instr/op|frag|L1d / L2 misses/op|mispredicted/op", h, "|")
+      for (j = 1; j <= 10; j++) {
         w[j] = length(h[j])
         for (i = 1; i <= n; i++) if (length(c[i, j]) > w[j]) w[j] = length(c[i, j])
       }
-      for (j = 1; j <= 9; j++) cell(j, h[j])
+      for (j = 1; j <= 10; j++) cell(j, h[j])
       printf "\n"
-      for (j = 1; j <= 9; j++) { s = ""; while (length(s) < w[j]) s = s "-"; cell(j, s) }
+      for (j = 1; j <= 10; j++) { s = ""; while (length(s) < w[j]) s = s "-"; cell(j, s) }
       printf "\n"
       for (i = 1; i <= n; i++) {
         if (i > 1 && (c[i, 1] != c[i - 1, 1] || c[i, 2] != c[i - 1, 2])) printf "\n"
-        for (j = 1; j <= 9; j++) cell(j, c[i, j])
+        for (j = 1; j <= 10; j++) cell(j, c[i, j])
         printf "\n"
       }
     }' "$SUMMARY"
   echo "frag: highest requested byte ever in use / peak live requested bytes (shmalloc);"
   echo "      'fp' = peak RSS growth / peak live requested bytes (system allocators' footprint)"
-  echo "misses: callgrind's cache simulator, 32 KiB 8-way L1d and 1 MiB 8-way L2 (one Zen 4 core)"
+  echo "misses, mispredicted: callgrind's cache simulator (32 KiB 8-way L1d, 1 MiB 8-way L2: one Zen 4 core)"
+  echo "      and its branch predictor, per op of the counted loop"
   print_targets
 }
 

@@ -1032,8 +1032,8 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     a = shm__of_user((void *)(((uintptr_t)next - size + 16) & ~(uintptr_t)(align - 1)));
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
-    SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align);
-    if (tail >= SHM__MIN_BLOCK && tail > size / 2) {
+    SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align && !(tail & 15));
+    if (tail > size / 2) { /* so at least a minimum block: size is one, and tail a multiple of 16 */
         shm__block *rest = shm__at(a, size);
         rest->header = tail | SHM__FREE;
         next->prev_phys = rest;

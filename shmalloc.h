@@ -714,7 +714,9 @@ SHM__INLINE void shm__push_head(shmalloc_tlsf *t, shm__block *b, shm__block *lis
    it: shm__untake is.  Whether b lies above the head is a coin toss, so
    b's neighbours are selected with conditional moves: the branch was
    mispredicted on 0.3 operations in 1 of allocbench's b, and cost more
-   time than the moves' two instructions. */
+   time than the moves' two instructions.  gcc 12 keeps the moves for this
+   function as it stands, but went back to a branch when the bitmap update
+   below was made unconditional: look at the code after a change here. */
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
     shm__block *head = list->next_free, *last = list->prev_free;

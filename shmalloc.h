@@ -475,17 +475,6 @@ typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && F
 #  define SHM__UNLIKELY(c) (c)
 #  define SHM__NOINLINE
 #endif
-/* A test that is a coin toss, such as an address against another: asks
-   for a conditional move, since a branch on it is mispredicted half the time
-   (gcc 12 obeys; clang 14 keeps the branch in shm__push_on). */
-#if defined(__clang__)
-#  define SHM__UNPREDICTABLE(c) (__builtin_unpredictable(!!(c)) != 0)
-#elif defined(__GNUC__) && __GNUC__ >= 9
-#  define SHM__UNPREDICTABLE(c) (__builtin_expect_with_probability(!!(c), 1, 0.5) != 0)
-#else
-#  define SHM__UNPREDICTABLE(c) (c)
-#endif
-
 /* >> output ----------------------------------------------------------------- */
 static void shm__default_output(void *user, int stream, const char *text)
 {
@@ -707,6 +696,24 @@ SHM__INLINE void shm__push_head(shmalloc_tlsf *t, shm__block *b, shm__block *lis
     if (head == list) shm__filled(t, list);
 }
 
+/* `yes` when `cond` holds, else `no`, by a conditional move: for a test
+   that is a coin toss (an address against another), which a branch would
+   mispredict half the time.  gcc 12 makes the move when told the odds.
+   clang 14 keeps a branch even under __builtin_unpredictable while a value
+   is still a load it could fold into the move; the empty asm puts both in
+   registers first, and then it makes the move. */
+SHM__INLINE shm__block *shm__pick(int cond, shm__block *yes, shm__block *no)
+{
+#if defined(__clang__)
+    __asm__("" : "+r"(yes), "+r"(no));
+    return __builtin_unpredictable(cond) ? yes : no;
+#elif defined(__GNUC__) && __GNUC__ >= 9
+    return __builtin_expect_with_probability(cond, 1, 0.5) ? yes : no;
+#else
+    return cond ? yes : no;
+#endif
+}
+
 /* Files b in the list with sentinel node `list`: first when it lies below
    the head, else last, so the head, which every search takes, leans to low
    addresses and the heap's top is reached later (an empty list's sentinel,
@@ -715,14 +722,14 @@ SHM__INLINE void shm__push_head(shmalloc_tlsf *t, shm__block *b, shm__block *lis
    it: shm__untake is.  Whether b lies above the head is a coin toss, so
    b's neighbours are selected with conditional moves: the branch was
    mispredicted on 0.3 operations in 1 of allocbench's b, and cost more
-   time than the moves' two instructions.  gcc 12 keeps the moves for this
-   function as it stands, but went back to a branch when the bitmap update
+   time than the moves' two instructions.  gcc 12 and clang 14 keep the
+   moves for this function as it stands, but gcc went back to a branch when the bitmap update
    below was made unconditional: look at the code after a change here. */
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
     shm__block *head = list->next_free, *last = list->prev_free;
-    int above = SHM__UNPREDICTABLE(b > head);
-    shm__block *prev = above ? last : list, *next = above ? list : head;
+    int above = b > head;
+    shm__block *prev = shm__pick(above, last, list), *next = shm__pick(above, list, head);
     SHM__ASSERT(b < list);
     b->prev_free = prev;
     prev->next_free = b; /* between the two stores to b: gcc would pair them in SSE */

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Wall time of allocators side by side on allocbench (../shared/allocbench),
+# the way bench/README.md quotes it: fresh processes, the allocators
+# alternating run by run, each process's fastest repetition, the median of
+# those over the processes.
+#   bench/versus.sh [-w WORKLOADS] [-p PROCESSES] [-r REPS] [-n SCALE] ALLOC...
+# An ALLOC is a name under $ALLOCBENCH_OUT/bin (rlsf, shmalloc: what
+# ./anchors.sh built) or the path of any allocbench binary, such as one built
+# from another revision of shmalloc.h.  Prints, per workload, each
+# allocator's median ns/op (min-max of the processes' fastest) and its ratio
+# to the first one's.  Pinned to cpu $CPU (1) at chrt -f 10 when root may.
+set -eu
+W=bcd P=7 R=7 N=1
+while getopts w:p:r:n: o; do
+  case $o in
+    w) W=$OPTARG ;; p) P=$OPTARG ;; r) R=$OPTARG ;; n) N=$OPTARG ;;
+    *) echo "usage: $0 [-w bcd] [-p 7] [-r 7] [-n 1] ALLOC..." >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: $0 [-w bcd] [-p 7] [-r 7] [-n 1] ALLOC..." >&2; exit 2; }
+BIN=${ALLOCBENCH_OUT:-/tmp/allocbench}/bin
+CPU=${CPU:-1}
+if chrt -f 10 true 2>/dev/null; then PIN="chrt -f 10 taskset -c $CPU"; else PIN="taskset -c $CPU"; fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+path() { case $1 in */*) echo "$1" ;; *) echo "$BIN/bench_$1" ;; esac; }
+for a in "$@"; do
+  [ -x "$(path "$a")" ] || { echo "$0: no $(path "$a"): run ../shared/allocbench/anchors.sh first" >&2; exit 1; }
+done
+echo "# load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $P processes x $R repetitions, -n $N"
+for w in $(echo "$W" | sed 's/./& /g'); do
+  i=0
+  while [ $i -lt "$P" ]; do
+    k=0
+    for a in "$@"; do
+      # column 5 of allocbench's CSV line: the fastest repetition's ns/op
+      $PIN "$(path "$a")" -w "$w" -r "$R" -n "$N" 2>/dev/null | awk -F, 'NR == 1 { print $5 }' >> "$TMP/$w.$k"
+      k=$((k + 1))
+    done
+    i=$((i + 1))
+  done
+  k=0
+  for a in "$@"; do
+    sort -g "$TMP/$w.$k" | awk -v a="$a" -v w="$w" -v base="$(sort -g "$TMP/$w.0" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')" \
+      '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; printf "%s %-40s %7.1f (%.1f-%.1f)  x%.2f\n", w, a, m, v[1], v[NR], m / base }'
+    k=$((k + 1))
+  done
+done

@@ -8,7 +8,8 @@
 # ./anchors.sh built) or the path of any allocbench binary, such as one built
 # from another revision of shmalloc.h.  Prints, per workload, each
 # allocator's median ns/op (min-max of the processes' fastest) and its ratio
-# to the first one's.  Pinned to cpu $CPU (1) at chrt -f 10 when root may.
+# to the first one's, then the ratio of the minima (a workload whose
+# processes fall into a fast and a slow mode, as c's do, shows it there).  Pinned to cpu $CPU (1) at chrt -f 10 when root may.
 set -eu
 W=bcd P=7 R=7 N=1
 while getopts w:p:r:n: o; do
@@ -42,8 +43,9 @@ for w in $(echo "$W" | sed 's/./& /g'); do
   done
   k=0
   for a in "$@"; do
-    sort -g "$TMP/$w.$k" | awk -v a="$a" -v w="$w" -v base="$(sort -g "$TMP/$w.0" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')" \
-      '{ v[NR] = $1 } END { m = v[int((NR + 1) / 2)]; printf "%s %-40s %7.1f (%.1f-%.1f)  x%.2f\n", w, a, m, v[1], v[NR], m / base }'
+    sort -g "$TMP/$w.$k" | awk -v a="$a" -v w="$w" -v base="$(sort -g "$TMP/$w.0" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1] }')" \
+      'BEGIN { split(base, b, " ") } { v[NR] = $1 }
+       END { m = v[int((NR + 1) / 2)]; printf "%s %-40s %7.1f (%.1f-%.1f)  x%.2f  minima x%.2f\n", w, a, m, v[1], v[NR], m / b[1], v[1] / b[2] }'
     k=$((k + 1))
   done
 done

@@ -2426,12 +2426,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
 /* A grow into the free next block is undone exactly by shrinking back when
    the free part it leaves stays in the next block's list (the list keeps
    its order), or when the next block heads its list (it is put back at the
-   head).  A grow of less than a minimum block cannot be shrunk back. */
+   head).  A grow of one minimum block or less cannot be shrunk back: a
+   shrink keeps such a tail as slack. */
 static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm__resize *r)
 {
     const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
     size_t grown = r->size - shm__size(b), nsize = shm__size(next);
-    if (grown < SHM__MIN_BLOCK) return 0;
+    if (grown <= SHM__MIN_BLOCK) return 0;
     if (nsize - grown >= SHM__MIN_BLOCK && shm__size_bits(nsize - grown) == shm__size_bits(nsize)) return 1;
     return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
 }

@@ -400,6 +400,28 @@ PE_COUNT_TEST(mismatched_sizes_give_null_and_symmsize_failed_on_every_pe)
     run_pes(*npes, SMALL_HEAP, pe_mismatched_sizes, NULL);
 }
 
+/* A grow in place made before the agreement is undone when the call
+   fails, even a grow of one minimum block (32 B), a tail that a shrink
+   otherwise keeps as slack: the block has its old size again. */
+static void pe_failed_small_grow(void *arg)
+{
+    shmalloc_tlsf *t = shmalloc_heap_tlsf(shmalloc_current());
+    void *keep = shmem_malloc(100), *p;
+    size_t before = shmalloc_tlsf_usable_size(t, keep);
+    (void)arg;
+    p = shmem_realloc(keep, before + 32 + 16 * (size_t)shmem_my_pe()); /* PE 0 grows by 32 bytes */
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) keep = p;
+    else PE_CHECK_EQ(shmalloc_tlsf_usable_size(t, keep), before);
+    shmem_free(keep);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(a_failed_grow_of_one_minimum_block_leaves_the_block_its_old_size)
+{
+    run_pes(*npes, SMALL_HEAP, pe_failed_small_grow, NULL);
+}
+
 static void pe_malloc_zero(void *arg)
 {
     int me = shmem_my_pe(), npes = shmem_n_pes(), k;

@@ -530,14 +530,20 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
 
    The size is the distance to the next block, so a used block's payload
    runs to the next block's header word: usable = size - 8.  Free blocks
-   keep their list links in the payload.  A zero-size used "sentinel" block
-   ends the chain.  A bitmap with one bit per 16 bytes marks where used
+   keep their list links in the payload.  A zero-size used "sentinel" block,
+   whose header has bit 2 (END) set, ends the chain.  The last block, when
+   it is free (the top, bit 3 set: TOP), is in no list: a request that no
+   listed block serves is cut from it, and a block freed next to it joins
+   it, with no list work, and the heap reaches no higher than it must.  The
+   two bits tell a free's or a resize's neighbour apart in the header word
+   it has read anyway.  A bitmap with one bit per 16 bytes marks where used
    blocks start, so every free and realloc pointer is checked exactly,
    without trusting bytes the user may have overwritten.  It is zeroed as
    the high-water mark rises, so a heap's size costs nothing up front. */
 #define SHM__FREE ((size_t)1)
 #define SHM__PREV_FREE ((size_t)2)
-#define SHM__RESERVED ((size_t)12) /* bits 2 and 3: always zero */
+#define SHM__END ((size_t)4) /* the sentinel's header, and no block's */
+#define SHM__TOP ((size_t)8) /* the top's header, and no other block's */
 #define SHM__ALIGN_SHIFT 58
 #define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
 #define SHM__MIN_BLOCK ((size_t)32)
@@ -742,7 +748,6 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 /* Files free block b, of `size` bytes, in its list. */
 SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { shm__push_on(t, b, shm__list_for(t, size)); }
 
-SHM__INLINE void shm__insert(shmalloc_tlsf *t, shm__block *b) { shm__push_size(t, b, shm__size(b)); }
 
 /* The bits of the list with sentinel node `list`, which has just become empty. */
 SHM__INLINE void shm__emptied(shmalloc_tlsf *t, const shm__block *list)
@@ -780,11 +785,12 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
     b->prev_free->next_free = b;
 }
 
-/* Is there a free block of at least `size` bytes?  It is then the head of
-   the list with sentinel node *list (otherwise *list is unset); changes nothing.  The head of
-   the request's own list is tried first: a close fit, and the only chance
-   for a request of (nearly) the whole largest block.  Otherwise the first
-   non-empty list above it, any block of which fits.  An answer, not a
+/* Is there a listed free block of at least `size` bytes (the top is
+   tried after, by the caller)?  It is then the head of the list with
+   sentinel node *list (otherwise *list is unset); changes nothing.  The
+   head of the request's own list is tried first: a close fit, and the only
+   chance for a request of (nearly) the whole largest listed block.
+   Otherwise the first non-empty list above it, any block of which fits.  An answer, not a
    block, so the caller tests no pointer for NULL.  This one is for a size
    known to be at most the capacity, which keeps the list among the heap's
    classes. */
@@ -874,31 +880,55 @@ SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
     return SHMEM_MALLOC_OK;
 }
 
-/* b, of `size` bytes, merges with its free previous block, and with the
-   next one too when that is free (its header word is next_header). */
+/* [b, b + size), which ends at the sentinel, becomes the top: free and in
+   no list.  Returns SHMEM_MALLOC_OK, for the merges' jumps. */
+SHM__INLINE long shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    shm__block *end = shm__at(b, size);
+    SHM__ASSERT(end == t->sentinel);
+    (void)t;
+    SHM__UNPOISON((char *)b + 16, 16); /* as a listed block's links are */
+    b->header = size | SHM__FREE | SHM__TOP;
+    end->prev_phys = b;
+    end->header |= SHM__PREV_FREE;
+    SHM__POISON((char *)b + 32, size - 32);
+    return SHMEM_MALLOC_OK;
+}
+
+/* b, of `size` bytes, merges with its free previous block, which is listed
+   (the top is last), and with the next one too when that is free (its
+   header word is next_header). */
 static long shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size), *prev = b->prev_phys;
     size_t prev_size = shm__free_size(prev->header);
     if (next_header & SHM__FREE) {
         size_t nsize = shm__free_size(next_header);
-        shm__remove(t, next);
+        if (!(next_header & SHM__TOP)) shm__remove(t, next);
         size += nsize;
         next = shm__at(next, nsize);
+    }
+    if (next_header & (SHM__TOP | SHM__END)) {
+        shm__remove(t, prev);
+        return shm__to_top(t, prev, size + prev_size);
     }
     return shm__merged(t, prev, size + prev_size, prev, prev_size, next);
 }
 
 /* b, of `size` bytes, merges with the free next block (header word
-   next_header); the previous block is used. */
+   next_header); the previous block is used.  The sentinel's header (END)
+   comes here too: it counts as a next block of size 0, and b becomes the
+   top as it does when the next block is the top. */
 static long shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size);
     size_t nsize = shm__free_size(next_header);
+    if (next_header & (SHM__TOP | SHM__END)) return shm__to_top(t, b, size + nsize);
     return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
 }
 
-/* Files [b, b + size) as a free block of its own: neither neighbour is free. */
+/* Files [b, b + size) as a free block of its own: neither neighbour is
+   free, and next is not the sentinel. */
 SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next)
 {
     SHM__UNPOISON((char *)b + 16, 16);
@@ -907,25 +937,6 @@ SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, s
     next->prev_phys = b;
     next->header |= SHM__PREV_FREE;
     SHM__POISON((char *)b + 32, size - 32);
-}
-
-/* Files [b, b + size) as one free block, merged with its free neighbours;
-   b is in no list, and its PREV_FREE flag is right.  The block that grows
-   keeps its list position when its class does not change. */
-SHM__INLINE void shm__file_free(shmalloc_tlsf *t, shm__block *b, size_t size)
-{
-    shm__block *next = shm__at(b, size);
-    size_t next_header = next->header;
-    SHM__ASSERT(size >= 16 && (size >= SHM__MIN_BLOCK || (b->header & SHM__PREV_FREE)));
-    if (b->header & SHM__PREV_FREE) {
-        shm__merge_prev(t, b, size, next_header);
-        return;
-    }
-    if (next_header & SHM__FREE) {
-        shm__merge_next(t, b, size, next_header);
-        return;
-    }
-    shm__file_alone(t, b, size, next);
 }
 
 /* The start-map bit of the block at offset off, a multiple of 16, as
@@ -992,11 +1003,10 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
     return shm__user(b);
 }
 
-/* Cuts free block b down to `size` and marks it used; the tail goes back
-   to the free lists.  `listed`: b is still the head of `list`, and the
-   tail takes its place there when it stays in the same list. */
-SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_t align_log2, int listed,
-                             shm__block *list)
+/* Cuts free block b, the head of `list`, down to `size` and marks it
+   used; the tail goes back to the free lists, in b's place when it stays
+   in b's list. */
+SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *list)
 {
     size_t bsize = shm__free_size(b->header), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
@@ -1007,24 +1017,22 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
         rest->header = rest_size | SHM__FREE;
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
-        if (listed && rest_list == list) {
+        if (rest_list == list) {
             shm__block *after = b->next_free;
             rest->next_free = after;
             after->prev_free = rest;
             rest->prev_free = list;
             list->next_free = rest;
         } else {
-            if (listed) shm__pop(t, b, list);
+            shm__pop(t, b, list);
             shm__push_on(t, rest, rest_list);
         }
         bsize = size;
     } else {
-        if (listed) shm__pop(t, b, list);
+        shm__pop(t, b, list);
         next->header &= ~SHM__PREV_FREE;
     }
-    /* a listed block is free, so its previous block is used; an unlisted
-       one follows a free gap (shm__take_top) */
-    b->header = bsize | (listed ? 0 : SHM__PREV_FREE) | (align_log2 << SHM__ALIGN_SHIFT);
+    b->header = bsize; /* a listed block is free, so its previous block is used */
     return shm__taken(t, b, bsize);
 }
 
@@ -1033,8 +1041,8 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, size_
    and mostly its list, and the bytes after the aligned block become a free
    block, or its slack when too few for one or at most half the
    block's size (fewer list moves and merges, and a free block that small
-   is seldom of use).  (The heap's last block is carved from its start
-   instead, so the heap reaches no further than it must.) */
+   is seldom of use).  (The top is carved from its start instead, so the
+   heap reaches no further than it must: shm__take_top.) */
 SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     size_t bsize = shm__free_size(b->header), front, tail;
@@ -1068,31 +1076,87 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     return shm__user(a);
 }
 
-/* An aligned block from the heap's last free block b, the head of `list`:
-   from its start, so the heap reaches no further than it must.  Out of
-   line: rare, and its registers would cost the common path a frame. */
-static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
-{
-    size_t gap = shm__gap(b, align);
-    shm__block *a;
-    if (!gap) return shm__carve(t, b, size, shm__fls(align), 1, list);
-    shm__pop(t, b, list); /* the leading gap becomes a free block of its own */
-    a = shm__at(b, gap);
-    a->header = (shm__size(b) - gap) | SHM__PREV_FREE;
-    a->prev_phys = b;
-    b->header = gap | SHM__FREE;
-    shm__insert(t, b);
-    SHM__POISON((char *)b + 32, gap - 32);
-    return shm__carve(t, a, size, shm__fls(align), 0, NULL);
-}
-
-/* Takes the free block b, the head of `list`, for `size` bytes at `align`. */
+/* Takes the free block b, the head of `list`, for `size` bytes at
+   `align`.  A listed block is never the last: its next block is used. */
 SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list, size_t size, size_t align)
 {
     SHM__UNPOISON((char *)b + 32, shm__free_size(b->header) - 32);
-    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, 0, 1, list);
-    if (shm__at(b, shm__free_size(b->header)) != t->sentinel) return shm__carve_end(t, b, list, size, align);
-    return shm__take_top(t, b, list, size, align);
+    if (align <= SHMALLOC_ALIGNMENT) return shm__carve(t, b, size, list);
+    return shm__carve_end(t, b, list, size, align);
+}
+
+/* The bytes before the first user pointer at `align` in the top that can
+   start a block (shm__gap), or SIZE_MAX when there is no top. */
+SHM__INLINE size_t shm__top_gap(const shmalloc_tlsf *t, size_t align)
+{
+    if (!(t->sentinel->header & SHM__PREV_FREE)) return SIZE_MAX;
+    return align <= SHMALLOC_ALIGNMENT ? 0 : shm__gap(t->sentinel->prev_phys, align);
+}
+
+/* Can the top serve `size` bytes (a block size) at `align`? */
+SHM__INLINE int shm__top_fits(const shmalloc_tlsf *t, size_t size, size_t align)
+{
+    size_t gap = shm__top_gap(t, align), tsize;
+    if (gap == SIZE_MAX) return 0;
+    tsize = shm__free_size(t->sentinel->prev_phys->header);
+    return tsize >= gap && tsize - gap >= size;
+}
+
+/* Cuts the used block a of `size` bytes, with header flags `flags`, from
+   the start of the top's `tsize` bytes that begin at a; the rest stays the
+   top, or becomes a's slack when too small for a block. */
+SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t tsize, size_t size, size_t flags)
+{
+    shm__block *end = t->sentinel;
+    if (tsize - size >= SHM__MIN_BLOCK) {
+        shm__block *rest = shm__at(a, size);
+        rest->header = (tsize - size) | SHM__FREE | SHM__TOP;
+        end->prev_phys = rest;
+        SHM__POISON((char *)rest + 32, tsize - size - 32);
+    } else {
+        size = tsize;
+        end->header &= ~SHM__PREV_FREE;
+    }
+    a->header = size | flags;
+    return shm__taken(t, a, size);
+}
+
+/* A used block of `size` bytes from the top, or NULL when it has too few.
+   What no listed block serves comes here, so a heap that only takes and
+   gives back (a malloc and a free of one size, over and over) does so with
+   no list work.  Out of line, as is the aligned form below: the common
+   paths keep their registers. */
+static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
+{
+    shm__block *a;
+    size_t tsize;
+    if (!(t->sentinel->header & SHM__PREV_FREE)) return NULL; /* else the sentinel's link is a user's bytes */
+    a = t->sentinel->prev_phys;
+    tsize = shm__free_size(a->header);
+    if (tsize < size) return NULL;
+    SHM__UNPOISON((char *)a + 32, tsize - 32);
+    return shm__cut_top(t, a, tsize, size, 0);
+}
+
+/* The same at `align`: the bytes before the aligned block (the gap)
+   become a listed free block. */
+static SHM__NOINLINE void *shm__take_top_aligned(shmalloc_tlsf *t, size_t size, size_t align)
+{
+    shm__block *g, *a;
+    size_t gap, tsize;
+    if (align <= SHMALLOC_ALIGNMENT) return shm__take_top(t, size);
+    if (!shm__top_fits(t, size, align)) return NULL;
+    g = t->sentinel->prev_phys;
+    gap = shm__top_gap(t, align);
+    tsize = shm__free_size(g->header);
+    SHM__UNPOISON((char *)g + 32, tsize - 32);
+    if (!gap) return shm__cut_top(t, g, tsize, size, (size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
+    a = shm__at(g, gap);
+    a->prev_phys = g;
+    g->header = gap | SHM__FREE;
+    shm__push_size(t, g, gap);
+    SHM__POISON((char *)g + 32, gap - 32);
+    return shm__cut_top(t, a, tsize - gap, size, SHM__PREV_FREE | (size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
@@ -1110,16 +1174,17 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
     shm__mark_used(t, b, 0);
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
-    if (next_header & SHM__FREE) return shm__merge_next(t, b, size, next_header);
+    if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
     shm__file_alone(t, b, size, next);
     return SHMEM_MALLOC_OK;
 }
 
-/* Free block f, which headed its list before a take, heads it again. */
+/* Free block f, which headed its list before a take, heads it again; the
+   top is in no list. */
 static void shm__to_head(shmalloc_tlsf *t, shm__block *f)
 {
     shm__block *list = shm__list_for(t, shm__size(f));
-    if (list->next_free == f) return;
+    if ((f->header & SHM__TOP) || list->next_free == f) return;
     shm__remove(t, f);
     shm__push_head(t, f, list);
 }
@@ -1174,7 +1239,7 @@ enum { SHM__IN_PLACE = 1, SHM__INTO_PREV, SHM__MOVE };
 typedef struct shm__resize {
     int how;
     size_t size;        /* the new block size */
-    shm__block *target; /* SHM__MOVE: the free block to move to, */
+    shm__block *target; /* SHM__MOVE: the free block to move to (NULL: the top), */
     unsigned fl, sl;    /* and its list */
 } shm__resize;
 
@@ -1206,7 +1271,7 @@ static long shm__plan_elsewhere(const shmalloc_tlsf *t, const shm__block *b, siz
     }
     r->how = SHM__MOVE;
     r->target = shm__find_aligned(t, r->size, shm__align_of(b), &r->fl, &r->sl);
-    return r->target ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
+    return r->target || shm__top_fits(t, r->size, shm__align_of(b)) ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
 }
 
 static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, shm__resize *r)
@@ -1224,9 +1289,10 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
 }
 
 /* Free block f of `size` bytes takes the place of free block old, of
-   old_size bytes, which it overlaps: a used neighbour grew into old's
-   front or gave its tail to it.  f keeps old's list position when the two
-   sizes share a list (compared as classes: the push needs f's anyway). */
+   old_size bytes, which it overlaps and ends with: a used neighbour grew
+   into old's front or gave its tail to it.  f keeps old's list position
+   when the two sizes share a list (compared as classes: the push needs f's
+   anyway).  old is not the top. */
 SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
     shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
@@ -1261,11 +1327,15 @@ SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t si
     if (tail <= SHM__MIN_BLOCK) return;
     next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
     b->header -= tail;
-    if (!(next_header & SHM__FREE)) {
+    if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
         return;
     }
-    nsize = shm__free_size(next_header);
+    nsize = shm__free_size(next_header); /* 0 for the sentinel */
+    if (next_header & (SHM__TOP | SHM__END)) {
+        shm__to_top(t, rest, tail + nsize);
+        return;
+    }
     shm__refile(t, next, nsize, rest, tail + nsize);
     SHM__POISON((char *)rest + 32, tail + nsize - 32);
 }
@@ -1282,10 +1352,14 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
     if (bsize + nsize - size >= SHM__MIN_BLOCK) {
-        shm__refile(t, next, nsize, rest, bsize + nsize - size);
-        SHM__POISON((char *)rest + 32, bsize + nsize - size - 32);
+        if (next_header & SHM__TOP) {
+            shm__to_top(t, rest, bsize + nsize - size);
+        } else {
+            shm__refile(t, next, nsize, rest, bsize + nsize - size);
+            SHM__POISON((char *)rest + 32, bsize + nsize - size - 32);
+        }
     } else { /* too little is left for a block: b takes all of next */
-        shm__remove(t, next);
+        if (!(next_header & SHM__TOP)) shm__remove(t, next);
         shm__at(next, nsize)->header &= ~SHM__PREV_FREE;
         size = bsize + nsize;
     }
@@ -1317,7 +1391,8 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
     }
     SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
     if (r->how == SHM__MOVE) {
-        void *q = shm__take(t, r->target, r->fl, r->sl, r->size, shm__align_of(b));
+        void *q = r->target ? shm__take(t, r->target, r->fl, r->sl, r->size, shm__align_of(b))
+                            : shm__take_top_aligned(t, r->size, shm__align_of(b));
         SHMALLOC_MEMCPY(q, ptr, keep);
         shm__release(t, b);
         return q;
@@ -1410,11 +1485,8 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
 
     SHM__UNPOISON(mem, initial); /* memory an earlier heap may have poisoned */
     first = (shm__block *)mem;
-    first->header = t->capacity | SHM__FREE;
-    t->sentinel->header = SHM__PREV_FREE;
-    t->sentinel->prev_phys = first;
-    shm__insert(t, first);
-    SHM__POISON((char *)first + 32, t->capacity - 32);
+    t->sentinel->header = SHM__END;
+    shm__to_top(t, first, t->capacity);
     return t;
 }
 
@@ -1438,7 +1510,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t si
     size_t bsize;
     if (size - 1 >= t->malloc_limit) return NULL; /* 0, or too large for the heap */
     bsize = shm__block_size(size);
-    if (!shm__find_list_fits(t, bsize, &list)) return NULL;
+    if (!shm__find_list_fits(t, bsize, &list)) return shm__fit(shm__take_top(t, bsize), size);
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 
@@ -1455,7 +1527,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
     if (align <= SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
     if (size - 1 >= SHM__MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return NULL;
+    if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return shm__fit(shm__take_top_aligned(t, bsize, align), size);
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
 }
 
@@ -1535,32 +1607,29 @@ static int shm__sbreak_ok(const shmalloc_tlsf *t, ptrdiff_t inc)
     return shm__size(top) == n || shm__size(top) >= n + SHM__MIN_BLOCK;
 }
 
-/* Moves the sentinel; the top free block shrinks or grows to match. */
+/* Moves the sentinel; the top shrinks or grows to match. */
 static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
 {
     shm__block *old = t->sentinel, *top = old->prev_phys;
     size_t n = (size_t)(inc < 0 ? -inc : inc);
     if (inc > 0) {
         SHM__UNPOISON((char *)old - n, n + 16); /* the new sentinel and the spec bytes */
-        shm__remove(t, top);
-        if (shm__size(top) == n) { /* the top block goes whole: the sentinel takes its place */
+        if (shm__size(top) == n) { /* the top goes whole: the sentinel takes its place */
             t->sentinel = top;
-            top->header = 0;
+            top->header = SHM__END;
         } else {
             top->header -= n;
             t->sentinel = shm__at(old, 0 - n);
-            t->sentinel->header = SHM__PREV_FREE;
+            t->sentinel->header = SHM__PREV_FREE | SHM__END;
             t->sentinel->prev_phys = top;
-            shm__insert(t, top);
         }
         shm__set_capacity(t, t->capacity - n);
     } else if (inc < 0) {
-        size_t flags = old->header & SHM__PREV_FREE;
         t->sentinel = shm__at(old, n);
-        t->sentinel->header = 0;
+        t->sentinel->header = SHM__END;
         shm__set_capacity(t, t->capacity + n);
-        old->header = flags; /* a used block's header, so file_free sees the previous block right */
-        shm__file_free(t, old, n);
+        if (old->header & SHM__PREV_FREE) shm__to_top(t, top, shm__size(top) + n);
+        else shm__to_top(t, old, n);
     }
     shm__limit_mapped(t);
     return (char *)t->sentinel + 16;
@@ -1684,7 +1753,7 @@ static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
 }
 
 /* The physical chain: sizes, flags, back links, start map, high-water mark.
-   Returns the number of free blocks seen. */
+   Returns the number of free blocks seen but the top, which is in no list. */
 static size_t shm__check_chain(shm__checker *c)
 {
     const shmalloc_tlsf *t = c->t;
@@ -1699,13 +1768,16 @@ static size_t shm__check_chain(shm__checker *c)
         size = shm__size(b);
         is_free = b->header & SHM__FREE;
         if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) ||
-            (b->header & SHM__RESERVED)) {
+            (b->header & SHM__END) || ((b->header & SHM__TOP) && !is_free)) {
             shm__problem(c, "block at offset %zu: header 0x%zx %s", off, b->header,
-                         b->header & SHM__RESERVED   ? "is not a multiple of 16"
-                         : size < SHM__MIN_BLOCK     ? "gives a size below the minimum block"
-                                                     : "gives a size that runs past the end of the heap");
+                         b->header & (SHM__END | SHM__TOP) ? "is not a multiple of 16"
+                         : size < SHM__MIN_BLOCK           ? "gives a size below the minimum block"
+                                                           : "gives a size that runs past the end of the heap");
             return nfree;
         }
+        if (is_free && !(b->header & SHM__TOP) != (shm__at(b, size) != t->sentinel))
+            shm__problem(c, "free block at offset %zu: %s", off,
+                         b->header & SHM__TOP ? "says it is the top, and is not last" : "is last, and not the top");
         if (!(b->header & SHM__PREV_FREE) != !prev_free)
             shm__problem(c, "block at offset %zu: says the previous block is %s, it is %s", off,
                          b->header & SHM__PREV_FREE ? "free" : "used", prev_free ? "free" : "used");
@@ -1735,14 +1807,14 @@ static size_t shm__check_chain(shm__checker *c)
             return nfree;
         }
     }
-    if (t->sentinel->header != (prev_free ? SHM__PREV_FREE : 0))
+    if (t->sentinel->header != ((prev_free ? SHM__PREV_FREE : 0) | SHM__END))
         shm__problem(c, "end-of-heap marker overwritten (header 0x%zx)", t->sentinel->header);
     for (i = 0; i < t->map_clean / 8; i++) {
         uint64_t w = t->start_map[i];
         for (; w; w &= w - 1) marked++;
     }
     if (marked != nused) shm__problem(c, "start map marks %zu blocks used, the heap has %zu", marked, nused);
-    return nfree;
+    return nfree - prev_free;
 }
 
 /* The free lists and bitmaps; a list longer than the free blocks is a cycle. */
@@ -2272,8 +2344,8 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
     if (*e) return NULL;
     bsize = shm__block_size(size);
     b = shm__find_aligned(h->tlsf, bsize, call->align, &fl, &sl);
-    if (b) p = shm__take(h->tlsf, b, fl, sl, bsize, call->align);
-    else *e = SHMEM_MALLOC_FAIL, *short_here = 1;
+    p = b ? shm__take(h->tlsf, b, fl, sl, bsize, call->align) : shm__take_top_aligned(h->tlsf, bsize, call->align);
+    if (!p) *e = SHMEM_MALLOC_FAIL, *short_here = 1;
     if (p && zero) SHMALLOC_MEMSET(p, 0, size);
     else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
     shm__fit(p, size);
@@ -2424,15 +2496,17 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
 }
 
 /* A grow into the free next block is undone exactly by shrinking back when
-   the free part it leaves stays in the next block's list (the list keeps
-   its order), or when the next block heads its list (it is put back at the
-   head).  A grow of one minimum block or less cannot be shrunk back: a
-   shrink keeps such a tail as slack. */
+   the next block is the top (in no list), when the free part it leaves
+   stays in the next block's list (the list keeps its order), or when the
+   next block heads its list (it is put back at the head).  A grow of one
+   minimum block or less cannot be shrunk back: a shrink keeps such a tail
+   as slack. */
 static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm__resize *r)
 {
     const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
     size_t grown = r->size - shm__size(b), nsize = shm__size(next);
     if (grown <= SHM__MIN_BLOCK) return 0;
+    if (next->header & SHM__TOP) return 1;
     if (nsize - grown >= SHM__MIN_BLOCK && shm__size_bits(nsize - grown) == shm__size_bits(nsize)) return 1;
     return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
 }

@@ -144,3 +144,77 @@ Test(corrupt, a_high_water_mark_below_a_used_block_is_reported)
     t->high_water = (size_t)((char *)a - (char *)shmalloc_tlsf_base(t)) + shmalloc_tlsf_usable_size(t, a); /* a's end, below c */
     expect_reported(t, "above the high-water mark");
 }
+
+/* ---- the top: the last block, when free, is in no list ------------------- */
+
+static int one_free_block(void *user, const shmalloc_block_info *b)
+{
+    size_t *n = (size_t *)user;
+    n[b->used ? 1 : 0]++;
+    return 0;
+}
+
+Test(top, malloc_and_free_of_one_size_leave_every_list_empty)
+{
+    shmalloc_tlsf *t = shmalloc_tlsf_create(region, sizeof region);
+    size_t n[2] = {0, 0};
+    int k;
+    cr_assert(t != NULL);
+    cr_assert(t->fl_bitmap == 0, "a fresh heap's one free block is listed");
+    for (k = 0; k < 1000; k++) {
+        void *p = shmalloc_tlsf_malloc(t, 64);
+        cr_assert(p != NULL);
+        cr_assert(t->fl_bitmap == 0, "the rest of the top went into a list");
+        cr_assert(shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+        cr_assert(t->fl_bitmap == 0, "a block freed next to the top went into a list");
+    }
+    shmalloc_tlsf_walk(t, one_free_block, n);
+    cr_assert(n[0] == 1 && n[1] == 0, "%zu free and %zu used blocks", n[0], n[1]);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
+Test(top, the_gap_before_an_aligned_block_from_the_top_is_listed_and_merges_back)
+{
+    shmalloc_tlsf *t = shmalloc_tlsf_create(region, sizeof region);
+    void *p;
+    cr_assert(t != NULL);
+    p = shmalloc_tlsf_memalign(t, 4096, 100);
+    cr_assert(p != NULL && ((uintptr_t)p & 4095) == 0);
+    cr_assert(t->fl_bitmap != 0, "the gap before the aligned block is in no list");
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    cr_assert(shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+    cr_assert(t->fl_bitmap == 0, "the gap stayed listed after its block merged into the top");
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
+Test(corrupt, a_listed_free_block_that_says_it_is_the_top_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    shm__of_user(b)->header |= SHM__TOP;
+    expect_reported(t, "says it is the top");
+}
+
+Test(corrupt, a_top_without_its_flag_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    t->sentinel->prev_phys->header &= ~SHM__TOP;
+    expect_reported(t, "is last, and not the top");
+}
+
+Test(corrupt, a_used_block_with_the_top_flag_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    shm__of_user(a)->header |= SHM__TOP;
+    expect_reported(t, "is not a multiple of 16");
+}
+
+Test(corrupt, an_end_marker_without_its_end_bit_is_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_heap(&a, &b);
+    t->sentinel->header &= ~SHM__END;
+    expect_reported(t, "end-of-heap marker overwritten");
+}

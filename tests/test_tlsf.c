@@ -735,6 +735,48 @@ Test(tlsf_realloc, grow_into_the_free_remainder_stays_in_place)
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
+Test(tlsf_realloc, the_last_block_grows_over_the_whole_free_end_and_shrinks_back)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    unsigned char *a = shmalloc_tlsf_malloc(t, 100), *q;
+    shmalloc_counters c = counters(t);
+    size_t all = c.capacity - 16; /* a block of the whole capacity but 16 bytes: too few for a free block */
+    fill_pattern(a, 100, 11);
+    q = shmalloc_tlsf_realloc(t, a, all - 8);
+    cr_assert_eq(q, a);
+    c = counters(t);
+    cr_assert_eq(c.largest_free, 0, "a free block of %zu bytes is left", c.largest_free);
+    cr_assert_eq(c.in_use, c.capacity);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    q = shmalloc_tlsf_realloc(t, a, 100);
+    cr_assert_eq(q, a);
+    cr_assert(check_pattern(q, 100, 11));
+    c = counters(t);
+    cr_assert_eq(c.largest_free, c.capacity - c.in_use, "the tail did not become one free block with the end");
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    cr_assert(shmalloc_tlsf_free(t, a) == SHMEM_MALLOC_OK);
+    cr_assert_eq(counters(t).largest_free, counters(t).capacity);
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
+Test(tlsf_realloc, a_block_moves_to_the_free_end_when_no_hole_fits)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    unsigned char *a = shmalloc_tlsf_malloc(t, 1000), *hole = shmalloc_tlsf_malloc(t, 2000),
+                  *wall = shmalloc_tlsf_malloc(t, 100), *q;
+    cr_assert(a && hole && wall);
+    cr_assert(shmalloc_tlsf_free(t, hole) == SHMEM_MALLOC_OK);
+    fill_pattern(a, 1000, 12);
+    q = shmalloc_tlsf_realloc(t, a, 200000); /* neither the hole nor the room after a fits */
+    cr_assert(q > wall, "realloc did not move past the wall");
+    cr_assert(check_pattern(q, 1000, 12));
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, wall) == SHMEM_MALLOC_OK);
+    cr_assert_eq(counters(t).largest_free, counters(t).capacity, "the heap is not one free block again");
+    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+}
+
 Test(tlsf_realloc, grow_into_previous_free_block_keeps_contents)
 {
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);

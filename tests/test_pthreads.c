@@ -1058,3 +1058,107 @@ Test(pthreads, ten_thousand_random_collective_calls_keep_data_and_symmetry,
 {
     run_pes(4, STRESS_HEAP, pe_stress, NULL);
 }
+
+/* ---- mismatched calls among random ones ------------------------------------- */
+/* The same random calls on every PE, but now and then one PE, chosen at
+   random, asks for a few bytes more (or a page more) than the others: in
+   a malloc, a calloc, an align, or a realloc that shrinks, grows in place
+   or moves.  Such a call fails on every PE with SYMMSIZE_FAILED and leaves
+   the old block as it was, and after every call, failed or not, the PEs'
+   heaps hold the same blocks at the same offsets, the same size each.
+   The heap is small enough to run out (a fixed 1 MiB) or grows under the
+   calls (256 KiB up to SHMALLOC_HEAP_MAX). */
+#define SKEW_STEPS 3000
+
+static int hash_block(void *user, const shmalloc_block_info *b)
+{
+    uint64_t *h = (uint64_t *)user;
+    *h = (*h ^ b->offset) * 0x100000001b3ULL;
+    *h = (*h ^ (b->size << 1 | (b->used ? 1u : 0u))) * 0x100000001b3ULL;
+    return 0;
+}
+
+/* Collective: every PE has the same blocks and got the same outcome. */
+static void check_same_heaps(int step, const void *result)
+{
+    int me = shmem_my_pe(), q;
+    shmalloc_heap *h = shmalloc_current();
+    uint64_t sum = 0xcbf29ce484222325ULL;
+    shmalloc_tlsf_walk(shmalloc_heap_tlsf(h), hash_block, &sum);
+    sum = (sum ^ shmalloc_heap_size(h)) * 0x100000001b3ULL;
+    sum = (sum ^ (result ? (uint64_t)((const char *)result - (const char *)shmalloc_heap_base(h)) : ~0ULL)) *
+          0x100000001b3ULL;
+    shared.values[me] = (size_t)(sum ^ (uint64_t)malloc_error);
+    shmem_barrier_all();
+    for (q = 1; q < shmem_n_pes(); q++)
+        if (shared.values[q] != shared.values[0])
+            pe_failed(__LINE__, "after step %d PE %d's heap or outcome differs from PE 0's", step, q);
+    shmem_barrier_all(); /* nobody publishes the next sum while others read */
+}
+
+static void pe_skewed(void *arg)
+{
+    static stress_slot slots[MAX_PES][STRESS_SLOTS];
+    stress_slot *mine = slots[shmem_my_pe()];
+    uint64_t rng = 0x5cea1ab1e5eedULL;
+    int step, me = shmem_my_pe(), npes = shmem_n_pes(), skews = 0;
+    (void)arg;
+    for (step = 0; step < SKEW_STEPS; step++) {
+        stress_slot *s = &mine[next_random(&rng) % STRESS_SLOTS];
+        uint64_t r = next_random(&rng);
+        size_t size = random_size(&rng), extra = r % 5 == 4 ? 4096 : 16 * (r % 5 + 1);
+        int skewed = npes > 1 && r % 3 == 0 && (int)((r >> 8) % (uint64_t)npes) == me;
+        int skew = npes > 1 && r % 3 == 0;
+        unsigned char *p;
+        if (skewed) size += extra;
+        if (s->p != NULL && (r >> 16) % 4 == 0) {
+            shmem_free(s->p);
+            s->p = NULL;
+            check_same_heaps(step, NULL);
+            continue;
+        }
+        if (s->p == NULL) {
+            uint64_t kind = (r >> 24) % 3;
+            if (kind == 0) p = (unsigned char *)shmem_calloc(1, size);
+            else if (kind == 1) p = (unsigned char *)shmem_align((size_t)32 << (r >> 32) % 5, size);
+            else p = (unsigned char *)shmem_malloc(size);
+        } else {
+            if ((r >> 40) % 2) size = s->size + extra * (skewed ? 2 : 1); /* a grow, in place when it can */
+            p = (unsigned char *)shmem_realloc(s->p, size);
+        }
+        if (skew) {
+            skews++;
+            if (p != NULL) pe_failed(__LINE__, "step %d: a mismatched call returned %p", step, (void *)p);
+            if (malloc_error != SHMEM_MALLOC_SYMMSIZE_FAILED)
+                pe_failed(__LINE__, "step %d: malloc_error %ld after a mismatched call", step, malloc_error);
+        }
+        if (s->p != NULL && p == NULL && first_unlike(s->p, s->size, s->tag + (unsigned)me) != s->size)
+            pe_failed(__LINE__, "step %d: a failed realloc changed the old block", step);
+        if (s->p != NULL && p != NULL &&
+            first_unlike(p, s->size < size ? s->size : size, s->tag + (unsigned)me) != (s->size < size ? s->size : size))
+            pe_failed(__LINE__, "step %d: realloc lost contents", step);
+        if (p != NULL) {
+            s->p = p;
+            s->size = size;
+            s->tag = (unsigned)step;
+            fill(p, size, s->tag + (unsigned)me);
+        }
+        check_same_heaps(step, p);
+    }
+    if (npes > 1 && skews < SKEW_STEPS / 4) pe_failed(__LINE__, "only %d mismatched calls", skews);
+    for (step = 0; step < STRESS_SLOTS; step++) shmem_free(mine[step].p);
+    check_same_heaps(SKEW_STEPS, NULL);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(mismatched_calls_among_random_ones_fail_everywhere_and_leave_the_same_heaps_on_a_full_heap)
+{
+    run_pes(*npes, SMALL_HEAP, pe_skewed, NULL);
+}
+
+PE_COUNT_TEST(mismatched_calls_among_random_ones_fail_everywhere_and_leave_the_same_heaps_on_a_growing_heap)
+{
+    setenv("SHMALLOC_HEAP_MAX", "64M", 1);
+    run_pes(*npes, (size_t)256 << 10, pe_skewed, NULL);
+    unsetenv("SHMALLOC_HEAP_MAX");
+}

@@ -2432,7 +2432,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
             p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
     }
     if (p) shm__hints_keep(h, shm__offset(h->tlsf, p), hints);
-    if (short_here) shm__report_oom(h, kind, size, align);
+    if (short_here && e == SHMEM_MALLOC_FAIL) shm__report_oom(h, kind, size, align); /* not a mismatch's */
     shm__debug_check(h);
     shm__unlock(h);
     shm__set(err, e);
@@ -2591,7 +2591,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
         !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
         early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
-    if (local == SHMEM_MALLOC_REALLOC_FAILED) shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
+    if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local)
+        shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
     if (!e && !early) {
         old = shm__size(shm__of_user(ptr)) - 8;
         q = shm__commit_resize(h->tlsf, ptr, size, &r);

@@ -298,3 +298,32 @@ Test(order, each_pe_reports_running_out_once_and_in_debug_mode_every_time)
     cr_assert(count("out of symmetric memory") == 4, "%s", out);
     cr_assert(count("PE 1: out of symmetric memory: malloc of 12582912 bytes") == 1, "%s", out);
 }
+
+/* A call that fails because the PEs passed different sizes is not an out
+   of memory, even on a PE that had no room for its size: nothing is said
+   of it or counted, and the first real one is still reported. */
+static void pe_mismatch_too_large(void *arg)
+{
+    size_t skew = 16 * ((size_t)shmem_my_pe() + 1);
+    shmalloc_info info;
+    void *p;
+    (void)arg;
+    PE_CHECK(shmem_malloc(HEAP * 2 + skew) == NULL && malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    p = shmem_malloc(64);
+    PE_CHECK(p != NULL);
+    PE_CHECK(shmem_realloc(p, HEAP * 2 + skew) == NULL && malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    PE_CHECK(shmemx_heap_info(&info) == 0 && info.failures == 0);
+    PE_CHECK(shmem_malloc(HEAP * 2) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
+    PE_CHECK(shmemx_heap_info(&info) == 0 && info.failures == 1);
+    shmem_free(p);
+    PE_CHECK(shmemx_heap_info(&info) == 0 && info.used_blocks == 0);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, a_mismatched_call_too_large_for_a_pe_is_not_reported_as_out_of_memory)
+{
+    run(2, 0, pe_mismatch_too_large);
+    cr_assert(count("out of symmetric memory") == 2, "%s", out);
+    cr_assert(count("PE 0: out of symmetric memory: malloc of 8388608 bytes") == 1, "%s", out);
+    cr_assert(count("PE 1: out of symmetric memory: malloc of 8388608 bytes") == 1, "%s", out);
+}

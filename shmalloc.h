@@ -223,7 +223,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    allreduce_max    optional.  values[0..count) := the maximum over all PEs,
                     count <= 16; it must also synchronise like barrier.  With
                     it, a collective call fails on every PE or on none, and
-                    PEs that pass different sizes all get NULL with
+                    PEs that pass different sizes, alignments or blocks, or
+                    make different calls, all get NULL with
                     SHMEM_MALLOC_SYMMSIZE_FAILED.  Without it, each PE
                     decides alone and a failure on one PE is not seen by
                     the others.
@@ -1873,11 +1874,12 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
 /* >> heap ------------------------------------------------------------------
    The collective layer.  A call takes the lock, does its local part, then
    agrees with the other PEs through the all-reduce (which is also its
-   barrier): size, ~size and the negated error code, all maximised, so that
-   max(size) != min(size) reveals PEs that passed different sizes and every
-   PE sees the worst failure.  In debug mode (SHMALLOC_DEBUG=1 in the
-   environment) the call's kind, alignment and block offset are agreed the
-   same way, and a mismatch is reported by every PE.
+   barrier): size and ~size, the call's kind, alignment and block offset
+   the same way, and the negated error code, all maximised, so that
+   max(size) != min(size) reveals PEs that passed different sizes, and so
+   on, and every PE sees the worst failure.  In debug mode
+   (SHMALLOC_DEBUG=1 in the environment) the call counts and hints are
+   agreed too, and a mismatch is reported by every PE.
 
    malloc takes its block before agreeing (calloc zeroes it then too, so no
    peer's put can land before the zeroing) and gives it back if any PE
@@ -2047,6 +2049,8 @@ static void shm__pair(uint64_t *v, uint64_t x)
     v[1] = ~x;
 }
 static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
+/* The same for the blocks, which a PE with a bad pointer leaves at 0, 0. */
+static int shm__same_blocks(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
 
 /* Debug mode: this PE's side of a mismatch.  v holds the agreed values;
    the call numbers carry the PE number in their low 24 bits, so the PEs
@@ -2063,16 +2067,20 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
                "differs from another PE's call:%s%s%s%s%s%s\n",
                pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
                shm__same(v + 6) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
-               shm__same(v + 8) ? "" : " the alignments", shm__same(v + 10) ? "" : " the blocks",
+               shm__same(v + 8) ? "" : " the alignments", shm__same_blocks(v + 10) ? "" : " the blocks",
                shm__same(v + 14) ? "" : " the hints", order);
 }
 
-/* The agreement of every collective call, in one all-reduce: size,
-   -error, the digest of the allocations made without a barrier since the
-   last one and whether any PE synchronises again (c->again, updated);
-   in debug mode also the call's kind, alignment, block, the running call
-   number and the hints.  A mismatch fails the call on every PE with
-   SHMEM_MALLOC_SYMMSIZE_FAILED. */
+/* The agreement of every collective call, in one all-reduce: the call's
+   size, kind, alignment and block, -error, the digest of the allocations
+   made without a barrier since the last one and whether any PE
+   synchronises again (c->again, updated); in debug mode also the running
+   call number and the hints.  A mismatch fails the call on every PE with
+   SHMEM_MALLOC_SYMMSIZE_FAILED: PEs that freed or resized different
+   blocks, or aligned them differently, would have different heaps from
+   then on.  A PE whose pointer is bad names no block (a pair of zeros,
+   which no maximum sees): the others' blocks are compared, and its error
+   is what every PE learns when they agree. */
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
     uint64_t v[16], pending = o->pending, digest = o->digest;
@@ -2086,14 +2094,15 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     shm__pair(v + 6, (uint64_t)c->kind);
     shm__pair(v + 8, c->align);
     shm__pair(v + 10, c->offset);
+    if (err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE || err == SHMEM_MALLOC_NOT_ALIGNED)
+        v[10] = v[11] = 0;
     shm__pair(v + 12, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
     shm__pair(v + 14, (uint64_t)c->hints);
-    if (tp->allreduce_max(tp->user, v, debug ? 16 : 6)) return SHMEM_MALLOC_FAIL;
+    if (tp->allreduce_max(tp->user, v, debug ? 16 : 12)) return SHMEM_MALLOC_FAIL;
     c->again = v[5] != 0;
-    same = shm__same(v) && shm__same(v + 3);
-    if (debug)
-        same = same && shm__same(v + 6) && shm__same(v + 8) && shm__same(v + 10) && shm__same(v + 14) &&
-               v[12] >> 24 == ~v[13] >> 24;
+    same = shm__same(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same(v + 8) &&
+           shm__same_blocks(v + 10);
+    if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
     if (same) return -(long)v[2];
     if (!shm__same(v + 3))
         shm__print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "

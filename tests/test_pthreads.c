@@ -400,6 +400,50 @@ PE_COUNT_TEST(mismatched_sizes_give_null_and_symmsize_failed_on_every_pe)
     run_pes(*npes, SMALL_HEAP, pe_mismatched_sizes, NULL);
 }
 
+/* Not in debug mode either: PEs that free or resize different blocks, ask
+   for different alignments, or make different calls of the same size
+   would have different heaps from then on, so the call fails on every PE
+   and changes nothing. */
+static void pe_mismatched_calls(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    char *a = (char *)shmem_malloc(100), *b = (char *)shmem_malloc(200), *p;
+    shmalloc_counters before = heap_counters();
+    (void)arg;
+    fill(a, 100, 1);
+    fill(b, 200, 2);
+    shmem_free(me == 1 ? b : a); /* PE 1 frees the other block */
+    check_mismatch(NULL, __LINE__);
+    if (npes == 1) a = (char *)shmem_malloc(100);
+    p = (char *)shmem_realloc(me == 1 ? b : a, 300);
+    check_mismatch(p, __LINE__);
+    if (npes == 1) a = p;
+    p = (char *)shmem_realloc(me == 1 ? b : a, 2 * SMALL_HEAP); /* too large too: the mismatch is the news */
+    PE_CHECK(p == NULL);
+    PE_CHECK_EQ(malloc_error, npes > 1 ? SHMEM_MALLOC_SYMMSIZE_FAILED : SHMEM_MALLOC_REALLOC_FAILED);
+    p = (char *)shmem_align(me == 1 ? 128 : 64, 64);
+    check_mismatch(p, __LINE__);
+    if (npes == 1) shmem_free(p);
+    p = (char *)(me == 1 ? shmem_calloc(8, 8) : shmem_malloc(64));
+    check_mismatch(p, __LINE__);
+    if (npes == 1) shmem_free(p);
+    if (npes > 1) { /* nothing was freed, moved or taken */
+        PE_CHECK_EQ(heap_counters().used_blocks, before.used_blocks);
+        PE_CHECK_EQ(heap_counters().in_use, before.in_use);
+        PE_CHECK_EQ(first_unlike(a, 100, 1), 100);
+        PE_CHECK_EQ(first_unlike(b, 200, 2), 200);
+    }
+    shmem_free(a);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    shmem_free(b);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(different_blocks_alignments_or_calls_give_null_and_symmsize_failed_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_mismatched_calls, NULL);
+}
+
 /* A grow in place made before the agreement is undone when the call
    fails, even a grow of one minimum block (32 B), a tail that a shrink
    otherwise keeps as slack: the block has its old size again. */
@@ -1061,11 +1105,12 @@ Test(pthreads, ten_thousand_random_collective_calls_keep_data_and_symmetry,
 
 /* ---- mismatched calls among random ones ------------------------------------- */
 /* The same random calls on every PE, but now and then one PE, chosen at
-   random, asks for a few bytes more (or a page more) than the others: in
-   a malloc, a calloc, an align, or a realloc that shrinks, grows in place
-   or moves.  Such a call fails on every PE with SYMMSIZE_FAILED and leaves
-   the old block as it was, and after every call, failed or not, the PEs'
-   heaps hold the same blocks at the same offsets, the same size each.
+   random, asks for a few bytes more (or a page more) than the others in a
+   malloc, a calloc, an align, or a realloc that shrinks, grows in place or
+   moves; or twice the alignment; or frees or resizes another block.  Such
+   a call fails on every PE with SYMMSIZE_FAILED and leaves the old block
+   as it was, and after every call, failed or not, the PEs' heaps hold the
+   same blocks at the same offsets, the same size each.
    The heap is small enough to run out (a fixed 1 MiB) or grows under the
    calls (256 KiB up to SHMALLOC_HEAP_MAX). */
 #define SKEW_STEPS 3000
@@ -1096,6 +1141,18 @@ static void check_same_heaps(int step, const void *result)
     shmem_barrier_all(); /* nobody publishes the next sum while others read */
 }
 
+/* A live slot other than s, or s when there is none: the same on every
+   PE, whose slots are all alike. */
+static stress_slot *other_slot(stress_slot *mine, stress_slot *s)
+{
+    int k;
+    for (k = 1; k < STRESS_SLOTS; k++) {
+        stress_slot *o = &mine[(s - mine + k) % STRESS_SLOTS];
+        if (o->p != NULL) return o;
+    }
+    return s;
+}
+
 static void pe_skewed(void *arg)
 {
     static stress_slot slots[MAX_PES][STRESS_SLOTS];
@@ -1104,27 +1161,33 @@ static void pe_skewed(void *arg)
     int step, me = shmem_my_pe(), npes = shmem_n_pes(), skews = 0;
     (void)arg;
     for (step = 0; step < SKEW_STEPS; step++) {
-        stress_slot *s = &mine[next_random(&rng) % STRESS_SLOTS];
+        stress_slot *s = &mine[next_random(&rng) % STRESS_SLOTS], *o = other_slot(mine, s);
         uint64_t r = next_random(&rng);
         size_t size = random_size(&rng), extra = r % 5 == 4 ? 4096 : 16 * (r % 5 + 1);
-        int skewed = npes > 1 && r % 3 == 0 && (int)((r >> 8) % (uint64_t)npes) == me;
-        int skew = npes > 1 && r % 3 == 0;
+        size_t align = (size_t)32 << (r >> 32) % 5;
+        int skew = npes > 1 && r % 3 == 0, skewed = skew && (int)((r >> 8) % (uint64_t)npes) == me;
+        int by_block = (r >> 48) % 2 && o != s; /* the skewed PE names another block, not another size */
         unsigned char *p;
-        if (skewed) size += extra;
         if (s->p != NULL && (r >> 16) % 4 == 0) {
-            shmem_free(s->p);
-            s->p = NULL;
+            skew = skew && by_block;
+            shmem_free(skew && skewed ? o->p : s->p);
+            if (!skew) s->p = NULL;
+            else if (malloc_error != SHMEM_MALLOC_SYMMSIZE_FAILED)
+                pe_failed(__LINE__, "step %d: malloc_error %ld after frees of different blocks", step, malloc_error);
             check_same_heaps(step, NULL);
             continue;
         }
         if (s->p == NULL) {
             uint64_t kind = (r >> 24) % 3;
+            if (skewed && kind == 1 && (r >> 48) % 2) align *= 2; /* another alignment */
+            else if (skewed) size += extra;
             if (kind == 0) p = (unsigned char *)shmem_calloc(1, size);
-            else if (kind == 1) p = (unsigned char *)shmem_align((size_t)32 << (r >> 32) % 5, size);
+            else if (kind == 1) p = (unsigned char *)shmem_align(align, size);
             else p = (unsigned char *)shmem_malloc(size);
         } else {
-            if ((r >> 40) % 2) size = s->size + extra * (skewed ? 2 : 1); /* a grow, in place when it can */
-            p = (unsigned char *)shmem_realloc(s->p, size);
+            if ((r >> 40) % 2) size = s->size + extra; /* a grow, in place when it can */
+            if (skewed && !by_block) size += extra;
+            p = (unsigned char *)shmem_realloc(skewed && by_block ? o->p : s->p, size);
         }
         if (skew) {
             skews++;

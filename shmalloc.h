@@ -2049,8 +2049,9 @@ static void shm__pair(uint64_t *v, uint64_t x)
     v[1] = ~x;
 }
 static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
-/* The same for the blocks, which a PE with a bad pointer leaves at 0, 0. */
-static int shm__same_blocks(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
+/* The same for a block or an alignment, which a PE that found it bad
+   leaves at 0, 0: the same on every PE that named one. */
+static int shm__same_named(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
 
 /* Debug mode: this PE's side of a mismatch.  v holds the agreed values;
    the call numbers carry the PE number in their low 24 bits, so the PEs
@@ -2067,7 +2068,7 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
                "differs from another PE's call:%s%s%s%s%s%s\n",
                pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
                shm__same(v + 6) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
-               shm__same(v + 8) ? "" : " the alignments", shm__same_blocks(v + 10) ? "" : " the blocks",
+               shm__same_named(v + 8) ? "" : " the alignments", shm__same_named(v + 10) ? "" : " the blocks",
                shm__same(v + 14) ? "" : " the hints", order);
 }
 
@@ -2078,9 +2079,9 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
    call number and the hints.  A mismatch fails the call on every PE with
    SHMEM_MALLOC_SYMMSIZE_FAILED: PEs that freed or resized different
    blocks, or aligned them differently, would have different heaps from
-   then on.  A PE whose pointer is bad names no block (a pair of zeros,
-   which no maximum sees): the others' blocks are compared, and its error
-   is what every PE learns when they agree. */
+   then on.  A PE whose pointer or alignment is bad names no block or
+   alignment (a pair of zeros, which no maximum sees): the others' are
+   compared, and its error is what every PE learns when they agree. */
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
     uint64_t v[16], pending = o->pending, digest = o->digest;
@@ -2093,6 +2094,7 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     v[5] = (uint64_t)c->again;
     shm__pair(v + 6, (uint64_t)c->kind);
     shm__pair(v + 8, c->align);
+    if (err == SHMEM_MALLOC_MEMALIGN_FAILED) v[8] = v[9] = 0;
     shm__pair(v + 10, c->offset);
     if (err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE || err == SHMEM_MALLOC_NOT_ALIGNED)
         v[10] = v[11] = 0;
@@ -2100,8 +2102,8 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     shm__pair(v + 14, (uint64_t)c->hints);
     if (tp->allreduce_max(tp->user, v, debug ? 16 : 12)) return SHMEM_MALLOC_FAIL;
     c->again = v[5] != 0;
-    same = shm__same(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same(v + 8) &&
-           shm__same_blocks(v + 10);
+    same = shm__same(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
+           shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
     if (same) return -(long)v[2];
     if (!shm__same(v + 3))

@@ -707,11 +707,17 @@ static void pe_align_bad(void *arg)
 {
     static const size_t bad[] = {0, 3, 24, 48, 1000};
     size_t i;
+    void *p;
     (void)arg;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         PE_CHECK(shmem_align(bad[i], 64) == NULL);
         PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
     }
+    p = shmem_align(shmem_my_pe() == 1 ? 24 : 64, 64); /* bad on PE 1 alone: its error is every PE's */
+    if (shmem_n_pes() > 1) {
+        PE_CHECK(p == NULL);
+        PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
+    } else shmem_free(p);
     CHECK_HEAP_EMPTY();
 }
 

@@ -1113,7 +1113,9 @@ Test(pthreads, ten_thousand_random_collective_calls_keep_data_and_symmetry,
 /* The same random calls on every PE, but now and then one PE, chosen at
    random, asks for a few bytes more (or a page more) than the others in a
    malloc, a calloc, an align, or a realloc that shrinks, grows in place or
-   moves; or twice the alignment; or frees or resizes another block.  Such
+   moves; or twice the alignment; or frees or resizes another block.
+   Allocations with hints, and without a barrier, come among them (those
+   never mismatched: nothing could undo them on the other PEs).  Such
    a call fails on every PE with SYMMSIZE_FAILED and leaves the old block
    as it was, and after every call, failed or not, the PEs' heaps hold the
    same blocks at the same offsets, the same size each.
@@ -1184,12 +1186,16 @@ static void pe_skewed(void *arg)
             continue;
         }
         if (s->p == NULL) {
-            uint64_t kind = (r >> 24) % 3;
+            uint64_t kind = (r >> 24) % 4;
+            long hints = (long)(r >> 56) % 4 == 3 ? SHMEMX_MALLOC_NO_BARRIER : (long)(r >> 56) % 4;
+            if (kind == 3 && hints == SHMEMX_MALLOC_NO_BARRIER) /* taken here alone: it cannot fail elsewhere */
+                skew = skewed = 0;
             if (skewed && kind == 1 && (r >> 48) % 2) align *= 2; /* another alignment */
             else if (skewed) size += extra;
             if (kind == 0) p = (unsigned char *)shmem_calloc(1, size);
             else if (kind == 1) p = (unsigned char *)shmem_align(align, size);
-            else p = (unsigned char *)shmem_malloc(size);
+            else if (kind == 2) p = (unsigned char *)shmem_malloc(size);
+            else p = (unsigned char *)shmem_malloc_with_hints(size, hints);
         } else {
             if ((r >> 40) % 2) size = s->size + extra; /* a grow, in place when it can */
             if (skewed && !by_block) size += extra;

@@ -15,7 +15,8 @@
                 heap and non-heap memory, to peers and to this PE
      realloc    realloc, align, calloc, free and their errors, data checked
                 on a peer with getmem
-     mismatch   PEs passing different sizes all get NULL with
+     mismatch   PEs passing different sizes, alignments or blocks, or
+                making different calls, all get NULL with
                 SHMEM_MALLOC_SYMMSIZE_FAILED, and the heap stays usable
      barrier    a PE that leaves a barrier early is caught: each round every
                 PE puts the round number to every peer before the barrier
@@ -458,7 +459,7 @@ static void scenario_realloc(void)
 
 static void scenario_mismatch(void)
 {
-    unsigned char *p, *r;
+    unsigned char *p, *q, *r;
     if (npes < 2) {
         printf("PE %d of %d: mismatch needs 2 PEs, skipped\n", me, npes);
         return;
@@ -481,6 +482,21 @@ static void scenario_mismatch(void)
     CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
     CHECK_PATTERN(p, me, 20, 0, 64); /* untouched */
     CHECK_SYMMETRIC(p);
+
+    q = (unsigned char *)shmem_malloc(64); /* different blocks, alignments or calls fail too */
+    CHECK(q != NULL);
+    shmem_free(me == 0 ? q : p);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK(shmem_realloc(me == 0 ? q : p, 100) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK(shmem_align(me == 0 ? 64 : 128, 64) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK((me == 0 ? shmem_calloc(4, 16) : shmem_malloc(64)) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    CHECK_PATTERN(p, me, 20, 0, 64);
+    CHECK_SYMMETRIC(q);
+    shmem_free(q);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
     shmem_free(p);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
 }

@@ -1906,6 +1906,7 @@ typedef struct shm__order {
     uint64_t calls;   /* collective calls made on this heap, for debug mode */
     uint64_t pending; /* allocations made without a barrier since the last agreement */
     uint64_t digest;  /* of those allocations, in order: 0 when there are none */
+    int mismatch_reported; /* outside debug mode a mismatch is reported once */
 } shm__order;
 
 struct shmalloc_heap {
@@ -2113,6 +2114,11 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     if (debug) {
         shm__report_mismatch(tp->pe, c, o->calls, v);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
+    } else if (shm__same(v + 3) && !o->mismatch_reported) { /* v[12..15] are this PE's own */
+        o->mismatch_reported = 1;
+        shm__report_mismatch(tp->pe, c, o->calls, v);
+        shm__print(2, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 "
+                   "reports each, and compares the hints and the number of calls too)\n", tp->pe);
     }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
@@ -2193,7 +2199,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
     int debug = shm__debug_from_env();
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0};
+    shm__order order = {0, 0, 0, 0};
     if (!tp || !tp->barrier) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;

@@ -335,3 +335,32 @@ Test(order, a_mismatched_call_too_large_for_a_pe_is_not_reported_as_out_of_memor
     run(2, 0, pe_mismatch_too_large);
     check_reports_of("malloc of 8388608 bytes");
 }
+
+/* Outside debug mode too, the first mismatch on a heap is reported by
+   every PE, naming what differed; the ones after it only fail. */
+static void pe_mismatch_reported_once(void *arg)
+{
+    int me = shmem_my_pe();
+    char *a = shmem_malloc(64), *b = shmem_malloc(64);
+    (void)arg;
+    snprintf(expected[me], sizeof expected[me],
+             "shmalloc: PE %d: free(size 0, alignment 0, block at offset %zu, hints 0), its call 3, differs from "
+             "another PE's call: the blocks\n",
+             me, offset_of(me == 1 ? b : a));
+    shmem_free(me == 1 ? b : a);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    PE_CHECK(shmem_align(me == 1 ? 128 : 64, 64) == NULL && malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
+    shmem_free(a);
+    shmem_free(b);
+    PE_CHECK(malloc_error == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+Test(order, outside_debug_mode_the_first_mismatch_is_reported_by_every_pe_and_no_other)
+{
+    run(2, 0, pe_mismatch_reported_once);
+    cr_assert(count(expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out);
+    cr_assert(count(expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out);
+    cr_assert(count("differs from another PE's call") == 2, "%s", out);
+    cr_assert(count("further mismatches on this heap are not reported") == 2, "%s", out);
+}

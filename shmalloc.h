@@ -1874,10 +1874,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
 /* >> heap ------------------------------------------------------------------
    The collective layer.  A call takes the lock, does its local part, then
    agrees with the other PEs through the all-reduce (which is also its
-   barrier): size and ~size, the call's kind, alignment and block offset
-   the same way, and the negated error code, all maximised, so that
-   max(size) != min(size) reveals PEs that passed different sizes, and so
-   on, and every PE sees the worst failure.  In debug mode
+   barrier): each of size, kind, alignment and block offset with its
+   complement, and the negated error code, all maximised, so that
+   max(x) != min(x) reveals PEs that passed different values of x and
+   every PE sees the worst failure.  In debug mode
    (SHMALLOC_DEBUG=1 in the environment) the call counts and hints are
    agreed too, and a mismatch is reported by every PE.
 
@@ -2054,9 +2054,10 @@ static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
    leaves at 0, 0: the same on every PE that named one. */
 static int shm__same_named(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
 
-/* Debug mode: this PE's side of a mismatch.  v holds the agreed values;
-   the call numbers carry the PE number in their low 24 bits, so the PEs
-   with the most and the fewest calls are named. */
+/* This PE's side of a mismatch.  v holds the agreed values (outside debug
+   mode the call number and hints are this PE's own, so they never show as
+   different); the call numbers carry the PE number in their low 24 bits,
+   so the PEs with the most and the fewest calls are named. */
 static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
 {
     char order[128] = "";

@@ -1119,8 +1119,8 @@ Test(pthreads, ten_thousand_random_collective_calls_keep_data_and_symmetry,
    a call fails on every PE with SYMMSIZE_FAILED and leaves the old block
    as it was, and after every call, failed or not, the PEs' heaps hold the
    same blocks at the same offsets, the same size each.
-   The heap is small enough to run out (a fixed 1 MiB) or grows under the
-   calls (256 KiB up to SHMALLOC_HEAP_MAX). */
+   The heap, 256 KiB, runs out now and then, or grows under the calls
+   (up to SHMALLOC_HEAP_MAX); the test makes sure of each. */
 #define SKEW_STEPS 3000
 
 static int hash_block(void *user, const shmalloc_block_info *b)
@@ -1161,13 +1161,14 @@ static stress_slot *other_slot(stress_slot *mine, stress_slot *s)
     return s;
 }
 
+/* arg: the nominal heap size of a heap that grows, or NULL for a full
+   one, which must run out now and then. */
 static void pe_skewed(void *arg)
 {
     static stress_slot slots[MAX_PES][STRESS_SLOTS];
     stress_slot *mine = slots[shmem_my_pe()];
     uint64_t rng = 0x5cea1ab1e5eedULL;
-    int step, me = shmem_my_pe(), npes = shmem_n_pes(), skews = 0;
-    (void)arg;
+    int step, me = shmem_my_pe(), npes = shmem_n_pes(), skews = 0, ran_out = 0;
     for (step = 0; step < SKEW_STEPS; step++) {
         stress_slot *s = &mine[next_random(&rng) % STRESS_SLOTS], *o = other_slot(mine, s);
         uint64_t r = next_random(&rng);
@@ -1201,6 +1202,7 @@ static void pe_skewed(void *arg)
             if (skewed && !by_block) size += extra;
             p = (unsigned char *)shmem_realloc(skewed && by_block ? o->p : s->p, size);
         }
+        if (!skew && p == NULL) ran_out++;
         if (skew) {
             skews++;
             if (p != NULL) pe_failed(__LINE__, "step %d: a mismatched call returned %p", step, (void *)p);
@@ -1209,9 +1211,11 @@ static void pe_skewed(void *arg)
         }
         if (s->p != NULL && p == NULL && first_unlike(s->p, s->size, s->tag + (unsigned)me) != s->size)
             pe_failed(__LINE__, "step %d: a failed realloc changed the old block", step);
-        if (s->p != NULL && p != NULL &&
-            first_unlike(p, s->size < size ? s->size : size, s->tag + (unsigned)me) != (s->size < size ? s->size : size))
-            pe_failed(__LINE__, "step %d: realloc lost contents", step);
+        if (s->p != NULL && p != NULL) {
+            size_t keep = s->size < size ? s->size : size;
+            if (first_unlike(p, keep, s->tag + (unsigned)me) != keep)
+                pe_failed(__LINE__, "step %d: realloc lost contents", step);
+        }
         if (p != NULL) {
             s->p = p;
             s->size = size;
@@ -1221,6 +1225,9 @@ static void pe_skewed(void *arg)
         check_same_heaps(step, p);
     }
     if (npes > 1 && skews < SKEW_STEPS / 4) pe_failed(__LINE__, "only %d mismatched calls", skews);
+    if (arg == NULL && ran_out == 0) pe_failed(__LINE__, "the full heap never ran out");
+    if (arg != NULL && shmalloc_heap_size(shmalloc_current()) <= *(const size_t *)arg)
+        pe_failed(__LINE__, "the heap never grew");
     for (step = 0; step < STRESS_SLOTS; step++) shmem_free(mine[step].p);
     check_same_heaps(SKEW_STEPS, NULL);
     CHECK_HEAP_EMPTY();
@@ -1228,12 +1235,13 @@ static void pe_skewed(void *arg)
 
 PE_COUNT_TEST(mismatched_calls_among_random_ones_fail_everywhere_and_leave_the_same_heaps_on_a_full_heap)
 {
-    run_pes(*npes, SMALL_HEAP, pe_skewed, NULL);
+    run_pes(*npes, (size_t)256 << 10, pe_skewed, NULL);
 }
 
 PE_COUNT_TEST(mismatched_calls_among_random_ones_fail_everywhere_and_leave_the_same_heaps_on_a_growing_heap)
 {
+    static const size_t nominal = (size_t)256 << 10;
     setenv("SHMALLOC_HEAP_MAX", "64M", 1);
-    run_pes(*npes, (size_t)256 << 10, pe_skewed, NULL);
+    run_pes(*npes, nominal, pe_skewed, (void *)&nominal);
     unsetenv("SHMALLOC_HEAP_MAX");
 }

@@ -100,6 +100,12 @@
 #  endif
 #endif
 
+#if defined(__GNUC__) || defined(__clang__)
+#  define SHMALLOC_FORMAT(a, b) __attribute__((format(printf, a, b))) /* printf-style checking */
+#else
+#  define SHMALLOC_FORMAT(a, b)
+#endif
+
 #define SHMALLOC_ALIGNMENT 16   /* every block starts on this boundary */
 #define SHMALLOC_HEADER 16      /* bytes a block costs beyond its rounded size */
 #define SHMALLOC_DEFAULT_HEAP_SIZE ((size_t)512 << 20)
@@ -136,6 +142,9 @@ extern "C" {
    Passing NULL restores the default. */
 typedef void (*shmalloc_output_fn)(void *user, int stream, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
+/* printf through the output hook, one line of at most 511 bytes: what
+   transports print goes the same way as the allocator's own messages. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
@@ -221,7 +230,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
                     by every collective heap call, even one that fails
                     locally, so no PE is left waiting.
    allreduce_max    optional.  values[0..count) := the maximum over all PEs,
-                    count <= 16; it must also synchronise like barrier.  With
+                    count <= SHMALLOC_REDUCE_MAX; it must also
+                    synchronise like barrier.  With
                     it, a collective call fails on every PE or on none, and
                     PEs that pass different sizes, alignments or blocks, or
                     make different calls, all get NULL with
@@ -242,9 +252,14 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
                     one PE's heap must be used by one thread at a time.
    pe               this PE's number, for messages.
 
+   A growing heap registers at most SHMALLOC_MAX_REGIONS pieces.
+
    Lifecycle: map memory (same size on every PE) -> shmalloc_heap_create on
    every PE (collective) -> collective calls in the same order everywhere ->
    shmalloc_heap_destroy on every PE (collective). */
+#define SHMALLOC_REDUCE_MAX 16  /* values of one allreduce_max call, at most */
+#define SHMALLOC_MAX_REGIONS 64 /* pieces register_region is called with, at most */
+
 typedef struct shmalloc_transport {
     void *user;
     int (*barrier)(void *user);
@@ -464,14 +479,12 @@ typedef char shm__needs_64bit[(sizeof(void *) == 8 && sizeof(size_t) == 8) ? 1 :
 typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && FLT_RADIX == 2) ? 1 : -1]; /* the size classes */
 
 #if defined(__GNUC__) || defined(__clang__)
-#  define SHM__FMT(a, b) __attribute__((format(printf, a, b)))
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
 #  define SHM__UNLIKELY(c) __builtin_expect(!!(c), 0)
 #  define SHM__NOINLINE __attribute__((noinline))
 #  define SHM__INLINE static inline __attribute__((always_inline))
 #else
 #  define SHM__INLINE static inline
-#  define SHM__FMT(a, b)
 #  define SHM__LIKELY(c) (c)
 #  define SHM__UNLIKELY(c) (c)
 #  define SHM__NOINLINE
@@ -492,8 +505,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *
     shm__output_user = fn ? user : NULL;
 }
 
-static void shm__print(int stream, const char *fmt, ...) SHM__FMT(2, 3);
-static void shm__print(int stream, const char *fmt, ...)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -1714,7 +1726,7 @@ typedef struct shm__checker {
     int level, problems;
 } shm__checker;
 
-static void shm__problem(shm__checker *c, const char *fmt, ...) SHM__FMT(2, 3);
+static void shm__problem(shm__checker *c, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 static void shm__problem(shm__checker *c, const char *fmt, ...)
 {
     char line[400];
@@ -1723,7 +1735,7 @@ static void shm__problem(shm__checker *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(line, sizeof line, fmt, ap);
         va_end(ap);
-        shm__print(2, "shmalloc_check: %s\n", line);
+        shmalloc_print(2, "shmalloc_check: %s\n", line);
     }
     c->problems++;
 }
@@ -1799,7 +1811,7 @@ static size_t shm__check_chain(shm__checker *c)
             nused++;
         }
         if (c->level > 0)
-            shm__print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
+            shmalloc_print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
         prev_free = is_free;
         b = shm__at(b, size);
         if (!shm__plausible(t, b)) {
@@ -1896,7 +1908,6 @@ enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__
        SHM__CALLS };
 static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
                                                         "calloc", "sbreak", "create",  "grow"};
-#define SHM__MAX_REGIONS 64 /* registered pieces of a growing heap */
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -1915,7 +1926,7 @@ struct shmalloc_heap {
     int debug;
     int growable;   /* room to grow and an all-reduce to agree on it */
     int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
-    size_t ends[SHM__MAX_REGIONS];
+    size_t ends[SHMALLOC_MAX_REGIONS];
     size_t calls[SHM__CALLS];
     shm__order order;
     uint64_t *hint_slots; /* blocks with hints: see shm__hints_keep */
@@ -2066,7 +2077,7 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
         snprintf(order, sizeof order, " the call numbers (PE %d has made %llu calls, PE %d %llu)",
                  (int)(most & 0xffffff), (unsigned long long)(most >> 24), (int)(fewest & 0xffffff),
                  (unsigned long long)(fewest >> 24));
-    shm__print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
+    shmalloc_print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
                "differs from another PE's call:%s%s%s%s%s%s\n",
                pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
                shm__same(v + 6) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
@@ -2086,7 +2097,7 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
    compared, and its error is what every PE learns when they agree. */
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
-    uint64_t v[16], pending = o->pending, digest = o->digest;
+    uint64_t v[SHMALLOC_REDUCE_MAX], pending = o->pending, digest = o->digest;
     int same;
     o->pending = o->digest = 0; /* the next agreement starts afresh */
     if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
@@ -2102,14 +2113,14 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
         v[10] = v[11] = 0;
     shm__pair(v + 12, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
     shm__pair(v + 14, (uint64_t)c->hints);
-    if (tp->allreduce_max(tp->user, v, debug ? 16 : 12)) return SHMEM_MALLOC_FAIL;
+    if (tp->allreduce_max(tp->user, v, debug ? SHMALLOC_REDUCE_MAX : 12)) return SHMEM_MALLOC_FAIL;
     c->again = v[5] != 0;
     same = shm__same(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
            shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
     if (same) return -(long)v[2];
     if (!shm__same(v + 3))
-        shm__print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
+        shmalloc_print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
                    "call differ from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
                    tp->pe, (unsigned long long)pending, shm__call_names[c->kind]);
     if (debug) {
@@ -2118,7 +2129,7 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     } else if (shm__same(v + 3) && !o->mismatch_reported) { /* v[12..15] are this PE's own */
         o->mismatch_reported = 1;
         shm__report_mismatch(tp->pe, c, o->calls, v);
-        shm__print(2, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 "
+        shmalloc_print(2, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 "
                    "reports each, and compares the hints and the number of calls too)\n", tp->pe);
     }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
@@ -2131,7 +2142,7 @@ static int shm__debug_from_env(void)
     const char *v = getenv("SHMALLOC_DEBUG");
     if (!v || !strcmp(v, "0") || !*v) return 0;
     if (v[0] >= '1' && v[0] <= '9' && !v[1]) return 1;
-    shm__print(2, "shmalloc: SHMALLOC_DEBUG=\"%s\" is not a debug level: expected 0 (off) or 1 to 9 (on)\n", v);
+    shmalloc_print(2, "shmalloc: SHMALLOC_DEBUG=\"%s\" is not a debug level: expected 0 (off) or 1 to 9 (on)\n", v);
     return -1;
 }
 
@@ -2145,7 +2156,7 @@ static int shm__leak_block(void *user, const shmalloc_block_info *b)
     shm__leaks *l = (shm__leaks *)user;
     if (!b->used) return 0;
     if (++l->count <= 16)
-        shm__print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes\n", l->h->tp.pe, b->offset, b->size - 8);
+        shmalloc_print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes\n", l->h->tp.pe, b->offset, b->size - 8);
     l->bytes += b->size - 8;
     return 0;
 }
@@ -2158,9 +2169,9 @@ static void shm__report_leaks(const shmalloc_heap *h)
     l.h = h;
     shmalloc_tlsf_counters(h->tlsf, &c);
     if (!c.used_blocks) return;
-    shm__print(2, "shmalloc: PE %d: %zu blocks still allocated at finalize:\n", h->tp.pe, c.used_blocks);
+    shmalloc_print(2, "shmalloc: PE %d: %zu blocks still allocated at finalize:\n", h->tp.pe, c.used_blocks);
     shmalloc_tlsf_walk(h->tlsf, shm__leak_block, &l);
-    shm__print(2, "shmalloc: PE %d: %zu blocks, %zu bytes leaked%s\n", h->tp.pe, l.count, l.bytes,
+    shmalloc_print(2, "shmalloc: PE %d: %zu blocks, %zu bytes leaked%s\n", h->tp.pe, l.count, l.bytes,
                l.count > 16 ? " (first 16 shown)" : "");
 }
 
@@ -2267,7 +2278,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     g = want > have ? want : have;
     g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
     if (g > room) g = room; /* the last of the room may still do */
-    if (need > g || h->regions == SHM__MAX_REGIONS || t->limit != (char *)t->sentinel + 16) e = SHMEM_MALLOC_FAIL;
+    if (need > g || h->regions == SHMALLOC_MAX_REGIONS || t->limit != (char *)t->sentinel + 16) e = SHMEM_MALLOC_FAIL;
     if (!e) e = shm__register(&h->tp, t, have, have + g);
     call.size = g;
     if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
@@ -2335,19 +2346,19 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
     h->oom_reported = 1;
     shm__info(h, &i);
     fragmented = need <= i.free;
-    shm__print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
+    shmalloc_print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
                "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
                pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free, i.largest_free);
     if (fragmented)
-        shm__print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
+        shmalloc_print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
                    "set %s to at least %s, or free blocks sooner\n",
                    pe, var, shm__size_text(text, sizeof text, i.heap_max + need));
     else
-        shm__print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
+        shmalloc_print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
                    shm__size_text(text, sizeof text, (h->growable ? i.heap_max : i.in_use) + need),
                    h->growable ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
     if (!h->debug)
-        shm__print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
+        shmalloc_print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
                    "each)\n", pe);
 }
 
@@ -2660,7 +2671,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
 {
     int problems;
     if (!h) {
-        if (level >= 0) shm__print(2, "shmalloc_check: no current symmetric heap\n");
+        if (level >= 0) shmalloc_print(2, "shmalloc_check: no current symmetric heap\n");
         return 1;
     }
     shm__lock(h);
@@ -2683,7 +2694,7 @@ static int shm__tally_block(void *user, const shmalloc_block_info *b)
     s->count[b->used]++;
     s->bytes[b->used] += b->size;
     if (s->level >= 2)
-        shm__print(1, "  block at offset %zu: %zu bytes, %s\n", b->offset, b->size, b->used ? "busy" : "free");
+        shmalloc_print(1, "  block at offset %zu: %zu bytes, %s\n", b->offset, b->size, b->used ? "busy" : "free");
     return 0;
 }
 
@@ -2693,7 +2704,7 @@ static int shm__map_block(void *user, const shmalloc_block_info *b)
     s->map[s->fill++] = b->used ? '*' : '.';
     if (s->fill == sizeof s->map - 1) {
         s->map[s->fill] = 0;
-        shm__print(1, "%s", s->map);
+        shmalloc_print(1, "%s", s->map);
         s->fill = 0;
     }
     return 0;
@@ -2705,30 +2716,30 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shm__tally s;
     int i;
     if (!h) {
-        shm__print(1, "shmalloc_stats: no current symmetric heap\n");
+        shmalloc_print(1, "shmalloc_stats: no current symmetric heap\n");
         return;
     }
     SHMALLOC_MEMSET(&s, 0, sizeof s);
     s.level = level;
     shm__lock(h);
     shmalloc_tlsf_counters(h->tlsf, &c);
-    shm__print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", (void *)h->tlsf->base, c.capacity);
+    shmalloc_print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", (void *)h->tlsf->base, c.capacity);
     for (i = 0; i < SHM__CREATE; i++)
-        shm__print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
-    if (level >= 2) shm__print(1, "  blocks:\n");
+        shmalloc_print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
+    if (level >= 2) shmalloc_print(1, "  blocks:\n");
     shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
-    shm__print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
+    shmalloc_print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
                s.count[0], s.bytes[0], c.largest_free);
-    shm__print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
+    shmalloc_print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
     if (h->growable)
-        shm__print(1, "  grown %zu time%s, %d piece%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
+        shmalloc_print(1, "  grown %zu time%s, %d piece%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
                    h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, h->regions == 1 ? "" : "s",
                    shmalloc_tlsf_room(h->tlsf));
     if (level >= 1) {
-        shm__print(1, "  map: ");
+        shmalloc_print(1, "  map: ");
         shmalloc_tlsf_walk(h->tlsf, shm__map_block, &s);
         s.map[s.fill] = 0;
-        shm__print(1, "%s%s\n", s.map, c.spec ? "@" : ""); /* the spec area is one block, at the top */
+        shmalloc_print(1, "%s%s\n", s.map, c.spec ? "@" : ""); /* the spec area is one block, at the top */
     }
     shm__unlock(h);
 }
@@ -2800,7 +2811,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
         const char *value = getenv(names[i]);
         if (!value) continue;
         if (shmalloc_parse_size(value, out) == 0) return 0;
-        shm__print(2,
+        shmalloc_print(2,
                    "shmalloc: %s=\"%s\" is not a heap size: expected a positive number, decimals allowed, "
                    "with an optional K, M, G or T suffix (powers of 1024), at most %lluG, e.g. 512M or 1.5G\n",
                    names[i], value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
@@ -2817,11 +2828,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     if (!value || !*value || !strcmp(value, "0")) return 0;
     if (shmalloc_parse_size(value, out) == 0 && *out >= nominal) return 0;
     if (*out == nominal)
-        shm__print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" is not a heap size: expected 0 (no growth) or a size "
+        shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" is not a heap size: expected 0 (no growth) or a size "
                    "such as 64G, with an optional K, M, G or T suffix, at most %lluG\n",
                    value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
     else
-        shm__print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%zu bytes) is below the heap size of %zu bytes: the "
+        shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%zu bytes) is below the heap size of %zu bytes: the "
                    "heap would have no room to grow\n", value, *out, nominal);
     *out = nominal;
     return -1;

@@ -49,7 +49,7 @@ static int c_barrier(void *user)
 static int c_allreduce(void *user, uint64_t *values, int count)
 {
     (void)values;
-    cr_assert(count >= 1 && count <= 16, "allreduce_max with count %d", count);
+    cr_assert(count >= 1 && count <= SHMALLOC_REDUCE_MAX, "allreduce_max with count %d", count);
     ((counting *)user)->allreduces++;
     return 0;
 }

@@ -6,7 +6,7 @@
 
    Not a public header: a transport's .c file includes it after expanding
    the implementation of ../shmalloc.h, so everything here is static and
-   prints through the output hook (shm__print).  Linux only.
+   prints through the output hook (shmalloc_print).  Linux only.
 
    ENVIRONMENT (read by shm__huge_from_env)
      SHMALLOC_HUGE_PAGES   off (the default), auto, 2M or 1G.  auto: the
@@ -135,7 +135,7 @@ static int shm__env_bool(const char *v)
 
 static int shm__huge_bad(const char *var, const char *value, const char *expected)
 {
-    shm__print(2, "shmalloc: %s=\"%s\" is not %s\n", var, value, expected);
+    shmalloc_print(2, "shmalloc: %s=\"%s\" is not %s\n", var, value, expected);
     return -1;
 }
 
@@ -267,7 +267,7 @@ static int shm__smaps(const void *addr, size_t *kernel_page, size_t *thp_bytes)
     return found ? 0 : -1;
 }
 
-static void shm__why(shm__heap_mem *m, const char *fmt, ...) SHM__FMT(2, 3);
+static void shm__why(shm__heap_mem *m, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 static void shm__why(shm__heap_mem *m, const char *fmt, ...)
 {
     size_t n = strlen(m->why);
@@ -419,7 +419,7 @@ static void shm__map_report(const shm__heap_mem *m, const shm__huge *h, int pe)
 {
     int short_of = h->mode == SHM__HUGE_SIZE ? m->pages != SHM__PAGES_HUGETLB : m->pages == SHM__PAGES_BASE;
     if (h->mode == SHM__HUGE_OFF || !short_of) return;
-    shm__print(2, "shmalloc: huge pages fell back: %s asked for %s; the heap of PE %d (%zu bytes at %p) has %s: %s\n",
+    shmalloc_print(2, "shmalloc: huge pages fell back: %s asked for %s; the heap of PE %d (%zu bytes at %p) has %s: %s\n",
                h->setting, h->mode == SHM__HUGE_AUTO ? "huge pages" : "hugetlbfs pages", pe, m->bytes,
                (void *)m->base, shm__pages_name(m), m->why[0] ? m->why : "no reason known");
 }

@@ -58,7 +58,6 @@
 #  endif
 #endif
 
-#define SHM__REDUCE_MAX 16        /* values per all-reduce (contract) */
 #define SHM__MAX_ROUNDS 31        /* dissemination rounds: up to 2^31 PEs */
 #define SHM__RECV_SLOTS 64        /* > messages in flight to one PE: 2 epochs x rounds */
 #define SHM__SLOT_BYTES 256       /* one message buffer */
@@ -73,7 +72,6 @@
 #define SHM__FIXED_TRIES 8
 #define SHM__LOCAL_KEY 1          /* requested keys, when the provider lets us choose; */
 #define SHM__HEAP_KEY 2           /* the heap's pieces take 2, 3, ... */
-#define SHM__MAX_REGIONS 64       /* registered pieces of a growing heap */
 #define SHM__KEY_EP "shmalloc.ofi.ep"
 #define SHM__KEY_NODE "shmalloc.node"
 #define SHM__KEY_NODE_OK "shmalloc.node.ok"
@@ -98,7 +96,7 @@ typedef struct shm__msg {
     uint16_t round;
     uint16_t count;
     int32_t source;
-    uint64_t values[SHM__REDUCE_MAX];
+    uint64_t values[SHMALLOC_REDUCE_MAX];
 } shm__msg;
 #define SHM__MSG_HEADER offsetof(shm__msg, values)
 
@@ -107,7 +105,7 @@ typedef struct shm__inbox {
     int full;
     int count;
     int source;
-    uint64_t values[SHM__REDUCE_MAX];
+    uint64_t values[SHMALLOC_REDUCE_MAX];
 } shm__inbox;
 
 /* What PEs swap through PMIx for each registered piece of the heap. */
@@ -126,8 +124,8 @@ typedef struct shm__wire_heap {
 typedef struct shm__peer {
     fi_addr_t addr;
     uint64_t base;
-    uint64_t key[SHM__MAX_REGIONS]; /* per piece; mapped when FI_MR_RAW */
-    unsigned char key_mapped[SHM__MAX_REGIONS];
+    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per piece; mapped when FI_MR_RAW */
+    unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
     int dirty;              /* written since the last quiet */
     shm__op flush;          /* quiet's read */
     char *direct;           /* its block space mapped here (same node), or NULL */
@@ -165,7 +163,7 @@ static struct shm__world {
     size_t nominal;         /* the heap's first size; it may grow to map.bytes */
     char *heap_base;        /* the registered block space */
     size_t heap_bytes;      /* atomic: puts of other threads read it during growth */
-    shm__region regions[SHM__MAX_REGIONS];
+    shm__region regions[SHMALLOC_MAX_REGIONS];
     int nregions;
     unsigned registrations; /* attempts so far: names each exchange */
     /* libfabric */
@@ -259,7 +257,7 @@ static void shm__vsay(const char *fmt, va_list ap)
     fprintf(stderr, "shmalloc: %s\n", line);
 }
 
-static void shm__note(const char *fmt, ...) SHM__FMT(1, 2);
+static void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 static void shm__note(const char *fmt, ...)
 {
     va_list ap;
@@ -271,7 +269,7 @@ static void shm__note(const char *fmt, ...)
 
 /* A failure after start-up: peers may be waiting for us, so no collective
    clean-up.  The shm provider's file goes; the launcher ends the others. */
-static void shm__fatal(const char *fmt, ...) SHM__FMT(1, 2);
+static void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 static void shm__fatal(const char *fmt, ...)
 {
     va_list ap;
@@ -288,7 +286,7 @@ static void shm__forget_region(int i);
 
 /* A failure during start-up, the same on every PE (a bad variable, no
    provider): close what is open and end cleanly. */
-static void shm__init_fail(const char *fmt, ...) SHM__FMT(1, 2);
+static void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 static void shm__init_fail(const char *fmt, ...)
 {
     va_list ap;
@@ -1002,7 +1000,7 @@ static void shm__deliver(const shm__msg *m, size_t len)
     uint32_t e;
     shm__inbox *box;
     if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= shm__w.rounds ||
-        m->count > SHM__REDUCE_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
+        m->count > SHMALLOC_REDUCE_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
         shm__fatal("PE %d received a malformed message (%zu bytes)", shm__w.me, len);
     e = m->epoch;
     /* A peer can be at most one barrier ahead of us. */
@@ -1222,7 +1220,7 @@ static void shm__disseminate(uint64_t *values, int count)
    all PEs. */
 struct shm__node_slot {
     uint64_t epoch;                         /* atomic: the last barrier this PE reached */
-    uint64_t values[2][SHM__REDUCE_MAX];
+    uint64_t values[2][SHMALLOC_REDUCE_MAX];
     char pad[64 - sizeof(uint64_t)];        /* a slot is whole cache lines */
 };
 
@@ -1379,7 +1377,7 @@ static int shm__tp_barrier(void *user)
 
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
-    int bad = count < 0 || count > SHM__REDUCE_MAX;
+    int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
     (void)user;
     shmem_quiet();
     if (shm__w.node) shm__node_sync(values, bad ? 0 : count); /* synchronises even when bad */
@@ -1482,7 +1480,7 @@ static int shm__tp_register(void *user, void *base, size_t bytes)
     unsigned n = shm__w.registrations++;
     int ok = 1, i = shm__w.nregions, q;
     (void)user;
-    if (i == SHM__MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHM__MAX_REGIONS);
+    if (i == SHMALLOC_MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHMALLOC_MAX_REGIONS);
     if (i == 0) shm__w.heap_base = (char *)base;
     shm__enter();
     r->offset = (size_t)((char *)base - shm__w.heap_base);

@@ -27,7 +27,6 @@
 #  endif
 #endif
 
-#define SHM__REDUCE_MAX 16                  /* values per all-reduce (contract) */
 #define SHM__SPIN_PAUSE 1000                /* barrier polls with a cpu pause, when every PE has a cpu */
 #define SHM__SPIN_YIELD 64                  /* then polls with sched_yield */
 
@@ -43,7 +42,7 @@
    barrier in between and so has read it.  One barrier per call suffices. */
 typedef struct shm__slot {
     uint64_t epoch;                  /* atomic: the last barrier this PE reached */
-    uint64_t values[2][SHM__REDUCE_MAX];
+    uint64_t values[2][SHMALLOC_REDUCE_MAX];
     char pad[64 - sizeof(uint64_t)]; /* whole cache lines */
 } shm__slot;
 
@@ -175,7 +174,7 @@ static int shm__tp_barrier(void *user)
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     shm__pe *pe = (shm__pe *)user;
-    int bad = count < 0 || count > SHM__REDUCE_MAX;
+    int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
     shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count); /* even when bad */
     return bad ? -1 : 0;
 }

@@ -250,7 +250,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
                     register are deregistered again.
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
-   pe               this PE's number, for messages.
+   pe, npes         this PE's number and the number of PEs, for messages.
 
    A growing heap registers at most SHMALLOC_MAX_REGIONS pieces.
 
@@ -268,7 +268,8 @@ typedef struct shmalloc_transport {
     int (*deregister_region)(void *user, void *base, size_t bytes);
     int (*lock)(void *user);
     int (*unlock)(void *user);
-    int pe; /* this PE's number, used only in messages */
+    int pe;   /* this PE's number, 0 <= pe < npes */
+    int npes; /* the number of PEs */
 } shmalloc_transport;
 
 /* A transport for one PE in one thread: barrier and all-reduce do nothing. */
@@ -1942,7 +1943,7 @@ static int shm__noop_reduce(void *user, uint64_t *values, int count)
     (void)user, (void)values, (void)count;
     return 0;
 }
-static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0};
+static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1};
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
 

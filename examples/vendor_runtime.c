@@ -78,6 +78,8 @@ static int pe_main(void)
     tp.user = rt_shared;
     tp.barrier = minirt_barrier;
     tp.allreduce_max = minirt_allreduce_max;
+    tp.pe = rt_me;
+    tp.npes = rt_npes;
     rt_heap = shmalloc_heap_create(rt_heaps + (size_t)rt_me * rt_stride, rt_stride, &tp, &err);
     if (!rt_heap) {
         fprintf(stderr, "PE %d: heap creation failed (%ld)\n", rt_me, err);

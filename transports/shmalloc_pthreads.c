@@ -232,6 +232,7 @@ static void *shm__pe_thread(void *arg)
     tp.lock = shm__tp_lock;
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
+    tp.npes = w->npes;
     pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */

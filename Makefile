@@ -1,5 +1,5 @@
 # shmalloc: `make demo` runs the example, `make test` runs every test
-# (installing what it needs with apt-get when run as root).
+# (scripts/deps.sh installs what they need with apt-get when run as root).
 
 SHELL   := /bin/bash
 CC      ?= cc
@@ -11,133 +11,81 @@ CFLAGS   = $(STD) $(OPT) $(WARN) $(SAN) -I.
 LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
-TESTS    = test_tlsf test_corrupt test_heap test_bad_input test_threads test_pthreads test_debug test_order test_sbreak test_grow test_hugepages
-HEADERS  = shmalloc.h transports/shmalloc_pthreads.h transports/shmalloc_map.h
-PTHREADS = transports/shmalloc_pthreads.c
+
+# The allocator is compiled once, from shmalloc.c, into libshmalloc; the
+# transport libraries hold only their binding and link against it.
+HEADERS      = shmalloc.h $(wildcard transports/*.h tests/*.h)
+ALLOC        = $(B)/libshmalloc.a
+PTHREADS     = $(B)/libshmalloc_pthreads.a
+PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a
+PTHREADS_SRC = transports/shmalloc_pthreads.c transports/shmalloc_map.c
+PMIX_OFI_SRC = transports/shmalloc_pmix_ofi.c transports/shmalloc_map.c
+PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
+PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
+
+# Criterion tests: of the core and the heap (linked with the allocator),
+# of the pthreads transport (also with its library), and white-box tests
+# that expand the implementation themselves to reach its privates.
+CORE_TESTS     = test_tlsf test_heap test_bad_input test_threads
+PTHREADS_TESTS = test_pthreads test_debug test_order test_sbreak test_grow test_hugepages
+WHITEBOX_TESTS = test_corrupt
+TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos test-cluster deps test run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos test-cluster deps test \
+        run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
-libs: $(B)/libshmalloc_pthreads.a
+libs: $(ALLOC) $(PTHREADS)
 
-$(B):
-	mkdir -p $(B)
+# ---- objects and libraries -------------------------------------------------
+$(B)/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(findstring pmix_ofi,$*),$(PMIX_FLAGS)) -c $< -o $@
 
-$(B)/%.o: transports/%.c $(HEADERS) | $(B)
-	$(CC) $(CFLAGS) -c $< -o $@
-
-$(B)/libshmalloc_pthreads.a: $(B)/shmalloc_pthreads.o
+$(ALLOC): $(B)/shmalloc.o
+$(PTHREADS): $(PTHREADS_SRC:%.c=$(B)/%.o)
+$(PMIX_OFI): $(PMIX_OFI_SRC:%.c=$(B)/%.o)
+$(B)/lib%.a:
 	ar rcs $@ $^
 
-$(B)/hello_pthreads: examples/hello_pthreads.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a $(LDLIBS) -o $@
+# ---- programs --------------------------------------------------------------
+$(B)/hello_pthreads: examples/hello_pthreads.c $(PTHREADS) $(ALLOC)
+	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
-$(B)/vendor_runtime: examples/vendor_runtime.c shmalloc.h | $(B)
+# A runtime that vendors the header expands it itself.
+$(B)/vendor_runtime: examples/vendor_runtime.c shmalloc.h
+	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 
-$(B)/test_tlsf: tests/test_tlsf.c tests/shmalloc_impl.c shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/test_tlsf.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
+$(addprefix $(B)/,$(CORE_TESTS)): $(B)/%: tests/%.c $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) $< $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
-$(B)/test_corrupt: tests/test_corrupt.c shmalloc.h | $(B)
+$(addprefix $(B)/,$(PTHREADS_TESTS) soak_pthreads): $(B)/%: tests/%.c $(PTHREADS) $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) $< $(PTHREADS) $(ALLOC) -lcriterion $(LDLIBS) -o $@
+
+$(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
+	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes $< -lcriterion $(LDLIBS) -o $@
 
-$(B)/test_heap: tests/test_heap.c tests/shmalloc_impl.c shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/test_heap.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
-
-$(B)/test_bad_input: tests/test_bad_input.c tests/shmalloc_impl.c shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/test_bad_input.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
-
-$(B)/test_threads: tests/test_threads.c tests/shmalloc_impl.c shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/test_threads.c tests/shmalloc_impl.c -lcriterion $(LDLIBS) -o $@
-
-$(B)/test_pthreads: tests/test_pthreads.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
-
-$(B)/test_debug: tests/test_debug.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
-
-$(B)/test_order: tests/test_order.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
-
-$(B)/test_sbreak: tests/test_sbreak.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
-$(B)/test_grow: tests/test_grow.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
-$(B)/test_hugepages: tests/test_hugepages.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a -lcriterion $(LDLIBS) -o $@
+$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI) $(ALLOC)
+	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
+$(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
+	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
+$(B)/test_pmix_ofi: tests/test_pmix_ofi.c
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS) $< -lcriterion -o $@
 
 demo: $(B)/hello_pthreads
 	./$(B)/hello_pthreads 4
 
-# ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
-PMIX_FLAGS = $(shell pkg-config --cflags --libs pmix libfabric 2>/dev/null)
-MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
-
-$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
-	$(CC) $(CFLAGS) tests/pmix_ofi_worker.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) $(LDLIBS) -o $@
-
-$(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h shmalloc.h | $(B)
-	$(CC) $(CFLAGS) examples/hello_pmix_ofi.c transports/shmalloc_pmix_ofi.c $(PMIX_FLAGS) -o $@
-
-$(B)/test_pmix_ofi: tests/test_pmix_ofi.c | $(B)
-	$(CC) $(CFLAGS) $< -lcriterion -o $@
-
-demo-pmix: deps $(B)/hello_pmix_ofi
-	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi
-
-# The same worker under srun --mpi=pmix, on a one-node Slurm cluster that
-# the script starts and stops in a network namespace with only loopback.
-SLURM_DEPS = @if ! command -v slurmctld >/dev/null 2>&1; then \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm >/dev/null; }; fi
-test-slurm: deps $(B)/pmix_ofi_worker
-	$(SLURM_DEPS)
-	tests/slurm_check.sh $(B)/pmix_ofi_worker
-
-# PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
-# namespaces on a private bridge that tests/cluster.sh builds (as root),
-# under mpirun and under srun with one slurmd per node.
-test-cluster: deps $(B)/pmix_ofi_worker
-	$(SLURM_DEPS)
-	@command -v ip >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >/dev/null
-	tests/cluster_check.sh $(B)/pmix_ofi_worker
-
-# One mpirun at a time: the tests count the files the shm provider leaves.
-test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
-	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
-	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi >/dev/null
-
-# Sandia OpenSHMEM built stock and with shmalloc (integrations/sos), its
-# make check and our heap tests on both, side by side.  SOS_SRC: a tarball.
-SOS_SRC ?= ../shared/sos/sos-src.tar.gz
-SOS_DEPS = autoconf automake libtool libhwloc-dev
-test-sos bench-sos: deps
-	@[ -f "$(SOS_SRC)" ] || { echo "$@: SOS_SRC=$(SOS_SRC) is not a file" >&2; exit 1; }
-	@if ! command -v autoreconf >/dev/null 2>&1 || ! command -v libtoolize >/dev/null 2>&1 || \
-	    ! pkg-config --exists hwloc 2>/dev/null; then \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SOS_DEPS) >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SOS_DEPS) >/dev/null; }; fi
-	SOS_BENCH=$(if $(filter bench-sos,$@),1,0) integrations/sos/test-sos.sh $(SOS_SRC) $(B)/sos
-
-# Criterion is the one package a fresh Debian machine lacks.
+# ---- test suites -----------------------------------------------------------
+# Every package a suite needs comes from scripts/deps.sh.
 deps:
-	@if ! printf '#include <criterion/criterion.h>\n' | $(CC) -E -x c - >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libcriterion-dev >/dev/null; \
-	  else echo "make test needs libcriterion-dev (apt-get install libcriterion-dev, as root)" >&2; exit 1; fi; \
-	fi
-	@if ! pkg-config --exists pmix libfabric 2>/dev/null || ! command -v mpirun >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf libpmix-dev libfabric-dev openmpi-bin >/dev/null || \
-	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkgconf libpmix-dev libfabric-dev openmpi-bin >/dev/null; }; \
-	  else echo "make test needs libpmix-dev libfabric-dev openmpi-bin (apt-get install, as root)" >&2; exit 1; fi; \
-	fi
-	@if [ -n "$(NEED)" ] && ! command -v $(NEED) >/dev/null 2>&1; then \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(NEED) >/dev/null; fi
+	@scripts/deps.sh test
 
 # Each test binary runs its tests in forked workers; a failure stops the run.
 # Sanitizers abort on their first report, so Criterion counts it as a crash;
@@ -154,14 +102,47 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	@if [ -n "$$(find $(B)/vg -name '*.log' -size +0)" ]; then \
 	  cat $$(find $(B)/vg -name '*.log' -size +0); echo "valgrind reported errors" >&2; exit 1; fi
 
+# Suites that need root: Slurm's daemons and the cluster's nodes run in
+# network namespaces (unshare -n, a private bridge).
+ROOT_SUITES = test-slurm test-cluster
 test: deps
 	$(MAKE) run-tests
 	$(MAKE) test-pmix
-	$(MAKE) test-slurm
-	$(MAKE) test-cluster
+	$(MAKE) $(ROOT_SUITES)
 	$(MAKE) poison-check
 	$(MAKE) cpp-check man-check install-check
 
+# ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
+MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
+
+demo-pmix: deps $(B)/hello_pmix_ofi
+	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi
+
+# One mpirun at a time: the tests count the files the shm provider leaves.
+test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
+	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
+	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi >/dev/null
+
+# The worker under srun --mpi=pmix, on a one-node Slurm cluster that the
+# script starts and stops in a network namespace with only loopback (root).
+test-slurm: deps $(B)/pmix_ofi_worker
+	tests/slurm_check.sh $(B)/pmix_ofi_worker
+
+# PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
+# namespaces on a private bridge that tests/cluster.sh builds (root),
+# under mpirun and under srun with one slurmd per node.
+test-cluster: deps $(B)/pmix_ofi_worker
+	tests/cluster_check.sh $(B)/pmix_ofi_worker
+
+# Sandia OpenSHMEM built stock and with shmalloc (integrations/sos), its
+# make check and our heap tests on both, side by side.  SOS_SRC: a tarball.
+SOS_SRC ?= ../shared/sos/sos-src.tar.gz
+test-sos bench-sos: deps
+	@[ -f "$(SOS_SRC)" ] || { echo "$@: SOS_SRC=$(SOS_SRC) is not a file" >&2; exit 1; }
+	@scripts/deps.sh sos
+	SOS_BENCH=$(if $(filter bench-sos,$@),1,0) integrations/sos/test-sos.sh $(SOS_SRC) $(B)/sos
+
+# ---- the same tests under the sanitizers and Valgrind ----------------------
 # Also the PMIx transport's thread tests, worker and transport built with
 # ASan and UBSan (under the mpirun lock, as make test).
 ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
@@ -182,23 +163,21 @@ test-tsan: deps
 # Criterion's worker protocol can time out under Valgrind on a loaded
 # machine, so these builds use tests/criterion_shim.h's plain forked runner.
 test-valgrind: deps
-	$(MAKE) deps NEED=valgrind
 	$(MAKE) run-tests B=build/valgrind OPT="-O1 -g" SAN=-DSHMALLOC_TEST_SHIM \
 	  JOBS=1 RUN="valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 	  --log-file=build/valgrind/vg/%p.log"
 
 # The header warnings-clean as C99 and C11 under gcc and clang, and its
 # declarations (with the transport's) as C++17 under g++ and clang++.
+CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
+            examples/vendor_runtime.c
 compile-check:
 	@set -e; for cc in gcc clang; do for std in c99 c11; do \
 	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG=3 -DSHMALLOC_SL_LOG2=4"; do \
 	    echo "$$cc -std=$$std $$v"; \
-	    $$cc -std=$$std $(WARN) $$v -I. -c tests/shmalloc_impl.c -o /dev/null; done; \
-	  $$cc -std=$$std $(WARN) -I. -c $(PTHREADS) -o /dev/null; \
-	  $$cc -std=$$std $(WARN) -I. $(shell pkg-config --cflags pmix libfabric) -c transports/shmalloc_pmix_ofi.c -o /dev/null; \
-	  $$cc -std=$$std $(WARN) -I. -c examples/hello_pmix_ofi.c -o /dev/null; \
-	  $$cc -std=$$std $(WARN) -I. -c examples/hello_pthreads.c -o /dev/null; \
-	  $$cc -std=$$std $(WARN) -I. -c examples/vendor_runtime.c -o /dev/null; done; done
+	    $$cc -std=$$std $(WARN) $$v -I. -c shmalloc.c -o /dev/null; done; \
+	  for f in $(sort $(CHECK_SRC)); do \
+	    $$cc -std=$$std $(WARN) -I. $(PMIX_FLAGS) -c $$f -o /dev/null; done; done; done
 	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \
 	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
 	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
@@ -208,7 +187,7 @@ compile-check:
 	@echo "compile-check: all clean"
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.
-POISON_SRC = tests/poison_misuse.c $(PTHREADS)
+POISON_SRC = tests/poison_misuse.c shmalloc.c $(PTHREADS_SRC)
 poison-check:
 	mkdir -p build/poison
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -fsanitize=address -I. $(POISON_SRC) $(LDLIBS) -o build/poison/asan
@@ -224,16 +203,13 @@ soak: deps
 	SHMALLOC_WORKER_OPS=$(SOAK_PMIX_OPS) $(MPIRUN_ENV) timeout 1800 mpirun --oversubscribe -np 4 \
 	  -x FI_PROVIDER -x SHMALLOC_WORKER_OPS ./$(B)/pmix_ofi_worker stress
 
-$(B)/soak_pthreads: tests/soak_pthreads.c $(B)/libshmalloc_pthreads.a
-	$(CC) $(CFLAGS) $< $(B)/libshmalloc_pthreads.a $(LDLIBS) -o $@
-
 # libFuzzer over the TLSF core, from the committed seeds; new inputs go to
 # a scratch corpus under build/.  FUZZ_SECONDS=600 make fuzz for longer.
 FUZZ_SECONDS ?= 60
 fuzz:
 	mkdir -p build/fuzz-corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -DSHMALLOC_DEBUG=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c tests/shmalloc_impl.c -o build/fuzz_tlsf
+	  -DSHMALLOC_DEBUG=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c shmalloc.c -o build/fuzz_tlsf
 	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
 	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 

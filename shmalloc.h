@@ -27,9 +27,10 @@
         except through the output hook.  Results depend only on the sequence
         of calls and on offsets from the region's base.
 
-     A program usually gets all of this ready-made from a transport file
-     (transports/shmalloc_pthreads.h: PEs are threads; transports/
-     shmalloc_pmix_ofi.h: PEs are processes).  A runtime that vendors the
+     A program usually gets all of this ready-made: libshmalloc (shmalloc.c,
+     this file compiled once) and a transport library that binds the
+     contract below (transports/shmalloc_pthreads.h: PEs are threads;
+     transports/shmalloc_pmix_ofi.h: PEs are processes).  A runtime that vendors the
      header fills a shmalloc_transport with its own barrier and calls
      shmalloc_heap_create on every PE; see examples/vendor_runtime.c.
 

@@ -38,16 +38,20 @@ mkdir -p "$B/bench" bench/results
 FLAGS="-std=c99 -O2 -I."
 PMIX=$(pkg-config --cflags --libs pmix libfabric)
 labels=
-cc $FLAGS -DBENCH_PMIX_OFI bench/collective.c transports/shmalloc_pmix_ofi.c $PMIX -o "$B/bench/coll_shmalloc" &&
-    labels="$labels shmalloc"
+make -s B="$B" "$B/libshmalloc.a" "$B/libshmalloc_pmix_ofi.a" &&
+    cc $FLAGS -DBENCH_PMIX_OFI bench/collective.c "$B/libshmalloc_pmix_ofi.a" "$B/libshmalloc.a" $PMIX \
+        -o "$B/bench/coll_shmalloc" && labels="$labels shmalloc"
 if [ -n "${BENCH_BASELINE:-}" ]; then
     base=$(mktemp -d)
-    mkdir -p "$base/transports"
-    for f in shmalloc.h transports/shmalloc_pmix_ofi.c transports/shmalloc_pmix_ofi.h; do
-        git show "$BENCH_BASELINE:$f" >"$base/$f" || exit 1
-    done
-    cc $FLAGS -I"$base" -DBENCH_PMIX_OFI bench/collective.c \
-        "$base/transports/shmalloc_pmix_ofi.c" $PMIX -o "$B/bench/coll_baseline" && labels="baseline $labels"
+    git archive "$BENCH_BASELINE" | tar -x -C "$base" || exit 1
+    if [ -f "$base/shmalloc.c" ]; then # the allocator compiled once, in libshmalloc
+        make -s -C "$base" build/libshmalloc.a build/libshmalloc_pmix_ofi.a &&
+            cc $FLAGS -I"$base" -DBENCH_PMIX_OFI bench/collective.c "$base/build/libshmalloc_pmix_ofi.a" \
+                "$base/build/libshmalloc.a" $PMIX -o "$B/bench/coll_baseline" && labels="baseline $labels"
+    else # the transport expanded the implementation itself
+        cc $FLAGS -I"$base" -DBENCH_PMIX_OFI bench/collective.c \
+            "$base/transports/shmalloc_pmix_ofi.c" $PMIX -o "$B/bench/coll_baseline" && labels="baseline $labels"
+    fi
     rm -rf "$base"
 fi
 oshcc $FLAGS bench/collective.c -o "$B/bench/coll_oshmem" 2>/dev/null && labels="$labels openmpi-oshmem" ||

@@ -13,16 +13,16 @@ export OMPI_MCA_opal_common_ucx_opal_mem_hooks=0 FI_TCP_IFACE=lo
 FLAGS="-std=c99 -O2 -I."
 rows=$(mktemp)
 
-cc $FLAGS -DBENCH_PTHREADS bench/collective.c transports/shmalloc_pthreads.c -pthread -o "$B/bench/coll_pthreads" || exit 1
+make -s B="$B" "$B/libshmalloc.a" "$B/libshmalloc_pthreads.a" || exit 1
+cc $FLAGS -DBENCH_PTHREADS bench/collective.c "$B/libshmalloc_pthreads.a" "$B/libshmalloc.a" -pthread \
+  -o "$B/bench/coll_pthreads" || exit 1
 have_pmix=0
-if pkg-config --exists pmix libfabric 2>/dev/null && [ -f transports/shmalloc_pmix_ofi.c ]; then
-  cc $FLAGS -DBENCH_PMIX_OFI bench/collective.c transports/shmalloc_pmix_ofi.c \
+if pkg-config --exists pmix libfabric 2>/dev/null && make -s B="$B" "$B/libshmalloc_pmix_ofi.a"; then
+  cc $FLAGS -DBENCH_PMIX_OFI bench/collective.c "$B/libshmalloc_pmix_ofi.a" "$B/libshmalloc.a" \
     $(pkg-config --cflags --libs pmix libfabric) -o "$B/bench/coll_pmix" && have_pmix=1
 fi
 have_osh=0
-if [ "$(id -u)" = 0 ] && ! printf '#include <shmem.h>\n' | oshcc -E -x c - >/dev/null 2>&1; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libopenmpi-dev >/dev/null 2>&1
-fi
+scripts/deps.sh bench >/dev/null 2>&1 || true # Open MPI's OpenSHMEM headers (libopenmpi-dev)
 oshcc $FLAGS bench/collective.c -o "$B/bench/coll_oshmem" 2>/dev/null && have_osh=1
 
 add() { # LABEL PES command...

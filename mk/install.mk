@@ -9,8 +9,8 @@
 #   make cpp-check       the headers as C++11..C++20 with g++ and clang++,
 #                  then builds and runs examples/hello_cpp.cpp
 #
-# Included by the top-level Makefile, which provides CC, CFLAGS, B and the
-# rule for $(B)/libshmalloc_pthreads.a.  The PMIx + libfabric transport is
+# Included by the top-level Makefile, which provides CC, CFLAGS, B, the
+# transports' source lists and the rules for the static libraries.  The PMIx + libfabric transport is
 # built only when `pkg-config --exists pmix libfabric` succeeds (force it
 # off with HAVE_PMIX_OFI=0).
 #
@@ -43,43 +43,41 @@ PKG_CONFIG  ?= pkg-config
 SHMALLOC_VERSION := $(or $(shell sed -n '1s/^.* - v\([0-9][0-9.]*\) - .*$$/\1/p' shmalloc.h),0.0)
 shm_major := $(word 1,$(subst ., ,$(SHMALLOC_VERSION)))
 shm_minor := $(or $(word 2,$(subst ., ,$(SHMALLOC_VERSION))),0)
-# The soname carries the major version: libshmalloc_pthreads.so.0.
+# The soname carries the major version: libshmalloc.so.0.
 SHMALLOC_SOVERSION ?= $(shm_major)
 
 ifeq ($(origin HAVE_PMIX_OFI),undefined)
-HAVE_PMIX_OFI := $(if $(wildcard transports/shmalloc_pmix_ofi.c),$(shell $(PKG_CONFIG) --exists pmix libfabric 2>/dev/null && echo 1))
+HAVE_PMIX_OFI := $(shell $(PKG_CONFIG) --exists pmix libfabric 2>/dev/null && echo 1)
 endif
-shm_pmix_cflags = $(shell $(PKG_CONFIG) --cflags pmix libfabric)
-shm_pmix_libs   = $(shell $(PKG_CONFIG) --libs pmix libfabric)
 
 # ---- what gets built ------------------------------------------------------
+# libshmalloc is the allocator; each transport library holds its binding
+# alone and needs libshmalloc (a program that expands the header itself
+# links a transport library without it).
 shm_transports := shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
 shm_all_transports := shmalloc_pthreads shmalloc_pmix_ofi
+shm_libs     = shmalloc $(shm_transports)
+shm_all_libs = shmalloc $(shm_all_transports)
 shm_headers := shmalloc.h transports/shmalloc_pthreads.h
-shm_static  := $(foreach t,$(shm_transports),$(B)/lib$(t).a)
-shm_shared  := $(foreach t,$(shm_transports),$(B)/lib$(t).so.$(SHMALLOC_VERSION))
-shm_ldlibs_shmalloc_pthreads = -pthread
-shm_ldlibs_shmalloc_pmix_ofi = $(shm_pmix_libs)
+shm_static  = $(foreach t,$(shm_libs),$(B)/lib$(t).a)
+shm_shared  = $(foreach t,$(shm_libs),$(B)/lib$(t).so.$(SHMALLOC_VERSION))
+shm_objs_shmalloc          = shmalloc.c
+shm_objs_shmalloc_pthreads = $(PTHREADS_SRC)
+shm_objs_shmalloc_pmix_ofi = $(PMIX_OFI_SRC)
+shm_ldlibs_shmalloc_pthreads = $(B)/libshmalloc.so.$(SHMALLOC_VERSION) -pthread
+shm_ldlibs_shmalloc_pmix_ofi = $(B)/libshmalloc.so.$(SHMALLOC_VERSION) $(PMIX_LIBS)
 
-$(B)/pic:
-	mkdir -p $@
-
-$(B)/pic/shmalloc_pthreads.o: transports/shmalloc_pthreads.c $(shm_headers) transports/shmalloc_map.h | $(B)/pic
-	$(CC) $(CFLAGS) -fPIC -c $< -o $@
-
-$(B)/pic/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h | $(B)/pic
-	$(CC) $(CFLAGS) $(shm_pmix_cflags) -fPIC -c $< -o $@
-
-$(B)/shmalloc_pmix_ofi.o: transports/shmalloc_pmix_ofi.c shmalloc.h transports/shmalloc_pmix_ofi.h transports/shmalloc_map.h
-	@mkdir -p $(B)
-	$(CC) $(CFLAGS) $(shm_pmix_cflags) -c $< -o $@
-
-$(B)/libshmalloc_pmix_ofi.a: $(B)/shmalloc_pmix_ofi.o
-	ar rcs $@ $^
+$(B)/pic/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(findstring pmix_ofi,$*),$(PMIX_FLAGS)) -fPIC -c $< -o $@
 
 # -z defs: a shared library that links must have every symbol it needs.
-$(B)/lib%.so.$(SHMALLOC_VERSION): $(B)/pic/%.o
-	$(CC) $(CFLAGS) -shared -Wl,-soname,lib$*.so.$(SHMALLOC_SOVERSION) -Wl,-z,defs $< $(shm_ldlibs_$*) -o $@
+.SECONDEXPANSION:
+shm_pic = $(addprefix $(B)/pic/,$(patsubst %.c,%.o,$(shm_objs_$(1))))
+$(B)/lib%.so.$(SHMALLOC_VERSION): $$(call shm_pic,$$*) \
+                                  $$(if $$(filter-out shmalloc,$$*),$(B)/libshmalloc.so.$(SHMALLOC_VERSION))
+	$(CC) $(CFLAGS) -shared -Wl,-soname,lib$*.so.$(SHMALLOC_SOVERSION) -Wl,-z,defs \
+	  $(call shm_pic,$*) $(shm_ldlibs_$*) -o $@
 
 # ---- what gets installed --------------------------------------------------
 # The man pages: shmalloc.3 and its aliases (one .so line each), the
@@ -97,7 +95,7 @@ shm_pc_name_shmalloc_pmix_ofi := shmalloc-pmix-ofi
 shm_lib_files = $(foreach t,$(1),lib$(t).a lib$(t).so lib$(t).so.$(SHMALLOC_SOVERSION) lib$(t).so.$(SHMALLOC_VERSION))
 shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
             $(foreach t,$(1),$(includedir)/shmalloc/transports/$(t).h) \
-            $(addprefix $(libdir)/,$(call shm_lib_files,$(1))) \
+            $(addprefix $(libdir)/,$(call shm_lib_files,shmalloc $(1))) \
             $(pkgconfigdir)/shmalloc.pc $(foreach t,$(1),$(pkgconfigdir)/$(shm_pc_name_$(t)).pc) \
             $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
             $(foreach p,$(2),$(mandir)/man3/$(p).3) $(foreach p,$(shm_man7_pages),$(mandir)/man7/$(p).7)
@@ -112,13 +110,6 @@ shm_relpath = $(shell realpath -m --relative-to=$(2) $(1))
 
 .PHONY: install uninstall install-check man-check cpp-check shared-libs static-libs \
         shm-generate print-install-files
-
-# $(call shm_need,COMMAND,PACKAGE): as root, installs the Debian package
-# when the command is missing (a check that still lacks it then fails).
-shm_need = if ! command -v $(1) >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	  echo "installing $(2) (for $(1))"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null 2>&1 || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null; } || true; fi
 
 static-libs: $(shm_static)
 shared-libs: $(shm_shared)
@@ -138,13 +129,13 @@ shm-generate:
 	  'Description: shmalloc with its pthreads transport: PEs are threads of one process' \
 	  'Version: $(SHMALLOC_VERSION)' \
 	  'Requires: shmalloc = $(SHMALLOC_VERSION)' \
-	  'Libs: -L$${libdir} -lshmalloc_pthreads -pthread' > $(shm_gen)/shmalloc-pthreads.pc
+	  'Libs: -L$${libdir} -lshmalloc_pthreads -lshmalloc -pthread' > $(shm_gen)/shmalloc-pthreads.pc
 	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(call shm_pcdir,$(libdir))' '' \
 	  'Name: shmalloc-pmix-ofi' \
 	  'Description: shmalloc with its PMIx + libfabric transport: PEs are processes' \
 	  'Version: $(SHMALLOC_VERSION)' \
 	  'Requires: shmalloc = $(SHMALLOC_VERSION), pmix, libfabric' \
-	  'Libs: -L$${libdir} -lshmalloc_pmix_ofi' > $(shm_gen)/shmalloc-pmix-ofi.pc
+	  'Libs: -L$${libdir} -lshmalloc_pmix_ofi -lshmalloc' > $(shm_gen)/shmalloc-pmix-ofi.pc
 	@for f in shmallocConfig shmallocConfigVersion; do \
 	  sed -e 's|@SHMALLOC_VERSION@|$(SHMALLOC_VERSION)|g' \
 	      -e 's|@SHMALLOC_VERSION_MAJOR@|$(shm_major)|g' \
@@ -162,7 +153,7 @@ install: $(shm_static) $(shm_shared) shm-generate
 	$(INSTALL) -m 644 $(foreach t,$(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
 	$(INSTALL) -m 644 $(shm_static) $(DESTDIR)$(libdir)/
 	$(INSTALL) -m 755 $(shm_shared) $(DESTDIR)$(libdir)/
-	@set -e; for t in $(shm_transports); do \
+	@set -e; for t in $(shm_libs); do \
 	  echo "ln -sf lib$$t.so.$(SHMALLOC_VERSION) lib$$t.so.$(SHMALLOC_SOVERSION); ln -sf lib$$t.so.$(SHMALLOC_SOVERSION) lib$$t.so"; \
 	  ln -sf lib$$t.so.$(SHMALLOC_VERSION) $(DESTDIR)$(libdir)/lib$$t.so.$(SHMALLOC_SOVERSION); \
 	  ln -sf lib$$t.so.$(SHMALLOC_SOVERSION) $(DESTDIR)$(libdir)/lib$$t.so; done
@@ -185,20 +176,18 @@ print-install-files:
 # The libraries are built here first, so a parallel make does not build
 # them twice at once (here and in the script's own make install).
 install-check: $(shm_static) $(shm_shared)
-	@$(call shm_need,pkg-config,pkgconf); $(call shm_need,cmake,cmake); $(call shm_need,readelf,binutils); \
-	  $(call shm_need,man,man-db); $(call shm_need,col,bsdextrautils)
+	@scripts/deps.sh test
 	@MAKE="$(MAKE)" MAKEFILE="$(firstword $(MAKEFILE_LIST))" B="$(B)" CC="$(CC)" \
 	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
 
 # ---- man pages ------------------------------------------------------------
 # The pages are linted where they are and rendered from a staged man3/man7
 # tree, so each alias's ".so man3/shmalloc.3" resolves as it will once
-# installed.  mandoc is installed when missing and we are root; otherwise
-# groff's warnings stand in for its lint.
+# installed.  Without mandoc (not root, nothing installed) groff's
+# warnings stand in for its lint.
 shm_man_sources = $(wildcard man/*.3 man/*.7)
 man-check:
-	@$(call shm_need,mandoc,mandoc); $(call shm_need,groff,groff-base); $(call shm_need,man,man-db); \
-	  $(call shm_need,col,bsdextrautils)
+	@scripts/deps.sh test
 	@set -e; stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; fail=0; \
 	mkdir -p "$$stage/man3" "$$stage/man7"; \
 	for p in $(sort $(shm_man3_pages)); do \
@@ -235,11 +224,11 @@ shm_cxx_warn = -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror
 shm_cxx_probe = $(B)/gen/cpp_probe.cpp
 shm_cxx_transports = shmalloc_pthreads.h $(if $(wildcard transports/shmalloc_pmix_ofi.h),shmalloc_pmix_ofi.h)
 
-$(B)/hello_cpp: examples/hello_cpp.cpp $(B)/libshmalloc_pthreads.a $(shm_headers)
-	$(CXX) -std=c++11 $(OPT) $(shm_cxx_warn) -I. $< $(B)/libshmalloc_pthreads.a -pthread -o $@
+$(B)/hello_cpp: examples/hello_cpp.cpp $(PTHREADS) $(ALLOC) $(shm_headers)
+	$(CXX) -std=c++11 $(OPT) $(shm_cxx_warn) -I. $< $(PTHREADS) $(ALLOC) -pthread -o $@
 
 cpp-check: $(B)/hello_cpp
-	@$(call shm_need,clang++,clang)
+	@scripts/deps.sh test
 	@mkdir -p $(B)/gen
 	@printf '%s\n' '#include "shmalloc.h"' '#include <type_traits>' \
 	  '#if !defined(SHMALLOC_NO_SHMEM_NAMES)' \

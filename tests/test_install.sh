@@ -206,6 +206,43 @@ int main(void)
 }
 EOF
 
+transports="shmalloc_pthreads$([ "$HAVE_PMIX_OFI" = 1 ] && echo " shmalloc_pmix_ofi")"
+check_transports_hold_no_allocator() {
+    # A transport library is a binding: the allocator's symbols are only
+    # ever undefined in it, and defined in libshmalloc.
+    for t in $transports; do
+        defined=$(nm -g --defined-only "$root/lib/lib$t.a" | grep -E ' (shmalloc_(tlsf|heap)_|shmem_(malloc|free|realloc|align|calloc)|malloc_error)' || true)
+        [ -z "$defined" ] || { echo "lib$t.a defines allocator symbols:"; echo "$defined"; return 1; }
+    done
+    nm -g --defined-only "$root/lib/libshmalloc.a" | grep -q ' T shmalloc_heap_malloc$'
+}
+step "transport libraries hold no allocator symbol; libshmalloc does" check_transports_hold_no_allocator
+
+check_own_implementation() {
+    # The header's usage block: SHMALLOC_IMPLEMENTATION in one of the
+    # program's files, then a transport library without libshmalloc.
+    { printf '#define SHMALLOC_IMPLEMENTATION\n#include "shmalloc.h"\n'; } >"$work/impl.c"
+    $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" examples/hello_pthreads.c "$work/impl.c" \
+        "$root/lib/libshmalloc_pthreads.a" -pthread -o "$work/hello_own_impl" &&
+    run_ring "$work/hello_own_impl" &&
+    if [ "$HAVE_PMIX_OFI" = 1 ]; then
+        $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" "$work/pmix_ofi.c" "$work/impl.c" \
+            "$root/lib/libshmalloc_pmix_ofi.a" $($PKG_CONFIG --libs pmix libfabric) -o "$work/pmix_own_impl"
+    fi
+}
+step "a program that expands the header itself links each transport library" check_own_implementation
+
+check_both_transports() {
+    # Both transport libraries and libshmalloc in one program (shared).
+    [ "$HAVE_PMIX_OFI" = 1 ] || { echo "no PMIx transport built: nothing to check"; return 0; }
+    $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" examples/hello_pthreads.c -L"$root/lib" \
+        -Wl,--no-as-needed -lshmalloc_pthreads -lshmalloc_pmix_ofi -lshmalloc -pthread -o "$work/hello_both" &&
+    needed "$work/hello_both" | grep -qx 'libshmalloc_pmix_ofi.so.[0-9]*' &&
+    LD_LIBRARY_PATH="$root/lib" run_ring "$work/hello_both"
+}
+step "both transport libraries link into one program with libshmalloc" check_both_transports
+
+
 check_cmake_shared() {
     cmake_project "$work/build-shared" &&
     shared_linked "$work/build-shared/hello_pthreads" &&

@@ -6,10 +6,8 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE, memfd_create */
 #endif
 
-#define SHMALLOC_IMPLEMENTATION
 #include "../shmalloc.h"
 #include "shmalloc_pmix_ofi.h"
-#define SHM__MAP_PEERS /* heaps that same-node peers map */
 #include "shmalloc_map.h"
 
 #include <dirent.h>
@@ -157,7 +155,7 @@ static struct shm__world {
     int thread_level;       /* SHMEM_THREAD_*, as provided */
     int threaded;           /* SHMEM_THREAD_MULTIPLE: the locks below are taken */
     /* heap */
-    shm__heap_mem map;      /* the heap's memory (shmalloc_map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (shmalloc_map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
     size_t nominal;         /* the heap's first size; it may grow to map.bytes */
@@ -472,12 +470,12 @@ static int shm__shared_heap(void)
 
 /* Reserves room for a heap of `max` bytes (the nominal size, or
    SHMALLOC_HEAP_MAX for a heap that grows). */
-static void shm__map_heap(size_t max, const shm__huge *huge)
+static void shm__map_heap(size_t max, const shmalloc_map_huge *huge)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max), nominal = shm__w.nominal;
     const char *var = shm__size_variable();
-    shm__place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
-    size_t step = shm__pow2_cover(bytes, page, SHM__MAX_MAP_ALIGN);
+    shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
+    size_t step = shmalloc_map_pow2_cover(bytes, page, SHMALLOC_MAP_MAX_ALIGN);
     uintptr_t slot = (uintptr_t)shm__w.me + 1;
 #if defined(SHM__TSAN)
     pl.first = 0;
@@ -486,7 +484,7 @@ static void shm__map_heap(size_t max, const shm__huge *huge)
         pl.first = 0;
         if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
     }
-    if (bytes == 0 || shm__map_heap_memory(&shm__w.map, bytes, huge, shm__shared_heap(), &pl) != 0) {
+    if (bytes == 0 || shmalloc_map_heap(&shm__w.map, bytes, huge, shm__shared_heap(), &pl) != 0) {
         int e = bytes ? errno : ENOMEM;
         if (max != nominal)
             shm__init_fail("cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; ask for less",
@@ -498,7 +496,7 @@ static void shm__map_heap(size_t max, const shm__huge *huge)
                        "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE", bytes, nominal, strerror(e));
     }
     shm__w.fixed_address = shm__w.map.fixed;
-    shm__map_report(&shm__w.map, huge, shm__w.me);
+    shmalloc_map_report(&shm__w.map, huge, shm__w.me);
 }
 
 /* >> pmix ------------------------------------------------------------------------ */
@@ -920,7 +918,7 @@ static void shm__describe(void)
     if (!shm__w.verbose) return;
     if (!shm__w.ep) {
         shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", shm__w.heap_bytes, (void *)shm__w.heap_base,
-                  shm__pages_name(&shm__w.map));
+                  shmalloc_map_pages_name(&shm__w.map));
         return;
     }
     name_len = sizeof name;
@@ -940,7 +938,7 @@ static void shm__describe(void)
               shm__w.me, shm__w.npes, shm__w.prov, addr, modes[0] ? modes : "0",
               shm__w.tx_flags ? "FI_DELIVERY_COMPLETE" : "quiet flushes by read", shm__w.heap_bytes,
               (void *)shm__w.heap_base, shm__w.same_address ? "same address on every PE" : "addresses differ",
-              shm__pages_name(&shm__w.map), direct, barriers);
+              shmalloc_map_pages_name(&shm__w.map), direct, barriers);
 }
 
 /* Closes what is open, in order; safe at any point of start-up. */
@@ -960,7 +958,7 @@ static void shm__teardown(void)
     shm__w.node = NULL;
     if (shm__w.node_file[0]) shm_unlink(shm__w.node_file);
     shm__w.node_file[0] = '\0';
-    shm__map_release(&shm__w.map);
+    shmalloc_map_release(&shm__w.map);
     for (q = 0; shm__w.peers && q < shm__w.npes; q++)
         if (shm__w.peers[q].direct_map) munmap(shm__w.peers[q].direct_map, shm__w.peers[q].direct_len);
     free(shm__w.peers);
@@ -1431,7 +1429,7 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     memset(mine, 0, sizeof *mine);
     mine->ok = (uint64_t)ok;
     mine->base = (uint64_t)(uintptr_t)shm__w.heap_base;
-    mine->node = r == &shm__w.regions[0] ? shm__node_id() : 0;
+    mine->node = r == &shm__w.regions[0] ? shmalloc_map_node_id() : 0;
     mine->pid = (uint64_t)getpid();
     mine->fd = shm__w.map.fd;
     mine->mapped = shm__w.map.mapped;
@@ -1455,7 +1453,7 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
 {
     shm__peer *p = &shm__w.peers[q];
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
-    p->direct_map = shm__map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
+    p->direct_map = shmalloc_map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
         shm__note("PE %d cannot map PE %d's heap (%s): puts and gets to it go through libfabric", shm__w.me, q,
                   strerror(errno));
@@ -1771,7 +1769,7 @@ void shmem_global_exit(int status)
 static void shm__init(int level)
 {
     shmalloc_transport tp;
-    shm__huge huge;
+    shmalloc_map_huge huge;
     size_t nominal, max;
     long err = SHMEM_MALLOC_OK;
     memset(&shm__w, 0, sizeof shm__w);
@@ -1781,7 +1779,7 @@ static void shm__init(int level)
     shm__w.dead_pe = -1;
     shm__read_env();
     if (shmalloc_heap_size_from_env(&nominal) != 0 || shmalloc_heap_max_from_env(nominal, &max) != 0 ||
-        shm__huge_from_env(&huge) != 0)
+        shmalloc_map_huge_from_env(&huge) != 0)
         exit(1); /* it printed why */
     shm__w.nominal = nominal;
     shm__w.npes = 1;

@@ -2,10 +2,11 @@
    processes.  MIT licence: see the end of ../shmalloc.h.
 
    USAGE
-     Build transports/shmalloc_pmix_ofi.c (it expands the allocator's
-     implementation) with your program and link PMIx and libfabric:
+     Link your program with this transport (libshmalloc_pmix_ofi, or its
+     sources), the allocator (libshmalloc, shmalloc.c, or a file of your own
+     that defines SHMALLOC_IMPLEMENTATION), PMIx and libfabric:
 
-         cc -std=c99 -I. prog.c transports/shmalloc_pmix_ofi.c \
+         cc -std=c99 -I. prog.c shmalloc.c transports/shmalloc_pmix_ofi.c transports/shmalloc_map.c \
             $(pkg-config --cflags --libs pmix libfabric) -o prog
 
          #include "transports/shmalloc_pmix_ofi.h"

@@ -4,11 +4,11 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS and MAP_NORESERVE */
 #endif
 
-#define SHMALLOC_IMPLEMENTATION
 #include "../shmalloc.h"
 #include "shmalloc_pthreads.h"
 #include "shmalloc_map.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -137,7 +137,7 @@ typedef struct shm__pe {
     shm__world *world;
     int index;
     uint64_t epoch;        /* barriers this PE has reached */
-    shm__heap_mem map;      /* the heap's memory (shmalloc_map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (shmalloc_map.h) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     long create_err;
     int thread_started;
@@ -275,7 +275,7 @@ static void shm__world_fini(shm__world *w)
     int q;
     for (q = 0; q < w->npes; q++) {
         if (w->pes[q].map.base != NULL) {
-            shm__map_release(&w->pes[q].map);
+            shmalloc_map_release(&w->pes[q].map);
             pthread_mutex_destroy(&w->pes[q].lock);
         }
     }
@@ -288,21 +288,21 @@ static void shm__world_fini(shm__world *w)
 /* Maps every PE's heap; -1 after a message when one cannot be mapped.  A
    heap short of the huge pages asked for says so when it is the first or
    differs from the first. */
-static int shm__map_all(shm__world *w, size_t bytes, const shm__huge *huge)
+static int shm__map_all(shm__world *w, size_t bytes, const shmalloc_map_huge *huge)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
         shm__pe *pe = &w->pes[q];
         pe->world = w;
         pe->index = q;
-        if (shm__map_heap_memory(&pe->map, bytes, huge, 0, NULL) != 0) {
+        if (shmalloc_map_heap(&pe->map, bytes, huge, 0, NULL) != 0) {
             fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d: %s\n",
                     bytes, q, strerror(errno));
             return -1;
         }
-        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shm__map_report(&pe->map, huge, q);
+        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
-            shm__map_release(&pe->map);
+            shmalloc_map_release(&pe->map);
             fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
             return -1;
         }
@@ -364,7 +364,7 @@ static int shm__check_size(size_t heap_size, size_t *nominal, size_t *bytes)
 int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
 {
     shm__world w;
-    shm__huge huge;
+    shmalloc_map_huge huge;
     size_t nominal, bytes;
     int rc;
 
@@ -377,7 +377,7 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
         return 1;
     }
-    if (shm__check_size(heap_size, &nominal, &bytes) != 0 || shm__huge_from_env(&huge) != 0) return 1;
+    if (shm__check_size(heap_size, &nominal, &bytes) != 0 || shmalloc_map_huge_from_env(&huge) != 0) return 1;
     if (shm__world_init(&w, npes, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
         return 1;

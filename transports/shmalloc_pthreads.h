@@ -2,8 +2,10 @@
    MIT licence: see the end of ../shmalloc.h.
 
    USAGE
-     Build transports/shmalloc_pthreads.c (it expands the allocator's
-     implementation) with your program and link with -pthread:
+     Link your program with this transport (shmalloc_pthreads.c and
+     shmalloc_map.c, or libshmalloc_pthreads) and the allocator (shmalloc.c,
+     libshmalloc, or a file of your own that defines SHMALLOC_IMPLEMENTATION
+     before including shmalloc.h), with -pthread:
 
          #include "transports/shmalloc_pthreads.h"
 

@@ -26,7 +26,7 @@ PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 # Criterion tests: of the core and the heap (linked with the allocator),
 # of the pthreads transport (also with its library), and white-box tests
 # that expand the implementation themselves to reach its privates.
-CORE_TESTS     = test_tlsf test_heap test_bad_input test_threads
+CORE_TESTS     = test_tlsf test_heap test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_debug test_order test_sbreak test_grow test_hugepages
 WHITEBOX_TESTS = test_corrupt
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS)
@@ -173,7 +173,7 @@ CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) examples/hello_pmix_ofi.c
             examples/vendor_runtime.c
 compile-check:
 	@set -e; for cc in gcc clang; do for std in c99 c11; do \
-	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG=3 -DSHMALLOC_SL_LOG2=4"; do \
+	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4"; do \
 	    echo "$$cc -std=$$std $$v"; \
 	    $$cc -std=$$std $(WARN) $$v -I. -c shmalloc.c -o /dev/null; done; \
 	  for f in $(sort $(CHECK_SRC)); do \
@@ -209,7 +209,7 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	mkdir -p build/fuzz-corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -DSHMALLOC_DEBUG=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c shmalloc.c -o build/fuzz_tlsf
+	  -DSHMALLOC_DEBUG_LEVEL=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c shmalloc.c -o build/fuzz_tlsf
 	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
 	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 

@@ -55,9 +55,9 @@
    SHMALLOC_NO_SHMEM_NAMES   all files: leave out shmem_malloc, shfree, ...,
                              malloc_error and the SHMEM_MALLOC_* hints, for
                              runtimes with their own.
-   SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG >= 2.
+   SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG_LEVEL >= 2.
    SHMALLOC_MEMCPY, SHMALLOC_MEMMOVE, SHMALLOC_MEMSET   the libc routines used.
-   SHMALLOC_DEBUG            0 none; 1 argument validation (the default: bad
+   SHMALLOC_DEBUG_LEVEL      0 none; 1 argument validation (the default: bad
                              pointers are always caught); 2 internal
                              assertions; 3 a full heap check after every call.
    SHMALLOC_POISON           mark free memory and slack inaccessible to ASan
@@ -251,7 +251,9 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
                     register are deregistered again.
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
-   pe, npes         this PE's number and the number of PEs, for messages.
+   pe, npes         REQUIRED: this PE's number and the number of PEs
+                    (0 <= pe < npes), which every message names; a heap
+                    refuses a transport without them.
 
    A growing heap registers at most SHMALLOC_MAX_REGIONS pieces.
 
@@ -299,6 +301,17 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
    all-reduce; a heap with spec blocks (shsbreak) does not grow. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
                                                                        const shmalloc_transport *tp, long *err);
+/* What a heap is created with: shmalloc_heap_create and _growable take
+   debug from the options table (SHMALLOC_DEBUG, as shmalloc_options_read
+   last found it). */
+typedef struct shmalloc_heap_config {
+    size_t nominal; /* bytes used and registered at first (SIZE_MAX: all of mem); the rest is room to grow */
+    int debug;      /* debug mode: asymmetric calls reported, leaks listed, fill patterns */
+} shmalloc_heap_config;
+/* Collective: shmalloc_heap_create_growable with a config. */
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
+                                                                   const shmalloc_heap_config *config,
+                                                                   const shmalloc_transport *tp, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
@@ -358,19 +371,74 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void);
 
-/* ---- heap size from the environment ------------------------------------
-   Parses "512M", "1.5g", "4096", ... (K/M/G/T, powers of 1024).  Returns 0
+/* >> environment ------------------------------------------------------------
+   Every environment variable of shmalloc and its transports is one entry
+   of one table (shmalloc_options), read at start-up by
+   shmalloc_options_read, which checks each value by its kind and refuses
+   a bad one with a message naming the variable, the value and what is
+   accepted.  A transport reads the table once and gives the heap what it
+   needs (shmalloc_heap_config); the heap itself reads no variable. */
+enum {
+    SHMALLOC_OPT_HEAP_SIZE,          /* SHMEM_SYMMETRIC_HEAP_SIZE and its older names */
+    SHMALLOC_OPT_HEAP_MAX,           /* SHMALLOC_HEAP_MAX */
+    SHMALLOC_OPT_DEBUG,              /* SHMALLOC_DEBUG: debug mode */
+    SHMALLOC_OPT_HUGE_PAGES,         /* SHMALLOC_HUGE_PAGES */
+    SHMALLOC_OPT_SOS_HUGE_PAGES,     /* SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES */
+    SHMALLOC_OPT_SOS_PAGE_SIZE,      /* SHMEM_SYMMETRIC_HEAP_PAGE_SIZE */
+    SHMALLOC_OPT_BARRIER_TIMEOUT,    /* SHMALLOC_BARRIER_TIMEOUT */
+    SHMALLOC_OPT_VERBOSE,            /* SHMALLOC_VERBOSE */
+    SHMALLOC_OPT_PMIX_ANY_ADDRESS,   /* SHMALLOC_PMIX_OFI_ANY_ADDRESS */
+    SHMALLOC_OPT_PMIX_DIRECT,        /* SHMALLOC_PMIX_OFI_DIRECT */
+    SHMALLOC_OPT_PMIX_NODE_BARRIER,  /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
+    SHMALLOC_OPT_COUNT
+};
+/* How a value is checked, and what `value` then holds. */
+enum {
+    SHMALLOC_KIND_SIZE,        /* "512M", "1.5G", "4096": bytes */
+    SHMALLOC_KIND_SIZE_OR_OFF, /* a size, or 0 (or empty): 0 */
+    SHMALLOC_KIND_SECONDS,     /* a whole number of seconds, 1 to 1000000 */
+    SHMALLOC_KIND_SWITCH,      /* 0 (or empty): 0; 1 to 9: 1 */
+    SHMALLOC_KIND_BIT,         /* 0 or 1 */
+    SHMALLOC_KIND_YES_NO,      /* SOS's booleans 1/0, y/n, yes/no, on/off, true/false (empty: no): 1 or 0 */
+    SHMALLOC_KIND_WORD         /* text its reader checks (e.g. a huge page size the kernel has) */
+};
+typedef struct shmalloc_option {
+    const char *name;     /* the variable */
+    const char *alias[2]; /* read in turn when name is unset (older runtimes' names), or NULL */
+    int kind;             /* SHMALLOC_KIND_* */
+    const char *fallback; /* the value when none of them is set */
+    const char *meaning;  /* one line, as the README's tables give it */
+    /* what shmalloc_options_read found: */
+    const char *source;   /* the variable the value came from; NULL: the fallback; "program": set */
+    const char *text;     /* the value as it reads */
+    uint64_t value;       /* as the kind says */
+} shmalloc_option;
+
+/* The table: SHMALLOC_OPT_COUNT entries, indexed by SHMALLOC_OPT_*. */
+SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void);
+/* Reads every entry: 0, or -1 after a message for each bad value (each
+   other entry is still read).  env (environ, or NULL) is searched for
+   SHMALLOC_* variables the table lacks (SHMALLOC_TEST_* are the test
+   suite's own), each reported once per process with the nearest name.
+   Not thread-safe: a transport calls it at start-up, before PEs run. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env);
+/* Reads one entry again: 0, or -1 after its message. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_read(int id);
+/* The program's own value for an entry, checked as a variable's would be
+   (0, or -1 after a message); reads leave it until it is set to NULL,
+   which hands the entry back to the environment. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_set(int id, const char *text);
+/* Parses "512M", "1.5g", "4096", ... (K/M/G/T, powers of 1024).  Returns 0
    and sets *out on success, -1 on a bad value (empty, not a number, unknown
    suffix, zero, larger than 2^SHMALLOC_MAX_LOG2). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out);
-/* Reads SHMEM_SYMMETRIC_HEAP_SIZE, then SHMEM_SYMMETRIC_SIZE, then
-   SMA_SYMMETRIC_SIZE.  Returns 0 with *out set (the default when none is
-   set), or -1 after printing to stream 2 a message naming the variable, the
-   value and what is accepted. */
-SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out);
-/* Reads SHMALLOC_HEAP_MAX, the size a heap of `nominal` bytes may grow to:
-   0 with *out set (nominal when it is unset, empty or "0": no growth), or
-   -1 after a message when it is not a size or is below nominal. */
+/* SHMALLOC_OPT_HEAP_SIZE read again: 0 with *out set, or -1 after its
+   message. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out unchanged on -1 */
+/* SHMALLOC_OPT_HEAP_MAX read again, the size a heap of `nominal` bytes
+   may grow to: 0 with *out set (nominal when it is unset, empty or "0": no
+   growth), or -1 after a message when it is not a size or is below
+   nominal. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
@@ -430,14 +498,17 @@ SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 #if !defined(SHMALLOC_MEMSET)
 #  define SHMALLOC_MEMSET(d, c, n) memset((d), (c), (n))
 #endif
-#if !defined(SHMALLOC_DEBUG)
-#  define SHMALLOC_DEBUG 1 /* bad pointers are always caught: the start map costs nothing extra */
+#if defined(SHMALLOC_DEBUG)
+#  error "SHMALLOC_DEBUG is the environment's switch for debug mode; the compile-time level is SHMALLOC_DEBUG_LEVEL"
+#endif
+#if !defined(SHMALLOC_DEBUG_LEVEL)
+#  define SHMALLOC_DEBUG_LEVEL 1 /* bad pointers are always caught: the start map costs nothing extra */
 #endif
 #if !defined(SHMALLOC_ASSERT)
 #  include <assert.h>
 #  define SHMALLOC_ASSERT(c) assert(c)
 #endif
-#if SHMALLOC_DEBUG >= 2
+#if SHMALLOC_DEBUG_LEVEL >= 2
 #  define SHM__ASSERT(c) SHMALLOC_ASSERT(c)
 #else
 #  define SHM__ASSERT(c) ((void)0)
@@ -967,7 +1038,7 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
     (void)used;
 }
 
-#if SHMALLOC_DEBUG >= 2
+#if SHMALLOC_DEBUG_LEVEL >= 2
 #  define SHM__MAP_CHUNK ((size_t)64) /* the least map zeroed at once: small, so tests cross it often */
 #else
 #  define SHM__MAP_CHUNK ((size_t)4096)
@@ -1953,14 +2024,22 @@ static void shm__set(long *err, long e)
     if (err) *err = e;
 }
 
-static void shm__lock(shmalloc_heap *h)
+/* The transport's lock: SHMEM_MALLOC_OK when held.  A call that could not
+   take it changes nothing, yet a collective one still agrees, so no PE is
+   left waiting; its failure is what every PE learns. */
+static long shm__lock(shmalloc_heap *h)
 {
-    if (h->tp.lock) h->tp.lock(h->tp.user);
+    if (!h->tp.lock || !h->tp.lock(h->tp.user)) return SHMEM_MALLOC_OK;
+    shmalloc_print(2, "shmalloc: PE %d: the transport's lock failed: the call fails\n", h->tp.pe);
+    return SHMEM_MALLOC_FAIL;
 }
 
-static void shm__unlock(shmalloc_heap *h)
+/* Undoes shm__lock when it held; a failed unlock is said, the call's
+   outcome stands (it is the same on every PE). */
+static void shm__unlock(shmalloc_heap *h, long held)
 {
-    if (h->tp.unlock) h->tp.unlock(h->tp.user);
+    if (held != SHMEM_MALLOC_OK || !h->tp.unlock || !h->tp.unlock(h->tp.user)) return;
+    shmalloc_print(2, "shmalloc: PE %d: the transport's unlock failed\n", h->tp.pe);
 }
 
 /* ---- hints kept per block ----
@@ -2038,12 +2117,12 @@ static void shm__hints_drop(shmalloc_heap *h, size_t offset)
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr)
 {
-    long r;
+    long r, held;
     if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
-    shm__lock(h);
+    if ((held = shm__lock(h))) return held;
     r = shm__validate(h->tlsf, ptr);
     if (!r) r = shm__hints_of(h, shm__offset(h->tlsf, ptr));
-    shm__unlock(h);
+    shm__unlock(h, held);
     return r;
 }
 
@@ -2137,17 +2216,6 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
 
-/* SHMALLOC_DEBUG in the environment: 1 (or more) debug mode, 0 or unset
-   off; anything else is refused with a message (-1). */
-static int shm__debug_from_env(void)
-{
-    const char *v = getenv("SHMALLOC_DEBUG");
-    if (!v || !strcmp(v, "0") || !*v) return 0;
-    if (v[0] >= '1' && v[0] <= '9' && !v[1]) return 1;
-    shmalloc_print(2, "shmalloc: SHMALLOC_DEBUG=\"%s\" is not a debug level: expected 0 (off) or 1 to 9 (on)\n", v);
-    return -1;
-}
-
 typedef struct shm__leaks {
     const shmalloc_heap *h;
     size_t count, bytes;
@@ -2179,7 +2247,7 @@ static void shm__report_leaks(const shmalloc_heap *h)
 
 static void shm__debug_check(const shmalloc_heap *h)
 {
-#if SHMALLOC_DEBUG >= 3
+#if SHMALLOC_DEBUG_LEVEL >= 3
     SHMALLOC_ASSERT(shmalloc_tlsf_check(h->tlsf, 0) == 0);
 #else
     (void)h;
@@ -2204,21 +2272,25 @@ static void shm__deregister(const shmalloc_transport *tp, shmalloc_tlsf *t, size
     if (tp->deregister_region) tp->deregister_region(tp->user, t->base + from, to - from);
 }
 
-SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
-                                                                       const shmalloc_transport *tp, long *err)
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
+                                                                   const shmalloc_heap_config *config,
+                                                                   const shmalloc_transport *tp, long *err)
 {
     shmalloc_tlsf *t = NULL;
     shmalloc_heap *h;
     size_t tbytes = 0, first = 0;
     long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
-    int debug = shm__debug_from_env();
+    size_t nominal = config ? config->nominal : SIZE_MAX;
+    int debug = config && config->debug;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
     shm__order order = {0, 0, 0, 0};
-    if (!tp || !tp->barrier) {
+    if (!tp || !tp->barrier || tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes) {
+        if (tp && tp->barrier)
+            shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PEs: its pe and "
+                           "npes must satisfy 0 <= pe < npes\n", tp->pe, tp->npes);
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
     }
-    if (debug < 0) e = SHMEM_MALLOC_FAIL;
     if (nominal > SHM__MAX_REQUEST) nominal = SHM__MAX_REQUEST; /* all the region holds */
     if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
@@ -2228,9 +2300,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     else first = (size_t)(t->limit - t->base);
     if (!e) e = registered = shm__register(tp, t, 0, first);
     call.size = bytes; /* the same reservation, */
-    e = shm__agree(tp, debug > 0, &order, &call, e);
+    e = shm__agree(tp, debug, &order, &call, e);
     call.size = first; /* and the same first piece, on every PE */
-    e = shm__agree(tp, debug > 0, &order, &call, e);
+    e = shm__agree(tp, debug, &order, &call, e);
     if (e) {
         if (registered == SHMEM_MALLOC_OK) shm__deregister(tp, t, 0, first);
         shm__set(err, e);
@@ -2246,6 +2318,15 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     h->ends[0] = first;
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
+                                                                       const shmalloc_transport *tp, long *err)
+{
+    shmalloc_heap_config config;
+    config.nominal = nominal;
+    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes, const shmalloc_transport *tp,
@@ -2317,10 +2398,10 @@ static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out)
 {
-    if (!h || !out) return -1;
-    shm__lock(h);
+    long held;
+    if (!h || !out || (held = shm__lock(h))) return -1;
     shm__info(h, out);
-    shm__unlock(h);
+    shm__unlock(h, held);
     return 0;
 }
 
@@ -2438,6 +2519,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
 {
     void *p = NULL;
     int short_here = 0;
+    long held;
     shm__call call = {0, 0, 0, 0, 0, 0};
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
@@ -2447,9 +2529,10 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
         shm__set(err, SHMEM_MALLOC_OK);
         return NULL;
     }
-    shm__lock(h);
+    held = shm__lock(h);
     h->calls[kind]++;
     h->order.calls++;
+    if (!e) e = held;
     if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
     if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
     if (!e && (hints & SHM__KEPT_HINTS) && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
@@ -2465,7 +2548,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     if (p) shm__hints_keep(h, shm__offset(h->tlsf, p), hints);
     if (short_here && e == SHMEM_MALLOC_FAIL) shm__report_oom(h, kind, size, align); /* not a mismatch's */
     shm__debug_check(h);
-    shm__unlock(h);
+    shm__unlock(h, held);
     shm__set(err, e);
     return p;
 }
@@ -2495,7 +2578,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_calloc(shmalloc_heap *h, size_t co
 static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 {
     shm__call call = {0, 0, 0, 0, 0, 0};
-    long e;
+    long e, held;
     if (!ptr) {
         shm__set(err, SHMEM_MALLOC_OK);
         return;
@@ -2504,12 +2587,12 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
         shm__set(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
         return;
     }
-    shm__lock(h);
+    held = shm__lock(h);
     h->calls[kind]++;
     h->order.calls++;
     call.kind = kind;
     call.offset = shm__offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &h->order, &call, shm__validate(h->tlsf, ptr));
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, held ? held : shm__validate(h->tlsf, ptr));
     if (!e) {
         shm__hints_drop(h, call.offset);
         SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
@@ -2517,7 +2600,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
         shm__release(h->tlsf, shm__of_user(ptr));
     }
     shm__debug_check(h);
-    shm__unlock(h);
+    shm__unlock(h, held);
     shm__set(err, e);
 }
 
@@ -2601,7 +2684,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
     void *q = NULL;
     size_t old;
-    long e, local;
+    long e, local, held;
     int early;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
@@ -2612,11 +2695,15 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         shm__set(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
         return NULL;
     }
-    shm__lock(h);
+    held = shm__lock(h);
     h->calls[SHM__REALLOC]++;
     h->order.calls++;
     call.size = size;
     call.offset = shm__offset(h->tlsf, ptr);
+    if (held) { /* agreed all the same, so no PE waits for this one */
+        shm__set(err, shm__agree(&h->tp, h->debug, &h->order, &call, held));
+        return NULL;
+    }
     call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
     early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
@@ -2638,7 +2725,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         shm__fit(q, size);
     }
     shm__debug_check(h);
-    shm__unlock(h);
+    shm__unlock(h, held);
     shm__set(err, e);
     return q;
 }
@@ -2649,22 +2736,22 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     ptrdiff_t inc;
     void *p = NULL;
     int bad;
-    long e = SHMEM_MALLOC_OK;
+    long e, held;
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
     }
-    shm__lock(h);
+    e = held = shm__lock(h);
     h->calls[SHM__SBREAK]++;
     h->order.calls++;
     call.size = (size_t)increment;
     inc = shm__sbreak_round(increment, &bad);
-    if (bad) e = SHMEM_MALLOC_BAD_SIZE;
-    else if (!shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
+    if (!e && bad) e = SHMEM_MALLOC_BAD_SIZE;
+    else if (!e && !shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
     e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (!e) p = shm__sbreak(h->tlsf, inc);
     shm__debug_check(h);
-    shm__unlock(h);
+    shm__unlock(h, held);
     shm__set(err, e);
     return p;
 }
@@ -2672,13 +2759,14 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
 {
     int problems;
+    long held;
     if (!h) {
         if (level >= 0) shmalloc_print(2, "shmalloc_check: no current symmetric heap\n");
         return 1;
     }
-    shm__lock(h);
+    if ((held = shm__lock(h))) return 1;
     problems = shmalloc_tlsf_check(h->tlsf, level);
-    shm__unlock(h);
+    shm__unlock(h, held);
     return problems;
 }
 
@@ -2716,6 +2804,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
 {
     shmalloc_counters c;
     shm__tally s;
+    long held;
     int i;
     if (!h) {
         shmalloc_print(1, "shmalloc_stats: no current symmetric heap\n");
@@ -2723,7 +2812,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     }
     SHMALLOC_MEMSET(&s, 0, sizeof s);
     s.level = level;
-    shm__lock(h);
+    if ((held = shm__lock(h))) return;
     shmalloc_tlsf_counters(h->tlsf, &c);
     shmalloc_print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", (void *)h->tlsf->base, c.capacity);
     for (i = 0; i < SHM__CREATE; i++)
@@ -2743,7 +2832,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
         s.map[s.fill] = 0;
         shmalloc_print(1, "%s%s\n", s.map, c.spec ? "@" : ""); /* the spec area is one block, at the top */
     }
-    shm__unlock(h);
+    shm__unlock(h, held);
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
@@ -2770,7 +2859,35 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
     return shm__current ? shm__current : shm__process_heap;
 }
 
-/* ---- heap size from the environment ---- */
+/* >> environment ------------------------------------------------------------ */
+#define SHM__SIZE_HINT "K, M, G or T suffix (powers of 1024)"
+static shmalloc_option shm__options[SHMALLOC_OPT_COUNT] = {
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", {"SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"}, SHMALLOC_KIND_SIZE, "512M",
+     "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
+    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0",
+     "size the heap may grow to, e.g. 64G; 0: no growth", NULL, NULL, 0},
+    {"SHMALLOC_DEBUG", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0",
+     "1: debug mode (asymmetric calls reported, leaks listed, fill patterns)", NULL, NULL, 0},
+    {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off",
+     "off, auto, 2M or 1G: the heap's pages", NULL, NULL, 0},
+    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+     "SOS's switch for huge pages, read when SHMALLOC_HUGE_PAGES is unset", NULL, NULL, 0},
+    {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M",
+     "SOS's huge page size, with the switch above", NULL, NULL, 0},
+    {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
+     "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0},
+    {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0",
+     "1: each PE prints its provider, registration mode and heap address", NULL, NULL, 0},
+    {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0",
+     "1: heaps at any address, translated by offset", NULL, NULL, 0},
+    {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+     "0: private heaps, every put and get through libfabric", NULL, NULL, 0},
+    {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+     "0: barriers by libfabric messages among all PEs, not through node memory", NULL, NULL, 0},
+};
+
+SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void) { return shm__options; }
+
 SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out)
 {
     const char *p = text;
@@ -2805,38 +2922,185 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out)
     return 0;
 }
 
+/* SOS's booleans: 1 yes, 0 no, -1 neither. */
+static int shm__yes_no(const char *v)
+{
+    static const char *const words[] = {"0", "n", "no", "off", "false", "1", "y", "yes", "on", "true"};
+    size_t i, n;
+    for (i = 0; i < sizeof words / sizeof words[0]; i++) {
+        for (n = 0; v[n] && words[i][n] && (v[n] | 0x20) == (words[i][n] | 0x20); n++) continue;
+        if (!v[n] && !words[i][n]) return i >= 5;
+    }
+    return -1;
+}
+
+/* o->text checked by its kind into o->value: 0, or -1 when it is bad. */
+static int shm__option_parse(shmalloc_option *o)
+{
+    const char *t = o->text;
+    size_t size = 0;
+    switch (o->kind) {
+    case SHMALLOC_KIND_SIZE_OR_OFF:
+        if (!*t || !strcmp(t, "0")) return (int)(o->value = 0);
+        /* fall through */
+    case SHMALLOC_KIND_SIZE:
+        if (shmalloc_parse_size(t, &size)) return -1;
+        o->value = size;
+        return 0;
+    case SHMALLOC_KIND_SECONDS: {
+        uint64_t n = 0;
+        for (; *t >= '0' && *t <= '9' && n <= 1000000; t++) n = n * 10 + (uint64_t)(*t - '0');
+        if (*t || t == o->text || n < 1 || n > 1000000) return -1;
+        o->value = n;
+        return 0;
+    }
+    case SHMALLOC_KIND_SWITCH:
+        if (*t && (t[1] || *t < '0' || *t > '9')) return -1;
+        o->value = *t && *t != '0';
+        return 0;
+    case SHMALLOC_KIND_BIT:
+        if (strcmp(t, "0") && strcmp(t, "1")) return -1;
+        o->value = *t == '1';
+        return 0;
+    case SHMALLOC_KIND_YES_NO:
+        if (*t && shm__yes_no(t) < 0) return -1;
+        o->value = *t && shm__yes_no(t) == 1;
+        return 0;
+    default:
+        o->value = 0;
+        return 0;
+    }
+}
+
+/* The message about a bad value of each kind: what it is not, and what is
+   accepted. */
+static const char *const shm__kind_text[][2] = {
+    {"a heap size", ": expected a positive number, decimals allowed, with an optional " SHM__SIZE_HINT
+                    ", at most %lluG, e.g. 512M or 1.5G"},
+    {"a heap size", ": expected 0 (no growth) or a size such as 64G, with an optional " SHM__SIZE_HINT
+                    ", at most %lluG"},
+    {"a timeout", ": expected a whole number of seconds from 1 to 1000000"},
+    {"a switch", ": expected 0 (off) or 1 to 9 (on)"},
+    {"0 or 1", ""},
+    {"a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false"},
+};
+
+/* o->text checked; a bad value is refused with a message, and the
+   fallback stands. */
+static int shm__option_report(shmalloc_option *o)
+{
+    char expected[160];
+    if (!shm__option_parse(o)) return 0;
+    snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
+    shmalloc_print(2, "shmalloc: %s=\"%s\" is not %s%s\n", o->source, o->text, shm__kind_text[o->kind][0], expected);
+    o->text = o->fallback;
+    shm__option_parse(o);
+    return -1;
+}
+
+/* The one place the environment is read. */
+static int shm__option_load(shmalloc_option *o)
+{
+    const char *names[3];
+    size_t i;
+    names[0] = o->name, names[1] = o->alias[0], names[2] = o->alias[1];
+    o->source = NULL;
+    o->text = o->fallback;
+    for (i = 0; i < 3 && !o->source; i++)
+        if (names[i] && getenv(names[i])) o->source = names[i], o->text = getenv(names[i]);
+    return shm__option_report(o);
+}
+
+static const char shm__by_program[] = "program";
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_read(int id)
+{
+    if (id < 0 || id >= SHMALLOC_OPT_COUNT) return -1;
+    return shm__options[id].source == shm__by_program ? 0 : shm__option_load(&shm__options[id]);
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_set(int id, const char *text)
+{
+    shmalloc_option *o;
+    if (id < 0 || id >= SHMALLOC_OPT_COUNT) return -1;
+    o = &shm__options[id];
+    if (!text) {
+        o->source = NULL;
+        return shm__option_load(o);
+    }
+    o->source = shm__by_program;
+    o->text = text;
+    return shm__option_report(o);
+}
+
+/* Edits between a and b (each under 64 characters), for the nearest name. */
+static size_t shm__distance(const char *a, const char *b)
+{
+    size_t row[64], i, j, n = strlen(b), diag, up;
+    if (strlen(a) >= 64 || n >= 64) return 64;
+    for (j = 0; j <= n; j++) row[j] = j;
+    for (i = 1; a[i - 1]; i++) {
+        diag = row[0];
+        row[0] = i;
+        for (j = 1; j <= n; j++) {
+            up = row[j];
+            row[j] = a[i - 1] == b[j - 1] ? diag : 1 + (diag < up ? (diag < row[j - 1] ? diag : row[j - 1])
+                                                                  : (up < row[j - 1] ? up : row[j - 1]));
+            diag = up;
+        }
+    }
+    return row[n];
+}
+
+/* A SHMALLOC_* variable of env that no entry has: said once per process. */
+static void shm__report_unknown(char *const *env)
+{
+    static int reported;
+    size_t best_d;
+    int k;
+    for (; *env && !reported; env++) {
+        char name[64];
+        const char *best = NULL;
+        size_t n = strcspn(*env, "=");
+        if (strncmp(*env, "SHMALLOC_", 9) || !strncmp(*env, "SHMALLOC_TEST_", 14) || n >= sizeof name) continue;
+        memcpy(name, *env, n);
+        name[n] = '\0';
+        for (k = 0, best_d = 4; k < SHMALLOC_OPT_COUNT; k++) {
+            size_t d = shm__distance(name, shm__options[k].name);
+            if (d == 0) break;
+            if (d < best_d) best_d = d, best = shm__options[k].name;
+        }
+        if (k < SHMALLOC_OPT_COUNT) continue;
+        shmalloc_print(2, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n", name,
+                       best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+    }
+    reported = 1;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env)
+{
+    int id, bad = 0;
+    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) bad |= shmalloc_option_read(id);
+    if (env) shm__report_unknown(env);
+    return bad ? -1 : 0;
+}
+
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
 {
-    static const char *const names[] = {"SHMEM_SYMMETRIC_HEAP_SIZE", "SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"};
-    size_t i;
-    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *value = getenv(names[i]);
-        if (!value) continue;
-        if (shmalloc_parse_size(value, out) == 0) return 0;
-        shmalloc_print(2,
-                   "shmalloc: %s=\"%s\" is not a heap size: expected a positive number, decimals allowed, "
-                   "with an optional K, M, G or T suffix (powers of 1024), at most %lluG, e.g. 512M or 1.5G\n",
-                   names[i], value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
-        return -1;
-    }
-    *out = SHMALLOC_DEFAULT_HEAP_SIZE;
+    if (shmalloc_option_read(SHMALLOC_OPT_HEAP_SIZE)) return -1;
+    *out = (size_t)shm__options[SHMALLOC_OPT_HEAP_SIZE].value;
     return 0;
 }
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out)
 {
-    const char *value = getenv("SHMALLOC_HEAP_MAX");
+    const shmalloc_option *o = &shm__options[SHMALLOC_OPT_HEAP_MAX];
     *out = nominal;
-    if (!value || !*value || !strcmp(value, "0")) return 0;
-    if (shmalloc_parse_size(value, out) == 0 && *out >= nominal) return 0;
-    if (*out == nominal)
-        shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" is not a heap size: expected 0 (no growth) or a size "
-                   "such as 64G, with an optional K, M, G or T suffix, at most %lluG\n",
-                   value, (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
-    else
-        shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%zu bytes) is below the heap size of %zu bytes: the "
-                   "heap would have no room to grow\n", value, *out, nominal);
-    *out = nominal;
+    if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
+    if (!o->value) return 0;
+    if (o->value >= nominal) return *out = (size_t)o->value, 0;
+    shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%llu bytes) is below the heap size of %zu bytes: the "
+                   "heap would have no room to grow\n", o->text, (unsigned long long)o->value, nominal);
     return -1;
 }
 

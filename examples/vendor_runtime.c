@@ -72,6 +72,7 @@ static void *minirt_peer(void *p, int pe) /* the address of p's copy on pe */
 static int pe_main(void)
 {
     shmalloc_transport tp;
+    shmalloc_heap_config config;
     long err, *ring;
     int right = (rt_me + 1) % rt_npes, ok;
     memset(&tp, 0, sizeof tp);
@@ -80,7 +81,9 @@ static int pe_main(void)
     tp.allreduce_max = minirt_allreduce_max;
     tp.pe = rt_me;
     tp.npes = rt_npes;
-    rt_heap = shmalloc_heap_create(rt_heaps + (size_t)rt_me * rt_stride, rt_stride, &tp, &err);
+    config.nominal = SIZE_MAX; /* the whole region from the start: no growth */
+    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    rt_heap = shmalloc_heap_create_with(rt_heaps + (size_t)rt_me * rt_stride, rt_stride, &config, &tp, &err);
     if (!rt_heap) {
         fprintf(stderr, "PE %d: heap creation failed (%ld)\n", rt_me, err);
         return 1;
@@ -106,6 +109,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s [npes 1..%d]\n", argv[0], MINIRT_MAX_PES);
         return 2;
     }
+    if (shmalloc_options_read(NULL) != 0) return 1; /* SHMALLOC_DEBUG and the rest, once, before the PEs */
     rt_stride = (shmalloc_heap_bytes(MINIRT_HEAP) + 4095) & ~(size_t)4095;
     total = 4096 + (size_t)rt_npes * rt_stride;
     rt_shared = (struct minirt_shared *)mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

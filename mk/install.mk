@@ -242,7 +242,7 @@ cpp-check: $(B)/hello_cpp
 	  'int main() { return 0; }' > $(shm_cxx_probe)
 	@set -e; for cxx in g++ clang++; do for std in c++11 c++14 c++17 c++20; do \
 	  echo "$$cxx -std=$$std $(shm_cxx_warn): shmalloc.h with $(shm_cxx_transports)"; \
-	  for v in "" -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG=3 -DSHMALLOC_SL_LOG2=4 -DSHMALLOC_MAX_LOG2=40"; do \
+	  for v in "" -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4 -DSHMALLOC_MAX_LOG2=40"; do \
 	    for tp in $(shm_cxx_transports); do \
 	      $$cxx -std=$$std $(shm_cxx_warn) $$v -DPROBE_TRANSPORT="\"transports/$$tp\"" -I. -c $(shm_cxx_probe) -o /dev/null || \
 	        { echo "failed: $$cxx -std=$$std $$v with transports/$$tp" >&2; exit 1; }; \

@@ -156,6 +156,7 @@ static shmalloc_heap *growing_heap(char **mem, size_t *bytes)
     shmalloc_heap *h;
     long err = 1;
     memset(&tp, 0, sizeof tp);
+    tp.npes = 1;
     tp.barrier = rec_barrier;
     tp.allreduce_max = rec_reduce;
     tp.register_region = rec_register;
@@ -274,6 +275,7 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
     shmalloc_heap *h;
     long err;
     memset(&tp, 0, sizeof tp);
+    tp.npes = 1;
     tp.barrier = rec_barrier; /* no all-reduce: PEs could not agree on growing */
     h = shmalloc_heap_create_growable(mem, bytes, NOMINAL, &tp, &err);
     cr_assert(h != NULL);

@@ -85,6 +85,7 @@ static shmalloc_transport counting_transport(int with_allreduce)
     shmalloc_transport tp;
     memset(&tp, 0, sizeof tp);
     tp.user = &cnt;
+    tp.npes = 1;
     tp.barrier = c_barrier;
     tp.allreduce_max = with_allreduce ? c_allreduce : NULL;
     tp.register_region = c_register;
@@ -1697,8 +1698,10 @@ Test(oom, fragmentation_is_named_when_the_bytes_are_free_but_not_in_one_block)
 Test(oom, debug_mode_reports_every_failure_and_realloc_too)
 {
     setenv("SHMALLOC_DEBUG", "1", 1);
+    cr_assert(shmalloc_options_read(NULL) == 0);
     shmalloc_heap *h = make_counting_heap(MIB, 1);
     unsetenv("SHMALLOC_DEBUG");
+    cr_assert(shmalloc_options_read(NULL) == 0);
     void *a = shmem_malloc(100);
     cr_assert(a);
     capture_start();

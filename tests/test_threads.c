@@ -119,6 +119,7 @@ Test(threads, four_threads_of_one_pe_share_its_heap_without_losing_a_byte)
     int i;
     memset(&tp, 0, sizeof tp);
     tp.user = &heap_mutex;
+    tp.npes = 1;
     tp.barrier = no_barrier;
     tp.lock = do_lock;
     tp.unlock = do_unlock;

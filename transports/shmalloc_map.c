@@ -5,7 +5,6 @@
 #include "shmalloc_map.h"
 #include "../shmalloc.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -67,22 +66,6 @@ static int shm__huge_size_ok(const char *text, size_t *size)
                    shm__hugetlb_size_exists(*size) ? 0 : -1;
 }
 
-/* SOS's booleans: 1 yes, 0 no, -1 neither. */
-static int shm__env_bool(const char *v)
-{
-    static const char *const yes[] = {"1", "y", "yes", "on", "true"}, *const no[] = {"0", "n", "no", "off", "false"};
-    char low[8];
-    size_t i;
-    for (i = 0; v[i] && i + 1 < sizeof low; i++) low[i] = (char)tolower((unsigned char)v[i]);
-    low[i] = '\0';
-    if (v[i]) return -1;
-    for (i = 0; i < 5; i++) {
-        if (!strcmp(low, yes[i])) return 1;
-        if (!strcmp(low, no[i])) return 0;
-    }
-    return -1;
-}
-
 static int shm__huge_bad(const char *var, const char *value, const char *expected)
 {
     shmalloc_print(2, "shmalloc: %s=\"%s\" is not %s\n", var, value, expected);
@@ -91,9 +74,15 @@ static int shm__huge_bad(const char *var, const char *value, const char *expecte
 
 int shmalloc_map_huge_from_env(shmalloc_map_huge *h)
 {
-    const char *v = getenv("SHMALLOC_HUGE_PAGES"), *use = getenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES");
-    const char *size = getenv("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE");
+    const shmalloc_option *opt = shmalloc_options();
+    const char *v, *use, *size;
     const char *sizes = "a huge page size this kernel offers (see /sys/kernel/mm/hugepages), e.g. 2M or 1G";
+    if (shmalloc_option_read(SHMALLOC_OPT_HUGE_PAGES) || shmalloc_option_read(SHMALLOC_OPT_SOS_HUGE_PAGES) ||
+        shmalloc_option_read(SHMALLOC_OPT_SOS_PAGE_SIZE))
+        return -1;
+    v = opt[SHMALLOC_OPT_HUGE_PAGES].source ? opt[SHMALLOC_OPT_HUGE_PAGES].text : NULL;
+    use = opt[SHMALLOC_OPT_SOS_HUGE_PAGES].source ? opt[SHMALLOC_OPT_SOS_HUGE_PAGES].text : NULL;
+    size = opt[SHMALLOC_OPT_SOS_PAGE_SIZE].source ? opt[SHMALLOC_OPT_SOS_PAGE_SIZE].text : NULL;
     memset(h, 0, sizeof *h);
     h->size = shm__hugetlb_default();
     if (v && *v) {
@@ -107,12 +96,7 @@ int shmalloc_map_huge_from_env(shmalloc_map_huge *h)
     }
     if (size && *size && shm__huge_size_ok(size, &h->size) != 0)
         return shm__huge_bad("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", size, sizes);
-    if (!use || !*use) return 0;
-    switch (shm__env_bool(use)) {
-    case 0: return 0;
-    case 1: break;
-    default: return shm__huge_bad("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", use, "a boolean: 1/0, y/n, yes/no, on/off, true/false");
-    }
+    if (!use || !*use || !opt[SHMALLOC_OPT_SOS_HUGE_PAGES].value) return 0;
     h->mode = SHMALLOC_MAP_HUGE_SIZE;
     if (!size || !*size) h->size = SHMALLOC_MAP_THP_BYTES;
     snprintf(h->setting, sizeof h->setting, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES=%.16s%s%.24s", use,

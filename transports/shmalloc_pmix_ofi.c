@@ -1796,6 +1796,8 @@ static void shm__init(int level)
     }
 
     memset(&tp, 0, sizeof tp);
+    tp.pe = shm__w.me;
+    tp.npes = shm__w.npes;
     tp.barrier = shm__tp_barrier;
     tp.allreduce_max = shm__tp_allreduce_max;
     tp.register_region = shm__tp_register;

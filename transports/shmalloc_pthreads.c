@@ -223,6 +223,7 @@ static void *shm__pe_thread(void *arg)
     shm__pe *pe = (shm__pe *)arg;
     shm__world *w = pe->world;
     shmalloc_transport tp;
+    shmalloc_heap_config config;
 
     if (!shm__wait_gate(w)) return NULL;
     memset(&tp, 0, sizeof tp);
@@ -233,7 +234,9 @@ static void *shm__pe_thread(void *arg)
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
     tp.npes = w->npes;
-    pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
+    config.nominal = w->nominal;
+    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    pe->heap = shmalloc_heap_create_with(pe->map.base, pe->map.bytes, &config, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;
@@ -340,17 +343,25 @@ static void shm__report_create_failure(const shm__world *w)
     }
 }
 
-/* The nominal size and the bytes to reserve: shmalloc_heap_bytes of
-   SHMALLOC_HEAP_MAX when the heap may grow, else of the nominal size. */
-static int shm__check_size(size_t heap_size, size_t *nominal, size_t *bytes)
+/* The run-time options, once per run; heap_size, when not 0, stands for
+   the heap size variables. */
+static int shm__read_options(size_t heap_size)
 {
-    size_t max;
-    if (heap_size == 0 && shmalloc_heap_size_from_env(&heap_size) != 0) return -1;
-    if (heap_size == 0 || heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n",
-                heap_size, SHMALLOC_MAX_LOG2);
+    char text[32];
+    snprintf(text, sizeof text, "%zu", heap_size);
+    if (heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", heap_size, SHMALLOC_MAX_LOG2);
         return -1;
     }
+    if (shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, heap_size ? text : NULL) != 0) return -1;
+    return shmalloc_options_read(environ);
+}
+
+/* The nominal size and the bytes to reserve: shmalloc_heap_bytes of
+   SHMALLOC_HEAP_MAX when the heap may grow, else of the nominal size. */
+static int shm__check_size(size_t *nominal, size_t *bytes)
+{
+    size_t max, heap_size = (size_t)shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE].value;
     if (shmalloc_heap_max_from_env(heap_size, &max) != 0) return -1;
     *nominal = max > heap_size ? heap_size : SIZE_MAX; /* SIZE_MAX: no growth */
     *bytes = shmalloc_heap_bytes(max);
@@ -377,7 +388,9 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
         return 1;
     }
-    if (shm__check_size(heap_size, &nominal, &bytes) != 0 || shmalloc_map_huge_from_env(&huge) != 0) return 1;
+    if (shm__read_options(heap_size) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
+        shmalloc_map_huge_from_env(&huge) != 0)
+        return 1;
     if (shm__world_init(&w, npes, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
         return 1;

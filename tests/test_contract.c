@@ -1,0 +1,186 @@
+/* The transport contract as the heap keeps it: a transport must name its
+   PE and the number of PEs; every callback gets the transport's user
+   pointer; the statuses of lock and unlock are honoured. */
+#include "shmalloc.h"
+#include "criterion_shim.h"
+
+#include <string.h>
+
+static char region[1 << 20] __attribute__((aligned(4096)));
+static char said[2048];
+
+static void capture(void *user, int stream, const char *text)
+{
+    (void)user;
+    if (stream == 2) strncat(said, text, sizeof said - strlen(said) - 1);
+}
+
+/* What the callbacks saw. */
+static struct calls {
+    int barriers, reduces, registers, locks, unlocks, wrong_user;
+    int lock_fails, unlock_fails; /* what lock and unlock return, 0: success */
+} seen;
+
+static void check_user(void *user)
+{
+    if (user != &seen) seen.wrong_user++;
+}
+static int t_barrier(void *user)
+{
+    check_user(user);
+    seen.barriers++;
+    return 0;
+}
+static int t_reduce(void *user, uint64_t *values, int count)
+{
+    (void)values, (void)count;
+    check_user(user);
+    seen.reduces++;
+    return 0;
+}
+static int t_register(void *user, void *base, size_t bytes)
+{
+    (void)base, (void)bytes;
+    check_user(user);
+    seen.registers++;
+    return 0;
+}
+static int t_lock(void *user)
+{
+    check_user(user);
+    seen.locks++;
+    return seen.lock_fails;
+}
+static int t_unlock(void *user)
+{
+    check_user(user);
+    seen.unlocks++;
+    return seen.unlock_fails;
+}
+
+static shmalloc_transport transport(int pe, int npes)
+{
+    shmalloc_transport tp;
+    memset(&tp, 0, sizeof tp);
+    tp.user = &seen;
+    tp.barrier = t_barrier;
+    tp.allreduce_max = t_reduce;
+    tp.register_region = t_register;
+    tp.lock = t_lock;
+    tp.unlock = t_unlock;
+    tp.pe = pe;
+    tp.npes = npes;
+    return tp;
+}
+
+static shmalloc_heap *create(int pe, int npes, long *err)
+{
+    shmalloc_transport tp = transport(pe, npes);
+    shmalloc_heap *h;
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    h = shmalloc_heap_create(region, sizeof region, &tp, err);
+    shmalloc_set_output(NULL, NULL);
+    return h;
+}
+
+Test(contract, a_transport_that_names_no_pe_or_pe_count_is_refused)
+{
+    static const int cases[][2] = {{0, 0}, {-1, 2}, {2, 2}, {5, 1}};
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long err = 0;
+        char want[128];
+        memset(&seen, 0, sizeof seen);
+        cr_assert_null(create(cases[i][0], cases[i][1], &err), "PE %d of %d accepted", cases[i][0], cases[i][1]);
+        cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+        snprintf(want, sizeof want, "names PE %d of %d PEs", cases[i][0], cases[i][1]);
+        cr_assert(strstr(said, want), "%s", said);
+        cr_assert_eq(seen.registers + seen.barriers + seen.reduces, 0, "refused before any collective step");
+    }
+}
+
+Test(contract, every_callback_gets_the_user_pointer_and_messages_name_the_pe)
+{
+    long err;
+    void *p;
+    shmalloc_heap *h;
+    memset(&seen, 0, sizeof seen);
+    h = create(3, 4, &err);
+    cr_assert_not_null(h);
+    p = shmalloc_heap_malloc(h, 100, &err);
+    cr_assert_not_null(p);
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    cr_assert_null(shmalloc_heap_malloc(h, 4 << 20, &err)); /* out of memory: reported by this PE */
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(strstr(said, "shmalloc: PE 3: out of symmetric memory"), "%s", said);
+    shmalloc_heap_free(h, p, &err);
+    cr_assert(seen.registers == 1 && seen.reduces >= 3 && seen.locks >= 3 && seen.unlocks == seen.locks);
+    cr_assert_eq(seen.wrong_user, 0, "%d callbacks got another user pointer", seen.wrong_user);
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}
+
+Test(contract, a_failed_lock_fails_the_call_changes_nothing_and_still_agrees)
+{
+    long err;
+    shmalloc_counters before, after;
+    shmalloc_heap *h;
+    void *p, *q;
+    int reduces;
+    memset(&seen, 0, sizeof seen);
+    h = create(0, 1, &err);
+    p = shmalloc_heap_malloc(h, 100, &err);
+    cr_assert_not_null(p);
+    shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &before);
+    seen.lock_fails = 1;
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    reduces = seen.reduces;
+    cr_assert_null(shmalloc_heap_malloc(h, 64, &err));
+    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    shmalloc_heap_free(h, p, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_null(shmalloc_heap_realloc(h, p, 200, &err));
+    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_null(shmalloc_heap_sbreak(h, 64, &err));
+    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(seen.reduces - reduces, 4, "each collective call still agreed, so no peer waits");
+    cr_assert_eq(shmalloc_heap_check(h, -1), 1, "the checker cannot look without the lock");
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(strstr(said, "shmalloc: PE 0: the transport's lock failed: the call fails"), "%s", said);
+    cr_assert_eq(seen.unlocks, seen.locks - 5, "no unlock without the lock");
+    seen.lock_fails = 0;
+    shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &after);
+    cr_assert(after.in_use == before.in_use && after.used_blocks == before.used_blocks, "the heap is unchanged");
+    cr_assert(shmalloc_tlsf_usable_size(shmalloc_heap_tlsf(h), p) >= 100, "the block is still allocated");
+    q = shmalloc_heap_malloc(h, 64, &err);
+    cr_assert_not_null(q);
+    shmalloc_heap_free(h, q, &err);
+    shmalloc_heap_free(h, p, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}
+
+Test(contract, a_failed_unlock_is_said_and_the_outcome_stands)
+{
+    long err;
+    shmalloc_heap *h;
+    void *p;
+    memset(&seen, 0, sizeof seen);
+    h = create(1, 2, &err);
+    seen.unlock_fails = 1;
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    p = shmalloc_heap_malloc(h, 100, &err);
+    shmalloc_set_output(NULL, NULL);
+    seen.unlock_fails = 0;
+    cr_assert_not_null(p, "the PEs agreed on the block: it stands");
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert(strstr(said, "shmalloc: PE 1: the transport's unlock failed"), "%s", said);
+    shmalloc_heap_free(h, p, &err);
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}

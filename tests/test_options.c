@@ -1,0 +1,205 @@
+/* The table of run-time options: every variable read from one place,
+   checked by its kind, refused with a message naming it; misspelt
+   SHMALLOC_* variables reported once; the README's environment tables
+   list exactly the table's variables. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* setenv */
+#endif
+#include "shmalloc.h"
+#include "criterion_shim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char said[4096];
+static void capture(void *user, int stream, const char *text)
+{
+    (void)user;
+    if (stream == 2) strncat(said, text, sizeof said - strlen(said) - 1);
+}
+
+static int read_quietly(void)
+{
+    int rc;
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    rc = shmalloc_options_read(NULL);
+    shmalloc_set_output(NULL, NULL);
+    return rc;
+}
+
+static const shmalloc_option *opt(int id) { return &shmalloc_options()[id]; }
+
+Test(options, unset_variables_take_their_fallbacks)
+{
+    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)512 << 20);
+    cr_assert_null(opt(SHMALLOC_OPT_HEAP_SIZE)->source);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_BARRIER_TIMEOUT)->value, 60);
+    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_DIRECT)->value, 1);
+    cr_assert_eq(said[0], 0, "%s", said);
+}
+
+Test(options, older_names_are_read_in_turn_when_the_first_is_unset)
+{
+    setenv("SMA_SYMMETRIC_SIZE", "3M", 1);
+    cr_assert(read_quietly() == 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)3 << 20);
+    cr_assert(!strcmp(opt(SHMALLOC_OPT_HEAP_SIZE)->source, "SMA_SYMMETRIC_SIZE"));
+    setenv("SHMEM_SYMMETRIC_SIZE", "2M", 1);
+    cr_assert(read_quietly() == 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)2 << 20);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1.5M", 1);
+    cr_assert(read_quietly() == 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)3 << 19);
+    cr_assert(!strcmp(opt(SHMALLOC_OPT_HEAP_SIZE)->source, "SHMEM_SYMMETRIC_HEAP_SIZE"));
+}
+
+/* One bad value of each kind: refused, named with its value, the fallback
+   standing, and every other entry still read. */
+static const struct bad_value {
+    int id;
+    const char *name, *text, *message;
+} bad_values[] = {
+    {SHMALLOC_OPT_HEAP_SIZE, "SHMEM_SYMMETRIC_HEAP_SIZE", "12Q", "is not a heap size: expected a positive number"},
+    {SHMALLOC_OPT_HEAP_MAX, "SHMALLOC_HEAP_MAX", "lots", "is not a heap size: expected 0 (no growth)"},
+    {SHMALLOC_OPT_BARRIER_TIMEOUT, "SHMALLOC_BARRIER_TIMEOUT", "0", "is not a timeout"},
+    {SHMALLOC_OPT_BARRIER_TIMEOUT, "SHMALLOC_BARRIER_TIMEOUT", "1.5", "is not a timeout"},
+    {SHMALLOC_OPT_DEBUG, "SHMALLOC_DEBUG", "yes", "is not a switch: expected 0 (off) or 1 to 9 (on)"},
+    {SHMALLOC_OPT_VERBOSE, "SHMALLOC_VERBOSE", "10", "is not a switch"},
+    {SHMALLOC_OPT_PMIX_DIRECT, "SHMALLOC_PMIX_OFI_DIRECT", "2", "is not 0 or 1"},
+    {SHMALLOC_OPT_SOS_HUGE_PAGES, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "maybe", "is not a boolean"},
+};
+
+Test(options, a_bad_value_of_each_kind_is_refused_with_a_message_naming_it)
+{
+    size_t i;
+    for (i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
+        const struct bad_value *b = &bad_values[i];
+        char want[256];
+        setenv("SHMALLOC_HEAP_MAX", "64G", 1); /* a good one, read all the same */
+        setenv(b->name, b->text, 1);
+        cr_assert(read_quietly() == -1, "%s=%s accepted", b->name, b->text);
+        snprintf(want, sizeof want, "shmalloc: %s=\"%s\" %s", b->name, b->text, b->message);
+        cr_assert(strstr(said, want), "expected \"%s\" in \"%s\"", want, said);
+        cr_assert(!strcmp(opt(b->id)->text, opt(b->id)->fallback), "%s: the fallback stands", b->name);
+        if (b->id != SHMALLOC_OPT_HEAP_MAX) cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, (uint64_t)64 << 30);
+        unsetenv(b->name);
+        unsetenv("SHMALLOC_HEAP_MAX");
+    }
+    cr_assert(read_quietly() == 0, "%s", said);
+}
+
+Test(options, switches_and_booleans_read_as_documented)
+{
+    setenv("SHMALLOC_DEBUG", "3", 1);
+    setenv("SHMALLOC_PMIX_OFI_DIRECT", "0", 1);
+    setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "Yes", 1);
+    setenv("SHMALLOC_HEAP_MAX", "0", 1);
+    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 1);
+    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_DIRECT)->value, 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 1);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
+    setenv("SHMALLOC_DEBUG", "", 1);
+    setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "off", 1);
+    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 0);
+}
+
+Test(options, a_value_the_program_sets_stands_until_handed_back)
+{
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "abc", 1); /* not read while the program's value stands */
+    cr_assert(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, "4M") == 0);
+    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)4 << 20);
+    cr_assert(!strcmp(opt(SHMALLOC_OPT_HEAP_SIZE)->source, "program"));
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    cr_assert(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, NULL) == -1, "back to the environment's bad value");
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(strstr(said, "SHMEM_SYMMETRIC_HEAP_SIZE=\"abc\" is not a heap size"), "%s", said);
+    cr_assert(shmalloc_option_set(SHMALLOC_OPT_COUNT, "1") == -1, "no such entry");
+}
+
+Test(options, a_misspelt_variable_is_reported_once_with_the_nearest_name)
+{
+    char *env[] = {"PATH=/bin", "SHMALLOC_HEAP_MAXX=1G", "SHMALLOC_TEST_ANYTHING=1", "SHMALLOC_DEBUG=1",
+                   "SHMALLOC_NONSENSE_VARIABLE=2", NULL};
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    cr_assert(shmalloc_options_read(env) == 0);
+    shmalloc_set_output(NULL, NULL);
+    cr_assert(strstr(said, "shmalloc: SHMALLOC_HEAP_MAXX is set, but shmalloc has no such variable (did you mean "
+                           "SHMALLOC_HEAP_MAX?)\n"), "%s", said);
+    cr_assert(strstr(said, "shmalloc: SHMALLOC_NONSENSE_VARIABLE is set, but shmalloc has no such variable\n"),
+              "%s", said);
+    cr_assert_null(strstr(said, "SHMALLOC_TEST_ANYTHING"), "the test suite's own variables are not ours");
+    cr_assert_null(strstr(said, "SHMALLOC_DEBUG"), "a known variable is not reported");
+    said[0] = 0;
+    shmalloc_set_output(capture, NULL);
+    cr_assert(shmalloc_options_read(env) == 0);
+    shmalloc_set_output(NULL, NULL);
+    cr_assert_eq(said[0], 0, "reported a second time: %s", said);
+}
+
+/* The variables named in the first cell of the README's tables. */
+static size_t readme_variables(char names[][64], size_t cap)
+{
+    FILE *f = fopen("README.md", "r");
+    char line[2048];
+    size_t n = 0;
+    cr_assert(f, "README.md (the tests run from the repository's top)");
+    while (fgets(line, sizeof line, f)) {
+        char *p = line + 1, *end = strchr(line + 1, '|');
+        if (line[0] != '|' || !end) continue;
+        *end = 0;
+        while ((p = strchr(p, '`')) && n < cap) {
+            size_t len = strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+            if (p[1 + len] == '`' && len < 64 &&
+                (!strncmp(p + 1, "SHMALLOC_", 9) || !strncmp(p + 1, "SHMEM_", 6) || !strncmp(p + 1, "SMA_", 4))) {
+                memcpy(names[n], p + 1, len);
+                names[n++][len] = 0;
+            }
+            p = strchr(p + 1, '`');
+            if (!p) break;
+            p++;
+        }
+    }
+    fclose(f);
+    return n;
+}
+
+static int in_table(const char *name)
+{
+    int id;
+    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
+        const shmalloc_option *o = opt(id);
+        if (!strcmp(o->name, name) || (o->alias[0] && !strcmp(o->alias[0], name)) ||
+            (o->alias[1] && !strcmp(o->alias[1], name)))
+            return 1;
+    }
+    return 0;
+}
+
+Test(options, the_readme_tables_list_exactly_the_table)
+{
+    static char names[128][64];
+    size_t n = readme_variables(names, 128), i;
+    int id, k;
+    cr_assert(n >= SHMALLOC_OPT_COUNT, "only %zu variables in the README's tables", n);
+    for (i = 0; i < n; i++)
+        cr_assert(in_table(names[i]), "the README lists %s, which the options table does not have", names[i]);
+    for (id = 0; id < SHMALLOC_OPT_COUNT; id++)
+        for (k = -1; k < 2; k++) {
+            const char *name = k < 0 ? opt(id)->name : opt(id)->alias[k];
+            int listed = 0;
+            if (!name) continue;
+            for (i = 0; i < n; i++) listed |= !strcmp(names[i], name);
+            cr_assert(listed, "%s is in the options table but in no README table", name);
+        }
+}

@@ -632,13 +632,12 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
 #define SHM__TOP ((size_t)8) /* the top's header, and no other block's */
 #define SHM__ALIGN_SHIFT 58
 #define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
-#define SHM__MIN_BLOCK ((size_t)32)
+#define SHM__MIN_LOG2 5 /* first-level class 0 holds the sizes from 2^this */
+#define SHM__MIN_BLOCK ((size_t)1 << SHM__MIN_LOG2)
 #define SHM__SL_COUNT (1u << SHMALLOC_SL_LOG2)
-#define SHM__FL_SHIFT (SHMALLOC_SL_LOG2 + 4) /* sizes below 2^this have a list each */
-#define SHM__SMALL ((size_t)1 << SHM__FL_SHIFT)
-/* One first-level class per power of two from 32 (the minimum block) to
-   below 2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
-#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 - 3)
+/* One first-level class per power of two from the minimum block to
+   2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
+#define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 + 2 - SHM__MIN_LOG2)
 #define SHM__MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2)
 #define SHM__MAX_ALIGN ((size_t)1 << SHMALLOC_MAX_LOG2)
 
@@ -716,65 +715,89 @@ SHM__INLINE size_t shm__block_size(size_t n)
     return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
 }
 
-/* The classes of sizes >= SHM__MIN_BLOCK: the first level is the log2 of
-   the size (from 5), the second the SHMALLOC_SL_LOG2 bits below its top
-   bit.  A size below SHM__SMALL, a multiple of 16, has no more bits than
-   that: each has a list of its own.  The fast paths use shm__size_bits
-   below; this plain form sizes the control block and lets the checker test
-   every free block's list against a second computation. */
-SHM__INLINE void shm__mapping(size_t size, unsigned *fl, unsigned *sl)
+/* ---- the mapping: which list a size belongs to ---- */
+/* Mapping insert: the list a free block of `size` bytes is filed in.  The
+   first level is the log2 of the size less SHM__MIN_LOG2, the second the
+   SHMALLOC_SL_LOG2 bits below its top bit; a size below the minimum block
+   (a region's, or a corrupt one) maps to first-level class 0.  The fast
+   paths use its fast form, shm__list_key; the checker tests every listed
+   block against this one. */
+SHM__INLINE void shm__mapping_insert(size_t size, unsigned *fl, unsigned *sl)
 {
-    unsigned f = shm__fls(size | SHM__MIN_BLOCK); /* a smaller size (a region's or a corrupt one) maps to 0 */
-    *fl = f - 5;
+    unsigned f = shm__fls(size | SHM__MIN_BLOCK);
+    *fl = f - SHM__MIN_LOG2;
     *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) & (SHM__SL_COUNT - 1);
 }
 
-/* The same classes from the bits of the size as a double, which are its
-   exponent and then its top mantissa bits: two sizes share a list exactly
-   when these agree, and the list's index, fl * SHM__SL_COUNT + sl, is
-   these less SHM__BITS_BIAS, the bits of list 0 (sizes are below 2^53, so
-   exact). */
-SHM__INLINE size_t shm__size_bits(size_t size)
+/* Mapping search: the first list every block of which fits a request of
+   `size` bytes: mapping insert's when size is the least of its list, else
+   the next.  shm__find_list_fits tries the head of mapping insert's list,
+   then the lists after it, which finds the same and a close fit besides. */
+SHM__INLINE void shm__mapping_search(size_t size, unsigned *fl, unsigned *sl)
+{
+    size_t step = (size_t)1 << (shm__fls(size | SHM__MIN_BLOCK) - SHMALLOC_SL_LOG2);
+    shm__mapping_insert(size + step - 1, fl, sl);
+}
+
+/* List fl/sl's index in the one array of lists, fl_count rows of SHM__SL_COUNT. */
+SHM__INLINE size_t shm__list_index(unsigned fl, unsigned sl) { return fl << SHMALLOC_SL_LOG2 | sl; }
+
+/* The fast form of mapping insert, for sizes >= SHM__MIN_BLOCK:
+   shm__list_key(size) == shm__list_index(fl, sl) + SHM__KEY_BIAS.  The bits
+   of the size as a double are its exponent (fls, biased by 1023) and then
+   its top mantissa bits, so shifted to keep SHMALLOC_SL_LOG2 of those they
+   are fl + SHM__MIN_LOG2 + 1023 and sl side by side (sizes are below 2^53:
+   exact).  Two sizes share a list exactly when their keys agree. */
+#define SHM__KEY_BIAS ((size_t)(1023 + SHM__MIN_LOG2) << SHMALLOC_SL_LOG2)
+SHM__INLINE size_t shm__list_key(size_t size)
 {
     union { double d; uint64_t u; } x;
     x.d = (double)(int64_t)size; /* signed: one instruction, and sizes are far below 2^63 */
     return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2));
 }
-#define SHM__BITS_BIAS ((size_t)(1023 + 5) << SHMALLOC_SL_LOG2)
 
-/* The sentinel node of list i; the lists are one array of fl_count rows. */
+/* The sentinel node of list i (shm__list_index). */
 SHM__INLINE shm__block *shm__list(const shmalloc_tlsf *t, size_t i)
 {
     return (shm__block *)((uintptr_t)t + offsetof(shmalloc_tlsf, lists) + i * sizeof(shm__block));
 }
 
-/* The sentinel node of the list whose sizes have the bits `bits`
-   (shm__size_bits), in 64-bit arithmetic that folds the offset of the
-   lists and the bias of the bits into the address's constant. */
-SHM__INLINE shm__block *shm__list_at(const shmalloc_tlsf *t, size_t bits)
+/* The sentinel node of the list with key `key` (shm__list_key), in 64-bit
+   arithmetic that folds the offset of the lists and the key's bias into the
+   address's constant. */
+SHM__INLINE shm__block *shm__list_at(const shmalloc_tlsf *t, size_t key)
 {
-    return (shm__block *)((uintptr_t)t + (offsetof(shmalloc_tlsf, lists) - SHM__BITS_BIAS * sizeof(shm__block)) +
-                          bits * sizeof(shm__block));
+    return (shm__block *)((uintptr_t)t + (offsetof(shmalloc_tlsf, lists) - SHM__KEY_BIAS * sizeof(shm__block)) +
+                          key * sizeof(shm__block));
 }
 
 /* The sentinel node of the list of a free block of `size` bytes (>= SHM__MIN_BLOCK). */
 SHM__INLINE shm__block *shm__list_for(const shmalloc_tlsf *t, size_t size)
 {
-    return shm__list_at(t, shm__size_bits(size));
+    return shm__list_at(t, shm__list_key(size));
 }
 
 /* ---- free lists: circular, doubly linked, low addresses first, a bit each in the bitmaps ---- */
 /* A list's sentinel node keeps its bitmap bits where a block has its
-   prev_phys: fl << 32 | 1 << sl, so a list that empties or refills finds
-   them in a word it has just touched. */
+   prev_phys, fl << 32 | 1 << sl, so a list that empties or refills finds
+   them in a word it has just touched.  Its header is 0, a size no request
+   fits, so an empty list's head is never taken. */
+SHM__INLINE void shm__list_init(shm__block *list, size_t fl, size_t sl)
+{
+    list->next_free = list->prev_free = list;
+    list->header = 0;
+    list->prev_phys = (shm__block *)(uintptr_t)(fl << 32 | (size_t)1 << sl);
+}
 SHM__INLINE size_t shm__list_bits(const shm__block *list) { return (size_t)(uintptr_t)list->prev_phys; }
+SHM__INLINE size_t shm__bits_fl(size_t bits) { return bits >> 32; }
+SHM__INLINE uint32_t shm__bits_sl(size_t bits) { return (uint32_t)bits; } /* the list's bit in sl_bitmap[fl] */
 
 /* The bits of the list with sentinel node `list`, which was empty. */
 SHM__INLINE void shm__filled(shmalloc_tlsf *t, const shm__block *list)
 {
     size_t bits = shm__list_bits(list);
-    t->fl_bitmap |= (uint64_t)1 << (bits >> 32);
-    t->sl_bitmap[bits >> 32] |= (uint32_t)bits;
+    t->fl_bitmap |= (uint64_t)1 << shm__bits_fl(bits);
+    t->sl_bitmap[shm__bits_fl(bits)] |= shm__bits_sl(bits);
 }
 
 /* Pushes b at the head of the list with sentinel node `list`. */
@@ -838,8 +861,8 @@ SHM__INLINE void shm__push_size(shmalloc_tlsf *t, shm__block *b, size_t size) { 
 /* The bits of the list with sentinel node `list`, which has just become empty. */
 SHM__INLINE void shm__emptied(shmalloc_tlsf *t, const shm__block *list)
 {
-    size_t bits = shm__list_bits(list), fl = bits >> 32;
-    t->sl_bitmap[fl] &= ~(uint32_t)bits;
+    size_t bits = shm__list_bits(list), fl = shm__bits_fl(bits);
+    t->sl_bitmap[fl] &= ~shm__bits_sl(bits);
     if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
 }
 
@@ -874,12 +897,12 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
 /* Is there a listed free block of at least `size` bytes (the top is
    tried after, by the caller)?  It is then the head of the list with
    sentinel node *list (otherwise *list is unset); changes nothing.  The
-   head of the request's own list is tried first: a close fit, and the only
+   head of mapping insert's list is tried first: a close fit, and the only
    chance for a request of (nearly) the whole largest listed block.
-   Otherwise the first non-empty list above it, any block of which fits.  An answer, not a
-   block, so the caller tests no pointer for NULL.  This one is for a size
-   known to be at most the capacity, which keeps the list among the heap's
-   classes. */
+   Otherwise the first non-empty list above it, any block of which fits.
+   An answer, not a block, so the caller tests no pointer for NULL.  This
+   one is for a size known to be at most the capacity, which keeps the list
+   among the heap's classes. */
 SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
     size_t bits, fl, sl_map;
@@ -890,15 +913,15 @@ SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__bl
        empty list's sentinel has a header of 0 */
     if ((*list)->next_free->header >= size) return 1;
     bits = shm__list_bits(*list);
-    fl = bits >> 32;
-    sl_map = t->sl_bitmap[fl] & (0u - ((uint32_t)bits << 1)); /* the lists above in this class; none above the last */
+    fl = shm__bits_fl(bits);
+    sl_map = t->sl_bitmap[fl] & (0u - (shm__bits_sl(bits) << 1)); /* the lists above in this class; none above the last */
     if (!sl_map) {
         fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
         if (!fl_map) return 0;
         fl = shm__ctz(fl_map);
         sl_map = t->sl_bitmap[fl];
     }
-    *list = shm__list(t, (fl << SHMALLOC_SL_LOG2) + shm__ctz(sl_map)); /* size_t: no zero extensions */
+    *list = shm__list(t, shm__list_index((unsigned)fl, shm__ctz(sl_map)));
     return 1;
 }
 
@@ -950,14 +973,14 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *anchor, size_t anchor_size,
                              shm__block *next)
 {
-    size_t bits;
+    size_t key;
     SHM__UNPOISON((char *)b + 16, 16); /* the links, in a short request's slack */
-    bits = shm__size_bits(size); /* compared as classes: the push needs them anyway */
-    if (shm__size_bits(anchor_size) == bits) {
+    key = shm__list_key(size); /* compared as keys: the push needs b's anyway */
+    if (shm__list_key(anchor_size) == key) {
         if (anchor != b) shm__replace(anchor, b);
     } else {
         shm__remove(t, anchor);
-        shm__push_on(t, b, shm__list_at(t, bits));
+        shm__push_on(t, b, shm__list_at(t, key));
     }
     b->header = size | SHM__FREE;
     next->prev_phys = b;
@@ -1248,7 +1271,7 @@ static SHM__NOINLINE void *shm__take_top_aligned(shmalloc_tlsf *t, size_t size, 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
 SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsigned sl, size_t size, size_t align)
 {
-    return shm__take_at(t, b, shm__list(t, fl << SHMALLOC_SL_LOG2 | sl), size, align);
+    return shm__take_at(t, b, shm__list(t, shm__list_index(fl, sl)), size, align);
 }
 
 /* Frees the used block b (already validated); returns SHMEM_MALLOC_OK. */
@@ -1377,15 +1400,15 @@ static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, 
 /* Free block f of `size` bytes takes the place of free block old, of
    old_size bytes, which it overlaps and ends with: a used neighbour grew
    into old's front or gave its tail to it.  f keeps old's list position
-   when the two sizes share a list (compared as classes: the push needs f's
+   when the two sizes share a list (compared as keys: the push needs f's
    anyway).  old is not the top. */
 SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size, shm__block *f, size_t size)
 {
     shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
-    size_t bits = shm__size_bits(size);
+    size_t key = shm__list_key(size);
     f->header = size | SHM__FREE;
     shm__at(f, size)->prev_phys = f;
-    if (shm__size_bits(old_size) == bits) {
+    if (shm__list_key(old_size) == key) {
         f->next_free = next_free;
         next_free->prev_free = f;
         f->prev_free = prev_free;
@@ -1395,7 +1418,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     next_free->prev_free = prev_free;
     prev_free->next_free = next_free;
     if (next_free == prev_free) shm__emptied(t, prev_free);
-    shm__push_on(t, f, shm__list_at(t, bits));
+    shm__push_on(t, f, shm__list_at(t, key));
 }
 
 /* Shrinks used block b to `size` (a block size, at most b's): the tail
@@ -1514,7 +1537,7 @@ static void shm__set_capacity(shmalloc_tlsf *t, size_t capacity)
 static unsigned shm__fl_count(size_t bytes)
 {
     unsigned fl, sl;
-    shm__mapping(bytes, &fl, &sl);
+    shm__mapping_insert(bytes, &fl, &sl);
     return fl + 1 < SHM__FL_COUNT ? fl + 1 : SHM__FL_COUNT;
 }
 
@@ -1563,11 +1586,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->start_map = (uint64_t *)(void *)((char *)t + control);
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
-        for (j = 0; j < SHM__SL_COUNT; j++) {
-            t->lists[i][j].next_free = t->lists[i][j].prev_free = &t->lists[i][j];
-            t->lists[i][j].header = 0; /* an empty list's head never fits: the region's old bytes are no size */
-            t->lists[i][j].prev_phys = (shm__block *)(uintptr_t)(i << 32 | (size_t)1 << j); /* shm__list_bits */
-        }
+        for (j = 0; j < SHM__SL_COUNT; j++) shm__list_init(&t->lists[i][j], i, j);
 
     SHM__UNPOISON(mem, initial); /* memory an earlier heap may have poisoned */
     first = (shm__block *)mem;
@@ -1926,7 +1945,7 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
                     shm__problem(c, "list %u/%u: link %p points outside the heap", fl, sl, (const void *)e);
                     break;
                 }
-                shm__mapping(shm__size(e), &efl, &esl);
+                shm__mapping_insert(shm__size(e), &efl, &esl);
                 if (!(e->header & SHM__FREE))
                     shm__problem(c, "list %u/%u: block at offset %zu is used", fl, sl, shm__offset(t, e) + 16);
                 else if (efl != fl || esl != sl)
@@ -2621,7 +2640,7 @@ static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm
     size_t grown = r->size - shm__size(b), nsize = shm__size(next);
     if (grown <= SHM__MIN_BLOCK) return 0;
     if (next->header & SHM__TOP) return 1;
-    if (nsize - grown >= SHM__MIN_BLOCK && shm__size_bits(nsize - grown) == shm__size_bits(nsize)) return 1;
+    if (nsize - grown >= SHM__MIN_BLOCK && shm__list_key(nsize - grown) == shm__list_key(nsize)) return 1;
     return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
 }
 

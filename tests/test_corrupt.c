@@ -62,7 +62,7 @@ Test(corrupt, a_cleared_second_level_bit_of_a_non_empty_list_is_reported)
     void *a, *b;
     unsigned fl, sl;
     shmalloc_tlsf *t = busy_heap(&a, &b);
-    shm__mapping(shm__size(shm__of_user(b)), &fl, &sl);
+    shm__mapping_insert(shm__size(shm__of_user(b)), &fl, &sl);
     t->sl_bitmap[fl] &= ~(1u << sl);
     expect_reported(t, "bitmap");
 }
@@ -100,7 +100,7 @@ Test(corrupt, a_list_sentinel_pointing_outside_the_heap_is_reported_without_foll
     void *a, *b;
     unsigned fl, sl;
     shmalloc_tlsf *t = busy_heap(&a, &b);
-    shm__mapping(shm__size(shm__of_user(b)), &fl, &sl);
+    shm__mapping_insert(shm__size(shm__of_user(b)), &fl, &sl);
     t->lists[fl][sl].next_free = (shm__block *)(uintptr_t)0x10;
     expect_reported(t, "points outside the heap");
 }

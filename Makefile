@@ -25,11 +25,13 @@ PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 
 # Criterion tests: of the core and the heap (linked with the allocator),
 # of the pthreads transport (also with its library), and white-box tests
-# that expand the implementation themselves to reach its privates.
+# that expand the implementation themselves to reach its privates (the
+# mapping's also at each other second-level count: test_mapping_slN, 2^N).
 CORE_TESTS     = test_tlsf test_heap test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_debug test_order test_sbreak test_grow test_hugepages
-WHITEBOX_TESTS = test_corrupt
-TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS)
+WHITEBOX_TESTS = test_corrupt test_mapping
+SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
+TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
@@ -70,6 +72,9 @@ $(addprefix $(B)/,$(PTHREADS_TESTS) soak_pthreads): $(B)/%: tests/%.c $(PTHREADS
 $(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes $< -lcriterion $(LDLIBS) -o $@
+$(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HEADERS)
+	@mkdir -p $(B)
+	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSHMALLOC_SL_LOG2=$* $< -lcriterion $(LDLIBS) -o $@
 
 $(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@

@@ -631,7 +631,8 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
 #define SHM__END ((size_t)4) /* the sentinel's header, and no block's */
 #define SHM__TOP ((size_t)8) /* the top's header, and no other block's */
 #define SHM__ALIGN_SHIFT 58
-#define SHM__SIZE_MASK ((((size_t)1 << SHM__ALIGN_SHIFT) - 1) & ~(size_t)15)
+#define SHM__ALIGN_MASK (~(size_t)0 << SHM__ALIGN_SHIFT)
+#define SHM__SIZE_MASK (~SHM__ALIGN_MASK & ~(size_t)15)
 #define SHM__MIN_LOG2 5 /* first-level class 0 holds the sizes from 2^this */
 #define SHM__MIN_BLOCK ((size_t)1 << SHM__MIN_LOG2)
 #define SHM__SL_COUNT (1u << SHMALLOC_SL_LOG2)
@@ -706,6 +707,31 @@ SHM__INLINE size_t shm__align_of(const shm__block *b)
 {
     return (size_t)1 << (b->header >> SHM__ALIGN_SHIFT);
 }
+
+/* ---- block headers: the flags are written only through these ---- */
+SHM__INLINE int shm__is_free(const shm__block *b) { return (b->header & SHM__FREE) != 0; }
+SHM__INLINE int shm__is_prev_free(const shm__block *b) { return (b->header & SHM__PREV_FREE) != 0; }
+SHM__INLINE int shm__is_top(const shm__block *b) { return (b->header & SHM__TOP) != 0; }
+/* The sentinel's previous block is free only when it is the top. */
+SHM__INLINE int shm__has_top(const shmalloc_tlsf *t) { return shm__is_prev_free(t->sentinel); }
+
+/* A listed free block: its neighbours are used, or they would have merged. */
+SHM__INLINE void shm__set_free(shm__block *b, size_t size) { b->header = size | SHM__FREE; }
+/* The top: the last block, free and in no list. */
+SHM__INLINE void shm__set_top(shm__block *b, size_t size) { b->header = size | SHM__FREE | SHM__TOP; }
+/* A used block; flags are its shm__align_bits and SHM__PREV_FREE when its previous block is free. */
+SHM__INLINE void shm__set_used(shm__block *b, size_t size, size_t flags) { b->header = size | flags; }
+SHM__INLINE size_t shm__align_bits(size_t align) { return (size_t)shm__fls(align) << SHM__ALIGN_SHIFT; }
+/* The sentinel, its previous block used. */
+SHM__INLINE void shm__set_end(shm__block *b) { b->header = SHM__END; }
+
+/* b's previous block is now the free block prev, or is used. */
+SHM__INLINE void shm__set_prev_free(shm__block *b, shm__block *prev)
+{
+    b->prev_phys = prev;
+    b->header |= SHM__PREV_FREE;
+}
+SHM__INLINE void shm__set_prev_used(shm__block *b) { b->header &= ~SHM__PREV_FREE; }
 
 /* Block size serving a request of n bytes (n <= SHM__MAX_REQUEST): the
    payload plus the header word, rounded to 16; never below the minimum. */
@@ -982,9 +1008,8 @@ SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
         shm__remove(t, anchor);
         shm__push_on(t, b, shm__list_at(t, key));
     }
-    b->header = size | SHM__FREE;
-    next->prev_phys = b;
-    next->header |= SHM__PREV_FREE;
+    shm__set_free(b, size);
+    shm__set_prev_free(next, b);
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
     return SHMEM_MALLOC_OK;
 }
@@ -997,9 +1022,8 @@ SHM__INLINE long shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
     SHM__ASSERT(end == t->sentinel);
     (void)t;
     SHM__UNPOISON((char *)b + 16, 16); /* as a listed block's links are */
-    b->header = size | SHM__FREE | SHM__TOP;
-    end->prev_phys = b;
-    end->header |= SHM__PREV_FREE;
+    shm__set_top(b, size);
+    shm__set_prev_free(end, b);
     SHM__POISON((char *)b + 32, size - 32);
     return SHMEM_MALLOC_OK;
 }
@@ -1041,10 +1065,9 @@ static long shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
 SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *next)
 {
     SHM__UNPOISON((char *)b + 16, 16);
-    b->header = size | SHM__FREE;
+    shm__set_free(b, size);
     shm__push_size(t, b, size);
-    next->prev_phys = b;
-    next->header |= SHM__PREV_FREE;
+    shm__set_prev_free(next, b);
     SHM__POISON((char *)b + 32, size - 32);
 }
 
@@ -1123,7 +1146,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
     if (rest_size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
         shm__block *rest_list = shm__list_for(t, rest_size);
-        rest->header = rest_size | SHM__FREE;
+        shm__set_free(rest, rest_size);
         next->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
         if (rest_list == list) {
@@ -1139,9 +1162,9 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
         bsize = size;
     } else {
         shm__pop(t, b, list);
-        next->header &= ~SHM__PREV_FREE;
+        shm__set_prev_used(next);
     }
-    b->header = bsize; /* a listed block is free, so its previous block is used */
+    shm__set_used(b, bsize, 0); /* a listed block is free, so its previous block is used */
     return shm__taken(t, b, bsize);
 }
 
@@ -1162,23 +1185,23 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align && !(tail & 15));
     if (tail > size / 2) { /* so at least a minimum block: size is one, and tail a multiple of 16 */
         shm__block *rest = shm__at(a, size);
-        rest->header = tail | SHM__FREE;
+        shm__set_free(rest, tail);
         next->prev_phys = rest;
         shm__push_size(t, rest, tail);
         SHM__POISON((char *)rest + 32, tail - 32);
     } else {
         size += tail;
-        next->header &= ~SHM__PREV_FREE;
+        shm__set_prev_used(next);
     }
-    b->header = front | SHM__FREE; /* b is free: its previous block is used */
+    shm__set_free(b, front);
     front_list = shm__list_for(t, front); /* needed when b moves, which is nearly always */
     if (front_list != list) {
         shm__pop(t, b, list);
         shm__push_on(t, b, front_list);
     }
     SHM__POISON((char *)b + 32, front - 32);
-    a->prev_phys = b;
-    a->header = size | SHM__PREV_FREE | ((size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
+    shm__set_used(a, size, shm__align_bits(align));
+    shm__set_prev_free(a, b);
     /* next is used, so a ends below the high-water mark and its map is zeroed */
     SHM__ASSERT(shm__offset(t, a) + size + 8 <= t->high_water);
     shm__mark_used(t, a, 1);
@@ -1198,7 +1221,7 @@ SHM__INLINE void *shm__take_at(shmalloc_tlsf *t, shm__block *b, shm__block *list
    start a block (shm__gap), or SIZE_MAX when there is no top. */
 SHM__INLINE size_t shm__top_gap(const shmalloc_tlsf *t, size_t align)
 {
-    if (!(t->sentinel->header & SHM__PREV_FREE)) return SIZE_MAX;
+    if (!shm__has_top(t)) return SIZE_MAX;
     return align <= SHMALLOC_ALIGNMENT ? 0 : shm__gap(t->sentinel->prev_phys, align);
 }
 
@@ -1219,14 +1242,14 @@ SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t tsize, si
     shm__block *end = t->sentinel;
     if (tsize - size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(a, size);
-        rest->header = (tsize - size) | SHM__FREE | SHM__TOP;
+        shm__set_top(rest, tsize - size);
         end->prev_phys = rest;
         SHM__POISON((char *)rest + 32, tsize - size - 32);
     } else {
         size = tsize;
-        end->header &= ~SHM__PREV_FREE;
+        shm__set_prev_used(end);
     }
-    a->header = size | flags;
+    shm__set_used(a, size, flags);
     return shm__taken(t, a, size);
 }
 
@@ -1239,7 +1262,7 @@ static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
 {
     shm__block *a;
     size_t tsize;
-    if (!(t->sentinel->header & SHM__PREV_FREE)) return NULL; /* else the sentinel's link is a user's bytes */
+    if (!shm__has_top(t)) return NULL; /* else the sentinel's link is a user's bytes */
     a = t->sentinel->prev_phys;
     tsize = shm__free_size(a->header);
     if (tsize < size) return NULL;
@@ -1259,13 +1282,13 @@ static SHM__NOINLINE void *shm__take_top_aligned(shmalloc_tlsf *t, size_t size, 
     gap = shm__top_gap(t, align);
     tsize = shm__free_size(g->header);
     SHM__UNPOISON((char *)g + 32, tsize - 32);
-    if (!gap) return shm__cut_top(t, g, tsize, size, (size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
+    if (!gap) return shm__cut_top(t, g, tsize, size, shm__align_bits(align));
     a = shm__at(g, gap);
     a->prev_phys = g;
-    g->header = gap | SHM__FREE;
+    shm__set_free(g, gap);
     shm__push_size(t, g, gap);
     SHM__POISON((char *)g + 32, gap - 32);
-    return shm__cut_top(t, a, tsize - gap, size, SHM__PREV_FREE | (size_t)shm__fls(align) << SHM__ALIGN_SHIFT);
+    return shm__cut_top(t, a, tsize - gap, size, shm__align_bits(align) | SHM__PREV_FREE);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
@@ -1320,7 +1343,7 @@ static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
         return u >= lo && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
     if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
-    if ((b->header & SHM__FREE) && shm__size(b) >= SHM__MIN_BLOCK &&
+    if (shm__is_free(b) && shm__size(b) >= SHM__MIN_BLOCK &&
         shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
         !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
         return SHMEM_MALLOC_ALREADY_FREE;
@@ -1365,13 +1388,13 @@ typedef struct shm__resize {
 SHM__INLINE size_t shm__room(const shm__block *b)
 {
     const shm__block *next = shm__at(b, shm__size(b));
-    return shm__size(b) + (next->header & SHM__FREE ? shm__size(next) : 0);
+    return shm__size(b) + (shm__is_free(next) ? shm__size(next) : 0);
 }
 
 /* The plan for used block b when its room is less than r->size. */
 static long shm__plan_elsewhere(const shmalloc_tlsf *t, const shm__block *b, size_t avail, shm__resize *r)
 {
-    if (b->header & SHM__PREV_FREE) {
+    if (shm__is_prev_free(b)) {
         const shm__block *prev = b->prev_phys;
         r->how = SHM__INTO_PREV;
         if (shm__size(prev) < SHM__SLIDE_MAX && avail + shm__size(prev) >= r->size &&
@@ -1406,7 +1429,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
 {
     shm__block *next_free = old->next_free, *prev_free = old->prev_free; /* f's header may cover them */
     size_t key = shm__list_key(size);
-    f->header = size | SHM__FREE;
+    shm__set_free(f, size);
     shm__at(f, size)->prev_phys = f;
     if (shm__list_key(old_size) == key) {
         f->next_free = next_free;
@@ -1469,7 +1492,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         }
     } else { /* too little is left for a block: b takes all of next */
         if (!(next_header & SHM__TOP)) shm__remove(t, next);
-        shm__at(next, nsize)->header &= ~SHM__PREV_FREE;
+        shm__set_prev_used(shm__at(next, nsize));
         size = bsize + nsize;
     }
     b->header += size - bsize;
@@ -1513,7 +1536,7 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         shm__mark_used(t, b, 0);
         SHM__UNPOISON((char *)prev + 32, psize - 32);
         SHMALLOC_MEMMOVE(shm__user(prev), ptr, keep);
-        prev->header = (header & ~(SHM__SIZE_MASK | SHM__PREV_FREE)) | (psize + (header & SHM__SIZE_MASK));
+        shm__set_used(prev, psize + (header & SHM__SIZE_MASK), header & SHM__ALIGN_MASK);
         shm__mark_used(t, prev, 1);
         shm__resize_in_place(t, prev, r->size); /* then the next block, or the tail */
         return shm__user(prev);
@@ -1590,7 +1613,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
 
     SHM__UNPOISON(mem, initial); /* memory an earlier heap may have poisoned */
     first = (shm__block *)mem;
-    t->sentinel->header = SHM__END;
+    shm__set_end(t->sentinel);
     shm__to_top(t, first, t->capacity);
     return t;
 }
@@ -1706,9 +1729,9 @@ static int shm__sbreak_ok(const shmalloc_tlsf *t, ptrdiff_t inc)
 {
     const shm__block *top = t->sentinel->prev_phys;
     size_t spec = (size_t)(t->limit - (char *)t->sentinel) - 16, n = (size_t)(inc < 0 ? -inc : inc);
-    if (inc < 0) return n <= spec && (n >= SHM__MIN_BLOCK || (t->sentinel->header & SHM__PREV_FREE));
+    if (inc < 0) return n <= spec && (n >= SHM__MIN_BLOCK || shm__has_top(t));
     if (!inc) return 1;
-    if (!(t->sentinel->header & SHM__PREV_FREE)) return 0;
+    if (!shm__has_top(t)) return 0;
     return shm__size(top) == n || shm__size(top) >= n + SHM__MIN_BLOCK;
 }
 
@@ -1721,19 +1744,19 @@ static void *shm__sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
         SHM__UNPOISON((char *)old - n, n + 16); /* the new sentinel and the spec bytes */
         if (shm__size(top) == n) { /* the top goes whole: the sentinel takes its place */
             t->sentinel = top;
-            top->header = SHM__END;
+            shm__set_end(top);
         } else {
             top->header -= n;
             t->sentinel = shm__at(old, 0 - n);
-            t->sentinel->header = SHM__PREV_FREE | SHM__END;
-            t->sentinel->prev_phys = top;
+            shm__set_end(t->sentinel);
+            shm__set_prev_free(t->sentinel, top);
         }
         shm__set_capacity(t, t->capacity - n);
     } else if (inc < 0) {
         t->sentinel = shm__at(old, n);
-        t->sentinel->header = SHM__END;
+        shm__set_end(t->sentinel);
         shm__set_capacity(t, t->capacity + n);
-        if (old->header & SHM__PREV_FREE) shm__to_top(t, top, shm__size(top) + n);
+        if (shm__is_prev_free(old)) shm__to_top(t, top, shm__size(top) + n);
         else shm__to_top(t, old, n);
     }
     shm__limit_mapped(t);
@@ -1779,7 +1802,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmall
         shmalloc_block_info info;
         info.offset = shm__offset(t, b) + 16;
         info.size = shm__size(b);
-        info.used = !(b->header & SHM__FREE);
+        info.used = !shm__is_free(b);
         /* a corrupted size ends the walk rather than leave the heap */
         if (info.size < SHM__MIN_BLOCK || info.size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b)) return;
         if (fn(user, &info)) return;
@@ -1853,7 +1876,7 @@ static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
     if (b == t->sentinel || shm__starts_used(t, b)) return 1;
     if (SHM__IS_POISONED(&b->header)) return 0;
     size = shm__size(b);
-    return (b->header & SHM__FREE) && size >= SHM__MIN_BLOCK &&
+    return shm__is_free(b) && size >= SHM__MIN_BLOCK &&
            size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) && shm__at(b, size)->prev_phys == b;
 }
 
@@ -1880,18 +1903,18 @@ static size_t shm__check_chain(shm__checker *c)
                                                            : "gives a size that runs past the end of the heap");
             return nfree;
         }
-        if (is_free && !(b->header & SHM__TOP) != (shm__at(b, size) != t->sentinel))
+        if (is_free && !shm__is_top(b) != (shm__at(b, size) != t->sentinel))
             shm__problem(c, "free block at offset %zu: %s", off,
-                         b->header & SHM__TOP ? "says it is the top, and is not last" : "is last, and not the top");
-        if (!(b->header & SHM__PREV_FREE) != !prev_free)
+                         shm__is_top(b) ? "says it is the top, and is not last" : "is last, and not the top");
+        if (!shm__is_prev_free(b) != !prev_free)
             shm__problem(c, "block at offset %zu: says the previous block is %s, it is %s", off,
-                         b->header & SHM__PREV_FREE ? "free" : "used", prev_free ? "free" : "used");
+                         shm__is_prev_free(b) ? "free" : "used", prev_free ? "free" : "used");
         if (is_free) {
             if (prev_free) shm__problem(c, "block at offset %zu: two free blocks side by side", off);
             if (shm__at(b, size)->prev_phys != b)
                 shm__problem(c, "free block at offset %zu: the next block's back link is wrong", off);
             if (shm__starts_used(t, b)) shm__problem(c, "free block at offset %zu is marked used", off);
-            if (b->header >> SHM__ALIGN_SHIFT)
+            if (b->header & SHM__ALIGN_MASK)
                 shm__problem(c, "free block at offset %zu carries alignment bits", off);
             nfree++;
         } else {
@@ -1946,7 +1969,7 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
                     break;
                 }
                 shm__mapping_insert(shm__size(e), &efl, &esl);
-                if (!(e->header & SHM__FREE))
+                if (!shm__is_free(e))
                     shm__problem(c, "list %u/%u: block at offset %zu is used", fl, sl, shm__offset(t, e) + 16);
                 else if (efl != fl || esl != sl)
                     shm__problem(c, "list %u/%u: free block at offset %zu of %zu bytes belongs in list %u/%u", fl, sl,

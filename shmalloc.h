@@ -831,7 +831,7 @@ SHM__INLINE void shm__push_head(shmalloc_tlsf *t, shm__block *b, shm__block *lis
 {
     shm__block *head = list->next_free;
     b->next_free = head;
-    head->prev_free = b; /* between the two stores to b: gcc would pair them in SSE */
+    head->prev_free = b; /* between the two stores to b, which are not to become one vector store */
     b->prev_free = list;
     list->next_free = b;
     if (head == list) shm__filled(t, list);
@@ -839,10 +839,8 @@ SHM__INLINE void shm__push_head(shmalloc_tlsf *t, shm__block *b, shm__block *lis
 
 /* `yes` when `cond` holds, else `no`, by a conditional move: for a test
    that is a coin toss (an address against another), which a branch would
-   mispredict half the time.  gcc 12 makes the move when told the odds.
-   clang 14 keeps a branch even under __builtin_unpredictable while a value
-   is still a load it could fold into the move; the empty asm puts both in
-   registers first, and then it makes the move. */
+   mispredict half the time.  The hints tell each compiler the odds; clang
+   also needs both values in registers first, which the empty asm does. */
 SHM__INLINE shm__block *shm__pick(int cond, shm__block *yes, shm__block *no)
 {
 #if defined(__clang__)
@@ -861,11 +859,9 @@ SHM__INLINE shm__block *shm__pick(int cond, shm__block *yes, shm__block *no)
    in the control block after the blocks, is above every block).  Freeing a
    block just taken is therefore not always the exact inverse of taking
    it: shm__untake is.  Whether b lies above the head is a coin toss, so
-   b's neighbours are selected with conditional moves: the branch was
-   mispredicted on 0.3 operations in 1 of allocbench's b, and cost more
-   time than the moves' two instructions.  gcc 12 and clang 14 keep the
-   moves for this function as it stands, but gcc went back to a branch when the bitmap update
-   below was made unconditional: look at the code after a change here. */
+   b's neighbours are selected with conditional moves (shm__pick).  Small
+   changes here can turn them back into a branch: read the generated code
+   after one (bench/README.md, "Why the core's code looks as it does"). */
 SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
 {
     shm__block *head = list->next_free, *last = list->prev_free;
@@ -873,7 +869,7 @@ SHM__INLINE void shm__push_on(shmalloc_tlsf *t, shm__block *b, shm__block *list)
     shm__block *prev = shm__pick(above, last, list), *next = shm__pick(above, list, head);
     SHM__ASSERT(b < list);
     b->prev_free = prev;
-    prev->next_free = b; /* between the two stores to b: gcc would pair them in SSE */
+    prev->next_free = b; /* between the two stores to b, which are not to become one vector store */
     b->next_free = next;
     next->prev_free = b;
     if (head == list) shm__filled(t, list); /* b, below the sentinel, is the head */
@@ -1302,7 +1298,7 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK;
     shm__block *next = shm__at(b, size);
-    size_t next_header = next->header; /* both read before the map is written, which gcc cannot tell apart */
+    size_t next_header = next->header; /* both read before the map is written, which the compiler cannot tell from them */
     SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
     shm__mark_used(t, b, 0);
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
@@ -1380,8 +1376,7 @@ typedef struct shm__resize {
    then move to a new block with the same alignment.  Sliding down fills a
    small hole; a large one is kept for the requests that need it, as
    sliding into whatever lies below a growing block keeps raising the top
-   of the heap (allocbench's workload d: over 3 times the live bytes
-   without the limit, and growing with the run; 2.1 and steady with it). */
+   of the heap. */
 #define SHM__SLIDE_MAX ((size_t)8192)
 
 /* The bytes used block b can have where it starts: its own and a free next block's. */
@@ -1447,9 +1442,7 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
 /* Shrinks used block b to `size` (a block size, at most b's): the tail
    goes back, merged with a free next block, unless it is one minimum block
    or less, which stays as b's slack: a block that shrinks often grows
-   again into those bytes, and a free block that small is seldom of use
-   (allocbench's d: fewer tails filed and taken back, frag d 2.05-2.17 over
-   five seeds). */
+   again into those bytes, and a free block that small is seldom of use. */
 SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t bsize = shm__size(b), tail = bsize - size;

@@ -33,6 +33,11 @@
      hang       PE 1 sleeps 30 s while the others are in a barrier
      global_exit  PE 1 calls shmem_global_exit(7)
      kill_in_malloc  PE 1 kills itself while the others are in shmem_malloc
+   and, run with SHMALLOC_DEBUG=1 on 2 PEs:
+     reports    an allocation larger than the heap fails on every PE, then
+                PE 1 makes one SHMEMX_MALLOC_NO_BARRIER allocation more than
+                PE 0 and both call shmem_malloc, which fails: the out-of-
+                memory, mismatch and (PE 1's block) leak reports follow
    and, started by shmem_init_thread(SHMEM_THREAD_MULTIPLE):
      threads    4 threads per PE put, quiet, get and verify blocks on every
                 PE (and call the heap's non-collective checks) while the
@@ -660,6 +665,34 @@ static void fault(const char *name)
     if (npes > 1 && strcmp(name, "hang") != 0) fail(__LINE__, "the barrier returned although PE 1 is gone");
 }
 
+/* ---- reports --------------------------------------------------------------- */
+/* What each PE prints is checked by test_pmix_ofi.c: every line names the
+   PE that prints it, and the mismatch names the PEs of the most and the
+   fewest calls.  The output hook tags each line with the rank that
+   printed it, as the launcher merges the PEs' output. */
+static void tag_output(void *user, int stream, const char *text)
+{
+    (void)user;
+    fprintf(stream == 1 ? stdout : stderr, "rank %d says %s", me, text);
+}
+
+static void scenario_reports(void)
+{
+    size_t too_big = shmalloc_heap_size(shmalloc_current()) + 4096;
+    if (npes != 2) {
+        fail(__LINE__, "reports needs 2 PEs, not %d", npes);
+        return;
+    }
+    shmalloc_set_output(tag_output, NULL); /* to the end: the leak report comes at shmem_finalize */
+    CHECK(shmem_malloc(too_big) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_FAIL);
+    fflush(stdout);
+    shmem_barrier_all(); /* the out-of-memory reports first, on both PEs */
+    if (me == 1) CHECK(shmem_malloc_with_hints(64, SHMEMX_MALLOC_NO_BARRIER) != NULL);
+    CHECK(shmem_malloc(128) == NULL);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+}
+
 /* ---- main ------------------------------------------------------------------ */
 /* Run with a small SHMEM_SYMMETRIC_HEAP_SIZE (1M) and SHMALLOC_HEAP_MAX
    (256M): allocations far beyond the nominal size grow every heap, and
@@ -823,6 +856,7 @@ static const scenario scenarios[] = {
     {"mismatch", scenario_mismatch, 1},   {"barrier", scenario_barrier, 1}, {"stress", scenario_stress, 1},
     {"direct", scenario_direct, 1},
     {"grow", scenario_grow, 0},          {"threads", scenario_threads, 0},
+    {"reports", scenario_reports, 0},
 };
 
 static void run(const scenario *sc)

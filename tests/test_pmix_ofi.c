@@ -460,6 +460,36 @@ Test(pmix_ofi, hung_pe_makes_the_barrier_time_out_naming_it, .timeout = TEST_TIM
     cr_assert(r.seconds < DEATH_LIMIT, "took %.1f s", r.seconds);
 }
 
+/* Debug mode on 2 PEs: each PE's out-of-memory, mismatch and leak reports
+   name that PE (the worker tags every line with the rank that printed
+   it), and the mismatch of PE 1's one extra unsynchronised allocation
+   names PE 1 for the most calls and PE 0 for the fewest.  (Four calls:
+   the worker's scratch array, the failed allocation larger than the
+   heap, the extra one and the shmem_malloc that fails.) */
+Test(pmix_ofi, reports_name_the_pe_that_prints_them, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_DEBUG=1", "SHMALLOC_VERBOSE=1", NULL};
+    char line[128];
+    int pe;
+    launch(&r, 2, "reports", env);
+    cr_assert_eq(r.status, 0, "exit status %d:\n%s", r.status, tail(&r));
+    cr_assert_eq(count(&r, ": OK reports"), 2, "%s", tail(&r));
+    for (pe = 0; pe < 2; pe++) {
+        snprintf(line, sizeof line, "rank %d says shmalloc: PE %d: out of symmetric memory: malloc of ", pe, pe);
+        cr_assert_eq(count(&r, line), 1, "no \"%s\" in:\n%s", line, tail(&r));
+        snprintf(line, sizeof line, "rank %d says shmalloc: PE %d: malloc(size 128, ", pe, pe);
+        cr_assert_eq(count(&r, line), 1, "no \"%s\" in:\n%s", line, tail(&r));
+        snprintf(line, sizeof line, "rank %d says shmalloc: PE %d:", pe, 1 - pe);
+        cr_assert_eq(count(&r, line), 0, "PE %d speaks for PE %d:\n%s", pe, 1 - pe, tail(&r));
+    }
+    cr_assert_eq(count(&r, "differs from another PE's call: the call numbers (PE 1 has made 4 calls, PE 0 3)\n"), 2,
+                 "the mismatch names the wrong PEs:\n%s", tail(&r));
+    cr_assert_eq(count(&r, "rank 1 says shmalloc: PE 1: 1 blocks still allocated at finalize"), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, "blocks still allocated at finalize"), 1, "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
 Test(pmix_ofi, global_exit_ends_every_pe_with_its_status, .timeout = TEST_TIMEOUT)
 {
     static run r;

@@ -1778,6 +1778,7 @@ static void shm__init(int level)
     shm__w.waiting_for = -1;
     shm__w.dead_pe = -1;
     shm__read_env();
+    if (shmalloc_options_read(NULL) != 0) exit(1); /* the table the heap takes debug mode from; it printed why */
     if (shmalloc_heap_size_from_env(&nominal) != 0 || shmalloc_heap_max_from_env(nominal, &max) != 0 ||
         shmalloc_map_huge_from_env(&huge) != 0)
         exit(1); /* it printed why */

@@ -14,12 +14,12 @@ RUN     ?=
 
 # The allocator is compiled once, from shmalloc.c, into libshmalloc; the
 # transport libraries hold only their binding and link against it.
-HEADERS      = shmalloc.h $(wildcard transports/*.h tests/*.h)
+HEADERS      = shmalloc.h $(wildcard transports/*.h transports/pmix_ofi/*.h tests/*.h)
 ALLOC        = $(B)/libshmalloc.a
 PTHREADS     = $(B)/libshmalloc_pthreads.a
 PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a
 PTHREADS_SRC = transports/shmalloc_pthreads.c transports/shmalloc_map.c
-PMIX_OFI_SRC = transports/shmalloc_pmix_ofi.c transports/shmalloc_map.c
+PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c) transports/shmalloc_map.c
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 
@@ -76,7 +76,13 @@ $(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HE
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSHMALLOC_SL_LOG2=$* $< -lcriterion $(LDLIBS) -o $@
 
-$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI) $(ALLOC)
+# The worker links the transport built with its test hooks (SHMALLOC_TESTING),
+# which the library leaves out.
+PMIX_OFI_TESTING = $(PMIX_OFI_SRC:%.c=$(B)/testing/%.o)
+$(B)/testing/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) -c $< -o $@
+$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI_TESTING) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
@@ -182,7 +188,9 @@ compile-check:
 	    echo "$$cc -std=$$std $$v"; \
 	    $$cc -std=$$std $(WARN) $$v -I. -c shmalloc.c -o /dev/null; done; \
 	  for f in $(sort $(CHECK_SRC)); do \
-	    $$cc -std=$$std $(WARN) -I. $(PMIX_FLAGS) -c $$f -o /dev/null; done; done; done
+	    $$cc -std=$$std $(WARN) -I. $(PMIX_FLAGS) -c $$f -o /dev/null; done; \
+	  for f in $(filter transports/pmix_ofi/%,$(PMIX_OFI_SRC)); do \
+	    $$cc -std=$$std $(WARN) -DSHMALLOC_TESTING -I. $(PMIX_FLAGS) -c $$f -o /dev/null; done; done; done
 	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \
 	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
 	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done

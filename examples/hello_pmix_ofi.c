@@ -1,6 +1,6 @@
 /* hello_pmix_ofi.c - symmetric allocation and a ring of puts, PEs as processes.
 
-   Build:  cc -std=c99 -I. examples/hello_pmix_ofi.c shmalloc.c transports/shmalloc_pmix_ofi.c transports/shmalloc_map.c \
+   Build:  cc -std=c99 -I. examples/hello_pmix_ofi.c shmalloc.c transports/pmix_ofi/[a-z]*.c transports/shmalloc_map.c \
               $(pkg-config --cflags --libs pmix libfabric) -o hello_pmix_ofi
    Run:    mpirun -np 4 ./hello_pmix_ofi      (as root: --allow-run-as-root;
                                               more PEs than cores: --oversubscribe)

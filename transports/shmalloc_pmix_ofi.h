@@ -3,10 +3,11 @@
 
    USAGE
      Link your program with this transport (libshmalloc_pmix_ofi, or its
-     sources), the allocator (libshmalloc, shmalloc.c, or a file of your own
-     that defines SHMALLOC_IMPLEMENTATION), PMIx and libfabric:
+     sources: transports/pmix_ofi/[a-z]*.c and transports/shmalloc_map.c), the
+     allocator (libshmalloc, shmalloc.c, or a file of your own that defines
+     SHMALLOC_IMPLEMENTATION), PMIx and libfabric:
 
-         cc -std=c99 -I. prog.c shmalloc.c transports/shmalloc_pmix_ofi.c transports/shmalloc_map.c \
+         cc -std=c99 -I. prog.c shmalloc.c transports/pmix_ofi/[a-z]*.c transports/shmalloc_map.c \
             $(pkg-config --cflags --libs pmix libfabric) -o prog
 
          #include "transports/shmalloc_pmix_ofi.h"
@@ -96,6 +97,7 @@
                                  (0, the default: the heap at start-up; 1:
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
+                                 Test builds only (-DSHMALLOC_TESTING).
      SHMALLOC_PMIX_OFI_DIRECT    0: private heaps, puts and gets to every
                                  PE by libfabric, shmem_ptr NULL for peers
                                  (1, the default: same-node peers' heaps
@@ -111,7 +113,7 @@
                                  leaders only, in between.
      SHMALLOC_PMIX_OFI_TEST_NODE_SIZE  N: ranks 0..N-1, N..2N-1, ... count
                                  as separate nodes (tests the hierarchical
-                                 barrier on one machine).
+                                 barrier on one machine).  Test builds only.
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,
                                  memory-registration mode and heap address
                                  to stderr at start-up.

@@ -1,0 +1,137 @@
+/* barrier.c - the barrier and the allocator's all-reduce by messages.
+   Dissemination among the group (every PE, or the node leaders): in round
+   r each member sends to member me + 2^r and hears from member me - 2^r.
+   Max is idempotent, so the same rounds compute the all-reduce: after
+   ceil(log2 n) rounds every PE has seen every value.  A message names its
+   barrier (epoch) and round, so one that arrives early waits in its inbox;
+   peers are at most one barrier ahead, so two inboxes suffice. */
+#include "pmix_ofi.h"
+
+#include <sched.h>
+#include <string.h>
+
+#define SHM__MSG_MAGIC 0x73686d61u
+
+/* One barrier / all-reduce message. */
+typedef struct shm__msg {
+    uint32_t magic;
+    uint32_t epoch;         /* the barrier's number */
+    uint16_t round;
+    uint16_t count;
+    int32_t source;
+    uint64_t values[SHMALLOC_REDUCE_MAX];
+} shm__msg;
+#define SHM__MSG_HEADER offsetof(shm__msg, values)
+
+/* A received message, into its inbox (progress calls it). */
+void shm__deliver(const void *message, size_t len)
+{
+    const shm__msg *m = (const shm__msg *)message;
+    shm__collective *c = &shm__w.coll;
+    int me = shm__w.boot.me;
+    uint32_t e;
+    shm__inbox *box;
+    if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= c->rounds ||
+        m->count > SHMALLOC_REDUCE_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
+        shm__fatal("PE %d received a malformed message (%zu bytes)", me, len);
+    e = m->epoch;
+    /* A peer can be at most one barrier ahead of us. */
+    if (e != c->epoch && e != c->epoch + 1u)
+        shm__fatal("PE %d received barrier %u's message from PE %d during barrier %u", me, e, (int)m->source,
+                   c->epoch);
+    box = &c->inbox[e & 1u][m->round];
+    if (box->full) shm__fatal("PE %d received two messages for barrier %u round %u", me, e, m->round);
+    box->count = m->count;
+    box->source = m->source;
+    memcpy(box->values, m->values, m->count * sizeof(uint64_t));
+    box->full = 1;
+}
+
+/* With threads the caller holds the progress lock. */
+static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *values, int count)
+{
+    shm__fabric *f = &shm__w.fab;
+    shm__msg *m = (shm__msg *)(void *)(f->send_slots + (size_t)round * SHM__SLOT_BYTES);
+    shm__op *op = &f->send_ops[round];
+    struct iovec iov;
+    struct fi_msg msg;
+    void *desc = f->local_desc;
+    ssize_t rc;
+    m->magic = SHM__MSG_MAGIC;
+    m->epoch = epoch;
+    m->round = (uint16_t)round;
+    m->count = (uint16_t)count;
+    m->source = shm__w.boot.me;
+    if (count) memcpy(m->values, values, (size_t)count * sizeof *values);
+    op->kind = SHM__OP_SEND;
+    op->index = to;
+    op->done = 0;
+    iov.iov_base = m;
+    iov.iov_len = SHM__MSG_HEADER + (size_t)count * sizeof *values;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = f->peers[to].addr;
+    msg.context = &op->ctx;
+    while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
+    if (rc) shm__fatal("fi_sendmsg to PE %d failed on PE %d: %s", to, shm__w.boot.me, fi_strerror((int)-rc));
+}
+
+/* The rank of the group's member i (taken modulo the group's size). */
+static int shm__member(long long i)
+{
+    const shm__collective *c = &shm__w.coll;
+    int m = (int)(i % c->group_size);
+    return c->group_size < shm__w.boot.npes ? shm__w.boot.leaders[m] : m;
+}
+
+/* Waits for *flag, set by progress; pe is whom it waits for. */
+static void shm__await(const int *flag, int pe, double deadline)
+{
+    shm__w.faults.waiting_for = pe;
+    while (!shm__progress_until(flag)) {
+        if (shm__now() > deadline) shm__barrier_timeout(pe);
+        sched_yield();
+    }
+}
+
+/* Round r: send to the member 2^r ahead, fold in the message from the one
+   2^r behind. */
+static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, double deadline)
+{
+    shm__collective *c = &shm__w.coll;
+    int dist = (int)(1u << r), i;
+    int to = shm__member((long long)c->group_me + dist), from = shm__member((long long)c->group_me - dist + c->group_size);
+    shm__inbox *box = &c->inbox[epoch & 1u][r];
+    shm__enter();
+    shm__send_round(epoch, r, to, values, count);
+    shm__leave();
+    shm__await(&box->full, from, deadline);
+    shm__enter();
+    if (box->source != from)
+        shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__w.boot.me, epoch, r, from,
+                   box->source);
+    for (i = 0; i < count && i < box->count; i++)
+        if (box->values[i] > values[i]) values[i] = box->values[i];
+    box->full = 0;
+    shm__leave();
+}
+
+void shm__disseminate(uint64_t *values, int count)
+{
+    shm__collective *c = &shm__w.coll;
+    uint32_t epoch = c->epoch;
+    double deadline = shm__now() + shm__w.opt.timeout;
+    int r;
+    for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, deadline);
+    /* Send buffers are reused next barrier: their sends must be done. */
+    for (r = 0; r < c->rounds; r++) {
+        shm__op *op = &shm__w.fab.send_ops[r];
+        shm__await(&op->done, op->index, deadline);
+    }
+    shm__w.faults.waiting_for = -1;
+    shm__enter(); /* other threads' progress checks messages against it */
+    c->epoch = epoch + 1u;
+    shm__leave();
+}

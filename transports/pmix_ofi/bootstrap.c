@@ -1,0 +1,242 @@
+/* bootstrap.c - what PMIx gives: this PE's rank and the job's size, the
+   exchange of keys (put, then a fence that collects, then get), and the
+   map of which PEs share a node. */
+#include "pmix_ofi.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void shm__pmix_proc(pmix_proc_t *p, pmix_rank_t rank)
+{
+    PMIX_PROC_CONSTRUCT(p);
+    PMIX_LOAD_PROCID(p, shm__w.boot.proc.nspace, rank);
+}
+
+int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    int ok;
+    shm__pmix_proc(&p, rank);
+    if (PMIx_Get(&p, key, NULL, 0, &v) != PMIX_SUCCESS || v == NULL) return -1;
+    ok = v->type == PMIX_UINT32;
+    if (ok) *out = v->data.uint32;
+    PMIX_VALUE_RELEASE(v);
+    return ok ? 0 : -1;
+}
+
+static void shm__pmix_register_events(void)
+{
+    pmix_status_t codes[] = {PMIX_ERR_PROC_ABORTED, PMIX_ERR_PROC_ABORTING, PMIX_PROC_TERMINATED,
+                             PMIX_ERR_PROC_TERM_WO_SYNC, PMIX_ERR_LOST_CONNECTION, PMIX_ERR_JOB_TERMINATED};
+    pmix_status_t rc = PMIx_Register_event_handler(codes, sizeof codes / sizeof codes[0], NULL, 0,
+                                                   shm__pmix_event, NULL, NULL);
+    /* Blocking registration returns the handler's reference. */
+    if (rc >= 0) {
+        shm__w.boot.event_ref = (size_t)rc;
+        shm__w.boot.event_registered = 1;
+    } else {
+        shm__note("PE %d: PMIx event registration failed (%s): a dead PE is noticed by timeout only",
+                  shm__w.boot.me, PMIx_Error_string(rc));
+    }
+}
+
+/* 0 with rank and size, or -1 when no PMIx server is reachable. */
+int shm__pmix_init(void)
+{
+    shm__boot *b = &shm__w.boot;
+    pmix_status_t rc = PMIx_Init(&b->proc, NULL, 0);
+    uint32_t size = 0;
+    if (rc != PMIX_SUCCESS) {
+        if (shm__w.opt.launched)
+            shm__init_fail("PMIx_Init failed (%s) although a PMIx launcher started this process",
+                           PMIx_Error_string(rc));
+        shm__note("no PMIx server reachable (PMIx_Init: %s): running as PE 0 of 1, without libfabric",
+                  PMIx_Error_string(rc));
+        return -1;
+    }
+    b->have_pmix = 1;
+    if (shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &size) != 0 || size == 0 || size > INT32_MAX)
+        shm__init_fail("PMIx_Get(PMIX_JOB_SIZE) failed");
+    if (b->proc.rank >= size) shm__init_fail("PMIx rank %u is not below the job size %u", b->proc.rank, size);
+    b->me = (int)b->proc.rank;
+    b->npes = (int)size;
+    shm__pmix_register_events();
+    return 0;
+}
+
+void shm__pmix_close(void)
+{
+    shm__boot *b = &shm__w.boot;
+    free(b->leaders);
+    free(b->node_ranks);
+    b->leaders = b->node_ranks = NULL;
+    if (b->event_registered) PMIx_Deregister_event_handler(b->event_ref, NULL, NULL);
+    b->event_registered = 0;
+    if (b->have_pmix) PMIx_Finalize(NULL, 0);
+    b->have_pmix = 0;
+}
+
+/* >> key exchange ------------------------------------------------------------------ */
+void shm__pmix_put(const char *key, void *bytes, size_t n)
+{
+    pmix_value_t v;
+    pmix_status_t rc;
+    PMIX_VALUE_CONSTRUCT(&v);
+    v.type = PMIX_BYTE_OBJECT;
+    v.data.bo.bytes = (char *)bytes; /* PMIx_Put copies */
+    v.data.bo.size = n;
+    rc = PMIx_Put(PMIX_GLOBAL, key, &v);
+    if (rc == PMIX_SUCCESS) rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS) shm__init_fail("PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
+}
+
+/* Copies peer pe's value of key into out; returns its length. */
+size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    pmix_status_t rc;
+    size_t n;
+    shm__pmix_proc(&p, (pmix_rank_t)pe);
+    rc = PMIx_Get(&p, key, NULL, 0, &v);
+    if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size > cap) {
+        if (v) PMIX_VALUE_RELEASE(v);
+        shm__fatal("PMIx_Get(%s) of PE %d failed: %s", key, pe, rc != PMIX_SUCCESS ? PMIx_Error_string(rc) :
+                   "not the expected data");
+    }
+    n = v->data.bo.size;
+    memcpy(out, v->data.bo.bytes, n);
+    PMIX_VALUE_RELEASE(v);
+    return n;
+}
+
+typedef struct shm__fence_state {
+    int done; /* atomic */
+    pmix_status_t status;
+} shm__fence_state;
+
+static void shm__fence_done(pmix_status_t status, void *cbdata)
+{
+    shm__fence_state *f = (shm__fence_state *)cbdata;
+    f->status = status;
+    __atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+}
+
+/* A collecting fence that keeps libfabric progressing while it waits: with
+   manual progress a peer's RMA or message needs us to poll. */
+void shm__fence(const char *what)
+{
+    shm__fence_state f = {0, PMIX_SUCCESS};
+    pmix_info_t info;
+    bool collect = true;
+    pmix_status_t rc;
+    double deadline = shm__now() + shm__w.opt.timeout;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
+    if (rc == PMIX_OPERATION_SUCCEEDED) f.done = 1;
+    else if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Fence_nb (%s) failed: %s", what, PMIx_Error_string(rc));
+    while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
+        if (shm__w.fab.ep) {
+            shm__enter();
+            shm__progress();
+            shm__leave();
+        }
+        if (shm__now() > deadline)
+            shm__fatal("PMIx fence (%s) timed out after %d s (PE %d of %d)", what, shm__w.opt.timeout, shm__w.boot.me,
+                       shm__w.boot.npes);
+        sched_yield();
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    if (f.status != PMIX_SUCCESS) shm__fatal("PMIx fence (%s) failed: %s", what, PMIx_Error_string(f.status));
+}
+
+/* >> the node map -------------------------------------------------------------------- */
+/* Host name of PE q, from PMIx (malloc'd), or NULL. */
+static char *shm__pmix_host(int q)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    char *host = NULL;
+    shm__pmix_proc(&p, (pmix_rank_t)q);
+    if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &v) == PMIX_SUCCESS && v && v->type == PMIX_STRING)
+        host = strdup(v->data.string);
+    if (v) PMIX_VALUE_RELEASE(v);
+    return host;
+}
+
+#if defined(SHMALLOC_TESTING)
+/* SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=N makes nodes of N consecutive ranks,
+   for the hierarchical barrier on one machine.  1 when it is set. */
+static int shm__test_leaders(int *leader)
+{
+    const char *v = shm__w.opt.test_node_size;
+    char *end;
+    long n;
+    int q;
+    if (!v) return 0;
+    errno = 0;
+    n = strtol(v, &end, 10);
+    if (errno || end == v || *end || n < 1 || n > INT32_MAX)
+        shm__init_fail("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)", v);
+    for (q = 0; q < shm__w.boot.npes; q++) leader[q] = q - (int)(q % n);
+    return 1;
+}
+#endif
+
+/* leader[q]: the lowest rank on PE q's node, as PMIx's host names say.
+   -1 when a host name is missing. */
+static int shm__leaders(int *leader)
+{
+    int npes = shm__w.boot.npes, *heads, nheads = 0, q, k, rc = 0;
+    char **host;
+#if defined(SHMALLOC_TESTING)
+    if (shm__test_leaders(leader)) return 0;
+#endif
+    host = (char **)calloc((size_t)npes, sizeof *host);
+    heads = (int *)malloc((size_t)npes * sizeof *heads); /* the leaders so far */
+    if (!host || !heads) rc = -1;
+    for (q = 0; q < npes && rc == 0; q++) {
+        host[q] = shm__pmix_host(q);
+        if (!host[q]) rc = -1;
+        for (k = 0; k < nheads && rc == 0 && strcmp(host[heads[k]], host[q]) != 0; k++) continue;
+        if (k == nheads) heads[nheads++] = q;
+        leader[q] = heads[k];
+    }
+    for (q = 0; host && q < npes; q++) free(host[q]);
+    free(host);
+    free(heads);
+    return rc;
+}
+
+/* Which PEs share this PE's node, and which lead the nodes: the node
+   barrier's members and the message group.  Unknown (nodes = 0) when PMIx
+   lacks host names. */
+void shm__map_nodes(void)
+{
+    shm__boot *b = &shm__w.boot;
+    int *leader = (int *)malloc((size_t)b->npes * sizeof *leader), *count, q;
+    b->nodes = 0;
+    if (!leader || shm__leaders(leader) != 0) {
+        free(leader);
+        shm__note("PE %d: PMIx gives no host names: nodes unknown, barriers by messages", b->me);
+        return;
+    }
+    count = (int *)calloc((size_t)b->npes, sizeof *count);
+    b->leaders = (int *)malloc((size_t)b->npes * sizeof *b->leaders);
+    b->node_ranks = (int *)malloc((size_t)b->npes * sizeof *b->node_ranks);
+    if (!count || !b->leaders || !b->node_ranks) shm__init_fail("out of memory for %d PEs", b->npes);
+    for (q = 0; q < b->npes; q++) {
+        if (leader[q] == q) b->leaders[b->nodes++] = q;
+        if (++count[leader[q]] > b->node_size_max) b->node_size_max = count[leader[q]];
+        if (leader[q] == leader[b->me]) {
+            if (q == b->me) b->node_me = b->node_size;
+            b->node_ranks[b->node_size++] = q;
+        }
+    }
+    free(count);
+    free(leader);
+}

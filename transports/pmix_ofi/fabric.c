@@ -1,0 +1,288 @@
+/* fabric.c - the libfabric side of start-up and shut-down: the provider
+   chosen, the endpoint and its queues, the message buffers, memory
+   registration, the peers' addresses, and the verbose description. */
+#include "pmix_ofi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHM__LOCAL_KEY 1 /* requested key of the message buffers, when the provider lets us choose */
+#define SHM__KEY_EP "shmalloc.ofi.ep"
+
+static void shm__ofi_check(int rc, const char *call)
+{
+    if (rc != 0)
+        shm__init_fail("%s failed: %s (provider %s, PE %d of %d)", call, fi_strerror(rc < 0 ? -rc : rc),
+                       shm__w.fab.prov ? shm__w.fab.prov : "none", shm__w.boot.me, shm__w.boot.npes);
+}
+
+static int shm__is_shm(const char *prov)
+{
+    return strncmp(prov, "shm", 3) == 0 && (prov[3] == '\0' || prov[3] == ';');
+}
+
+/* >> provider ----------------------------------------------------------------------- */
+/* Every mr_mode bit offered; the provider's answer rules.  want: the
+   provider chosen for an unset FI_PROVIDER, or NULL. */
+static struct fi_info *shm__hints(const char *want)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (!hints) shm__init_fail("fi_allocinfo failed: out of memory");
+    hints->caps = FI_RMA | FI_MSG;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+                                  FI_MR_ENDPOINT | FI_MR_RAW;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    if (want) hints->fabric_attr->prov_name = strdup(want); /* fi_freeinfo frees it */
+    return hints;
+}
+
+static void shm__no_provider(const char *want, int rc)
+{
+    if (want)
+        shm__init_fail("no libfabric provider matches FI_PROVIDER=%s (chosen because FI_PROVIDER is unset and "
+                       "%s) with RMA and messages on FI_EP_RDM endpoints: %s", want,
+                       strcmp(want, "shm") == 0 ? "every PE is on this node" : "PEs are on several nodes",
+                       fi_strerror(-rc));
+    shm__init_fail("no libfabric provider matches FI_PROVIDER=%s with RMA and messages on FI_EP_RDM "
+                   "endpoints: %s", shm__w.opt.provider, fi_strerror(-rc));
+}
+
+static void shm__choose_provider(void)
+{
+    shm__fabric *f = &shm__w.fab;
+    const char *env = shm__w.opt.provider, *want = NULL;
+    struct fi_info *hints, *list = NULL, *pick, *i;
+    int rc;
+    if (!env || !*env) want = shm__w.boot.nodes == 1 ? "shm" : "tcp;ofi_rxm";
+    hints = shm__hints(want);
+    rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
+    fi_freeinfo(hints);
+    if (rc != 0 || !list) shm__no_provider(want, rc);
+    /* IPv4 first where sockets are the addresses (tcp lists ::1 too). */
+    for (pick = list, i = list; i; i = i->next)
+        if (i->addr_format == FI_SOCKADDR_IN) {
+            pick = i;
+            break;
+        }
+    f->info = fi_dupinfo(pick);
+    fi_freeinfo(list);
+    if (!f->info) shm__init_fail("fi_dupinfo failed: out of memory");
+    f->prov = f->info->fabric_attr->prov_name;
+    f->mr_mode = (uint64_t)f->info->domain_attr->mr_mode;
+    f->max_msg = f->info->ep_attr->max_msg_size ? f->info->ep_attr->max_msg_size : SIZE_MAX;
+    /* shm: delivery-complete breaks it, and quiet flushes with reads instead.
+       Others (tcp;ofi_rxm): without it a write may land after a barrier. */
+    f->tx_flags = shm__is_shm(f->prov) ? 0 : FI_DELIVERY_COMPLETE;
+    f->info->tx_attr->op_flags &= ~(uint64_t)(FI_DELIVERY_COMPLETE | FI_TRANSMIT_COMPLETE);
+    f->info->tx_attr->op_flags |= f->tx_flags;
+}
+
+/* >> endpoint ------------------------------------------------------------------------ */
+/* Registers buf, honouring FI_MR_ENDPOINT; 0 or a libfabric error. */
+int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr, void **desc)
+{
+    int rc = fi_mr_reg(shm__w.fab.domain, buf, len, access, 0, key, 0, mr, NULL);
+    if (rc) {
+        *mr = NULL;
+        return rc;
+    }
+    if (shm__w.fab.mr_mode & FI_MR_ENDPOINT) {
+        rc = fi_mr_bind(*mr, &shm__w.fab.ep->fid, 0);
+        if (!rc) rc = fi_mr_enable(*mr);
+        if (rc) {
+            fi_close(&(*mr)->fid);
+            *mr = NULL;
+            return rc;
+        }
+    }
+    *desc = fi_mr_desc(*mr);
+    return 0;
+}
+
+void shm__post_recv(int slot)
+{
+    shm__fabric *f = &shm__w.fab;
+    shm__op *op = &f->recv_ops[slot];
+    ssize_t rc;
+    op->kind = SHM__OP_RECV;
+    op->index = slot;
+    rc = fi_recv(f->ep, f->recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, f->local_desc,
+                 FI_ADDR_UNSPEC, &op->ctx);
+    if (rc == -FI_EAGAIN) f->recv_unposted |= (uint64_t)1 << slot;
+    else if (rc) shm__fatal("fi_recv failed: %s", fi_strerror((int)-rc));
+    else f->recv_unposted &= ~((uint64_t)1 << slot);
+}
+
+/* The shm provider names its /dev/shm file after the endpoint. */
+static void shm__remember_shm_file(const char *name, size_t len)
+{
+    const char *prefix = "fi_shm://";
+    size_t plen = strlen(prefix);
+    struct stat st;
+    char path[sizeof shm__w.faults.shm_file];
+    if (len <= plen || strncmp(name, prefix, plen) != 0 || memchr(name, '\0', len) == NULL) return;
+    if ((size_t)snprintf(path, sizeof path, "/dev/shm/%s", name + plen) >= sizeof path) return;
+    if (strchr(path + 9, '/') || stat(path, &st) != 0) return;
+    memcpy(shm__w.faults.shm_file, path, sizeof path);
+}
+
+static void shm__open_endpoint(void)
+{
+    shm__fabric *f = &shm__w.fab;
+    struct fi_av_attr av_attr;
+    struct fi_cq_attr cq_attr;
+    shm__ofi_check(fi_fabric(f->info->fabric_attr, &f->fabric, NULL), "fi_fabric");
+    shm__ofi_check(fi_domain(f->fabric, f->info, &f->domain, NULL), "fi_domain");
+    memset(&av_attr, 0, sizeof av_attr);
+    av_attr.type = FI_AV_TABLE;
+    av_attr.count = (size_t)shm__w.boot.npes;
+    shm__ofi_check(fi_av_open(f->domain, &av_attr, &f->av, NULL), "fi_av_open");
+    memset(&cq_attr, 0, sizeof cq_attr);
+    cq_attr.format = FI_CQ_FORMAT_DATA;
+    shm__ofi_check(fi_cq_open(f->domain, &cq_attr, &f->cq, NULL), "fi_cq_open");
+    shm__ofi_check(fi_endpoint(f->domain, f->info, &f->ep, NULL), "fi_endpoint");
+    shm__ofi_check(fi_ep_bind(f->ep, &f->av->fid, 0), "fi_ep_bind(av)");
+    shm__ofi_check(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind(cq)");
+    shm__ofi_check(fi_enable(f->ep), "fi_enable");
+}
+
+/* Message slots, the flush word and the bounce buffer, in one region,
+   then the receives posted. */
+static void shm__open_buffers(void)
+{
+    shm__fabric *f = &shm__w.fab;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    int q, slots = SHM__RECV_SLOTS;
+    f->local_bytes = ((size_t)(SHM__MAX_ROUNDS + SHM__RECV_SLOTS) * SHM__SLOT_BYTES + 64 + SHM__BOUNCE_BYTES +
+                      page - 1) & ~(page - 1);
+    f->local = (char *)mmap(NULL, f->local_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (f->local == (char *)MAP_FAILED) {
+        f->local = NULL;
+        shm__init_fail("cannot map %zu bytes for message buffers", f->local_bytes);
+    }
+    f->send_slots = f->local;
+    f->recv_slots = f->send_slots + (size_t)SHM__MAX_ROUNDS * SHM__SLOT_BYTES;
+    f->flush_word = f->recv_slots + (size_t)SHM__RECV_SLOTS * SHM__SLOT_BYTES;
+    f->bounce = f->flush_word + 64;
+    if (f->mr_mode & FI_MR_LOCAL)
+        shm__ofi_check(shm__mr_register(f->local, f->local_bytes, FI_SEND | FI_RECV | FI_READ | FI_WRITE,
+                                        SHM__LOCAL_KEY, &f->local_mr, &f->local_desc),
+                       "fi_mr_reg(message buffers)");
+    if (f->info->rx_attr->size && f->info->rx_attr->size < (size_t)slots) slots = (int)f->info->rx_attr->size;
+    for (q = 0; q < slots; q++) shm__post_recv(q);
+}
+
+/* Swap endpoint names; fi_av_insert one at a time keeps the table's index
+   equal to the rank whatever the address format. */
+static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
+{
+    shm__fabric *f = &shm__w.fab;
+    int q, rc, npes = shm__w.boot.npes;
+    char *names;
+    shm__pmix_put(SHM__KEY_EP, name, name_len);
+    shm__fence("endpoint names");
+    f->peers = (shm__peer *)calloc((size_t)npes, sizeof *f->peers);
+    names = (char *)malloc(cap);
+    if (!f->peers || !names) shm__init_fail("out of memory for %d peers", npes);
+    for (q = 0; q < npes; q++) {
+        shm__pmix_get_bytes(q, SHM__KEY_EP, names, cap);
+        rc = fi_av_insert(f->av, names, 1, &f->peers[q].addr, 0, NULL);
+        if (rc != 1) shm__init_fail("fi_av_insert of PE %d failed: %s", q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+    }
+    free(names);
+}
+
+void shm__fabric_open(void)
+{
+    char name[256];
+    size_t name_len = sizeof name;
+    shm__choose_provider();
+    shm__open_endpoint();
+    shm__ofi_check(fi_getname(&shm__w.fab.ep->fid, name, &name_len), "fi_getname");
+    if (shm__is_shm(shm__w.fab.prov)) shm__remember_shm_file(name, name_len);
+    shm__open_buffers();
+    shm__swap_addresses(name, name_len, sizeof name);
+}
+
+/* Closes what is open, in order; safe at any point of start-up. */
+void shm__fabric_close(void)
+{
+    shm__fabric *f = &shm__w.fab;
+    int q;
+    if (f->local_mr) fi_close(&f->local_mr->fid);
+    if (f->ep) fi_close(&f->ep->fid); /* removes the shm provider's file */
+    if (f->av) fi_close(&f->av->fid);
+    if (f->cq) fi_close(&f->cq->fid);
+    if (f->domain) fi_close(&f->domain->fid);
+    if (f->fabric) fi_close(&f->fabric->fid);
+    if (f->info) fi_freeinfo(f->info);
+    if (f->local) munmap(f->local, f->local_bytes);
+    for (q = 0; f->peers && q < shm__w.boot.npes; q++)
+        if (f->peers[q].direct_map) munmap(f->peers[q].direct_map, f->peers[q].direct_len);
+    free(f->peers);
+    f->local_mr = NULL;
+    f->ep = NULL;
+    f->av = NULL;
+    f->cq = NULL;
+    f->domain = NULL;
+    f->fabric = NULL;
+    f->info = NULL;
+    f->prov = NULL;
+    f->local = NULL;
+    f->peers = NULL;
+    shm__w.faults.shm_file[0] = '\0';
+}
+
+/* >> description ------------------------------------------------------------------------ */
+static void shm__mr_mode_text(char *modes, size_t cap)
+{
+    static const struct { uint64_t bit; const char *name; } bits[] = {
+        {FI_MR_LOCAL, "LOCAL"}, {FI_MR_RAW, "RAW"}, {FI_MR_VIRT_ADDR, "VIRT_ADDR"}, {FI_MR_ALLOCATED, "ALLOCATED"},
+        {FI_MR_PROV_KEY, "PROV_KEY"}, {FI_MR_MMU_NOTIFY, "MMU_NOTIFY"}, {FI_MR_RMA_EVENT, "RMA_EVENT"},
+        {FI_MR_ENDPOINT, "ENDPOINT"}};
+    size_t i, n = 0;
+    modes[0] = '\0';
+    for (i = 0; i < sizeof bits / sizeof bits[0]; i++)
+        if (shm__w.fab.mr_mode & bits[i].bit)
+            n += (size_t)snprintf(modes + n, n < cap ? cap - n : 0, "%s%s", n ? "|" : "", bits[i].name);
+    if (!modes[0]) snprintf(modes, cap, "0");
+}
+
+static void shm__barriers_text(char *barriers, size_t cap)
+{
+    if (!shm__w.coll.node) snprintf(barriers, cap, "by messages");
+    else if (shm__w.boot.nodes == 1) snprintf(barriers, cap, "through node memory");
+    else snprintf(barriers, cap, "through node memory on each of %d nodes, messages between their leaders",
+                  shm__w.boot.nodes);
+}
+
+/* SHMALLOC_VERBOSE: one line per PE of what start-up obtained. */
+void shm__describe(void)
+{
+    const shm__fabric *f = &shm__w.fab;
+    const shm__heap_state *h = &shm__w.heap;
+    char addr[128] = "", modes[128], barriers[96], name[256];
+    size_t len = sizeof addr, name_len = sizeof name;
+    int q, direct = 0;
+    if (!shm__w.opt.verbose) return;
+    if (!f->ep) {
+        shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", h->bytes, (void *)h->base,
+                  shmalloc_map_pages_name(&h->map));
+        return;
+    }
+    if (fi_getname(&f->ep->fid, name, &name_len) == 0) fi_av_straddr(f->av, name, addr, &len);
+    shm__mr_mode_text(modes, sizeof modes);
+    for (q = 0; q < shm__w.boot.npes; q++) direct += f->peers[q].direct != NULL;
+    shm__barriers_text(barriers, sizeof barriers);
+    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s, %s), "
+              "direct copies to %d PEs of this node, barriers %s",
+              shm__w.boot.me, shm__w.boot.npes, f->prov, addr, modes, f->tx_flags ? "FI_DELIVERY_COMPLETE" :
+              "quiet flushes by read", h->bytes, (void *)h->base, h->same_address ? "same address on every PE" :
+              "addresses differ", shmalloc_map_pages_name(&h->map), direct, barriers);
+}

@@ -1,0 +1,268 @@
+/* memory.c - the symmetric heap's memory: where it is mapped, the pieces
+   registered with libfabric as the heap creates and grows them, the keys
+   of every peer's pieces, and same-node peers' heaps mapped here. */
+#include "pmix_ofi.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
+#define SHM__FIXED_END (((uintptr_t)1 << 47) - ((uintptr_t)1 << 40))
+#define SHM__FIXED_TRIES 8
+#define SHM__HEAP_KEY 2                      /* requested keys of the heap's pieces: 2, 3, ... */
+#define SHM__KEY_HEAP "shmalloc.ofi.heap"    /* and the registration's number */
+
+/* What PEs swap through PMIx for each registered piece of the heap. */
+typedef struct shm__wire_heap {
+    uint64_t ok;            /* 0: this PE's registration failed */
+    uint64_t base;          /* block space address */
+    uint64_t key;
+    uint64_t raw_base;      /* FI_MR_RAW only */
+    uint64_t raw_size;
+    uint8_t raw[SHM__RAW_KEY_MAX];
+    uint64_t node, pid;     /* the first piece only: how same-node peers map the heap */
+    int64_t fd;             /* its memfd, or -1 */
+    uint64_t mapped, at;    /* the memfd's length, and the block space's offset in it */
+} shm__wire_heap;
+
+/* >> mapping ---------------------------------------------------------------------
+   The same address on every PE when the kernel agrees: a fixed high address
+   aligned to a power of two covering the heap, so shmem_align results are
+   symmetric too.  Elsewhere the base is aligned to at most 1 GiB.  With
+   peers on this node the heap is a memfd they map (shm__map_peer_heap). */
+static int shm__shared_heap(void)
+{
+    uint32_t local = 0;
+    if (!shm__w.opt.direct || !shm__w.boot.have_pmix || shm__w.boot.npes < 2) return 0;
+    return shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) != 0 || local > 1;
+}
+
+/* Names the variable that asked for too much. */
+static void shm__unmappable(size_t max, size_t bytes, int e)
+{
+    const shm__options *o = &shm__w.opt;
+    size_t nominal = shm__w.heap.nominal;
+    if (max != nominal)
+        shm__init_fail("cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; ask for less",
+                       bytes, o->heap_max, strerror(e));
+    if (o->size_var)
+        shm__init_fail("cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
+                       "ask for less with %s", bytes, o->size_var, o->size_value, nominal, strerror(e), o->size_var);
+    shm__init_fail("cannot map %zu bytes for the symmetric heap (the default of %zu bytes): %s; "
+                   "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE", bytes, nominal, strerror(e));
+}
+
+/* Reserves room for a heap of `max` bytes (the nominal size, or
+   SHMALLOC_HEAP_MAX for a heap that grows). */
+void shm__map_heap(size_t max, const shmalloc_map_huge *huge)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max);
+    shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
+    size_t step = shmalloc_map_pow2_cover(bytes, page, SHMALLOC_MAP_MAX_ALIGN);
+    uintptr_t slot = (uintptr_t)shm__w.boot.me + 1;
+#if defined(SHM__TSAN)
+    pl.first = 0;
+#endif
+    if (shm__w.opt.any_address) {
+        pl.first = 0;
+        if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
+    }
+    if (bytes == 0 || shmalloc_map_heap(&shm__w.heap.map, bytes, huge, shm__shared_heap(), &pl) != 0)
+        shm__unmappable(max, bytes, bytes ? errno : ENOMEM);
+    shm__w.heap.fixed_address = shm__w.heap.map.fixed;
+    shmalloc_map_report(&shm__w.heap.map, huge, shm__w.boot.me);
+}
+
+/* >> registration ---------------------------------------------------------------- */
+#if defined(SHMALLOC_TESTING)
+/* SHMALLOC_PMIX_OFI_FAIL_REGISTER=PE[:N]: PE's registration number N (0,
+   the default: the heap at start-up; 1: its first growth; ...) fails. */
+static int shm__registration_fails(const shm__world *w, unsigned n)
+{
+    const char *v = w->opt.fail_register, *colon;
+    if (!v || atoi(v) != w->boot.me) return 0;
+    colon = strchr(v, ':');
+    if ((colon ? (unsigned)atoi(colon + 1) : 0u) != n) return 0;
+    shmalloc_print(2, "shmalloc: registration of the heap made to fail on PE %d (number %u; "
+                   "SHMALLOC_PMIX_OFI_FAIL_REGISTER)\n", w->boot.me, n);
+    return 1;
+}
+#endif
+
+/* Closes piece i and forgets the peers' keys for it. */
+void shm__forget_region(int i)
+{
+    shm__heap_state *h = &shm__w.heap;
+    shm__fabric *f = &shm__w.fab;
+    shm__region *r = &h->regions[i];
+    int q;
+    if (f->peers && f->domain)
+        for (q = 0; q < shm__w.boot.npes; q++)
+            if (f->peers[q].key_mapped[i]) {
+                fi_mr_unmap_key(f->domain, f->peers[q].key[i]);
+                f->peers[q].key_mapped[i] = 0;
+            }
+    if (r->mr) fi_close(&r->mr->fid);
+    memset(r, 0, sizeof *r);
+    h->nregions = i;
+    __atomic_store_n(&h->bytes, i ? h->regions[i - 1].offset + h->regions[i - 1].bytes : 0, __ATOMIC_RELEASE);
+    if (!i) h->base = NULL;
+}
+
+/* This PE's own registration of piece r: 1 when it worked. */
+static int shm__register_here(shm__world *w, shm__region *r, void *base, size_t bytes, unsigned n)
+{
+    int rc;
+#if defined(SHMALLOC_TESTING)
+    if (shm__registration_fails(w, n)) return 0;
+#else
+    (void)n;
+#endif
+    if (!w->fab.ep) return 1;
+    rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
+                          SHM__HEAP_KEY + (uint64_t)(r - w->heap.regions), &r->mr, &r->desc);
+    if (rc)
+        shmalloc_print(2, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n", bytes, base,
+                       w->boot.me, fi_strerror(-rc));
+    return rc == 0;
+}
+
+/* This PE's record of piece r, and its key for the peers. */
+static void shm__describe_region(const shm__world *w, const shm__region *r, int ok, shm__wire_heap *mine)
+{
+    const shm__heap_state *h = &w->heap;
+    memset(mine, 0, sizeof *mine);
+    mine->ok = (uint64_t)ok;
+    mine->base = (uint64_t)(uintptr_t)h->base;
+    mine->node = r == &h->regions[0] ? shmalloc_map_node_id() : 0;
+    mine->pid = (uint64_t)getpid();
+    mine->fd = h->map.fd;
+    mine->mapped = h->map.mapped;
+    mine->at = (uint64_t)(h->base - h->map.base);
+    if (!ok || !r->mr) return;
+    if (w->fab.mr_mode & FI_MR_RAW) {
+        size_t size = sizeof mine->raw;
+        int rc = fi_mr_raw_attr(r->mr, &mine->raw_base, mine->raw, &size, 0);
+        if (rc) shm__fatal("fi_mr_raw_attr failed: %s (a key over %d bytes?)", fi_strerror(-rc), SHM__RAW_KEY_MAX);
+        mine->raw_size = size;
+    } else {
+        mine->key = fi_mr_key(r->mr);
+        if (mine->key == FI_KEY_NOTAVAIL) shm__fatal("fi_mr_key of the heap is not available");
+    }
+}
+
+/* A same-node peer's block space, mapped here whole (the pieces it may
+   grow into too), so puts and gets to it are copies and shmem_ptr has an
+   address for it.  A peer that cannot be mapped is reached by libfabric. */
+static void shm__map_peer_heap(shm__world *w, int q, const shm__wire_heap *theirs, const shm__wire_heap *mine)
+{
+    shm__peer *p = &w->fab.peers[q];
+    if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
+    p->direct_map = shmalloc_map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
+    if (!p->direct_map) {
+        shm__note("PE %d cannot map PE %d's heap (%s): puts and gets to it go through libfabric", w->boot.me, q,
+                  strerror(errno));
+        return;
+    }
+    p->direct_len = (size_t)theirs->mapped;
+    p->direct = p->direct_map + theirs->at;
+}
+
+/* What PE q's record of piece i tells this PE: with the first piece its
+   base and mapping, with every piece its key. */
+static void shm__learn_peer(shm__world *w, int q, int i, int ok, const shm__wire_heap *theirs,
+                            const shm__wire_heap *mine)
+{
+    shm__peer *p = &w->fab.peers[q];
+    if (i == 0) {
+        p->base = theirs->base;
+        if (theirs->base != mine->base) w->heap.same_address = 0;
+        if (q != w->boot.me) shm__map_peer_heap(w, q, theirs, mine);
+    }
+    if (!ok || !theirs->ok) return;
+    if (w->fab.mr_mode & FI_MR_RAW) {
+        int rc = fi_mr_map_raw(w->fab.domain, theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw,
+                               (size_t)theirs->raw_size, &p->key[i], 0);
+        if (rc) shm__fatal("fi_mr_map_raw of PE %d's key failed: %s", q, fi_strerror(-rc));
+        p->key_mapped[i] = 1;
+    } else {
+        p->key[i] = theirs->key;
+    }
+}
+
+/* Every PE's record of piece i, through a PMIx fence (entered and left
+   with the progress lock held; the fence runs without it). */
+static void shm__exchange_keys(shm__world *w, const shm__region *r, int i, unsigned n, int ok)
+{
+    shm__wire_heap mine, theirs;
+    char key[64];
+    int q;
+    shm__describe_region(w, r, ok, &mine);
+    shm__leave();
+    snprintf(key, sizeof key, "%s.%u", SHM__KEY_HEAP, n);
+    shm__pmix_put(key, &mine, sizeof mine);
+    shm__fence("heap keys");
+    shm__enter();
+    if (i == 0) {
+        w->heap.same_address = 1;
+        /* Every peer has opened this PE's shm provider file by now (it
+           inserted our address before this fence): its name can go, so
+           even a SIGKILL later leaves nothing in /dev/shm. */
+        if (w->faults.shm_file[0]) unlink(w->faults.shm_file);
+        w->faults.shm_file[0] = '\0';
+    }
+    for (q = 0; q < w->boot.npes; q++) {
+        if (q == w->boot.me) theirs = mine;
+        else shm__pmix_get_bytes(q, key, &theirs, sizeof theirs);
+        shm__learn_peer(w, q, i, ok, &theirs, &mine);
+    }
+}
+
+/* Called on every PE at the same point (heap creation, each growth): every
+   PE registers its piece and learns every peer's key through a PMIx fence,
+   even when its own registration failed, so none is left waiting.  A peer
+   whose registration failed makes the heap's all-reduce fail the call,
+   which deregisters the pieces that did register.  Other threads' puts
+   may run meanwhile: libfabric calls and the new piece's state are
+   changed under the lock, and the heap's new size is published last. */
+int shm__tp_register(void *user, void *base, size_t bytes)
+{
+    shm__world *w = (shm__world *)user;
+    shm__heap_state *h = &w->heap;
+    unsigned n = h->registrations++;
+    int ok, i = h->nregions;
+    shm__region *r = &h->regions[i];
+    if (i == SHMALLOC_MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHMALLOC_MAX_REGIONS);
+    if (i == 0) h->base = (char *)base;
+    shm__enter();
+    r->offset = (size_t)((char *)base - h->base);
+    r->bytes = bytes;
+    ok = shm__register_here(w, r, base, bytes, n);
+    if (w->fab.ep) shm__exchange_keys(w, r, i, n, ok);
+    else if (i == 0) h->same_address = 1;
+    if (!ok) {
+        shm__forget_region(i);
+        shm__leave();
+        return -1;
+    }
+    h->nregions = i + 1;
+    __atomic_store_n(&h->bytes, r->offset + bytes, __ATOMIC_RELEASE);
+    shm__leave();
+    return 0;
+}
+
+/* The heap deregisters its pieces last first. */
+int shm__tp_deregister(void *user, void *base, size_t bytes)
+{
+    shm__world *w = (shm__world *)user;
+    int i = w->heap.nregions - 1;
+    (void)bytes;
+    if (i < 0 || w->heap.base + w->heap.regions[i].offset != (char *)base) return -1;
+    shm__enter();
+    shm__forget_region(i);
+    shm__leave();
+    return 0;
+}

@@ -1,0 +1,201 @@
+/* node.c - the node barrier.  PEs on one node synchronise through a small
+   shared segment instead of messages: each PE has a slot of its own cache
+   lines, publishes its values and then the barrier's number there.  When
+   every PE is on this node, each waits until every slot shows that number.
+   On several nodes the barrier is hierarchical: the node's leader (its
+   lowest rank) waits for its node's slots, runs the dissemination rounds
+   with the other nodes' leaders by messages, and publishes the result and
+   the number in the release slot that the node's other PEs wait on.
+   Values are double-buffered by the number's parity: a PE writes a buffer
+   again only two barriers later, after every PE has passed the barrier in
+   between and so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps
+   messages among all PEs. */
+#include "pmix_ofi.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define SHM__NODE_SPINS 2000 /* polls with a cpu pause before yielding, when every PE has a cpu */
+#define SHM__KEY_NODE "shmalloc.node"
+#define SHM__KEY_NODE_OK "shmalloc.node.ok"
+
+struct shm__node_slot {
+    uint64_t epoch;                         /* atomic: the last barrier this PE reached */
+    uint64_t values[2][SHMALLOC_REDUCE_MAX];
+    char pad[64 - sizeof(uint64_t)];        /* a slot is whole cache lines */
+};
+
+/* 1 when barriers may use node memory: allowed, and some node has
+   several PEs, none too many. */
+static int shm__node_wanted(void)
+{
+    const shm__boot *b = &shm__w.boot;
+    return shm__w.opt.node_barrier && b->nodes > 0 && b->nodes < b->npes && b->node_size_max <= SHM__NODE_MAX;
+}
+
+/* The segment's name: the job's namespace and the leader's rank. */
+static void shm__node_name(int leader)
+{
+    char *p, *name = shm__w.coll.node_file;
+    snprintf(name, sizeof shm__w.coll.node_file, "/shmalloc-%.100s-%d", shm__w.boot.proc.nspace, leader);
+    for (p = name + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            *p = '_';
+}
+
+/* The leader creates the segment and says whether it could; the others
+   open it after a fence.  Maps it; an fd < 0 maps nothing. */
+static void shm__node_attach(int leader, size_t bytes)
+{
+    const char *file = shm__w.coll.node_file;
+    uint64_t ok = 0;
+    int fd = -1;
+    if (shm__w.boot.me == leader) {
+        shm_unlink(file); /* a stale one from a crashed job of the same name */
+        fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
+            close(fd);
+            fd = -1;
+        }
+        ok = fd >= 0;
+        shm__pmix_put(SHM__KEY_NODE, &ok, sizeof ok);
+    }
+    shm__fence("node segment");
+    if (shm__w.boot.me != leader) {
+        shm__pmix_get_bytes(leader, SHM__KEY_NODE, &ok, sizeof ok);
+        if (ok) fd = shm_open(file, O_RDWR, 0600);
+    }
+    if (fd >= 0) {
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (m != MAP_FAILED) {
+            shm__w.coll.node = (shm__node_slot *)m;
+            shm__w.coll.node_bytes = bytes;
+        }
+    }
+}
+
+/* Every PE learns whether every node managed, and all use node memory or
+   none does; the file is unlinked once every PE has it open, so a crash
+   later leaves none. */
+static void shm__node_agree(int leader)
+{
+    shm__collective *c = &shm__w.coll;
+    uint64_t ok = c->node != NULL, all = 1;
+    int q;
+    shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
+    shm__fence("node segment mapped");
+    if (shm__w.boot.me == leader) shm_unlink(c->node_file);
+    c->node_file[0] = '\0';
+    for (q = 0; q < shm__w.boot.npes; q++) {
+        uint64_t theirs = 1;
+        if (q != shm__w.boot.me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
+        all &= theirs;
+    }
+    if (!all && c->node) { /* every PE decides alike: messages for all */
+        munmap(c->node, c->node_bytes);
+        c->node = NULL;
+    }
+}
+
+/* Sets the message group: every PE, or with node memory on several nodes
+   only the leaders. */
+void shm__node_open(void)
+{
+    shm__collective *c = &shm__w.coll;
+    const shm__boot *b = &shm__w.boot;
+    int leader = b->node_ranks ? b->node_ranks[0] : 0, q;
+    c->group_size = b->npes;
+    c->group_me = b->me;
+    if (!shm__node_wanted()) return;
+    shm__node_name(leader);
+    shm__node_attach(leader, (size_t)(b->node_size + 1) * sizeof(shm__node_slot));
+    /* Spin first only on one node with a cpu per PE: across nodes a
+       barrier waits for the network anyway, and a spinning PE would hold
+       the cpu its node's leader needs. */
+    c->node_pauses = b->nodes == 1 && b->node_size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
+    shm__node_agree(leader);
+    if (c->node && b->nodes > 1) {
+        c->group_size = b->nodes;
+        for (q = 0; q < b->nodes; q++)
+            if (b->leaders[q] == leader) c->group_me = q;
+    }
+}
+
+void shm__node_close(void)
+{
+    shm__collective *c = &shm__w.coll;
+    if (c->node) munmap(c->node, c->node_bytes);
+    c->node = NULL;
+    if (c->node_file[0]) shm_unlink(c->node_file);
+    c->node_file[0] = '\0';
+}
+
+static void shm__cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Waits until slot s shows barrier epoch; pe is the PE that writes it. */
+static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, double *deadline, int *spins)
+{
+    while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
+        if (++*spins <= shm__w.coll.node_pauses) {
+            shm__cpu_pause();
+            continue;
+        }
+        /* A PE that is not here yet may need our progress, or be gone. */
+        shm__w.faults.waiting_for = pe;
+        if (*deadline == 0.0) *deadline = shm__now() + shm__w.opt.timeout;
+        shm__enter();
+        shm__progress();
+        shm__leave();
+        if (shm__now() > *deadline) shm__barrier_timeout(pe);
+        sched_yield();
+    }
+}
+
+static void shm__max_into(uint64_t *values, const uint64_t *theirs, int count)
+{
+    int i;
+    for (i = 0; i < count; i++)
+        if (theirs[i] > values[i]) values[i] = theirs[i];
+}
+
+void shm__node_sync(uint64_t *values, int count)
+{
+    shm__collective *c = &shm__w.coll;
+    const shm__boot *b = &shm__w.boot;
+    uint64_t epoch = ++c->node_epoch;
+    shm__node_slot *mine = &c->node[b->node_me], *release = &c->node[b->node_size];
+    unsigned buf = (unsigned)(epoch & 1u);
+    double deadline = 0.0;
+    int q, i, spins = 0;
+    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
+    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
+    if (b->nodes == 1 || b->node_me == 0) /* everyone here, or the leader: gather the node */
+        for (q = 0; q < b->node_size; q++) {
+            shm__node_wait(&c->node[q], epoch, b->node_ranks[q], &deadline, &spins);
+            if (q != b->node_me) shm__max_into(values, c->node[q].values[buf], count);
+        }
+    if (b->nodes > 1 && b->node_me == 0) {
+        shm__disseminate(values, count);
+        for (i = 0; i < count; i++) release->values[buf][i] = values[i];
+        __atomic_store_n(&release->epoch, epoch, __ATOMIC_RELEASE);
+    } else if (b->nodes > 1) {
+        shm__node_wait(release, epoch, b->node_ranks[0], &deadline, &spins);
+        for (i = 0; i < count; i++) values[i] = release->values[buf][i];
+    } else {
+        shm__enter();
+        c->epoch = (uint32_t)epoch; /* names the barrier in messages */
+        shm__leave();
+    }
+    shm__w.faults.waiting_for = -1;
+}

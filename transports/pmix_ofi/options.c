@@ -1,0 +1,37 @@
+/* options.c - the transport's settings, read here once by shmem_init: the
+   allocator's options table (shmalloc_options_read: the transport's own
+   variables are entries of it, and the heap takes debug mode from it), and
+   the few variables that are not shmalloc's own. */
+#include "pmix_ofi.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The one place the transport reads its environment.  A bad value ends
+   the PE, after the table's message naming the variable. */
+void shm__read_options(shm__options *o)
+{
+    const shmalloc_option *t = shmalloc_options();
+#if defined(SHMALLOC_TESTING)
+    char *const *env = NULL; /* the test programs set SHMALLOC_* variables of their own */
+#else
+    char *const *env = environ; /* a misspelt SHMALLOC_* variable is reported */
+#endif
+    memset(o, 0, sizeof *o);
+    if (shmalloc_options_read(env) != 0) exit(1);
+    o->timeout = (int)t[SHMALLOC_OPT_BARRIER_TIMEOUT].value;
+    o->any_address = t[SHMALLOC_OPT_PMIX_ANY_ADDRESS].value != 0;
+    o->verbose = t[SHMALLOC_OPT_VERBOSE].value != 0;
+    o->direct = t[SHMALLOC_OPT_PMIX_DIRECT].value != 0;
+    o->node_barrier = t[SHMALLOC_OPT_PMIX_NODE_BARRIER].value != 0;
+    o->heap_max = t[SHMALLOC_OPT_HEAP_MAX].text;
+    o->size_var = t[SHMALLOC_OPT_HEAP_SIZE].source;
+    o->size_value = t[SHMALLOC_OPT_HEAP_SIZE].text;
+    o->provider = getenv("FI_PROVIDER");
+    o->launched = getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK");
+#if defined(SHMALLOC_TESTING)
+    o->fail_register = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER");
+    o->test_node_size = getenv("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE");
+#endif
+}

@@ -1,0 +1,312 @@
+/* pmix_ofi.h - the PMIx + libfabric transport's own header, shared by its
+   files and never installed: the state, one struct per concern, and the
+   functions one file offers the others.  Programs include
+   ../shmalloc_pmix_ofi.h.
+
+   The files, in the order a PE uses them:
+     options.c    every environment variable of the transport, read once
+     faults.c     messages, signals, dead peers, stale /dev/shm files
+     bootstrap.c  PMIx: rank and size, key exchange, fences, the node map
+     fabric.c     provider, endpoint, message buffers, memory registration
+     progress.c   the completion queue: messages, operations, waits
+     memory.c     the heap's memory, and its pieces registered with keys
+     barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
+     node.c       the node barrier in shared memory
+     rma.c        puts, gets, quiet
+     shmem.c      shmem_init and the other entry points, the contract */
+#if !defined(SHMALLOC_PMIX_OFI_INTERNAL_H)
+#define SHMALLOC_PMIX_OFI_INTERNAL_H
+
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE, memfd_create */
+#endif
+
+#include "../../shmalloc.h"
+#include "../shmalloc_pmix_ofi.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "../shmalloc_map.h"
+
+/* The PMIx and libfabric headers are not clean under our warnings. */
+#if defined(__GNUC__) || defined(__clang__)
+#  pragma GCC diagnostic push
+#  pragma GCC diagnostic ignored "-Wpedantic"
+#  pragma GCC diagnostic ignored "-Wconversion"
+#  pragma GCC diagnostic ignored "-Wsign-conversion"
+#  pragma GCC diagnostic ignored "-Wshadow"
+#  pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#  pragma GCC diagnostic ignored "-Wundef"
+#  pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+#include <pmix.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#if defined(__GNUC__) || defined(__clang__)
+#  pragma GCC diagnostic pop
+#endif
+
+/* ThreadSanitizer owns fixed parts of the address space: map anywhere. */
+#if defined(__SANITIZE_THREAD__)
+#  define SHM__TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define SHM__TSAN 1
+#  endif
+#endif
+
+/* Shared among the transport's files, hidden from the programs that link it. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define SHM__INTERNAL __attribute__((visibility("hidden")))
+#else
+#  define SHM__INTERNAL
+#endif
+
+#define SHM__MAX_ROUNDS 31        /* dissemination rounds: up to 2^31 PEs */
+#define SHM__RECV_SLOTS 64        /* > messages in flight to one PE: 2 epochs x rounds */
+#define SHM__SLOT_BYTES 256       /* one message buffer */
+#define SHM__BOUNCE_BYTES ((size_t)1 << 20) /* FI_MR_LOCAL copies of unregistered buffers */
+#define SHM__RAW_KEY_MAX 64       /* FI_MR_RAW key bytes we can carry */
+#define SHM__NODE_MAX 64          /* PEs per node up to which the node barrier is used */
+
+/* ---- options (options.c) ---------------------------------------------------
+   What the environment says, read once by shm__read_options. */
+typedef struct shm__options {
+    int timeout;              /* SHMALLOC_BARRIER_TIMEOUT, seconds */
+    int any_address;          /* SHMALLOC_PMIX_OFI_ANY_ADDRESS */
+    int verbose;              /* SHMALLOC_VERBOSE */
+    int direct;               /* SHMALLOC_PMIX_OFI_DIRECT */
+    int node_barrier;         /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
+    const char *provider;     /* FI_PROVIDER, or NULL */
+    const char *heap_max;     /* SHMALLOC_HEAP_MAX's value, for messages */
+    const char *size_var;     /* the heap size variable in force, or NULL */
+    const char *size_value;   /* and its value */
+    int launched;             /* PMIX_NAMESPACE or PMIX_RANK: a PMIx launcher started us */
+#if defined(SHMALLOC_TESTING)
+    const char *fail_register;  /* SHMALLOC_PMIX_OFI_FAIL_REGISTER */
+    const char *test_node_size; /* SHMALLOC_PMIX_OFI_TEST_NODE_SIZE */
+#endif
+} shm__options;
+
+SHM__INTERNAL void shm__read_options(shm__options *o);
+
+/* ---- bootstrap: PMIx (bootstrap.c) ------------------------------------- */
+typedef struct shm__boot {
+    int have_pmix;
+    pmix_proc_t proc;
+    size_t event_ref;
+    int event_registered;
+    int me, npes;
+    int nodes;              /* nodes the PEs run on; 0: unknown */
+    int node_size, node_me; /* PEs on this node, and our index among them */
+    int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
+    int node_size_max;      /* on the most crowded node */
+    int *leaders;           /* the node leaders' ranks, ascending */
+} shm__boot;
+
+SHM__INTERNAL int shm__pmix_init(void);
+SHM__INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
+SHM__INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
+SHM__INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);
+SHM__INTERNAL void shm__fence(const char *what);
+SHM__INTERNAL void shm__map_nodes(void);
+SHM__INTERNAL void shm__pmix_close(void);
+
+/* ---- fabric (fabric.c, progress.c) ------------------------------------- */
+enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
+
+/* The context of every posted operation: completions find it again. */
+typedef struct shm__op {
+    struct fi_context2 ctx; /* first: FI_CONTEXT and FI_CONTEXT2 modes */
+    int kind;
+    int index;              /* receive slot, or the peer of an RMA */
+    int done;
+} shm__op;
+
+typedef struct shm__peer {
+    fi_addr_t addr;
+    uint64_t base;
+    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per piece; mapped when FI_MR_RAW */
+    unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
+    int dirty;              /* written since the last quiet */
+    shm__op flush;          /* quiet's read */
+    char *direct;           /* its block space mapped here (same node), or NULL */
+    char *direct_map;       /* that mapping, and its length */
+    size_t direct_len;
+} shm__peer;
+
+typedef struct shm__fabric {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    struct fid_mr *local_mr;
+    void *local_desc;
+    uint64_t mr_mode, tx_flags;
+    size_t max_msg;
+    const char *prov;
+    char *local;            /* send slots, receive slots, flush word, bounce buffer */
+    size_t local_bytes;
+    char *send_slots, *recv_slots, *flush_word, *bounce;
+    uint64_t recv_unposted; /* slots whose repost met -FI_EAGAIN */
+    shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS], rma_op;
+    shm__peer *peers;
+    int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
+} shm__fabric;
+
+SHM__INTERNAL void shm__fabric_open(void);
+SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
+                                   void **desc);
+SHM__INTERNAL void shm__post_recv(int slot);
+SHM__INTERNAL void shm__fabric_close(void);
+SHM__INTERNAL void shm__describe(void);
+SHM__INTERNAL const char *shm__op_name(int kind);
+SHM__INTERNAL void shm__progress(void);
+SHM__INTERNAL int shm__progress_until(const int *flag);
+SHM__INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
+
+/* ---- the heap's memory and pieces (memory.c) --------------------------- */
+/* A registered piece of this PE's heap: [offset, offset + bytes) from its
+   base, the same piece on every PE. */
+typedef struct shm__region {
+    size_t offset, bytes;
+    struct fid_mr *mr;
+    void *desc;
+} shm__region;
+
+typedef struct shm__heap_state {
+    shmalloc_map_mem map;      /* the heap's memory (shmalloc_map.h) */
+    int fixed_address, same_address;
+    shmalloc_heap *heap;
+    size_t nominal;         /* the heap's first size; it may grow to map.bytes */
+    char *base;             /* the registered block space */
+    size_t bytes;           /* atomic: puts of other threads read it during growth */
+    shm__region regions[SHMALLOC_MAX_REGIONS];
+    int nregions;
+    unsigned registrations; /* attempts so far: names each exchange */
+} shm__heap_state;
+
+SHM__INTERNAL void shm__map_heap(size_t max, const shmalloc_map_huge *huge);
+SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
+SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
+SHM__INTERNAL void shm__forget_region(int i);
+
+/* ---- barrier and all-reduce (barrier.c, node.c) ------------------------ */
+/* A round's message, received possibly before this PE reached the round. */
+typedef struct shm__inbox {
+    int full;
+    int count;
+    int source;
+    uint64_t values[SHMALLOC_REDUCE_MAX];
+} shm__inbox;
+
+typedef struct shm__node_slot shm__node_slot;
+
+typedef struct shm__collective {
+    /* Barrier messages go among a group: every PE, or one leader per node. */
+    int group_size, group_me, rounds;
+    shm__inbox inbox[2][SHM__MAX_ROUNDS];
+    uint32_t epoch;
+    shm__node_slot *node;   /* the node barrier's segment, or NULL */
+    size_t node_bytes;
+    uint64_t node_epoch;
+    int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
+    char node_file[160];    /* its name until every PE has it open */
+} shm__collective;
+
+SHM__INTERNAL void shm__deliver(const void *message, size_t len);
+SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
+SHM__INTERNAL void shm__node_open(void);
+SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
+SHM__INTERNAL void shm__node_close(void);
+
+/* ---- faults (faults.c) ------------------------------------------------- */
+typedef struct shm__faults {
+    volatile sig_atomic_t waiting_for; /* PE a barrier waits for, or -1 */
+    int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
+    int dead_status;        /* atomic */
+    double dead_seen;
+    int finalizing;
+    char shm_file[160];     /* the shm provider's /dev/shm file, until every peer has it open */
+    struct sigaction old_term, old_int;
+    int signals_installed;
+} shm__faults;
+
+SHM__INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHM__INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHM__INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHM__INTERNAL double shm__now(void);
+SHM__INTERNAL void shm__install_signals(void);
+SHM__INTERNAL void shm__restore_signals(void);
+SHM__INTERNAL void shm__sweep_stale_shm_files(void);
+SHM__INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+                                   size_t ninfo, pmix_info_t results[], size_t nresults,
+                                   pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
+SHM__INTERNAL void shm__check_deaths(void);
+SHM__INTERNAL void shm__cq_failure(void);
+SHM__INTERNAL void shm__barrier_timeout(int pe);
+
+/* ---- the whole PE (shmem.c) -------------------------------------------- */
+typedef struct shm__world {
+    int running;
+    int thread_level;       /* SHMEM_THREAD_*, as provided */
+    int threaded;           /* SHMEM_THREAD_MULTIPLE: the locks are taken */
+    pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
+    shm__options opt;
+    shm__boot boot;
+    shm__fabric fab;
+    shm__heap_state heap;
+    shm__collective coll;
+    shm__faults faults;
+} shm__world;
+
+SHM__INTERNAL extern shm__world shm__w; /* zero until shmem_init */
+
+SHM__INTERNAL void shm__teardown(void);
+
+/* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
+   the endpoint, the completion queue and what progress writes (the
+   barrier's inbox, operations' done flags, the peers' keys and the heap's
+   pieces); a thread waiting for a put, a get or a quiet holds it and
+   progresses for every thread of the PE.  Barriers and growth take it per
+   poll, so puts of other threads go on meanwhile.  The heap's own lock
+   (heap_mutex) is taken before it, never inside.  Copies into same-node
+   peers' heaps take no lock.  Below MULTIPLE no lock is taken. */
+SHM__INTERNAL extern pthread_mutex_t shm__progress_mutex;
+
+static inline void shm__enter(void)
+{
+    if (shm__w.threaded) pthread_mutex_lock(&shm__progress_mutex);
+}
+
+static inline void shm__leave(void)
+{
+    if (shm__w.threaded) pthread_mutex_unlock(&shm__progress_mutex);
+}
+
+/* Growth publishes it after the new piece; puts by libfabric read the
+   piece under the lock, and direct copies need no more than the size. */
+static inline size_t shm__heap_bytes(void)
+{
+    return __atomic_load_n(&shm__w.heap.bytes, __ATOMIC_RELAXED);
+}
+
+/* 1 when [p, p + n) lies inside this PE's registered heap. */
+static inline int shm__in_heap(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, base = (uintptr_t)shm__w.heap.base;
+    size_t bytes;
+    if (!shm__w.heap.base || a < base) return 0;
+    bytes = shm__heap_bytes();
+    return a - base <= bytes && n <= bytes - (a - base);
+}
+
+#endif /* SHMALLOC_PMIX_OFI_INTERNAL_H */

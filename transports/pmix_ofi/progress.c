@@ -1,0 +1,83 @@
+/* progress.c - the completion queue.  The providers progress manually, so
+   every wait of this PE polls here: received messages go to the barrier's
+   inbox, finished operations are marked done, and a dead peer is noticed. */
+#include "pmix_ofi.h"
+
+#include <sched.h>
+
+#define SHM__CQ_BATCH 16
+
+const char *shm__op_name(int kind)
+{
+    switch (kind) {
+    case SHM__OP_SEND: return "barrier message";
+    case SHM__OP_RECV: return "barrier receive";
+    case SHM__OP_WRITE: return "fi_write";
+    default: return "fi_read";
+    }
+}
+
+/* With threads the caller holds the progress lock. */
+void shm__progress(void)
+{
+    shm__fabric *f = &shm__w.fab;
+    struct fi_cq_data_entry entries[SHM__CQ_BATCH];
+    for (;;) {
+        ssize_t n = fi_cq_read(f->cq, entries, SHM__CQ_BATCH), i;
+        if (n == -FI_EAGAIN) break;
+        if (n == -FI_EAVAIL) {
+            shm__cq_failure();
+            continue;
+        }
+        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__w.boot.me, fi_strerror((int)-n));
+        for (i = 0; i < n; i++) {
+            shm__op *op = (shm__op *)entries[i].op_context;
+            if (op->kind == SHM__OP_RECV) {
+                shm__deliver(f->recv_slots + (size_t)op->index * SHM__SLOT_BYTES, entries[i].len);
+                shm__post_recv(op->index);
+            } else {
+                op->done = 1;
+            }
+        }
+        if (n < SHM__CQ_BATCH) break;
+    }
+    if (f->recv_unposted) {
+        int slot;
+        for (slot = 0; slot < SHM__RECV_SLOTS; slot++)
+            if (f->recv_unposted & ((uint64_t)1 << slot)) shm__post_recv(slot);
+    }
+    shm__check_deaths();
+}
+
+/* One poll for a barrier, which holds no lock while it waits: *flag, read
+   under the lock, once progress has had its turn. */
+int shm__progress_until(const int *flag)
+{
+    int v;
+    shm__enter();
+    v = *flag;
+    if (!v) {
+        shm__progress();
+        v = *flag;
+    }
+    shm__leave();
+    return v;
+}
+
+/* Waits for op, at most the timeout; what and pe name it in the message.
+   The clock is read only once the wait is long.  With threads the caller
+   holds the lock. */
+void shm__wait_op(shm__op *op, const char *what, int pe)
+{
+    double deadline = 0.0;
+    int spins = 0;
+    while (!op->done) {
+        shm__progress();
+        if (op->done) break;
+        if (++spins == 64) deadline = shm__now() + shm__w.opt.timeout;
+        if (spins > 64 && (spins & 63) == 0 && shm__now() > deadline)
+            shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
+                       "into shmem)", what, pe, shm__w.opt.timeout, shm__w.boot.me, pe);
+        sched_yield();
+    }
+}

@@ -1,0 +1,201 @@
+/* shmem.c - the SHMEM entry points of the PMIx + libfabric transport, and
+   the transport contract it hands the heap: start-up in named steps,
+   shut-down, and the calls that only read the PE's state. */
+#include "pmix_ofi.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+shm__world shm__w;
+pthread_mutex_t shm__progress_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* >> the transport contract ------------------------------------------------------- */
+static int shm__heap_lock(void *user)
+{
+    return pthread_mutex_lock(&((shm__world *)user)->heap_mutex) == 0 ? 0 : -1;
+}
+
+static int shm__heap_unlock(void *user)
+{
+    return pthread_mutex_unlock(&((shm__world *)user)->heap_mutex) == 0 ? 0 : -1;
+}
+
+static int shm__tp_barrier(void *user)
+{
+    const shm__world *w = (const shm__world *)user;
+    shmem_quiet();
+    if (w->coll.node) shm__node_sync(NULL, 0);
+    else if (w->fab.ep) shm__disseminate(NULL, 0);
+    return 0;
+}
+
+static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
+{
+    const shm__world *w = (const shm__world *)user;
+    int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
+    shmem_quiet();
+    if (w->coll.node) shm__node_sync(values, bad ? 0 : count); /* synchronises even when bad */
+    else if (w->fab.ep) shm__disseminate(values, bad ? 0 : count);
+    return bad ? -1 : 0;
+}
+
+static void shm__fill_transport(shm__world *w, shmalloc_transport *tp)
+{
+    memset(tp, 0, sizeof *tp);
+    tp->user = w;
+    tp->pe = w->boot.me; /* the heap's reports name this PE */
+    tp->npes = w->boot.npes;
+    tp->barrier = shm__tp_barrier;
+    tp->allreduce_max = shm__tp_allreduce_max;
+    tp->register_region = shm__tp_register;
+    tp->deregister_region = shm__tp_deregister;
+    if (w->threaded) {
+        tp->lock = shm__heap_lock;
+        tp->unlock = shm__heap_unlock;
+    }
+}
+
+/* >> start-up and shut-down ------------------------------------------------------- */
+/* Closes what is open, in order; safe at any point of start-up. */
+void shm__teardown(void)
+{
+    while (shm__w.heap.nregions > 0) shm__forget_region(shm__w.heap.nregions - 1);
+    shm__fabric_close();
+    shm__node_close();
+    shmalloc_map_release(&shm__w.heap.map);
+    shm__pmix_close();
+}
+
+/* The settings, before anything is opened: a bad one ends the PE. */
+static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc_map_huge *huge)
+{
+    memset(&shm__w, 0, sizeof shm__w);
+    shm__w.thread_level = level;
+    shm__w.threaded = level == SHMEM_THREAD_MULTIPLE;
+    if (shm__w.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
+        shm__init_fail("cannot create the heap's lock");
+    shm__w.faults.waiting_for = -1;
+    shm__w.faults.dead_pe = -1;
+    shm__read_options(&shm__w.opt);
+    if (shmalloc_heap_size_from_env(nominal) != 0 || shmalloc_heap_max_from_env(*nominal, max) != 0 ||
+        shmalloc_map_huge_from_env(huge) != 0)
+        exit(1); /* it printed why */
+    shm__w.heap.nominal = *nominal;
+    shm__w.boot.npes = 1;
+}
+
+/* PMIx, the heap's memory, libfabric and the node barrier: without a PMIx
+   server only the memory, as PE 0 of 1. */
+static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
+{
+    if (shm__pmix_init() == 0) {
+        shm__install_signals();
+        shm__sweep_stale_shm_files();
+        shm__map_nodes();
+    }
+    shm__map_heap(max, huge);
+    if (!shm__w.boot.have_pmix) return;
+    shm__fabric_open();
+    shm__node_open();
+    while ((1 << shm__w.coll.rounds) < shm__w.coll.group_size) shm__w.coll.rounds++;
+}
+
+/* Collective: the heap registers its first piece through the contract. */
+static void shm__init_heap(size_t nominal, size_t max)
+{
+    shmalloc_transport tp;
+    long err = SHMEM_MALLOC_OK;
+    shm__fill_transport(&shm__w, &tp);
+    shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
+    shm__w.heap.heap = shmalloc_heap_create_growable(shm__w.heap.map.base, shm__w.heap.map.bytes,
+                                                     max > nominal ? nominal : SIZE_MAX, &tp, &err);
+    if (!shm__w.heap.heap) {
+        shm__w.running = 0;
+        shm__init_fail("cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)", nominal,
+                       shm__w.boot.me, err);
+    }
+    shmalloc_set_process_heap(shm__w.heap.heap);
+}
+
+static void shm__init(int level)
+{
+    shmalloc_map_huge huge;
+    size_t nominal, max;
+    shm__init_settings(level, &nominal, &max, &huge);
+    shm__init_runtime(max, &huge);
+    shm__init_heap(nominal, max);
+    shm__describe();
+}
+
+void shmem_init(void)
+{
+    if (!shm__w.running) shm__init(SHMEM_THREAD_SINGLE);
+}
+
+int shmem_init_thread(int requested, int *provided)
+{
+    if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE) {
+        shmalloc_print(2, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, "
+                       "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); nothing was "
+                       "initialised\n", requested);
+        return -1;
+    }
+    if (!shm__w.running) shm__init(requested);
+    if (provided) *provided = shm__w.thread_level;
+    return 0;
+}
+
+void shmem_query_thread(int *provided)
+{
+    if (provided) *provided = shm__w.running ? shm__w.thread_level : SHMEM_THREAD_SINGLE;
+}
+
+void shmem_finalize(void)
+{
+    if (!shm__w.running) return;
+    shmem_barrier_all();
+    shmalloc_heap_destroy(shm__w.heap.heap); /* collective; deregisters the heap */
+    shmalloc_set_process_heap(NULL);
+    shm__w.heap.heap = NULL;
+    shm__w.faults.finalizing = 1; /* peers now exit normally */
+    shm__w.running = 0;
+    shm__teardown();
+    shm__restore_signals();
+    shm__w.heap.base = NULL;
+    if (shm__w.threaded) pthread_mutex_destroy(&shm__w.heap_mutex);
+}
+
+void shmem_global_exit(int status)
+{
+    fflush(NULL);
+    /* First: the launcher may kill us before PMIx_Abort returns. */
+    if (shm__w.faults.shm_file[0]) unlink(shm__w.faults.shm_file);
+    if (shm__w.boot.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
+    _exit(status);
+}
+
+/* >> the PE and its peers -------------------------------------------------------- */
+void shmem_barrier_all(void)
+{
+    if (!shm__w.running) return;
+    shm__tp_barrier(&shm__w);
+}
+
+int shmem_my_pe(void) { return shm__w.running ? shm__w.boot.me : -1; }
+
+int shmem_n_pes(void) { return shm__w.running ? shm__w.boot.npes : 0; }
+
+void *shmem_ptr(const void *dest, int pe)
+{
+    const shm__fabric *f = &shm__w.fab;
+    if (!shm__w.running || pe < 0 || pe >= shm__w.boot.npes || !shm__in_heap(dest, 1)) return NULL;
+    if (pe == shm__w.boot.me) return (void *)(uintptr_t)dest;
+    return f->peers && f->peers[pe].direct ? f->peers[pe].direct + ((const char *)dest - shm__w.heap.base) : NULL;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    return shm__w.running && pe >= 0 && pe < shm__w.boot.npes && shm__in_heap(addr, 1);
+}

@@ -131,7 +131,7 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 
 # One mpirun at a time: the tests count the files the shm provider leaves.
 test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
-	SHMALLOC_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
+	SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
 	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi >/dev/null
 
 # The worker under srun --mpi=pmix, on a one-node Slurm cluster that the
@@ -160,7 +160,7 @@ ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-fra
 test-asan: deps
 	$(MAKE) run-tests $(ASAN)
 	$(MAKE) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi $(ASAN)
-	SHMALLOC_WORKER=./build/asan/pmix_ofi_worker ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'
+	SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'
 
 # Also the PMIx transport's thread tests (4 threads per PE under mpirun),
 # worker and transport built with TSan; the stand-in runner selects them by
@@ -169,7 +169,7 @@ TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
 	$(MAKE) run-tests $(TSAN)
 	$(MAKE) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi $(TSAN)
-	SHMALLOC_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/test_pmix_ofi --jobs 1 thread
+	SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/test_pmix_ofi --jobs 1 thread
 
 # Criterion's worker protocol can time out under Valgrind on a loaded
 # machine, so these builds use tests/criterion_shim.h's plain forked runner.
@@ -213,8 +213,8 @@ SOAK_PMIX_OPS ?= 1000000
 soak: deps
 	$(MAKE) $(B)/soak_pthreads $(B)/pmix_ofi_worker
 	./$(B)/soak_pthreads $(SOAK_OPS) 4
-	SHMALLOC_WORKER_OPS=$(SOAK_PMIX_OPS) $(MPIRUN_ENV) timeout 1800 mpirun --oversubscribe -np 4 \
-	  -x FI_PROVIDER -x SHMALLOC_WORKER_OPS ./$(B)/pmix_ofi_worker stress
+	SHMALLOC_TEST_WORKER_OPS=$(SOAK_PMIX_OPS) $(MPIRUN_ENV) timeout 1800 mpirun --oversubscribe -np 4 \
+	  -x FI_PROVIDER -x SHMALLOC_TEST_WORKER_OPS ./$(B)/pmix_ofi_worker stress
 
 # libFuzzer over the TLSF core, from the committed seeds; new inputs go to
 # a scratch corpus under build/.  FUZZ_SECONDS=600 make fuzz for longer.

@@ -11,8 +11,8 @@
 #                               mpirun --host 10.77.0.1:2,10.77.0.2:2 starts
 #                               one orted inside each node
 #   OMPI_MCA_oob_tcp_if_include 10.77.0.0/24
-#   SHMALLOC_CLUSTER_NS         the prefix of the nodes' namespace names
-#   SHMALLOC_CLUSTER_NODES      NODES
+#   SHMALLOC_TEST_CLUSTER_NS         the prefix of the nodes' namespace names
+#   SHMALLOC_TEST_CLUSTER_NODES      NODES
 # and "tests/cluster.sh on I COMMAND..." runs a command inside node I.
 # The namespaces are removed when COMMAND ends, however it ends.
 #
@@ -38,13 +38,13 @@ case $role in
 rsh)
     host=$1; shift
     i=$(node_of "$host") || { echo "cluster.sh rsh: unknown host $host" >&2; exit 1; }
-    exec ip netns exec "${SHMALLOC_CLUSTER_NS:?}$i" unshare --uts sh -c "hostname node$i; $*"
+    exec ip netns exec "${SHMALLOC_TEST_CLUSTER_NS:?}$i" unshare --uts sh -c "hostname node$i; $*"
     ;;
 on)
     i=$1; shift
     # nsenter, not ip netns exec: the node keeps the machine's /sys (its
     # cgroups, which slurmd needs).
-    exec nsenter --net="/run/netns/${SHMALLOC_CLUSTER_NS:?}$i" unshare --uts sh -c 'hostname "$0"; exec "$@"' "node$i" "$@"
+    exec nsenter --net="/run/netns/${SHMALLOC_TEST_CLUSTER_NS:?}$i" unshare --uts sh -c 'hostname "$0"; exec "$@"' "node$i" "$@"
     ;;
 run) ;;
 *)
@@ -54,9 +54,9 @@ run) ;;
 esac
 
 nodes=$1; shift
-if [ "${SHMALLOC_CLUSTER_INSIDE:-0}" != 1 ]; then
+if [ "${SHMALLOC_TEST_CLUSTER_INSIDE:-0}" != 1 ]; then
     [ "$(id -u)" = 0 ] || { echo "cluster.sh: network namespaces need root" >&2; exit 77; }
-    exec unshare -n env SHMALLOC_CLUSTER_INSIDE=1 bash "$self" run "$nodes" "$@"
+    exec unshare -n env SHMALLOC_TEST_CLUSTER_INSIDE=1 bash "$self" run "$nodes" "$@"
 fi
 
 # Namespace names are global to the machine: this run's own prefix.
@@ -80,7 +80,7 @@ for i in $(seq 1 "$nodes"); do
         ip netns exec "$ns$i" ip link set lo up &&
         ip link set "vh$i" master br0 && ip link set "vh$i" up || { echo "cluster.sh: node $i not built" >&2; exit 1; }
 done
-export SHMALLOC_CLUSTER_NS=$ns SHMALLOC_CLUSTER_NODES=$nodes
+export SHMALLOC_TEST_CLUSTER_NS=$ns SHMALLOC_TEST_CLUSTER_NODES=$nodes
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_plm_rsh_agent="$self rsh" OMPI_MCA_oob_tcp_if_include=10.77.0.0/24
 "$@"

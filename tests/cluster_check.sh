@@ -12,7 +12,7 @@ set -u
 worker=$(readlink -f "${1:-build/pmix_ofi_worker}")
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/slurm_conf.sh"
-if [ -z "${SHMALLOC_CLUSTER_NS:-}" ]; then
+if [ -z "${SHMALLOC_TEST_CLUSTER_NS:-}" ]; then
     exec timeout 600 "$here/cluster.sh" run 3 bash "$0" "$worker"
 fi
 
@@ -20,7 +20,7 @@ DEATH_LIMIT=20 # seconds a job may take to end after a PE died
 launchers=${CLUSTER_LAUNCHERS:-mpirun srun}
 # Fewer random operations than on one node: the same calls, and 4 PEs on
 # 2 cores stay well inside the launch timeout.
-export SHMALLOC_WORKER_OPS=${SHMALLOC_WORKER_OPS:-3000}
+export SHMALLOC_TEST_WORKER_OPS=${SHMALLOC_TEST_WORKER_OPS:-3000}
 passed=0 failed=0 out= rc= seconds=
 
 # $via is mpirun or srun; WHERE is mpirun's --host list or srun's node list.
@@ -93,14 +93,14 @@ GROW=(SHMEM_SYMMETRIC_HEAP_SIZE=1M SHMALLOC_HEAP_MAX=256M)
 # FI_PROVIDER unset: PEs on several nodes choose tcp;ofi_rxm themselves.
 cases() {
     check_run "2 nodes x 2 PEs, all scenarios, one heap address, hierarchical barriers" "$TWO" all "$HIER2" "$SAME" \
-        "${ALL[@]}" SHMALLOC_EXPECT_ADDRESSES=same
+        "${ALL[@]}" SHMALLOC_TEST_EXPECT_ADDRESSES=same
     check_run "2 nodes x 2 PEs, all scenarios, different heap addresses, barriers by messages" "$TWO" all "by messages" \
-        "$DIFFER" "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1 SHMALLOC_EXPECT_ADDRESSES=differ \
+        "$DIFFER" "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1 SHMALLOC_TEST_EXPECT_ADDRESSES=differ \
         SHMALLOC_PMIX_OFI_NODE_BARRIER=0
     check_run "3 nodes (2+1+1), all scenarios, one heap address, hierarchical barriers" "$THREE" all "$HIER3" "$SAME" \
-        "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_EXPECT_ADDRESSES=same
+        "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_TEST_EXPECT_ADDRESSES=same
     check_run "3 nodes (2+1+1), all scenarios, different heap addresses, hierarchical barriers" "$THREE" all "$HIER3" \
-        "$DIFFER" "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1 SHMALLOC_EXPECT_ADDRESSES=differ
+        "$DIFFER" "${ALL[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1 SHMALLOC_TEST_EXPECT_ADDRESSES=differ
     check_run "2 nodes x 2 PEs, heap growth 1 MiB -> 23 MiB, different heap addresses" "$TWO" grow "$HIER2" "$DIFFER" \
         "${GROW[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1
     check_run "3 nodes (2+1+1), heap growth 1 MiB -> 23 MiB, one heap address" "$THREE" grow "$HIER3" "$SAME" \

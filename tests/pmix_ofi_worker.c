@@ -10,7 +10,7 @@
 
      symmetric  every collective allocation lands at the same offset on every
                 PE; heap bases are the same or differ as
-                SHMALLOC_EXPECT_ADDRESSES (same|differ) says, when set
+                SHMALLOC_TEST_EXPECT_ADDRESSES (same|differ) says, when set
      putget     puts and gets of several sizes and alignments, from and to
                 heap and non-heap memory, to peers and to this PE
      realloc    realloc, align, calloc, free and their errors, data checked
@@ -20,10 +20,10 @@
                 SHMEM_MALLOC_SYMMSIZE_FAILED, and the heap stays usable
      barrier    a PE that leaves a barrier early is caught: each round every
                 PE puts the round number to every peer before the barrier
-     stress     SHMALLOC_WORKER_OPS (10000) random collective operations with
+     stress     SHMALLOC_TEST_WORKER_OPS (10000) random collective operations with
                 the same seed on every PE, data checked on peers
      direct     peers' heaps through shmem_ptr (mapped on this node, or NULL
-                as SHMALLOC_EXPECT_DIRECT (1|0) says, when set), loads and
+                as SHMALLOC_TEST_EXPECT_DIRECT (1|0) says, when set), loads and
                 stores through them, 8-byte puts and gets to every PE
      all        the seven above, in that order, in one launch
    and, for fault tests:
@@ -44,7 +44,7 @@
                 main thread makes collective allocations that grow the heap
                 (run with SHMALLOC_HEAP_MAX), barriers and frees; then
                 every PE checks every thread's last puts into its heap.
-   SHMALLOC_WORKER_LEVEL=L: start with shmem_init_thread(L) and print
+   SHMALLOC_TEST_WORKER_LEVEL=L: start with shmem_init_thread(L) and print
    "PE i of n: thread level L provided P query Q"; a refused L prints
    "thread level L refused" and exits with status 3. */
 #if !defined(_GNU_SOURCE)
@@ -112,11 +112,11 @@ const char *__lsan_default_suppressions(void)
 }
 
 /* ---- helpers ------------------------------------------------------------- */
-/* SHMALLOC_EXPECT_DIRECT: 1 every peer's heap is mapped here (shmem_ptr
+/* SHMALLOC_TEST_EXPECT_DIRECT: 1 every peer's heap is mapped here (shmem_ptr
    gives an address), 0 none is, unset (-1) either. */
 static int expect_direct(void)
 {
-    const char *v = getenv("SHMALLOC_EXPECT_DIRECT");
+    const char *v = getenv("SHMALLOC_TEST_EXPECT_DIRECT");
     return v && *v ? atoi(v) != 0 : -1;
 }
 
@@ -196,7 +196,7 @@ static void scenario_symmetric(void)
     static const size_t aligns[] = {32, 256, 4096, (size_t)1 << 20};
     void *blocks[16];
     uint64_t bases[1024];
-    const char *expect = getenv("SHMALLOC_EXPECT_ADDRESSES");
+    const char *expect = getenv("SHMALLOC_TEST_EXPECT_ADDRESSES");
     int n = 0, i, q, same = 1;
     size_t k;
 
@@ -614,7 +614,7 @@ static void stress_step(slot *sl, uint32_t tag, uint64_t *rng, uint64_t *hash)
 static void scenario_stress(void)
 {
     slot slots[SLOTS];
-    const char *ops_env = getenv("SHMALLOC_WORKER_OPS");
+    const char *ops_env = getenv("SHMALLOC_TEST_WORKER_OPS");
     long ops = ops_env ? atol(ops_env) : DEFAULT_OPS, op;
     uint64_t rng = 0x9e3779b97f4a7c15u, hash = 14695981039346656037u;
     unsigned char buf[256];
@@ -697,13 +697,13 @@ static void scenario_reports(void)
 /* Run with a small SHMEM_SYMMETRIC_HEAP_SIZE (1M) and SHMALLOC_HEAP_MAX
    (256M): allocations far beyond the nominal size grow every heap, and
    data crosses the registered pieces both ways.  With
-   SHMALLOC_PMIX_OFI_FAIL_REGISTER=1:1, PE 1's first growth fails, so the
+   SHMALLOC_TEST_FAIL_REGISTER=1:1, PE 1's first growth fails, so the
    first large allocation fails on every PE, and the next one grows. */
 #define GROW_PIECES 20
 static void scenario_grow(void)
 {
     const size_t mib = (size_t)1 << 20, first = mib / 2, straddle = 2 * mib;
-    const char *fail_hook = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER");
+    const char *fail_hook = getenv("SHMALLOC_TEST_FAIL_REGISTER");
     int right = (me + 1) % npes, left = (me + npes - 1) % npes, i;
     size_t size0 = shmalloc_heap_size(shmalloc_current());
     unsigned char *a = (unsigned char *)shmem_malloc(first), *b, *p[GROW_PIECES] = {NULL};
@@ -875,8 +875,8 @@ int main(int argc, char **argv)
     size_t i, n = sizeof scenarios / sizeof scenarios[0];
     int known = 0;
 
-    if (getenv("SHMALLOC_WORKER_LEVEL") || strcmp(name, "threads") == 0) {
-        const char *l = getenv("SHMALLOC_WORKER_LEVEL");
+    if (getenv("SHMALLOC_TEST_WORKER_LEVEL") || strcmp(name, "threads") == 0) {
+        const char *l = getenv("SHMALLOC_TEST_WORKER_LEVEL");
         int level = l ? atoi(l) : SHMEM_THREAD_MULTIPLE, provided = -99, query = -99;
         if (shmem_init_thread(level, &provided) != 0) {
             printf("thread level %d refused (provided %d, shmem_my_pe %d)\n", level, provided, shmem_my_pe());

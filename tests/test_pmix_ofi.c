@@ -2,7 +2,7 @@
 
    The tests build nothing: each one launches the worker program
    (tests/pmix_ofi_worker.c, built to ./build/pmix_ofi_worker, or the path
-   in SHMALLOC_WORKER) under "timeout 60 mpirun" or alone, captures its
+   in SHMALLOC_TEST_WORKER) under "timeout 60 mpirun" or alone, captures its
    output and checks the exit status and what it printed.
 
    Every run keeps libfabric and Open MPI on loopback: FI_TCP_IFACE=lo (and
@@ -46,7 +46,7 @@ typedef struct run {
 
 static const char *worker(void)
 {
-    const char *w = getenv("SHMALLOC_WORKER");
+    const char *w = getenv("SHMALLOC_TEST_WORKER");
     return w && *w ? w : "./build/pmix_ofi_worker";
 }
 
@@ -168,7 +168,7 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     r->leftovers = remove_shm_files(r);
     cr_assert(r->status != 127 && !has(r, "unable to launch the specified application"),
-              "could not run %s (build it, or set SHMALLOC_WORKER): %s", worker(), tail(r));
+              "could not run %s (build it, or set SHMALLOC_TEST_WORKER): %s", worker(), tail(r));
     cr_assert(r->status != 124, "%s on %d PEs did not end within %d s:\n%s", scenario, npes, LAUNCH_TIMEOUT,
               tail(r));
 }
@@ -177,7 +177,7 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
 /* Same-address runs synchronise through node memory and copy directly
    into same-node peers' heaps (the defaults on one node), different-address
    runs use messages and libfabric RMA, so both paths are tested with both
-   providers.  node_size > 0: SHMALLOC_PMIX_OFI_TEST_NODE_SIZE makes "nodes"
+   providers.  node_size > 0: SHMALLOC_TEST_NODE_SIZE makes "nodes"
    of that many PEs, for the hierarchical barrier without a cluster (the
    PEs still share one machine, so they still copy directly). */
 static void check_nodes(const char *provider, int npes, int any_address, int node_size)
@@ -187,7 +187,7 @@ static void check_nodes(const char *provider, int npes, int any_address, int nod
     const char *env[] = {prov, any, expect, node, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=128M",
                          "SHMALLOC_VERBOSE=1", size, NULL};
     int tcp = strstr(provider, "tcp") != NULL;
-    snprintf(size, sizeof size, "SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=%d", node_size);
+    snprintf(size, sizeof size, "SHMALLOC_TEST_NODE_SIZE=%d", node_size);
     if (node_size <= 0) env[8] = NULL;
     if (any_address) snprintf(barriers, sizeof barriers, "barriers by messages");
     else if (node_size <= 0) snprintf(barriers, sizeof barriers, "barriers through node memory\n");
@@ -195,10 +195,10 @@ static void check_nodes(const char *provider, int npes, int any_address, int nod
                   "their leaders\n", (npes + node_size - 1) / node_size);
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
-    snprintf(expect, sizeof expect, "SHMALLOC_EXPECT_ADDRESSES=%s", any_address ? "differ" : "same");
+    snprintf(expect, sizeof expect, "SHMALLOC_TEST_EXPECT_ADDRESSES=%s", any_address ? "differ" : "same");
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", !any_address);
     snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
-    snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_EXPECT_DIRECT=%d", !any_address);
+    snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_TEST_EXPECT_DIRECT=%d", !any_address);
     snprintf(copies, sizeof copies, "direct copies to %d PEs of this node", any_address ? 0 : npes - 1);
     launch(&r, npes, "all", env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
@@ -320,8 +320,8 @@ Test(pmix_ofi, bad_huge_pages_value_is_refused, .timeout = TEST_TIMEOUT)
 
 Test(pmix_ofi, bad_test_node_size_is_refused, .timeout = TEST_TIMEOUT)
 {
-    check_refused("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=0",
-                  "shmalloc: SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=\"0\" is not a number of PEs");
+    check_refused("SHMALLOC_TEST_NODE_SIZE=0",
+                  "shmalloc: SHMALLOC_TEST_NODE_SIZE=\"0\" is not a number of PEs");
 }
 
 Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)
@@ -341,8 +341,8 @@ static void check_grow(const char *provider, int npes, int any_address, const ch
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
     snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
-    snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_EXPECT_DIRECT=%d", !any_address && npes > 1);
-    if (fail_register) snprintf(fail, sizeof fail, "SHMALLOC_PMIX_OFI_FAIL_REGISTER=%s", fail_register);
+    snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_TEST_EXPECT_DIRECT=%d", !any_address && npes > 1);
+    if (fail_register) snprintf(fail, sizeof fail, "SHMALLOC_TEST_FAIL_REGISTER=%s", fail_register);
     else env[6] = NULL;
     launch(&r, npes, "grow", env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
@@ -440,7 +440,7 @@ Test(pmix_ofi, pe_killed_inside_a_collective_allocation_ends_the_job_shm, .timeo
 Test(pmix_ofi, failed_registration_on_one_pe_fails_start_up_everywhere, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_PMIX_OFI_FAIL_REGISTER=2", "SHMALLOC_BARRIER_TIMEOUT=10",
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_FAIL_REGISTER=2", "SHMALLOC_BARRIER_TIMEOUT=10",
                          "SHMALLOC_VERBOSE=1", NULL};
     launch(&r, 4, "init", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
@@ -558,7 +558,7 @@ Test(pmix_ofi, huge_pages_beyond_the_pool_fall_back_loudly_on_every_pe, .timeout
     static run r;
     char size[64];
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_HUGE_PAGES=2M", size, "SHMALLOC_VERBOSE=1",
-                         "SHMALLOC_EXPECT_DIRECT=1", NULL};
+                         "SHMALLOC_TEST_EXPECT_DIRECT=1", NULL};
     long pages = free_2m_pages();
     if (pages < 0) cr_skip_test("this kernel has no 2 MiB hugetlbfs pages");
     snprintf(size, sizeof size, "SHMEM_SYMMETRIC_HEAP_SIZE=%ldM", 2 * (pages + 64));
@@ -579,7 +579,7 @@ Test(pmix_ofi, reserved_huge_pages_back_shared_heaps_as_root, .timeout = TEST_TI
     static run r;
     const char *pool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_HUGE_PAGES=2M", "SHMEM_SYMMETRIC_HEAP_SIZE=32M",
-                         "SHMALLOC_VERBOSE=1", "SHMALLOC_EXPECT_DIRECT=1", NULL};
+                         "SHMALLOC_VERBOSE=1", "SHMALLOC_TEST_EXPECT_DIRECT=1", NULL};
     long total = -1;
     FILE *f = fopen(pool, "r");
     if (f) {
@@ -645,7 +645,7 @@ static void check_level(int npes, int level)
     static run r;
     char lvl[64], want[96];
     const char *env[] = {"FI_PROVIDER=shm", lvl, NULL};
-    snprintf(lvl, sizeof lvl, "SHMALLOC_WORKER_LEVEL=%d", level);
+    snprintf(lvl, sizeof lvl, "SHMALLOC_TEST_WORKER_LEVEL=%d", level);
     snprintf(want, sizeof want, "thread level %d provided %d query %d", level, level, level);
     launch(&r, npes, "init", env);
     cr_assert_eq(r.status, 0, "%s", tail(&r));
@@ -670,7 +670,7 @@ Test(pmix_ofi, init_thread_refuses_a_bad_level_clearly, .timeout = TEST_TIMEOUT)
     const char *env[] = {"FI_PROVIDER=shm", lvl, NULL};
     size_t i;
     for (i = 0; i < sizeof levels / sizeof levels[0]; i++) {
-        snprintf(lvl, sizeof lvl, "SHMALLOC_WORKER_LEVEL=%s", levels[i]);
+        snprintf(lvl, sizeof lvl, "SHMALLOC_TEST_WORKER_LEVEL=%s", levels[i]);
         launch(&r, 2, "init", env);
         cr_assert_neq(r.status, 0, "%s", tail(&r));
         snprintf(want, sizeof want, "shmalloc: shmem_init_thread: %s is not a thread level (SHMEM_THREAD_SINGLE 0, "

@@ -93,7 +93,7 @@
      SHMALLOC_HEAP_MAX           the size the heap may grow to (unset or 0:
                                  no growth); each growth registers a new
                                  piece and swaps its keys through PMIx.
-     SHMALLOC_PMIX_OFI_FAIL_REGISTER  k or k:n: PE k's registration number n
+     SHMALLOC_TEST_FAIL_REGISTER  k or k:n: PE k's registration number n
                                  (0, the default: the heap at start-up; 1:
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
@@ -111,7 +111,7 @@
                                  on each node (PMIx host names), and on
                                  several nodes by messages among the node
                                  leaders only, in between.
-     SHMALLOC_PMIX_OFI_TEST_NODE_SIZE  N: ranks 0..N-1, N..2N-1, ... count
+     SHMALLOC_TEST_NODE_SIZE  N: ranks 0..N-1, N..2N-1, ... count
                                  as separate nodes (tests the hierarchical
                                  barrier on one machine).  Test builds only.
      SHMALLOC_VERBOSE            1: each PE prints its provider, endpoint,

@@ -169,7 +169,7 @@ static char *shm__pmix_host(int q)
 }
 
 #if defined(SHMALLOC_TESTING)
-/* SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=N makes nodes of N consecutive ranks,
+/* SHMALLOC_TEST_NODE_SIZE=N makes nodes of N consecutive ranks,
    for the hierarchical barrier on one machine.  1 when it is set. */
 static int shm__test_leaders(int *leader)
 {
@@ -181,7 +181,7 @@ static int shm__test_leaders(int *leader)
     errno = 0;
     n = strtol(v, &end, 10);
     if (errno || end == v || *end || n < 1 || n > INT32_MAX)
-        shm__init_fail("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)", v);
+        shm__init_fail("SHMALLOC_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)", v);
     for (q = 0; q < shm__w.boot.npes; q++) leader[q] = q - (int)(q % n);
     return 1;
 }

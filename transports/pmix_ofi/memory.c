@@ -78,7 +78,7 @@ void shm__map_heap(size_t max, const shmalloc_map_huge *huge)
 
 /* >> registration ---------------------------------------------------------------- */
 #if defined(SHMALLOC_TESTING)
-/* SHMALLOC_PMIX_OFI_FAIL_REGISTER=PE[:N]: PE's registration number N (0,
+/* SHMALLOC_TEST_FAIL_REGISTER=PE[:N]: PE's registration number N (0,
    the default: the heap at start-up; 1: its first growth; ...) fails. */
 static int shm__registration_fails(const shm__world *w, unsigned n)
 {
@@ -87,7 +87,7 @@ static int shm__registration_fails(const shm__world *w, unsigned n)
     colon = strchr(v, ':');
     if ((colon ? (unsigned)atoi(colon + 1) : 0u) != n) return 0;
     shmalloc_print(2, "shmalloc: registration of the heap made to fail on PE %d (number %u; "
-                   "SHMALLOC_PMIX_OFI_FAIL_REGISTER)\n", w->boot.me, n);
+                   "SHMALLOC_TEST_FAIL_REGISTER)\n", w->boot.me, n);
     return 1;
 }
 #endif

@@ -13,13 +13,8 @@
 void shm__read_options(shm__options *o)
 {
     const shmalloc_option *t = shmalloc_options();
-#if defined(SHMALLOC_TESTING)
-    char *const *env = NULL; /* the test programs set SHMALLOC_* variables of their own */
-#else
-    char *const *env = environ; /* a misspelt SHMALLOC_* variable is reported */
-#endif
     memset(o, 0, sizeof *o);
-    if (shmalloc_options_read(env) != 0) exit(1);
+    if (shmalloc_options_read(environ) != 0) exit(1); /* and a misspelt SHMALLOC_* variable is reported */
     o->timeout = (int)t[SHMALLOC_OPT_BARRIER_TIMEOUT].value;
     o->any_address = t[SHMALLOC_OPT_PMIX_ANY_ADDRESS].value != 0;
     o->verbose = t[SHMALLOC_OPT_VERBOSE].value != 0;
@@ -31,7 +26,7 @@ void shm__read_options(shm__options *o)
     o->provider = getenv("FI_PROVIDER");
     o->launched = getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK");
 #if defined(SHMALLOC_TESTING)
-    o->fail_register = getenv("SHMALLOC_PMIX_OFI_FAIL_REGISTER");
-    o->test_node_size = getenv("SHMALLOC_PMIX_OFI_TEST_NODE_SIZE");
+    o->fail_register = getenv("SHMALLOC_TEST_FAIL_REGISTER");
+    o->test_node_size = getenv("SHMALLOC_TEST_NODE_SIZE");
 #endif
 }

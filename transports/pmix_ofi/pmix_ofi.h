@@ -89,8 +89,8 @@ typedef struct shm__options {
     const char *size_value;   /* and its value */
     int launched;             /* PMIX_NAMESPACE or PMIX_RANK: a PMIx launcher started us */
 #if defined(SHMALLOC_TESTING)
-    const char *fail_register;  /* SHMALLOC_PMIX_OFI_FAIL_REGISTER */
-    const char *test_node_size; /* SHMALLOC_PMIX_OFI_TEST_NODE_SIZE */
+    const char *fail_register;  /* SHMALLOC_TEST_FAIL_REGISTER */
+    const char *test_node_size; /* SHMALLOC_TEST_NODE_SIZE */
 #endif
 } shm__options;
 

@@ -18,7 +18,7 @@ HEADERS      = shmalloc.h $(wildcard transports/*.h transports/pmix_ofi/*.h test
 ALLOC        = $(B)/libshmalloc.a
 PTHREADS     = $(B)/libshmalloc_pthreads.a
 PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a
-PTHREADS_SRC = transports/shmalloc_pthreads.c transports/shmalloc_map.c
+PTHREADS_SRC = transports/shmalloc_pthreads.c transports/shmalloc_map.c transports/shmalloc_wait.c
 PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c) transports/shmalloc_map.c
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
@@ -28,7 +28,7 @@ PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 # that expand the implementation themselves to reach its privates (the
 # mapping's also at each other second-level count: test_mapping_slN, 2^N).
 CORE_TESTS     = test_tlsf test_heap test_bad_input test_threads test_options test_contract
-PTHREADS_TESTS = test_pthreads test_debug test_order test_sbreak test_grow test_hugepages
+PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS)

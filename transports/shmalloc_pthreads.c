@@ -7,6 +7,7 @@
 #include "../shmalloc.h"
 #include "shmalloc_pthreads.h"
 #include "shmalloc_map.h"
+#include "shmalloc_wait.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ThreadSanitizer does not model fences (gcc rejects them under -Werror);
@@ -33,13 +35,14 @@
 /* >> barrier -----------------------------------------------------------------
    Each PE has a slot of whole cache lines.  A PE publishes its values, then
    the number of the barrier it has reached, in its own slot, and waits
-   until every slot shows that number.  It polls briefly, because PEs on
-   idle cores arrive within a microsecond or so, then yields, then sleeps,
-   because with more PEs than cores the PE still to come needs the cpu a
-   poller would burn; an arriving PE wakes the sleepers only when there are
-   any.  All-reduce values are double-buffered by the number's parity: a PE
-   writes a buffer again two barriers later, once every PE has passed the
-   barrier in between and so has read it.  One barrier per call suffices. */
+   until every slot shows that number: it polls, yields, then sleeps
+   (shmalloc_wait.h), and an arriving PE wakes the sleepers only when there
+   are any.  A PE that waits longer than the timeout ends the program,
+   naming the PEs that did not arrive: one that skipped a collective call
+   would otherwise leave its peers waiting forever.  All-reduce values are
+   double-buffered by the number's parity: a PE writes a buffer again two
+   barriers later, once every PE has passed the barrier in between and so
+   has read it.  One barrier per call suffices. */
 typedef struct shm__slot {
     uint64_t epoch;                  /* atomic: the last barrier this PE reached */
     uint64_t values[2][SHMALLOC_REDUCE_MAX];
@@ -50,22 +53,36 @@ typedef struct shm__barrier {
     shm__slot *slots;    /* one per PE, cache-line aligned */
     int parties;
     int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
+    int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_BARRIER_TIMEOUT) */
     unsigned sleepers;   /* atomic: PEs waiting on cond */
+    int expired;         /* atomic: a PE has timed out and reports it */
     pthread_mutex_t mutex;
-    pthread_cond_t cond;
+    pthread_cond_t cond; /* on CLOCK_MONOTONIC, the clock of the wait's deadline */
 } shm__barrier;
 
-static int shm__barrier_init(shm__barrier *b, int parties)
+static int shm__cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int rc;
+    if (pthread_condattr_init(&attr) != 0) return -1;
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cond, &attr) == 0 ? 0 : -1;
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+static int shm__barrier_init(shm__barrier *b, int parties, int timeout)
 {
     void *slots = NULL;
     b->parties = parties;
     b->sleepers = 0;
+    b->expired = 0;
+    b->timeout = timeout;
     b->pauses = parties <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__SPIN_PAUSE : 0;
     if (posix_memalign(&slots, 64, (size_t)parties * sizeof(shm__slot)) != 0) return -1;
     memset(slots, 0, (size_t)parties * sizeof(shm__slot));
     b->slots = (shm__slot *)slots;
     if (pthread_mutex_init(&b->mutex, NULL) != 0) goto fail_slots;
-    if (pthread_cond_init(&b->cond, NULL) != 0) goto fail_mutex;
+    if (shm__cond_init_monotonic(&b->cond) != 0) goto fail_mutex;
     return 0;
 fail_mutex:
     pthread_mutex_destroy(&b->mutex);
@@ -81,24 +98,77 @@ static void shm__barrier_fini(shm__barrier *b)
     free(b->slots);
 }
 
-static void shm__cpu_pause(void)
+static int shm__arrived(const shm__barrier *b, int q, uint64_t epoch)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
+    return __atomic_load_n(&b->slots[q].epoch, __ATOMIC_ACQUIRE) >= epoch;
+}
+
+/* Ends the program: PE me waited too long for barrier epoch, unless every
+   PE arrived just now.  The first PE to time out names every PE not there;
+   the others wait for its exit. */
+static void shm__barrier_timeout(shm__barrier *b, int me, uint64_t epoch)
+{
+    char late[384];
+    size_t n = 0;
+    int q, missing = 0, listed = 0;
+    for (q = 0; q < b->parties; q++) {
+        if (shm__arrived(b, q, epoch)) continue;
+        missing++;
+        if (n + 24 < sizeof late) {
+            n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", q);
+            listed++;
+        }
+    }
+    if (missing == 0) return;
+    if (__atomic_exchange_n(&b->expired, 1, __ATOMIC_SEQ_CST))
+        for (;;) pause();
+    if (listed < missing) snprintf(late + n, sizeof late - n, " and %d more", missing - listed);
+    shmalloc_print(2, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, barrier %llu)\n",
+                   b->timeout, missing > 1 ? "s" : "", late, me, b->parties, (unsigned long long)epoch);
+    shmem_global_exit(1);
+}
+
+/* Sleeps until PE q reaches barrier epoch, an arriver wakes us, or the
+   wait's deadline.  A sleeper's increment and re-check are sequentially
+   consistent with an arriver's epoch store and sleepers load (shm__sync). */
+static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shmalloc_wait *wait)
+{
+    struct timespec deadline;
+    shmalloc_wait_deadline(wait, &deadline);
+    __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&b->mutex);
+    while (__atomic_load_n(&b->slots[q].epoch, __ATOMIC_SEQ_CST) < epoch &&
+           pthread_cond_timedwait(&b->cond, &b->mutex, &deadline) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&b->mutex);
+    __atomic_sub_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
+}
+
+/* The slow path of barrier epoch for PE me, once PE q was not there yet. */
+static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
+{
+    shmalloc_wait wait;
+    shmalloc_wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
+    for (;;) {
+        switch (shmalloc_wait_step(&wait)) {
+        case SHMALLOC_WAIT_EXPIRED: shm__barrier_timeout(b, me, epoch); break;
+        case SHMALLOC_WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
+        default: break;
+        }
+        while (q < b->parties && shm__arrived(b, q, epoch)) q++;
+        if (q == b->parties) return;
+    }
 }
 
 /* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
-   (count of them) become their maximum over the PEs.  The epoch store, the
-   sleepers load and a sleeper's increment and re-check are sequentially
-   consistent, so an arriver either sees the sleeper or is seen by it. */
+   (count of them) become their maximum over the PEs.  The epoch store and
+   the sleepers load are sequentially consistent, so an arriver either sees
+   a sleeper or is seen by it. */
 static void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count)
 {
     shm__slot *mine = &b->slots[me];
     unsigned buf = (unsigned)(epoch & 1u);
-    int q = 0, i, polls = 0;
+    int q = 0, i;
     for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
     __atomic_store_n(&mine->epoch, epoch, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST)) {
@@ -106,22 +176,8 @@ static void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values,
         pthread_cond_broadcast(&b->cond);
         pthread_mutex_unlock(&b->mutex);
     }
-    for (;;) {
-        while (q < b->parties && __atomic_load_n(&b->slots[q].epoch, __ATOMIC_ACQUIRE) >= epoch) q++;
-        if (q == b->parties) break;
-        if (++polls <= b->pauses) {
-            shm__cpu_pause();
-        } else if (polls <= b->pauses + SHM__SPIN_YIELD) {
-            sched_yield();
-        } else {
-            __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
-            pthread_mutex_lock(&b->mutex);
-            while (__atomic_load_n(&b->slots[q].epoch, __ATOMIC_SEQ_CST) < epoch)
-                pthread_cond_wait(&b->cond, &b->mutex);
-            pthread_mutex_unlock(&b->mutex);
-            __atomic_sub_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
-        }
-    }
+    while (q < b->parties && shm__arrived(b, q, epoch)) q++;
+    if (q < b->parties) shm__wait_all(b, me, epoch, q);
     for (q = 0; q < b->parties; q++)
         if (q != me)
             for (i = 0; i < count; i++)
@@ -252,7 +308,7 @@ static void *shm__pe_thread(void *arg)
 }
 
 /* >> run ---------------------------------------------------------------------*/
-static int shm__world_init(shm__world *w, int npes, void (*pe_main)(void *), void *arg)
+static int shm__world_init(shm__world *w, int npes, int timeout, void (*pe_main)(void *), void *arg)
 {
     memset(w, 0, sizeof *w);
     w->npes = npes;
@@ -260,7 +316,7 @@ static int shm__world_init(shm__world *w, int npes, void (*pe_main)(void *), voi
     w->arg = arg;
     w->pes = (shm__pe *)calloc((size_t)npes, sizeof *w->pes);
     if (w->pes == NULL) goto fail_alloc;
-    if (shm__barrier_init(&w->barrier, npes) != 0) goto fail_alloc;
+    if (shm__barrier_init(&w->barrier, npes, timeout) != 0) goto fail_alloc;
     if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_barrier;
     if (pthread_cond_init(&w->gate_cond, NULL) != 0) goto fail_gate;
     return 0;
@@ -391,7 +447,7 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
     if (shm__read_options(heap_size) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
-    if (shm__world_init(&w, npes, pe_main, arg) != 0) {
+    if (shm__world_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
         return 1;
     }

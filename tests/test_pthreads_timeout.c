@@ -1,0 +1,278 @@
+/* test_pthreads_timeout.c - the pthreads transport's barrier timeout: a PE
+   that skips a collective call ends the program within
+   SHMALLOC_BARRIER_TIMEOUT, naming the PE; a bad value is refused at
+   start-up; a slow PE that does arrive does not trip it.
+
+   A run that should end the program runs in a forked child whose stderr
+   the test reads; the child is killed if it outlives a bound, so a barrier
+   without a timeout fails the test instead of hanging it. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* setenv, nanosleep, kill */
+#endif
+#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+
+#include "transports/shmalloc_pthreads.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TEST_TIMEOUT 60   /* seconds; Criterion's own bound on a test */
+#define CHILD_BOUND 20.0  /* seconds a child that should end may take */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sleep_seconds(double s)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---- a run in a child --------------------------------------------------- */
+typedef struct child_result {
+    int status;        /* exit status, or -1 when killed or signalled */
+    double seconds;    /* from fork to exit */
+    char text[4096];   /* its stderr */
+} child_result;
+
+/* Reads fd into r->text until EOF or the deadline; 0 at EOF. */
+static int read_until(int fd, child_result *r, double deadline)
+{
+    size_t used = 0;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        int left = (int)((deadline - now()) * 1000.0);
+        ssize_t n;
+        if (left <= 0) return -1;
+        if (poll(&p, 1, left) <= 0) continue;
+        n = read(fd, r->text + used, sizeof r->text - 1 - used);
+        if (n <= 0) return 0;
+        used += (size_t)n;
+        r->text[used] = '\0';
+        if (used == sizeof r->text - 1) return 0;
+    }
+}
+
+/* Runs npes PEs of pe_main in a child with SHMALLOC_BARRIER_TIMEOUT=timeout. */
+static void run_child(int npes, const char *timeout, void (*pe_main)(void *), void *arg, child_result *r)
+{
+    int fds[2], wstatus, ended;
+    double start = now();
+    pid_t pid;
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(pipe(fds), 0);
+    pid = fork();
+    cr_assert(pid >= 0, "fork failed");
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        setenv("SHMALLOC_BARRIER_TIMEOUT", timeout, 1);
+        _exit(shmalloc_pthreads_run(npes, (size_t)1 << 20, pe_main, arg) == 0 ? 0 : 2);
+    }
+    close(fds[1]);
+    ended = read_until(fds[0], r, start + CHILD_BOUND) == 0;
+    close(fds[0]);
+    if (!ended) kill(pid, SIGKILL);
+    cr_assert_eq(waitpid(pid, &wstatus, 0), pid);
+    r->seconds = now() - start;
+    r->status = ended && WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+    cr_assert(ended, "the run did not end within %.0f s (killed); stderr: %s", CHILD_BOUND, r->text);
+}
+
+/* ---- a PE that skips a collective call ---------------------------------- */
+enum skipped_call { SKIP_MALLOC, SKIP_FREE, SKIP_BARRIER };
+
+typedef struct skip_case {
+    enum skipped_call call;
+    int npes;
+    int skippers[2];   /* the PEs that skip it; -1: none */
+} skip_case;
+
+static int skips(const skip_case *c, int pe)
+{
+    return pe == c->skippers[0] || pe == c->skippers[1];
+}
+
+static void pe_skip(void *arg)
+{
+    const skip_case *c = (const skip_case *)arg;
+    int skip = skips(c, shmem_my_pe());
+    void *p = NULL;
+    if (c->call != SKIP_MALLOC || !skip) p = shmem_malloc(64);
+    if (c->call != SKIP_FREE || !skip) shmem_free(p);
+    if (c->call != SKIP_BARRIER || !skip) shmem_barrier_all();
+}
+
+/* The PEs a timeout message names after "waiting for PE" or "PEs". */
+static void expect_names(const char *text, const skip_case *c)
+{
+    char want[64];
+    if (c->skippers[1] < 0)
+        snprintf(want, sizeof want, "waiting for PE %d (PE ", c->skippers[0]);
+    else
+        snprintf(want, sizeof want, "waiting for PEs %d, %d (PE ", c->skippers[0], c->skippers[1]);
+    cr_assert(strstr(text, want) != NULL, "expected \"%s\" in: %s", want, text);
+}
+
+static void expect_timeout_message(const char *text, const skip_case *c)
+{
+    const char *m = strstr(text, "shmalloc: barrier timed out after 1 s waiting for PE");
+    int waiter = -1, npes = 0;
+    unsigned barrier = 0;
+    cr_assert(m != NULL, "no timeout message in: %s", text);
+    expect_names(m, c);
+    m = strstr(m, " (PE ");
+    cr_assert(sscanf(m, " (PE %d of %d, barrier %u)", &waiter, &npes, &barrier) == 3, "message: %s", text);
+    cr_assert(waiter >= 0 && waiter < c->npes && !skips(c, waiter), "waiter PE %d in: %s", waiter, text);
+    cr_assert_eq(npes, c->npes);
+    cr_assert(barrier > 1, "barrier %u in: %s", barrier, text);
+    cr_assert_eq(strstr(m + 1, "barrier timed out"), NULL, "more than one PE reported: %s", text);
+}
+
+static skip_case skip_cases[] = {
+    {SKIP_MALLOC, 2, {1, -1}},  {SKIP_FREE, 2, {0, -1}},    {SKIP_BARRIER, 2, {1, -1}},
+    {SKIP_MALLOC, 8, {5, -1}},  {SKIP_FREE, 8, {7, -1}},    {SKIP_BARRIER, 8, {0, -1}},
+    {SKIP_BARRIER, 4, {1, 3}},  {SKIP_MALLOC, 8, {2, 6}},
+};
+
+ParameterizedTestParameters(timeout, a_skipped_collective_ends_the_program_naming_the_pe)
+{
+    return cr_make_param_array(skip_case, skip_cases, sizeof skip_cases / sizeof skip_cases[0]);
+}
+
+ParameterizedTest(skip_case *c, timeout, a_skipped_collective_ends_the_program_naming_the_pe,
+                  .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    run_child(c->npes, "1", pe_skip, c, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds >= 1.0, "ended after %.2f s, before the timeout", r.seconds);
+    expect_timeout_message(r.text, c);
+}
+
+/* Only PE 0 makes an extra barrier: it waits for all the others, and the
+   message lists as many as fit in one line, then how many more. */
+static void pe_extra_barrier_on_pe_0(void *arg)
+{
+    (void)arg;
+    if (shmem_my_pe() == 0) shmem_barrier_all();
+}
+
+Test(timeout, a_timeout_waiting_for_many_pes_names_them_in_one_line, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    const char *m, *end;
+    int more = 0;
+    run_child(100, "1", pe_extra_barrier_on_pe_0, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    m = strstr(r.text, "shmalloc: barrier timed out after 1 s waiting for PEs 1, 2, 3, ");
+    cr_assert(m != NULL, "stderr: %s", r.text);
+    end = strchr(m, '\n');
+    cr_assert(end != NULL && end - m < 511, "one line of at most 511 bytes: %s", m);
+    m = strstr(m, " and ");
+    cr_assert(m != NULL && m < end && sscanf(m, " and %d more (PE 0 of 100, barrier ", &more) == 1, "line: %s", r.text);
+    cr_assert(more > 0 && more < 99, "%d more", more);
+}
+
+/* ---- the variable ------------------------------------------------------- */
+static int pe_calls;
+
+static void pe_count(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&pe_calls, 1, __ATOMIC_RELAXED);
+    shmem_barrier_all();
+}
+
+static char hook_text[2048];
+
+static void capture_output(void *user, int stream, const char *text)
+{
+    size_t used = strlen(hook_text);
+    (void)user;
+    if (stream == 2) snprintf(hook_text + used, sizeof hook_text - used, "%s", text);
+}
+
+Test(timeout, a_bad_timeout_is_refused_at_start_up_naming_it, .timeout = TEST_TIMEOUT)
+{
+    static const char *const bad[] = {"0", "-1", "", "abc", "1.5", "2s", " ", "1000001", "99999999999999999999"};
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[160];
+        hook_text[0] = '\0';
+        setenv("SHMALLOC_BARRIER_TIMEOUT", bad[i], 1);
+        shmalloc_set_output(capture_output, NULL);
+        cr_assert_neq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0, "\"%s\" accepted", bad[i]);
+        shmalloc_set_output(NULL, NULL);
+        cr_assert_eq(pe_calls, 0, "PEs ran with \"%s\"", bad[i]);
+        snprintf(want, sizeof want, "shmalloc: SHMALLOC_BARRIER_TIMEOUT=\"%s\" is not a timeout: expected a whole "
+                 "number of seconds from 1 to 1000000\n", bad[i]);
+        cr_assert(strcmp(hook_text, want) == 0, "message was: %s", hook_text);
+    }
+}
+
+Test(timeout, good_timeouts_and_unset_are_accepted, .timeout = TEST_TIMEOUT)
+{
+    static const char *const good[] = {"1", "60", "1000000", "007"};
+    size_t i;
+    unsetenv("SHMALLOC_BARRIER_TIMEOUT");
+    cr_assert_eq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0);
+    for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv("SHMALLOC_BARRIER_TIMEOUT", good[i], 1);
+        cr_assert_eq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0, "\"%s\" refused", good[i]);
+    }
+    cr_assert_eq(pe_calls, 2 * (int)(1 + sizeof good / sizeof good[0]));
+}
+
+/* ---- a slow PE that arrives --------------------------------------------- */
+#define SLOW_BARRIERS 3
+#define SLOW_SECONDS 1.0   /* before each barrier: the timeout is 2 s */
+
+/* The last PE sleeps before each barrier: the waits add up to more than
+   the timeout, each one less. */
+static void pe_slow(void *arg)
+{
+    int i;
+    void *p;
+    (void)arg;
+    for (i = 0; i < SLOW_BARRIERS; i++) {
+        if (shmem_my_pe() == shmem_n_pes() - 1) sleep_seconds(SLOW_SECONDS);
+        shmem_barrier_all();
+    }
+    if (shmem_my_pe() == shmem_n_pes() - 1) sleep_seconds(SLOW_SECONDS);
+    p = shmem_malloc(64);
+    shmem_free(p);
+    if (p != NULL) __atomic_add_fetch(&pe_calls, 1, __ATOMIC_RELAXED);
+    if (shmalloc_check(-1) != 0) __atomic_add_fetch(&pe_calls, 1000, __ATOMIC_RELAXED);
+}
+
+static int slow_pes[] = {2, 8};
+
+ParameterizedTestParameters(timeout, a_slow_pe_that_arrives_within_the_timeout_does_not_trip_it)
+{
+    return cr_make_param_array(int, slow_pes, sizeof slow_pes / sizeof slow_pes[0]);
+}
+
+ParameterizedTest(int *npes, timeout, a_slow_pe_that_arrives_within_the_timeout_does_not_trip_it,
+                  .timeout = TEST_TIMEOUT)
+{
+    double start = now();
+    setenv("SHMALLOC_BARRIER_TIMEOUT", "2", 1);
+    cr_assert_eq(shmalloc_pthreads_run(*npes, (size_t)1 << 20, pe_slow, NULL), 0);
+    cr_assert_eq(pe_calls, *npes, "%d PEs allocated, or a heap check failed", pe_calls);
+    cr_assert(now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
+}

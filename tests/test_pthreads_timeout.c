@@ -12,6 +12,7 @@
 #include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
 
 #include "transports/shmalloc_pthreads.h"
+#include "transports/shmalloc_wait.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -22,6 +23,20 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A timed-out run ends by _exit while PE threads that returned are not
+   joined yet; ThreadSanitizer would call that a thread leak. */
+#if defined(__SANITIZE_THREAD__)
+#  define TEST_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define TEST_TSAN 1
+#  endif
+#endif
+#if defined(TEST_TSAN)
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
+#endif
 
 #define TEST_TIMEOUT 60   /* seconds; Criterion's own bound on a test */
 #define CHILD_BOUND 20.0  /* seconds a child that should end may take */
@@ -40,6 +55,35 @@ static void sleep_seconds(double s)
     ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+/* ---- the wait unit ------------------------------------------------------ */
+Test(wait, a_step_pauses_then_yields_then_asks_to_sleep)
+{
+    shmalloc_wait w;
+    int i;
+    shmalloc_wait_begin(&w, 60, 3, 2);
+    for (i = 0; i < 5; i++) cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_POLL, "step %d", i);
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
+}
+
+Test(wait, the_deadline_is_the_timeout_after_the_first_yield, .timeout = TEST_TIMEOUT)
+{
+    shmalloc_wait w;
+    struct timespec ts;
+    double start, deadline;
+    shmalloc_wait_begin(&w, 1, 1, 0);
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_POLL); /* a pause: no deadline yet */
+    sleep_seconds(0.5);
+    start = shmalloc_wait_now();
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
+    shmalloc_wait_deadline(&w, &ts);
+    deadline = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    cr_assert(deadline >= start + 1.0 && deadline < start + 1.5, "deadline %.3f s after the step", deadline - start);
+    while (shmalloc_wait_step(&w) == SHMALLOC_WAIT_SLEEP) shmalloc_wait_sleep(&w);
+    cr_assert(shmalloc_wait_now() >= deadline, "expired before the deadline");
+    cr_assert(shmalloc_wait_now() < deadline + 1.0, "expired %.3f s late", shmalloc_wait_now() - deadline);
 }
 
 /* ---- a run in a child --------------------------------------------------- */

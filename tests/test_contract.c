@@ -1,6 +1,9 @@
 /* The transport contract as the heap keeps it: a transport must name its
    PE and the number of PEs; every callback gets the transport's user
    pointer; the statuses of lock and unlock are honoured. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* the TSan test runner uses strsignal */
+#endif
 #include "shmalloc.h"
 #include "criterion_shim.h"
 

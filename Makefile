@@ -19,7 +19,7 @@ ALLOC        = $(B)/libshmalloc.a
 PTHREADS     = $(B)/libshmalloc_pthreads.a
 PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a
 PTHREADS_SRC = transports/shmalloc_pthreads.c transports/shmalloc_map.c transports/shmalloc_wait.c
-PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c) transports/shmalloc_map.c
+PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c) transports/shmalloc_map.c transports/shmalloc_wait.c
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 
@@ -51,8 +51,8 @@ $(B)/%.o: %.c $(HEADERS)
 $(ALLOC): $(B)/shmalloc.o
 $(PTHREADS): $(PTHREADS_SRC:%.c=$(B)/%.o)
 $(PMIX_OFI): $(PMIX_OFI_SRC:%.c=$(B)/%.o)
-$(B)/lib%.a:
-	ar rcs $@ $^
+$(B)/lib%.a: # afresh, so a source that is gone leaves no member behind
+	rm -f $@ && ar rcs $@ $^
 
 # ---- programs --------------------------------------------------------------
 $(B)/hello_pthreads: examples/hello_pthreads.c $(PTHREADS) $(ALLOC)

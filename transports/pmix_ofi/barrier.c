@@ -91,7 +91,7 @@ static void shm__await(const int *flag, int pe, double deadline)
 {
     shm__w.faults.waiting_for = pe;
     while (!shm__progress_until(flag)) {
-        if (shm__now() > deadline) shm__barrier_timeout(pe);
+        if (shmalloc_wait_now() > deadline) shm__barrier_timeout(pe);
         sched_yield();
     }
 }
@@ -122,7 +122,7 @@ void shm__disseminate(uint64_t *values, int count)
 {
     shm__collective *c = &shm__w.coll;
     uint32_t epoch = c->epoch;
-    double deadline = shm__now() + shm__w.opt.timeout;
+    double deadline = shmalloc_wait_now() + shm__w.opt.timeout;
     int r;
     for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, deadline);
     /* Send buffers are reused next barrier: their sends must be done. */

@@ -133,7 +133,7 @@ void shm__fence(const char *what)
     pmix_info_t info;
     bool collect = true;
     pmix_status_t rc;
-    double deadline = shm__now() + shm__w.opt.timeout;
+    double deadline = shmalloc_wait_now() + shm__w.opt.timeout;
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
@@ -145,7 +145,7 @@ void shm__fence(const char *what)
             shm__progress();
             shm__leave();
         }
-        if (shm__now() > deadline)
+        if (shmalloc_wait_now() > deadline)
             shm__fatal("PMIx fence (%s) timed out after %d s (PE %d of %d)", what, shm__w.opt.timeout, shm__w.boot.me,
                        shm__w.boot.npes);
         sched_yield();

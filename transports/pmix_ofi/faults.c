@@ -59,13 +59,6 @@ void shm__init_fail(const char *fmt, ...)
     exit(1);
 }
 
-double shm__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void shm__barrier_timeout(int pe)
 {
     shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.opt.timeout, pe,
@@ -219,7 +212,7 @@ void shm__check_deaths(void)
     int dead = __atomic_load_n(&f->dead_pe, __ATOMIC_ACQUIRE);
     double now;
     if (dead == -1 || f->finalizing) return;
-    now = shm__now();
+    now = shmalloc_wait_now();
     if (f->dead_seen == 0.0) {
         f->dead_seen = now;
         return;

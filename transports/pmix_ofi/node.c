@@ -12,8 +12,9 @@
    messages among all PEs. */
 #include "pmix_ofi.h"
 
+#include <limits.h>
+
 #include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -134,31 +135,21 @@ void shm__node_close(void)
     c->node_file[0] = '\0';
 }
 
-static void shm__cpu_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Waits until slot s shows barrier epoch; pe is the PE that writes it. */
-static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, double *deadline, int *spins)
+/* Waits until slot s shows barrier epoch; pe is the PE that writes it.
+   The wait never sleeps: past its pauses each step makes progress, which
+   a PE that is not here yet may need. */
+static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, shmalloc_wait *w)
 {
     while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
-        if (++*spins <= shm__w.coll.node_pauses) {
-            shm__cpu_pause();
+        if (w->polls < w->pauses) {
+            shmalloc_wait_step(w); /* a cpu pause */
             continue;
         }
-        /* A PE that is not here yet may need our progress, or be gone. */
-        shm__w.faults.waiting_for = pe;
-        if (*deadline == 0.0) *deadline = shm__now() + shm__w.opt.timeout;
+        shm__w.faults.waiting_for = pe; /* named if it is gone */
         shm__enter();
         shm__progress();
         shm__leave();
-        if (shm__now() > *deadline) shm__barrier_timeout(pe);
-        sched_yield();
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
     }
 }
 
@@ -176,13 +167,14 @@ void shm__node_sync(uint64_t *values, int count)
     uint64_t epoch = ++c->node_epoch;
     shm__node_slot *mine = &c->node[b->node_me], *release = &c->node[b->node_size];
     unsigned buf = (unsigned)(epoch & 1u);
-    double deadline = 0.0;
-    int q, i, spins = 0;
+    shmalloc_wait w;
+    int q, i;
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, c->node_pauses, INT_MAX / 2); /* yields, never a sleep */
     for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
     __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
     if (b->nodes == 1 || b->node_me == 0) /* everyone here, or the leader: gather the node */
         for (q = 0; q < b->node_size; q++) {
-            shm__node_wait(&c->node[q], epoch, b->node_ranks[q], &deadline, &spins);
+            shm__node_wait(&c->node[q], epoch, b->node_ranks[q], &w);
             if (q != b->node_me) shm__max_into(values, c->node[q].values[buf], count);
         }
     if (b->nodes > 1 && b->node_me == 0) {
@@ -190,7 +182,7 @@ void shm__node_sync(uint64_t *values, int count)
         for (i = 0; i < count; i++) release->values[buf][i] = values[i];
         __atomic_store_n(&release->epoch, epoch, __ATOMIC_RELEASE);
     } else if (b->nodes > 1) {
-        shm__node_wait(release, epoch, b->node_ranks[0], &deadline, &spins);
+        shm__node_wait(release, epoch, b->node_ranks[0], &w);
         for (i = 0; i < count; i++) values[i] = release->values[buf][i];
     } else {
         shm__enter();

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "../shmalloc_map.h"
+#include "../shmalloc_wait.h"
 
 /* The PMIx and libfabric headers are not clean under our warnings. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -243,7 +244,6 @@ typedef struct shm__faults {
 SHM__INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 SHM__INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 SHM__INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHM__INTERNAL double shm__now(void);
 SHM__INTERNAL void shm__install_signals(void);
 SHM__INTERNAL void shm__restore_signals(void);
 SHM__INTERNAL void shm__sweep_stale_shm_files(void);

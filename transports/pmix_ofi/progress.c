@@ -74,8 +74,8 @@ void shm__wait_op(shm__op *op, const char *what, int pe)
     while (!op->done) {
         shm__progress();
         if (op->done) break;
-        if (++spins == 64) deadline = shm__now() + shm__w.opt.timeout;
-        if (spins > 64 && (spins & 63) == 0 && shm__now() > deadline)
+        if (++spins == 64) deadline = shmalloc_wait_now() + shm__w.opt.timeout;
+        if (spins > 64 && (spins & 63) == 0 && shmalloc_wait_now() > deadline)
             shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
                        "into shmem)", what, pe, shm__w.opt.timeout, shm__w.boot.me, pe);
         sched_yield();

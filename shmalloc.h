@@ -153,6 +153,18 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
 /* ---- TLSF core -------------------------------------------------------- */
 typedef struct shmalloc_tlsf shmalloc_tlsf;
 
+/* What the core's calls return; the symmetric heap turns them into
+   malloc_error.  A call that fails changes nothing. */
+enum {
+    SHMALLOC_TLSF_OK = 0,
+    SHMALLOC_TLSF_NOT_IN_HEAP,  /* pointer outside the blocks and the spec area */
+    SHMALLOC_TLSF_ALREADY_FREE, /* pointer to a free block */
+    SHMALLOC_TLSF_NOT_A_BLOCK,  /* pointer inside the heap, not a used block's start */
+    SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
+    SHMALLOC_TLSF_BAD_SIZE,     /* size above the largest request */
+    SHMALLOC_TLSF_BAD_ALIGN     /* alignment 0, not a power of two, or too large */
+};
+
 typedef struct shmalloc_counters {
     size_t capacity;       /* bytes of all blocks, headers included; the last
                               block's payload may reach 8 bytes beyond */
@@ -187,9 +199,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
    MAP_NORESERVE) costs nothing until shmalloc_tlsf_grow hands it out. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem, size_t bytes, size_t initial);
 /* Adds `bytes` (rounded up to 16, at least 32) at the top of the blocks, as
-   free space merged with a free top block.  0 on success; -1 (nothing
-   changes) when the reservation has less room or the spec area is not
-   empty: spec blocks sit where the blocks would grow. */
+   free space merged with a free top block.  SHMALLOC_TLSF_OK, or NO_ROOM
+   (nothing changes) when the reservation has less room or the spec area
+   is not empty: spec blocks sit where the blocks would grow. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes);
 /* Bytes the blocks may still grow by. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
@@ -202,8 +214,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
 /* realloc(NULL, n) mallocs; realloc(p, 0) frees and returns NULL; NULL with
    p untouched on failure.  Keeps the block's alignment when it moves. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
-/* Returns SHMEM_MALLOC_OK, or the code of a bad pointer (heap unchanged). */
-SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
+/* SHMALLOC_TLSF_OK (NULL too), or why ptr is not a used block (heap unchanged). */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
 /* 0 for a pointer that is not a used block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);
 /* Moves the break between the blocks and the "spec" area at the top of the
@@ -213,8 +225,8 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *
    spec area afterwards, or NULL (and nothing changes) when the top block
    is not free and large enough, or more is given back than was taken. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment);
-/* SHMEM_MALLOC_OK if ptr is the start of a used block, else the error code. */
-SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
+/* SHMALLOC_TLSF_OK if ptr is the start of a used block, else why not. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
 /* The figures of shmalloc_counters; walks the heap (time in the number of blocks). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t);
@@ -990,9 +1002,9 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
 
 /* The end of a merging free: b, of `size` bytes up to `next`, has grown
    over the free block anchor (which may be b itself), of anchor_size
-   bytes, and takes its place in the lists.  Returns SHMEM_MALLOC_OK, so
+   bytes, and takes its place in the lists.  Returns SHMALLOC_TLSF_OK, so
    that free can end in a jump to the merges. */
-SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *anchor, size_t anchor_size,
+SHM__INLINE int shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *anchor, size_t anchor_size,
                              shm__block *next)
 {
     size_t key;
@@ -1007,12 +1019,12 @@ SHM__INLINE long shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
     shm__set_free(b, size);
     shm__set_prev_free(next, b);
     SHM__POISON((char *)b + 32, size - 32); /* all but header and links */
-    return SHMEM_MALLOC_OK;
+    return SHMALLOC_TLSF_OK;
 }
 
 /* [b, b + size), which ends at the sentinel, becomes the top: free and in
-   no list.  Returns SHMEM_MALLOC_OK, for the merges' jumps. */
-SHM__INLINE long shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
+   no list.  Returns SHMALLOC_TLSF_OK, for the merges' jumps. */
+SHM__INLINE int shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     shm__block *end = shm__at(b, size);
     SHM__ASSERT(end == t->sentinel);
@@ -1021,13 +1033,13 @@ SHM__INLINE long shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
     shm__set_top(b, size);
     shm__set_prev_free(end, b);
     SHM__POISON((char *)b + 32, size - 32);
-    return SHMEM_MALLOC_OK;
+    return SHMALLOC_TLSF_OK;
 }
 
 /* b, of `size` bytes, merges with its free previous block, which is listed
    (the top is last), and with the next one too when that is free (its
    header word is next_header). */
-static long shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size), *prev = b->prev_phys;
     size_t prev_size = shm__free_size(prev->header);
@@ -1048,7 +1060,7 @@ static long shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t
    next_header); the previous block is used.  The sentinel's header (END)
    comes here too: it counts as a next block of size 0, and b becomes the
    top as it does when the next block is the top. */
-static long shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+static int shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size);
     size_t nsize = shm__free_size(next_header);
@@ -1293,8 +1305,8 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
     return shm__take_at(t, b, shm__list(t, shm__list_index(fl, sl)), size, align);
 }
 
-/* Frees the used block b (already validated); returns SHMEM_MALLOC_OK. */
-SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
+/* Frees the used block b (already validated); returns SHMALLOC_TLSF_OK. */
+SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK;
     shm__block *next = shm__at(b, size);
@@ -1304,7 +1316,7 @@ SHM__INLINE long shm__release(shmalloc_tlsf *t, shm__block *b)
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
     shm__file_alone(t, b, size, next);
-    return SHMEM_MALLOC_OK;
+    return SHMALLOC_TLSF_OK;
 }
 
 /* Free block f, which headed its list before a take, heads it again; the
@@ -1331,19 +1343,19 @@ static void shm__untake(shmalloc_tlsf *t, shm__block *b)
 
 /* Why ptr, which is not the user pointer of a used block, is not; reads
    the block's header only to tell a double free from a wild pointer. */
-static long shm__invalid(const shmalloc_tlsf *t, const void *ptr)
+static int shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
     const shm__block *b = shm__of_user(ptr);
     if (u < lo || (u - lo) / 16 >= t->mapped_bits) /* where no block ever started, or the spec area */
-        return u >= lo && u < (uintptr_t)t->limit ? SHMEM_MALLOC_NOT_ALIGNED : SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
-    if (u & 15) return SHMEM_MALLOC_NOT_ALIGNED;
-    if (SHM__IS_POISONED(&b->header)) return SHMEM_MALLOC_NOT_ALIGNED; /* inside a free block */
+        return u >= lo && u < (uintptr_t)t->limit ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_NOT_IN_HEAP;
+    if (u & 15) return SHMALLOC_TLSF_NOT_A_BLOCK;
+    if (SHM__IS_POISONED(&b->header)) return SHMALLOC_TLSF_NOT_A_BLOCK; /* inside a free block */
     if (shm__is_free(b) && shm__size(b) >= SHM__MIN_BLOCK &&
         shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
         !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
-        return SHMEM_MALLOC_ALREADY_FREE;
-    return SHMEM_MALLOC_NOT_ALIGNED;
+        return SHMALLOC_TLSF_ALREADY_FREE;
+    return SHMALLOC_TLSF_NOT_A_BLOCK;
 }
 
 /* Is ptr the user pointer of a used block?  The start map answers: ptr
@@ -1357,9 +1369,9 @@ SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
     return bit < t->mapped_bits && (t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
-SHM__INLINE long shm__validate(const shmalloc_tlsf *t, const void *ptr)
+SHM__INLINE int shm__validate(const shmalloc_tlsf *t, const void *ptr)
 {
-    return SHM__LIKELY(shm__valid(t, ptr)) ? SHMEM_MALLOC_OK : shm__invalid(t, ptr);
+    return SHM__LIKELY(shm__valid(t, ptr)) ? SHMALLOC_TLSF_OK : shm__invalid(t, ptr);
 }
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
@@ -1387,31 +1399,31 @@ SHM__INLINE size_t shm__room(const shm__block *b)
 }
 
 /* The plan for used block b when its room is less than r->size. */
-static long shm__plan_elsewhere(const shmalloc_tlsf *t, const shm__block *b, size_t avail, shm__resize *r)
+static int shm__plan_elsewhere(const shmalloc_tlsf *t, const shm__block *b, size_t avail, shm__resize *r)
 {
     if (shm__is_prev_free(b)) {
         const shm__block *prev = b->prev_phys;
         r->how = SHM__INTO_PREV;
         if (shm__size(prev) < SHM__SLIDE_MAX && avail + shm__size(prev) >= r->size &&
             ((uintptr_t)shm__user(prev) & (shm__align_of(b) - 1)) == 0)
-            return SHMEM_MALLOC_OK;
+            return SHMALLOC_TLSF_OK;
     }
     r->how = SHM__MOVE;
     r->target = shm__find_aligned(t, r->size, shm__align_of(b), &r->fl, &r->sl);
-    return r->target || shm__top_fits(t, r->size, shm__align_of(b)) ? SHMEM_MALLOC_OK : SHMEM_MALLOC_REALLOC_FAILED;
+    return r->target || shm__top_fits(t, r->size, shm__align_of(b)) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
 }
 
-static long shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, shm__resize *r)
+static int shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, shm__resize *r)
 {
-    long e = shm__validate(t, ptr);
+    int e = shm__validate(t, ptr);
     const shm__block *b = shm__of_user(ptr);
     size_t avail;
     if (e) return e;
-    if (n > SHM__MAX_REQUEST) return SHMEM_MALLOC_BAD_SIZE;
+    if (n > SHM__MAX_REQUEST) return SHMALLOC_TLSF_BAD_SIZE;
     r->size = shm__block_size(n);
     avail = shm__room(b);
     r->how = SHM__IN_PLACE;
-    if (avail >= r->size) return SHMEM_MALLOC_OK;
+    if (avail >= r->size) return SHMALLOC_TLSF_OK;
     return shm__plan_elsewhere(t, b, avail, r);
 }
 
@@ -1662,10 +1674,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
 }
 
 /* NULL fails the start-map test too: it is told apart only then. */
-SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
     if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, shm__of_user(ptr));
-    return ptr ? shm__invalid(t, ptr) : SHMEM_MALLOC_OK;
+    return ptr ? shm__invalid(t, ptr) : SHMALLOC_TLSF_OK;
 }
 
 /* Out of line: its frame would cost the in-place path. */
@@ -1706,7 +1718,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
     return shm__realloc_planned(t, ptr, size);
 }
 
-SHMALLOC_DEF SHMALLOC_API long shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
 {
     return shm__validate(t, ptr);
 }
@@ -1779,11 +1791,12 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 {
     size_t n = (bytes + 15) & ~(size_t)15;
     if (n < SHM__MIN_BLOCK) n = SHM__MIN_BLOCK;
-    if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16) return -1;
+    if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16)
+        return SHMALLOC_TLSF_NO_ROOM;
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
     shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped_bits` too */
-    return 0;
+    return SHMALLOC_TLSF_OK;
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
@@ -2059,6 +2072,21 @@ static void shm__set(long *err, long e)
     if (err) *err = e;
 }
 
+/* The malloc_error of a TLSF status: the one place the core's statuses
+   become SHMEM codes.  No room is a failed realloc when resizing. */
+static long shm__malloc_error(int status, int resizing)
+{
+    switch (status) {
+    case SHMALLOC_TLSF_OK: return SHMEM_MALLOC_OK;
+    case SHMALLOC_TLSF_NOT_IN_HEAP: return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    case SHMALLOC_TLSF_ALREADY_FREE: return SHMEM_MALLOC_ALREADY_FREE;
+    case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
+    case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
+    case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
+    default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
+    }
+}
+
 /* The transport's lock: SHMEM_MALLOC_OK when held.  A call that could not
    take it changes nothing, yet a collective one still agrees, so no PE is
    left waiting; its failure is what every PE learns. */
@@ -2155,7 +2183,7 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void 
     long r, held;
     if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if ((held = shm__lock(h))) return held;
-    r = shm__validate(h->tlsf, ptr);
+    r = shm__malloc_error(shm__validate(h->tlsf, ptr), 0);
     if (!r) r = shm__hints_of(h, shm__offset(h->tlsf, ptr));
     shm__unlock(h, held);
     return r;
@@ -2627,7 +2655,8 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     h->order.calls++;
     call.kind = kind;
     call.offset = shm__offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &h->order, &call, held ? held : shm__validate(h->tlsf, ptr));
+    e = shm__agree(&h->tp, h->debug, &h->order, &call,
+                   held ? held : shm__malloc_error(shm__validate(h->tlsf, ptr), 0));
     if (!e) {
         shm__hints_drop(h, call.offset);
         SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
@@ -2691,7 +2720,7 @@ static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm
     int early = 0, next_heads = 0;
     *q = NULL;
     call->again = 0;
-    *local = shm__plan_resize(h->tlsf, ptr, call->size, r);
+    *local = shm__malloc_error(shm__plan_resize(h->tlsf, ptr, call->size, r), 1);
     if (!*local) {
         bsize = shm__size(b); /* a used block's, now that the pointer is checked */
         next = shm__at(b, bsize);

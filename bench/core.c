@@ -50,7 +50,7 @@ static void *shm_memalign(void *h, size_t a, size_t n) { return shmalloc_tlsf_me
 static void *shm_realloc(void *h, void *p, size_t n) { return shmalloc_tlsf_realloc((shmalloc_tlsf *)h, p, n); }
 static void shm_free(void *h, void *p)
 {
-    if (shmalloc_tlsf_free((shmalloc_tlsf *)h, p) != SHMEM_MALLOC_OK) bench_die("shmalloc_tlsf_free refused a pointer");
+    if (shmalloc_tlsf_free((shmalloc_tlsf *)h, p) != SHMALLOC_TLSF_OK) bench_die("shmalloc_tlsf_free refused a pointer");
 }
 static void *sys_malloc(void *h, size_t n)
 {

@@ -117,19 +117,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         case 3: /* free */
             if (!live[i].p) break;
             verify_tag(i, live[i].size);
-            if (shmalloc_tlsf_free(heap, live[i].p) != SHMEM_MALLOC_OK) fail("free of a live block refused", i);
-            if (shmalloc_tlsf_free(heap, live[i].p) == SHMEM_MALLOC_OK) fail("double free accepted", i);
+            if (shmalloc_tlsf_free(heap, live[i].p) != SHMALLOC_TLSF_OK) fail("free of a live block refused", i);
+            if (shmalloc_tlsf_free(heap, live[i].p) == SHMALLOC_TLSF_OK) fail("double free accepted", i);
             live[i].p = NULL;
             break;
         case 4: /* wild and interior pointers are refused */
             p = live[i].p ? live[i].p + 1 + (a % 64) : region + (size % HEAP);
-            if (shmalloc_tlsf_validate(heap, p) == SHMEM_MALLOC_OK) {
+            if (shmalloc_tlsf_validate(heap, p) == SHMALLOC_TLSF_OK) {
                 size_t k, owner = 0;
                 for (k = 0; k < SLOTS; k++) owner |= live[k].p == p;
                 if (!owner) fail("a pointer that is not a block was accepted", i);
                 break;
             }
-            if (shmalloc_tlsf_free(heap, p) == SHMEM_MALLOC_OK) fail("bad free accepted", i);
+            if (shmalloc_tlsf_free(heap, p) == SHMALLOC_TLSF_OK) fail("bad free accepted", i);
             break;
         case 6: { /* the spec area: taken from the top, never over a live block */
             ptrdiff_t inc = (ptrdiff_t)(b * 64) * (a & 1 ? -1 : 1);
@@ -145,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             size_t room = shmalloc_tlsf_room(heap), n = (size_t)b * 48 + (a & 15);
             shmalloc_counters before, after;
             shmalloc_tlsf_counters(heap, &before);
-            if (shmalloc_tlsf_grow(heap, n) == 0) {
+            if (shmalloc_tlsf_grow(heap, n) == SHMALLOC_TLSF_OK) {
                 size_t got = room - shmalloc_tlsf_room(heap);
                 shmalloc_tlsf_counters(heap, &after);
                 if (before.spec || got < n || got > n + 47 || after.capacity != before.capacity + got)

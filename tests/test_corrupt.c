@@ -32,7 +32,7 @@ static shmalloc_tlsf *busy_heap(void **a, void **b)
     *b = shmalloc_tlsf_malloc(t, 3000);
     c = shmalloc_tlsf_malloc(t, 100);
     cr_assert(*a && *b && c);
-    cr_assert(shmalloc_tlsf_free(t, *b) == SHMEM_MALLOC_OK); /* a free block between used ones */
+    cr_assert(shmalloc_tlsf_free(t, *b) == SHMALLOC_TLSF_OK); /* a free block between used ones */
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
     return t;
 }
@@ -92,7 +92,7 @@ Test(corrupt, a_used_block_missing_from_the_start_map_is_reported)
     size_t bit = shm__offset(t, shm__of_user(a)) / 16;
     t->start_map[bit / 64] &= ~((uint64_t)1 << (bit % 64));
     expect_reported(t, "offset 16");
-    cr_assert(shmalloc_tlsf_free(t, a) != SHMEM_MALLOC_OK, "a block the map does not know is not freed");
+    cr_assert(shmalloc_tlsf_free(t, a) != SHMALLOC_TLSF_OK, "a block the map does not know is not freed");
 }
 
 Test(corrupt, a_list_sentinel_pointing_outside_the_heap_is_reported_without_following_it)
@@ -165,7 +165,7 @@ Test(top, malloc_and_free_of_one_size_leave_every_list_empty)
         void *p = shmalloc_tlsf_malloc(t, 64);
         cr_assert(p != NULL);
         cr_assert(t->fl_bitmap == 0, "the rest of the top went into a list");
-        cr_assert(shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+        cr_assert(shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
         cr_assert(t->fl_bitmap == 0, "a block freed next to the top went into a list");
     }
     shmalloc_tlsf_walk(t, one_free_block, n);
@@ -182,7 +182,7 @@ Test(top, the_gap_before_an_aligned_block_from_the_top_is_listed_and_merges_back
     cr_assert(p != NULL && ((uintptr_t)p & 4095) == 0);
     cr_assert(t->fl_bitmap != 0, "the gap before the aligned block is in no list");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-    cr_assert(shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
     cr_assert(t->fl_bitmap == 0, "the gap stayed listed after its block merged into the top");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }

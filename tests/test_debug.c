@@ -74,8 +74,8 @@ static void pe_different_blocks(void *arg)
     (void)arg;
     shmem_free(shmem_my_pe() == 0 ? x : y);
     PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
-    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), x) == SHMEM_MALLOC_OK);
-    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), y) == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), x) == SHMALLOC_TLSF_OK);
+    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), y) == SHMALLOC_TLSF_OK);
     shmem_free(x);
     PE_CHECK(malloc_error == SHMEM_MALLOC_OK);
     shmem_free(y);

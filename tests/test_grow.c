@@ -52,7 +52,7 @@ Test(grow_tlsf, a_reserved_region_starts_small_and_grows_into_one_free_block)
     cr_assert(p != NULL);
     memset(p, 0x5a, 40 << 10);
     cr_assert(shmalloc_tlsf_malloc(t, 100 << 10) == NULL, "100 KiB cannot fit in 64 KiB");
-    cr_assert(shmalloc_tlsf_grow(t, 1 << 20) == 0);
+    cr_assert(shmalloc_tlsf_grow(t, 1 << 20) == SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_room(t) == room - (1 << 20));
     c = counters_of(t);
     cr_assert(c.capacity == (64 << 10) - 16 + (1 << 20));
@@ -62,7 +62,7 @@ Test(grow_tlsf, a_reserved_region_starts_small_and_grows_into_one_free_block)
     memset(q, 0x6b, 1 << 20);
     cr_assert(((unsigned char *)p)[(40 << 10) - 1] == 0x5a, "old blocks are untouched");
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
-    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK && shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMALLOC_TLSF_OK && shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
     cr_assert(counters_of(t).largest_free == counters_of(t).capacity, "one free block again");
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     munmap(mem, bytes);
@@ -76,16 +76,16 @@ Test(grow_tlsf, growth_is_refused_past_the_reservation_or_over_spec_blocks)
     shmalloc_counters before;
     cr_assert(t != NULL);
     before = counters_of(t);
-    cr_assert(shmalloc_tlsf_grow(t, shmalloc_tlsf_room(t) + 1) == -1);
-    cr_assert(shmalloc_tlsf_grow(t, (size_t)-1) == -1);
+    cr_assert(shmalloc_tlsf_grow(t, shmalloc_tlsf_room(t) + 1) == SHMALLOC_TLSF_NO_ROOM);
+    cr_assert(shmalloc_tlsf_grow(t, (size_t)-1) == SHMALLOC_TLSF_NO_ROOM);
     cr_assert(counters_of(t).capacity == before.capacity);
     cr_assert(shmalloc_tlsf_sbreak(t, 256) != NULL);
-    cr_assert(shmalloc_tlsf_grow(t, 4096) == -1, "the spec area sits where the blocks would grow");
+    cr_assert(shmalloc_tlsf_grow(t, 4096) == SHMALLOC_TLSF_NO_ROOM, "the spec area sits where the blocks would grow");
     cr_assert(counters_of(t).capacity == before.capacity - 256);
     cr_assert(shmalloc_tlsf_sbreak(t, -256) != NULL);
     cr_assert(shmalloc_tlsf_grow(t, shmalloc_tlsf_room(t)) == 0, "all the room, exactly");
     cr_assert(shmalloc_tlsf_room(t) == 0);
-    cr_assert(shmalloc_tlsf_grow(t, 32) == -1);
+    cr_assert(shmalloc_tlsf_grow(t, 32) == SHMALLOC_TLSF_NO_ROOM);
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     /* the whole region is now as if created at full size */
     cr_assert(counters_of(t).capacity == counters_of(shmalloc_tlsf_create(mem, bytes)).capacity);
@@ -102,15 +102,15 @@ Test(grow_tlsf, many_small_growths_keep_the_start_map_and_the_checker_exact)
     for (i = 0; i < 600; i++) { /* 48 bytes at a time: map words fill across growths */
         ptrs[i] = shmalloc_tlsf_malloc(t, 24);
         if (!ptrs[i]) {
-            cr_assert(shmalloc_tlsf_grow(t, 48 + (i % 3) * 16) == 0);
+            cr_assert(shmalloc_tlsf_grow(t, 48 + (i % 3) * 16) == SHMALLOC_TLSF_OK);
             ptrs[i] = shmalloc_tlsf_malloc(t, 24);
         }
         cr_assert(ptrs[i] != NULL, "allocation %zu", i);
         memset(ptrs[i], (int)i, 24);
     }
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
-    for (i = 0; i < 600; i += 2) cr_assert(shmalloc_tlsf_free(t, ptrs[i]) == SHMEM_MALLOC_OK);
-    cr_assert(shmalloc_tlsf_free(t, ptrs[0]) == SHMEM_MALLOC_ALREADY_FREE);
+    for (i = 0; i < 600; i += 2) cr_assert(shmalloc_tlsf_free(t, ptrs[i]) == SHMALLOC_TLSF_OK);
+    cr_assert(shmalloc_tlsf_free(t, ptrs[0]) == SHMALLOC_TLSF_ALREADY_FREE);
     for (i = 1; i < 600; i += 2) cr_assert(((unsigned char *)ptrs[i])[23] == (unsigned char)i);
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     munmap(mem, bytes);
@@ -433,10 +433,10 @@ Test(grow_tlsf, an_8_gib_heap_touches_its_start_map_only_under_the_high_water_ma
     memset(p, 1, 1 << 20);
     used = resident_bytes() - before;
     cr_assert(used < ((size_t)8 << 20), "%zu bytes resident after 1 MiB of allocations", used);
-    cr_assert(shmalloc_tlsf_free(t, mem + ((size_t)5 << 30)) == SHMEM_MALLOC_NOT_ALIGNED,
+    cr_assert(shmalloc_tlsf_free(t, mem + ((size_t)5 << 30)) == SHMALLOC_TLSF_NOT_A_BLOCK,
               "a pointer where no block ever was is not a block");
-    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK && shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_ALREADY_FREE);
-    cr_assert(shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMALLOC_TLSF_OK && shmalloc_tlsf_free(t, q) == SHMALLOC_TLSF_ALREADY_FREE);
+    cr_assert(shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     munmap(mem, bytes);
 }
@@ -461,9 +461,9 @@ Test(grow_tlsf, the_start_map_is_zeroed_past_a_block_grown_in_place_before_block
     r = (char *)shmalloc_tlsf_malloc(t, (size_t)256 << 20); /* takes the zeroed map much further */
     cr_assert(r != NULL);
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
-    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK, "q is still known to be a block");
-    cr_assert(shmalloc_tlsf_free(t, r) == SHMEM_MALLOC_OK && shmalloc_tlsf_free(t, p) == SHMEM_MALLOC_OK);
-    cr_assert(shmalloc_tlsf_free(t, f) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMALLOC_TLSF_OK, "q is still known to be a block");
+    cr_assert(shmalloc_tlsf_free(t, r) == SHMALLOC_TLSF_OK && shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
+    cr_assert(shmalloc_tlsf_free(t, f) == SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     munmap(mem, bytes);
 }

@@ -1149,8 +1149,8 @@ static void check_peer_failure_leaves_heap_unchanged(peer_call call, size_t size
     take_snapshot(h, &after);
     assert_unchanged(&before, &after, what);
     cr_assert_eq(before.c.high_water, after.c.high_water, "%s: high water moved", what);
-    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), a), SHMEM_MALLOC_OK);
-    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), a), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), b), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_check(-1) == 0);
 }
 

@@ -160,7 +160,7 @@ Test(mapping, a_request_finds_a_lone_free_block_exactly_when_it_fits)
         unsigned fl, sl;
         cr_assert(a && guard);
         cr_assert_eq(shm__size(shm__of_user(a)), sizes[i]);
-        cr_assert(shmalloc_tlsf_free(t, a) == SHMEM_MALLOC_OK); /* a listed free block: guard keeps it off the top */
+        cr_assert(shmalloc_tlsf_free(t, a) == SHMALLOC_TLSF_OK); /* a listed free block: guard keeps it off the top */
         shm__mapping_insert(sizes[i], &fl, &sl);
         for (j = 0; j < n; j++) {
             shm__block *list = NULL;
@@ -170,7 +170,7 @@ Test(mapping, a_request_finds_a_lone_free_block_exactly_when_it_fits)
             cr_assert(!found || list == &t->lists[fl][sl], "request %zu, free block %zu: wrong list", sizes[j],
                       sizes[i]);
         }
-        cr_assert(shmalloc_tlsf_free(t, guard) == SHMEM_MALLOC_OK);
+        cr_assert(shmalloc_tlsf_free(t, guard) == SHMALLOC_TLSF_OK);
         cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     }
 }

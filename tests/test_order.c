@@ -117,7 +117,7 @@ static void extra_unsynced(char *a)
     for (i = 0; i < 2 + extra; i++) PE_CHECK(shmem_malloc_with_hints(128, NB_HINTS) != NULL);
     shmem_free(a);
     PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
-    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), a) == SHMEM_MALLOC_OK);
+    PE_CHECK(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), a) == SHMALLOC_TLSF_OK);
     shmem_free(a); /* reported once: the next call agrees again */
     PE_CHECK(malloc_error == SHMEM_MALLOC_OK);
     PE_CHECK(shmalloc_check(-1) == 0);

@@ -88,7 +88,7 @@ static shmalloc_counters heap_counters(void)
     return c;
 }
 
-static long block_state(const void *p)
+static int block_state(const void *p)
 {
     return shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), p);
 }
@@ -300,7 +300,7 @@ static void pe_bad_free_on_one_pe(void *arg)
     shmem_free(me == 0 ? (void *)&on_stack : p);
     /* With the all-reduce the failure is agreed: nobody freed, all report it. */
     PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(block_state(p), SHMALLOC_TLSF_OK);
     PE_CHECK_EQ(heap_counters().used_blocks, 1);
     shmem_free(p);
     PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
@@ -327,7 +327,7 @@ static void pe_local_exhaustion(void *arg)
     PE_CHECK(p == NULL);
     PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_FAIL);
     PE_CHECK_EQ(heap_counters().used_blocks, used_before);
-    if (hog != NULL) PE_CHECK_EQ(shmalloc_tlsf_free(t, hog), SHMEM_MALLOC_OK);
+    if (hog != NULL) PE_CHECK_EQ(shmalloc_tlsf_free(t, hog), SHMALLOC_TLSF_OK);
     shmem_barrier_all();
     p = shmem_malloc(SMALL_HEAP / 2); /* now it fits everywhere */
     PE_CHECK(p != NULL);
@@ -535,7 +535,7 @@ static void pe_realloc_zero(void *arg)
     (void)arg;
     PE_CHECK(shmem_realloc(p, 0) == NULL);
     PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
-    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_ALREADY_FREE);
+    PE_CHECK_EQ(block_state(p), SHMALLOC_TLSF_ALREADY_FREE);
     CHECK_HEAP_EMPTY();
 }
 
@@ -591,7 +591,7 @@ static void pe_realloc_move(void *arg)
     q = shmem_realloc(p, 50000); /* wall blocks growth in place */
     PE_CHECK(q != NULL && q != p);
     PE_CHECK_EQ(first_unlike(q, 200, (unsigned)me + 10), 200);
-    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_ALREADY_FREE);
+    PE_CHECK_EQ(block_state(p), SHMALLOC_TLSF_ALREADY_FREE);
     CHECK_SYMMETRIC(q);
     shmem_free(wall);
     shmem_free(q);
@@ -641,7 +641,7 @@ static void pe_realloc_fail(void *arg)
     q = shmem_realloc(p, SMALL_HEAP * 4);
     PE_CHECK(q == NULL);
     PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_REALLOC_FAILED);
-    PE_CHECK_EQ(block_state(p), SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(block_state(p), SHMALLOC_TLSF_OK);
     PE_CHECK_EQ(first_unlike(p, 500, 3), 500);
     CHECK_SYMMETRIC(p);
     shmem_free(p);

@@ -271,7 +271,7 @@ Test(tlsf_size, usable_size_is_0_for_null_outside_interior_and_freed_pointers)
     cr_assert_eq(shmalloc_tlsf_usable_size(t, &on_stack), 0);
     cr_assert_eq(shmalloc_tlsf_usable_size(t, p + 16), 0);
     cr_assert_eq(shmalloc_tlsf_usable_size(t, p + 1), 0);
-    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
     cr_assert_eq(shmalloc_tlsf_usable_size(t, p), 0);
     cr_assert(shmalloc_tlsf_usable_size(t, q) >= 100);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -285,9 +285,9 @@ Test(tlsf_size, malloc_0_returns_null_or_a_valid_freeable_block)
     void *p = shmalloc_tlsf_malloc(t, 0);
     if (p) {
         cr_assert(((uintptr_t)p & 15) == 0);
-        cr_assert_eq(shmalloc_tlsf_validate(t, p), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_validate(t, p), SHMALLOC_TLSF_OK);
         cr_assert(counters(t).in_use <= 32);
-        cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
     } else {
         cr_assert_eq(counters(t).used_blocks, 0);
     }
@@ -315,7 +315,7 @@ Test(tlsf_whole, malloc_of_largest_free_minus_header_succeeds_on_fresh_heaps)
                   c.largest_free);
         cr_assert(shmalloc_tlsf_usable_size(t, p) >= want);
         cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-        cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
         cr_assert_eq(counters(t).largest_free, c.largest_free);
         cr_assert(shmalloc_tlsf_check(t, -1) == 0);
     }
@@ -370,7 +370,7 @@ Test(tlsf_whole, usable_bytes_of_the_last_block_end_at_most_8_bytes_past_capacit
         reached_end |= p + u == end;
         memset(p, 0x3c, u);
         cr_assert(shmalloc_tlsf_check(t, -1) == 0, "writing all usable bytes broke the heap");
-        cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
     }
     cr_assert(reached_end, "no request reached the end: test did not probe the limit");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -390,12 +390,12 @@ Test(tlsf_whole, fresh_heap_becomes_one_free_block_again_after_churn)
                 ptrs[n++] = p;
         } else {
             size_t k = rng_below(n);
-            cr_assert_eq(shmalloc_tlsf_free(t, ptrs[k]), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_free(t, ptrs[k]), SHMALLOC_TLSF_OK);
             ptrs[k] = ptrs[--n];
         }
     }
     while (n)
-        cr_assert_eq(shmalloc_tlsf_free(t, ptrs[--n]), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, ptrs[--n]), SHMALLOC_TLSF_OK);
     shmalloc_counters c = counters(t);
     cr_assert_eq(c.in_use, 0);
     cr_assert_eq(c.largest_free, fresh.largest_free, "free blocks did not coalesce");
@@ -424,7 +424,7 @@ Test(tlsf_whole, a_heap_over_memory_full_of_old_bytes_serves_real_blocks)
         memset(p[i], 0x5a, shmalloc_tlsf_usable_size(t, p[i]));
     }
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-    for (int i = 1; i < 4; i++) cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMEM_MALLOC_OK);
+    for (int i = 1; i < 4; i++) cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
     cr_assert_eq(counters(t).used_blocks, 0);
 }
@@ -456,7 +456,7 @@ Test(tlsf_bad_size, malloc_of_huge_sizes_returns_null_and_leaves_heap_unchanged)
     }
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "huge requests");
-    cr_assert_eq(shmalloc_tlsf_validate(t, keep), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(t, keep), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
@@ -511,7 +511,7 @@ Test(tlsf_memalign, every_power_of_two_16_to_1MiB_gives_aligned_usable_blocks)
             cr_assert(p != NULL, "memalign(%zu, %zu) failed", a, req[k]);
             cr_assert(((uintptr_t)p & (a - 1)) == 0, "memalign(%zu) gave %p", a, (void *)p);
             cr_assert(shmalloc_tlsf_usable_size(t, p) >= req[k]);
-            cr_assert_eq(shmalloc_tlsf_validate(t, p), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_validate(t, p), SHMALLOC_TLSF_OK);
             fill_pattern(p, req[k], tag + (uint32_t)n);
             ptrs[n] = p;
             sizes[n++] = req[k];
@@ -520,7 +520,7 @@ Test(tlsf_memalign, every_power_of_two_16_to_1MiB_gives_aligned_usable_blocks)
     }
     for (size_t i = 0; i < n; i++) {
         cr_assert(check_pattern(ptrs[i], sizes[i], tag + (uint32_t)i), "block %zu overwritten", i);
-        cr_assert_eq(shmalloc_tlsf_free(t, ptrs[i]), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, ptrs[i]), SHMALLOC_TLSF_OK);
     }
     cr_assert_eq(counters(t).in_use, 0);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -536,7 +536,7 @@ Test(tlsf_memalign, alignment_of_half_the_heap_works_when_region_is_aligned_to_i
     cr_assert(((uintptr_t)p & (4 * MIB - 1)) == 0);
     memset(p, 0x11, MIB);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
@@ -584,7 +584,7 @@ Test(tlsf_calloc, zeroes_every_requested_byte_of_a_block_that_held_other_bytes)
     unsigned char *p = shmalloc_tlsf_malloc(t, 4096);
     cr_assert(p);
     memset(p, 0xa5, 4096);
-    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
     unsigned char *q = shmalloc_tlsf_calloc(t, 64, 64);
     cr_assert(q == p, "calloc(64, 64) did not reuse the freed 4096-byte block");
     for (size_t i = 0; i < 4096; i++)
@@ -614,7 +614,7 @@ Test(tlsf_calloc, overflowing_or_huge_products_return_null_and_leave_heap_unchan
                        pairs[i][0], pairs[i][1]);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "overflowing calloc");
-    cr_assert_eq(shmalloc_tlsf_validate(t, keep), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(t, keep), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
@@ -642,7 +642,7 @@ Test(tlsf_reuse, after_filling_the_heap_free_one_then_malloc_same_size_reuses_th
         cr_assert(n >= 3, "size %zu: only %zu blocks fit", sizes[i], n);
         for (size_t k = 0; k < 3; k++) {
             size_t j = n / 2 - 1 + k;
-            cr_assert_eq(shmalloc_tlsf_free(t, ptrs[j]), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_free(t, ptrs[j]), SHMALLOC_TLSF_OK);
             void *p = shmalloc_tlsf_malloc(t, sizes[i]);
             cr_assert(p != NULL, "size %zu: malloc after free of an equal block failed", sizes[i]);
             cr_assert_eq(p, ptrs[j], "size %zu: hole not reused", sizes[i]);
@@ -676,7 +676,7 @@ Test(tlsf_realloc, realloc_null_acts_as_malloc)
     void *p = shmalloc_tlsf_realloc(t, NULL, 100);
     cr_assert(p != NULL);
     cr_assert(((uintptr_t)p & 15) == 0);
-    cr_assert_eq(shmalloc_tlsf_validate(t, p), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(t, p), SHMALLOC_TLSF_OK);
     cr_assert_eq(counters(t).used_blocks, 1);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
@@ -688,7 +688,7 @@ Test(tlsf_realloc, realloc_to_0_frees_and_returns_null)
     cr_assert_null(shmalloc_tlsf_realloc(t, p, 0));
     cr_assert_eq(counters(t).used_blocks, 0);
     cr_assert_eq(counters(t).in_use, 0);
-    cr_assert_neq(shmalloc_tlsf_validate(t, p), SHMEM_MALLOC_OK);
+    cr_assert_neq(shmalloc_tlsf_validate(t, p), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
 
@@ -715,7 +715,7 @@ Test(tlsf_realloc, grow_into_next_free_block_stays_in_place)
     void *g = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && b && g);
     fill_pattern(a, 100, 9);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     unsigned char *q = shmalloc_tlsf_realloc(t, a, 200);
     cr_assert_eq(q, a, "grow into the freed neighbour moved the block");
     cr_assert(check_pattern(q, 100, 9));
@@ -754,7 +754,7 @@ Test(tlsf_realloc, the_last_block_grows_over_the_whole_free_end_and_shrinks_back
     c = counters(t);
     cr_assert_eq(c.largest_free, c.capacity - c.in_use, "the tail did not become one free block with the end");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-    cr_assert(shmalloc_tlsf_free(t, a) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, a) == SHMALLOC_TLSF_OK);
     cr_assert_eq(counters(t).largest_free, counters(t).capacity);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
@@ -765,14 +765,14 @@ Test(tlsf_realloc, a_block_moves_to_the_free_end_when_no_hole_fits)
     unsigned char *a = shmalloc_tlsf_malloc(t, 1000), *hole = shmalloc_tlsf_malloc(t, 2000),
                   *wall = shmalloc_tlsf_malloc(t, 100), *q;
     cr_assert(a && hole && wall);
-    cr_assert(shmalloc_tlsf_free(t, hole) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, hole) == SHMALLOC_TLSF_OK);
     fill_pattern(a, 1000, 12);
     q = shmalloc_tlsf_realloc(t, a, 200000); /* neither the hole nor the room after a fits */
     cr_assert(q > wall, "realloc did not move past the wall");
     cr_assert(check_pattern(q, 1000, 12));
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-    cr_assert(shmalloc_tlsf_free(t, q) == SHMEM_MALLOC_OK);
-    cr_assert(shmalloc_tlsf_free(t, wall) == SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_tlsf_free(t, q) == SHMALLOC_TLSF_OK);
+    cr_assert(shmalloc_tlsf_free(t, wall) == SHMALLOC_TLSF_OK);
     cr_assert_eq(counters(t).largest_free, counters(t).capacity, "the heap is not one free block again");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
@@ -785,7 +785,7 @@ Test(tlsf_realloc, grow_into_previous_free_block_keeps_contents)
     void *g = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && b && g);
     fill_pattern(b, 100, 11);
-    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
     unsigned char *q = shmalloc_tlsf_realloc(t, b, 250);
     cr_assert(q != NULL);
     cr_assert(check_pattern(q, 100, 11), "contents lost growing backwards");
@@ -803,8 +803,8 @@ Test(tlsf_realloc, grow_into_both_neighbours_keeps_contents)
     void *g = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && b && c && g);
     fill_pattern(b, 200, 12);
-    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMEM_MALLOC_OK);
-    cr_assert_eq(shmalloc_tlsf_free(t, c), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, c), SHMALLOC_TLSF_OK);
     /* a+b+c hold 3*224 = 672 bytes of block: 600 fits only in all three. */
     unsigned char *q = shmalloc_tlsf_realloc(t, b, 600);
     cr_assert(q != NULL);
@@ -823,8 +823,8 @@ Test(tlsf_realloc, a_large_free_previous_block_is_kept_whole_and_the_block_moves
     void *g2 = shmalloc_tlsf_malloc(t, 100);
     cr_assert(hole && b && g && spot && g2);
     fill_pattern(b, 100, 14);
-    cr_assert_eq(shmalloc_tlsf_free(t, hole), SHMEM_MALLOC_OK);
-    cr_assert_eq(shmalloc_tlsf_free(t, spot), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, hole), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, spot), SHMALLOC_TLSF_OK);
     /* the 20000-byte hole below b would hold it, but stays whole: b moves
        to the 300-byte hole, the one that fits */
     unsigned char *q = shmalloc_tlsf_realloc(t, b, 250);
@@ -841,8 +841,8 @@ Test(tlsf_reuse, of_two_free_blocks_in_one_list_the_lower_is_taken_first_in_eith
         void *lo = shmalloc_tlsf_malloc(t, 1000), *g1 = shmalloc_tlsf_malloc(t, 100);
         void *hi = shmalloc_tlsf_malloc(t, 1000), *g2 = shmalloc_tlsf_malloc(t, 100);
         cr_assert(lo && g1 && hi && g2);
-        cr_assert_eq(shmalloc_tlsf_free(t, order ? hi : lo), SHMEM_MALLOC_OK);
-        cr_assert_eq(shmalloc_tlsf_free(t, order ? lo : hi), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, order ? hi : lo), SHMALLOC_TLSF_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, order ? lo : hi), SHMALLOC_TLSF_OK);
         cr_assert_eq(shmalloc_tlsf_malloc(t, 1000), lo, "free order %d: the higher block came first", order);
         cr_assert_eq(shmalloc_tlsf_malloc(t, 1000), hi);
         cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -861,7 +861,7 @@ Test(tlsf_realloc, move_when_neighbours_are_used_keeps_contents_up_to_old_size)
     cr_assert_neq(q, a);
     cr_assert(check_pattern(q, 100, 13));
     cr_assert(((uintptr_t)q & 15) == 0);
-    cr_assert_neq(shmalloc_tlsf_validate(t, a), SHMEM_MALLOC_OK, "old block still used");
+    cr_assert_neq(shmalloc_tlsf_validate(t, a), SHMALLOC_TLSF_OK, "old block still used");
     cr_assert_eq(counters(t).used_blocks, 2);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
@@ -878,7 +878,7 @@ Test(tlsf_realloc, failure_returns_null_and_leaves_block_and_heap_unchanged)
     cr_assert_null(shmalloc_tlsf_realloc(t, a, 2 * MIB));
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "failed realloc");
-    cr_assert_eq(shmalloc_tlsf_validate(t, a), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(t, a), SHMALLOC_TLSF_OK);
     cr_assert_eq(shmalloc_tlsf_usable_size(t, a), usable);
     cr_assert(check_pattern(a, 100, 14));
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -891,7 +891,7 @@ Test(tlsf_realloc, bad_pointer_returns_null_and_leaves_heap_unchanged)
     char *b = shmalloc_tlsf_malloc(t, 100);
     void *g = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && b && g);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     int on_stack;
     snapshot *before = take_snapshot(t);
     cr_assert_null(shmalloc_tlsf_realloc(t, &on_stack, 50));
@@ -919,7 +919,7 @@ static void free_range(shmalloc_tlsf *t, void **ptrs, size_t n, char *lo, char *
     for (size_t i = 0; i < n; i++) {
         char *p = ptrs[i];
         if (p && p >= lo && p < hi) {
-            cr_assert_eq(shmalloc_tlsf_free(t, p), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_free(t, p), SHMALLOC_TLSF_OK);
             ptrs[i] = NULL;
         }
     }
@@ -964,7 +964,7 @@ Test(tlsf_realloc, growing_an_aligned_block_backwards_keeps_its_alignment)
     size_t n = fill_with_minimum_blocks(t, ptrs, 40000);
     (void)n;
     /* Free everything before p: the only free space is just below it. */
-    cr_assert_eq(shmalloc_tlsf_free(t, lead), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, lead), SHMALLOC_TLSF_OK);
     free_range(t, ptrs, n, (char *)shmalloc_tlsf_base(t), (char *)p);
     unsigned char *q = shmalloc_tlsf_realloc(t, p, 6000);
     cr_assert(q != NULL, "realloc with room just below the block failed");
@@ -995,7 +995,7 @@ Test(tlsf_free, free_null_returns_ok_and_changes_nothing)
     void *a = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a);
     snapshot *before = take_snapshot(t);
-    cr_assert_eq(shmalloc_tlsf_free(t, NULL), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, NULL), SHMALLOC_TLSF_OK);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free(NULL)");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -1010,13 +1010,13 @@ Test(tlsf_free, pointer_outside_the_heap_is_not_in_symm_heap_and_heap_unchanged)
     int on_stack;
     static char in_data[32];
     snapshot *before = take_snapshot(t);
-    cr_assert_eq(shmalloc_tlsf_free(t, &on_stack), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    cr_assert_eq(shmalloc_tlsf_free(t, in_data), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    cr_assert_eq(shmalloc_tlsf_free(t, (char *)mem - 16), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    cr_assert_eq(shmalloc_tlsf_free(t, (char *)mem - 4096), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    cr_assert_eq(shmalloc_tlsf_free(t, (void *)(uintptr_t)16), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    cr_assert_eq(shmalloc_tlsf_free(t, (void *)UINTPTR_MAX), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
-    cr_assert_eq(shmalloc_tlsf_validate(t, &on_stack), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    cr_assert_eq(shmalloc_tlsf_free(t, &on_stack), SHMALLOC_TLSF_NOT_IN_HEAP);
+    cr_assert_eq(shmalloc_tlsf_free(t, in_data), SHMALLOC_TLSF_NOT_IN_HEAP);
+    cr_assert_eq(shmalloc_tlsf_free(t, (char *)mem - 16), SHMALLOC_TLSF_NOT_IN_HEAP);
+    cr_assert_eq(shmalloc_tlsf_free(t, (char *)mem - 4096), SHMALLOC_TLSF_NOT_IN_HEAP);
+    cr_assert_eq(shmalloc_tlsf_free(t, (void *)(uintptr_t)16), SHMALLOC_TLSF_NOT_IN_HEAP);
+    cr_assert_eq(shmalloc_tlsf_free(t, (void *)UINTPTR_MAX), SHMALLOC_TLSF_NOT_IN_HEAP);
+    cr_assert_eq(shmalloc_tlsf_validate(t, &on_stack), SHMALLOC_TLSF_NOT_IN_HEAP);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free of outside pointers");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -1033,9 +1033,9 @@ Test(tlsf_free, pointer_past_block_space_is_rejected_and_heap_unchanged)
     /* Past the block space lie the control structures, then the end of the
        region: neither is a block. */
     for (size_t d = 0; d < 256; d += 16) {
-        long r = shmalloc_tlsf_free(t, end + d);
-        cr_assert(r == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || r == SHMEM_MALLOC_NOT_ALIGNED,
-                  "free(end of block space + %zu) returned %ld", d, r);
+        int r = shmalloc_tlsf_free(t, end + d);
+        cr_assert(r == SHMALLOC_TLSF_NOT_IN_HEAP || r == SHMALLOC_TLSF_NOT_A_BLOCK,
+                  "free(end of block space + %zu) returned %d", d, r);
     }
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free past the block space");
@@ -1050,8 +1050,8 @@ Test(tlsf_free, interior_pointer_is_not_aligned_and_heap_unchanged)
     cr_assert(a && g);
     snapshot *before = take_snapshot(t);
     for (size_t d = 16; d < 1000; d += 16) {
-        cr_assert_eq(shmalloc_tlsf_free(t, a + d), SHMEM_MALLOC_NOT_ALIGNED, "free(p + %zu)", d);
-        cr_assert_eq(shmalloc_tlsf_validate(t, a + d), SHMEM_MALLOC_NOT_ALIGNED);
+        cr_assert_eq(shmalloc_tlsf_free(t, a + d), SHMALLOC_TLSF_NOT_A_BLOCK, "free(p + %zu)", d);
+        cr_assert_eq(shmalloc_tlsf_validate(t, a + d), SHMALLOC_TLSF_NOT_A_BLOCK);
     }
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free of interior pointers");
@@ -1068,7 +1068,7 @@ Test(tlsf_free, interior_pointer_whose_bytes_look_like_a_header_is_rejected)
     /* Copy b's 16-byte header into the middle of a, as user data. */
     memcpy(a + 480, b - 16, 16);
     snapshot *before = take_snapshot(t);
-    cr_assert_eq(shmalloc_tlsf_free(t, a + 496), SHMEM_MALLOC_NOT_ALIGNED);
+    cr_assert_eq(shmalloc_tlsf_free(t, a + 496), SHMALLOC_TLSF_NOT_A_BLOCK);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free of a forged block");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -1083,10 +1083,10 @@ Test(tlsf_free, misaligned_pointer_is_not_aligned_and_heap_unchanged)
     cr_assert(a && g);
     snapshot *before = take_snapshot(t);
     for (size_t d = 1; d < 16; d++)
-        cr_assert_eq(shmalloc_tlsf_free(t, a + d), SHMEM_MALLOC_NOT_ALIGNED, "free(p + %zu)", d);
-    cr_assert_eq(shmalloc_tlsf_free(t, a - 1), SHMEM_MALLOC_NOT_ALIGNED);
-    cr_assert_eq(shmalloc_tlsf_free(t, a - 8), SHMEM_MALLOC_NOT_ALIGNED);
-    cr_assert_eq(shmalloc_tlsf_free(t, a - 16), SHMEM_MALLOC_NOT_ALIGNED);
+        cr_assert_eq(shmalloc_tlsf_free(t, a + d), SHMALLOC_TLSF_NOT_A_BLOCK, "free(p + %zu)", d);
+    cr_assert_eq(shmalloc_tlsf_free(t, a - 1), SHMALLOC_TLSF_NOT_A_BLOCK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a - 8), SHMALLOC_TLSF_NOT_A_BLOCK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a - 16), SHMALLOC_TLSF_NOT_A_BLOCK);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free of misaligned pointers");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -1100,9 +1100,9 @@ Test(tlsf_free, pointer_into_the_first_header_is_rejected_and_heap_unchanged)
     char *base = shmalloc_tlsf_base(t);
     snapshot *before = take_snapshot(t);
     for (size_t d = 0; d < 16; d++) {
-        long r = shmalloc_tlsf_free(t, base + d);
-        cr_assert(r == SHMEM_MALLOC_NOT_ALIGNED || r == SHMEM_MALLOC_NOT_IN_SYMM_HEAP,
-                  "free(base + %zu) returned %ld", d, r);
+        int r = shmalloc_tlsf_free(t, base + d);
+        cr_assert(r == SHMALLOC_TLSF_NOT_A_BLOCK || r == SHMALLOC_TLSF_NOT_IN_HEAP,
+                  "free(base + %zu) returned %d", d, r);
     }
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "free inside the first header");
@@ -1116,10 +1116,10 @@ Test(tlsf_free, double_free_is_already_free_and_heap_unchanged)
     void *b = shmalloc_tlsf_malloc(t, 100);
     void *c = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     snapshot *before = take_snapshot(t);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_ALREADY_FREE);
-    cr_assert_eq(shmalloc_tlsf_validate(t, b), SHMEM_MALLOC_ALREADY_FREE);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_ALREADY_FREE);
+    cr_assert_eq(shmalloc_tlsf_validate(t, b), SHMALLOC_TLSF_ALREADY_FREE);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "double free");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -1132,12 +1132,12 @@ Test(tlsf_free, double_free_after_coalescing_is_rejected_and_heap_unchanged)
     void *b = shmalloc_tlsf_malloc(t, 100);
     void *c = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMEM_MALLOC_OK);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK); /* merges into a */
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK); /* merges into a */
     snapshot *before = take_snapshot(t);
-    long r = shmalloc_tlsf_free(t, b);
-    cr_assert(r == SHMEM_MALLOC_ALREADY_FREE || r == SHMEM_MALLOC_NOT_ALIGNED, "got %ld", r);
-    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMEM_MALLOC_ALREADY_FREE);
+    int r = shmalloc_tlsf_free(t, b);
+    cr_assert(r == SHMALLOC_TLSF_ALREADY_FREE || r == SHMALLOC_TLSF_NOT_A_BLOCK, "got %d", r);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_ALREADY_FREE);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "double free of a merged block");
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
@@ -1150,7 +1150,7 @@ Test(tlsf_free, free_of_a_block_restores_counters)
     shmalloc_counters c0 = counters(t);
     void *b = shmalloc_tlsf_malloc(t, 3000);
     cr_assert(a && b);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     shmalloc_counters c1 = counters(t);
     cr_assert_eq(c1.in_use, c0.in_use);
     cr_assert_eq(c1.largest_free, c0.largest_free);
@@ -1210,7 +1210,7 @@ static void random_churn(shmalloc_tlsf *t, void **ptrs, size_t *n, size_t max, i
                 ptrs[(*n)++] = p;
         } else {
             size_t k = rng_below(*n);
-            cr_assert_eq(shmalloc_tlsf_free(t, ptrs[k]), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_free(t, ptrs[k]), SHMALLOC_TLSF_OK);
             ptrs[k] = ptrs[--*n];
         }
     }
@@ -1264,8 +1264,8 @@ Test(tlsf_counters, high_water_grows_with_allocation_and_never_shrinks_on_free)
     size_t h2 = counters(t).high_water;
     cr_assert(h2 >= h1 + 5000);
     cr_assert(h2 <= counters(t).capacity);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
-    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
     cr_assert_eq(counters(t).high_water, h2);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
 }
@@ -1376,9 +1376,9 @@ Test(tlsf_large, heap_over_4GiB_serves_a_5GiB_block_and_small_ones, .timeout = 6
     big[5 * GIB - 1] = 4;
     cr_assert(big[0] == 1 && big[GIB] == 2 && big[4 * GIB + 7] == 3 && big[5 * GIB - 1] == 4);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
-    cr_assert_eq(shmalloc_tlsf_free(t, big), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, big), SHMALLOC_TLSF_OK);
     for (int i = 0; i < 16; i++)
-        cr_assert_eq(shmalloc_tlsf_free(t, small[i]), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, small[i]), SHMALLOC_TLSF_OK);
     shmalloc_counters c1 = counters(t);
     cr_assert_eq(c1.in_use, 0);
     cr_assert_eq(c1.largest_free, c0.largest_free);
@@ -1429,7 +1429,7 @@ static void run_det(shmalloc_tlsf *t, det_trace *tr)
             }
         } else {
             size_t k = rng_below(n);
-            cr_assert_eq(shmalloc_tlsf_free(t, live[k]), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_free(t, live[k]), SHMALLOC_TLSF_OK);
             live[k] = live[--n];
             tr->off[i] = 0;
             continue;
@@ -1554,7 +1554,7 @@ static void corrupt_free_links_and_check(uint64_t v0, uint64_t v1)
     unsigned char *b = shmalloc_tlsf_malloc(t, 200);
     unsigned char *c = shmalloc_tlsf_malloc(t, 200);
     cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
     uint64_t old[2];
     memcpy(old, b, 16);
@@ -1594,7 +1594,7 @@ Test(tlsf_corrupt, wrong_back_link_after_a_free_block_is_detected)
     unsigned char *b = shmalloc_tlsf_malloc(t, 200);
     unsigned char *c = shmalloc_tlsf_malloc(t, 200);
     cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);
     uintptr_t wrong = (uintptr_t)(a - 16);
     memcpy(c - 16, &wrong, sizeof wrong);
@@ -1613,7 +1613,7 @@ Test(tlsf_corrupt, free_flag_cleared_on_a_free_block_is_detected)
     unsigned char *b = shmalloc_tlsf_malloc(t, 200);
     unsigned char *c = shmalloc_tlsf_malloc(t, 200);
     cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
     uint64_t w;
     memcpy(&w, b - 8, 8);
     w &= ~(uint64_t)1;
@@ -1659,7 +1659,7 @@ Test(tlsf_corrupt, check_level_1_prints_a_line_per_block_to_stream_2)
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
     void *a = shmalloc_tlsf_malloc(t, 100);
     cr_assert(a && shmalloc_tlsf_malloc(t, 200) && shmalloc_tlsf_malloc(t, 300));
-    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
     size_t blocks = walk_summary(t).n; /* 4: free, used, used, free */
     capture_start();
     int r = shmalloc_tlsf_check(t, 1);
@@ -1771,7 +1771,7 @@ static stress_stats run_stress(uint64_t seed, int ops, size_t cap, int check_eve
                 st.ok++;
             } else {
                 st.failed++;
-                cr_assert_eq(shmalloc_tlsf_validate(t, b->p), SHMEM_MALLOC_OK,
+                cr_assert_eq(shmalloc_tlsf_validate(t, b->p), SHMALLOC_TLSF_OK,
                              "op %d: failed realloc freed the block", i);
                 cr_assert(check_pattern(b->p, b->size, b->tag),
                           "op %d: failed realloc changed contents", i);
@@ -1780,7 +1780,7 @@ static stress_stats run_stress(uint64_t seed, int ops, size_t cap, int check_eve
             size_t k = rng_below(n);
             cr_assert(check_pattern(live[k].p, live[k].size, live[k].tag),
                       "op %d: block at offset %zu overwritten", i, off_of(t, live[k].p));
-            cr_assert_eq(shmalloc_tlsf_free(t, live[k].p), SHMEM_MALLOC_OK);
+            cr_assert_eq(shmalloc_tlsf_free(t, live[k].p), SHMALLOC_TLSF_OK);
             live[k] = live[--n];
         }
         shmalloc_counters c = counters(t);
@@ -1791,7 +1791,7 @@ static stress_stats run_stress(uint64_t seed, int ops, size_t cap, int check_eve
     }
     for (size_t i = 0; i < n; i++) {
         cr_assert(check_pattern(live[i].p, live[i].size, live[i].tag));
-        cr_assert_eq(shmalloc_tlsf_free(t, live[i].p), SHMEM_MALLOC_OK);
+        cr_assert_eq(shmalloc_tlsf_free(t, live[i].p), SHMALLOC_TLSF_OK);
     }
     cr_assert_eq(counters(t).in_use, 0);
     cr_assert(shmalloc_tlsf_check(t, -1) == 0);

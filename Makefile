@@ -27,7 +27,7 @@ PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 # of the pthreads transport (also with its library), and white-box tests
 # that expand the implementation themselves to reach its privates (the
 # mapping's also at each other second-level count: test_mapping_slN, 2^N).
-CORE_TESTS     = test_tlsf test_heap test_bad_input test_threads test_options test_contract
+CORE_TESTS     = test_tlsf test_tlsf_undo test_heap test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4

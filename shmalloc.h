@@ -161,9 +161,10 @@ enum {
     SHMALLOC_TLSF_ALREADY_FREE, /* pointer to a free block */
     SHMALLOC_TLSF_NOT_A_BLOCK,  /* pointer inside the heap, not a used block's start */
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
-    SHMALLOC_TLSF_BAD_SIZE,     /* size above the largest request */
+    SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
     SHMALLOC_TLSF_BAD_ALIGN     /* alignment 0, not a power of two, or too large */
 };
+#define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
 
 typedef struct shmalloc_counters {
     size_t capacity;       /* bytes of all blocks, headers included; the last
@@ -175,6 +176,7 @@ typedef struct shmalloc_counters {
     size_t high_water;     /* highest offset ever reached by a used block's
                               usable bytes */
     size_t used_blocks;    /* number of used blocks */
+    size_t largest_request; /* the largest malloc that fits now: 0 when none */
 } shmalloc_counters;
 
 typedef struct shmalloc_block_info {
@@ -203,6 +205,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
    (nothing changes) when the reservation has less room or the spec area
    is not empty: spec blocks sit where the blocks would grow. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes);
+/* What shmalloc_tlsf_grow(t, bytes) would return, changing nothing: a
+   collective layer registers the new piece before it grows. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow_status(const shmalloc_tlsf *t, size_t bytes);
 /* Bytes the blocks may still grow by. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
@@ -218,6 +223,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
 /* 0 for a pointer that is not a used block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);
+/* The alignment a used block keeps when it moves (at least
+   SHMALLOC_ALIGNMENT); 0 for a pointer that is not a used block. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t, const void *ptr);
 /* Moves the break between the blocks and the "spec" area at the top of the
    region, a raw range outside the free lists: increment > 0 takes that
    many bytes (rounded up to 16) from the free block at the top of the
@@ -225,15 +233,64 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *
    spec area afterwards, or NULL (and nothing changes) when the top block
    is not free and large enough, or more is given back than was taken. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment);
+/* What shmalloc_tlsf_sbreak(t, increment) would do, changing nothing:
+   SHMALLOC_TLSF_OK, BAD_SIZE (too large to round to 16) or NO_ROOM. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_sbreak_status(const shmalloc_tlsf *t, ptrdiff_t increment);
 /* SHMALLOC_TLSF_OK if ptr is the start of a used block, else why not. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
 /* The figures of shmalloc_counters; walks the heap (time in the number of blocks). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t);
+/* Bytes from the base that user data may occupy: the blocks (the last
+   block's payload ends 8 bytes past them) and the spec area. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_size(const shmalloc_tlsf *t);
+/* p's offset from the base, for any p: what every PE compares. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_offset(const shmalloc_tlsf *t, const void *p);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user);
 /* shmalloc_check semantics: level < 0 silent, 0 first problem to stream 2,
    > 0 also a line per block.  0 when consistent. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level);
+
+/* ---- tentative operations, for a collective layer ----------------------
+   A take or a resize is made on every PE before the PEs agree on it, and
+   must then be kept on all or undone on all.  The undo is exact: the heap
+   is as before, list positions and the high-water mark included, so later
+   offsets match those of PEs that took nothing.  Between the two no other
+   call may change the heap.  `ptr` is the block once taken or resized (it
+   is writable up to its usable size until shmalloc_tlsf_commit); the other
+   members are the core's own. */
+typedef struct shmalloc_tlsf_pending {
+    void *ptr;
+    int commit_grows;     /* a resize: the commit gives the block new bytes (a move, or a grow not made yet) */
+    int how, next_headed; /* the core's own from here on */
+    unsigned fl, sl;
+    size_t request, high_water, old_size, new_size;
+    void *old, *target;
+} shmalloc_tlsf_pending;
+
+/* SHMALLOC_TLSF_OK when shmalloc_tlsf_take(t, align, size, ...) may serve
+   the request, else BAD_ALIGN or BAD_SIZE. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_request_status(size_t align, size_t size);
+/* Bytes of free block that always serve `size` bytes at `align`: what a
+   heap that runs out reports, and grows by. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_block_need(size_t size, size_t align);
+/* A tentative memalign of size bytes (align <= SHMALLOC_ALIGNMENT: a plain
+   malloc): SHMALLOC_TLSF_OK with op->ptr set, or BAD_ALIGN, BAD_SIZE or
+   NO_ROOM with nothing changed. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align, size_t size,
+                                                 shmalloc_tlsf_pending *op);
+/* A tentative resize of used block ptr to size bytes (size > 0): planned,
+   and made at once (op->ptr = ptr) when it is a grow in place that can be
+   undone exactly; otherwise the commit makes it.  SHMALLOC_TLSF_OK, or why
+   not (a bad pointer, BAD_SIZE, NO_ROOM) with nothing changed. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_resize(shmalloc_tlsf *t, void *ptr, size_t size,
+                                                   shmalloc_tlsf_pending *op);
+/* Keeps a take or a resize that returned SHMALLOC_TLSF_OK, making a resize
+   not made yet (a move keeps the contents and the alignment); returns the
+   block. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_commit(shmalloc_tlsf *t, shmalloc_tlsf_pending *op);
+/* Undoes a take or a resize that returned SHMALLOC_TLSF_OK, exactly. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tlsf_pending *op);
 
 /* >> transport --------------------------------------------------------------
    How the symmetric heap talks to the other PEs.  `user` is passed back as
@@ -651,7 +708,6 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
 /* One first-level class per power of two from the minimum block to
    2^(SHMALLOC_MAX_LOG2 + 1): room for a full-size heap's overhead. */
 #define SHM__FL_COUNT (SHMALLOC_MAX_LOG2 + 2 - SHM__MIN_LOG2)
-#define SHM__MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2)
 #define SHM__MAX_ALIGN ((size_t)1 << SHMALLOC_MAX_LOG2)
 
 typedef struct shm__block {
@@ -745,7 +801,7 @@ SHM__INLINE void shm__set_prev_free(shm__block *b, shm__block *prev)
 }
 SHM__INLINE void shm__set_prev_used(shm__block *b) { b->header &= ~SHM__PREV_FREE; }
 
-/* Block size serving a request of n bytes (n <= SHM__MAX_REQUEST): the
+/* Block size serving a request of n bytes (n <= SHMALLOC_TLSF_MAX_REQUEST): the
    payload plus the header word, rounded to 16; never below the minimum. */
 SHM__INLINE size_t shm__block_size(size_t n)
 {
@@ -1419,7 +1475,7 @@ static int shm__plan_resize(const shmalloc_tlsf *t, const void *ptr, size_t n, s
     const shm__block *b = shm__of_user(ptr);
     size_t avail;
     if (e) return e;
-    if (n > SHM__MAX_REQUEST) return SHMALLOC_TLSF_BAD_SIZE;
+    if (n > SHMALLOC_TLSF_MAX_REQUEST) return SHMALLOC_TLSF_BAD_SIZE;
     r->size = shm__block_size(n);
     avail = shm__room(b);
     r->how = SHM__IN_PLACE;
@@ -1557,7 +1613,7 @@ static void shm__set_capacity(shmalloc_tlsf *t, size_t capacity)
 {
     size_t most = capacity >= SHM__MIN_BLOCK ? capacity - 8 - SHM__REDZONE : 0;
     t->capacity = capacity;
-    t->malloc_limit = most < SHM__MAX_REQUEST ? most : SHM__MAX_REQUEST;
+    t->malloc_limit = most < SHMALLOC_TLSF_MAX_REQUEST ? most : SHMALLOC_TLSF_MAX_REQUEST;
 }
 
 /* The classes a region of `bytes` can need, and the control block's size:
@@ -1578,7 +1634,7 @@ static size_t shm__control_bytes(size_t bytes)
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
 {
     size_t area, bytes, total, last;
-    if (capacity > SHM__MAX_REQUEST) return 0;
+    if (capacity > SHMALLOC_TLSF_MAX_REQUEST) return 0;
     area = ((capacity + 15) & ~(size_t)15) + 32; /* block header, sentinel */
     total = bytes = area + shm__map_bytes(area);
     do { /* the control block grows with the region it is part of */
@@ -1658,7 +1714,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t 
     size_t bsize;
     if (shm__bad_align(align)) return NULL;
     if (align <= SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
-    if (size - 1 >= SHM__MAX_REQUEST) return NULL;
+    if (size - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
     if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return shm__fit(shm__take_top_aligned(t, bsize, align), size);
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
@@ -1709,7 +1765,7 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
    the plan finds the same answer, and is left for the errors. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
-    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHM__MAX_REQUEST)) {
+    if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
         size_t bsize = shm__block_size(size);
         if (bsize > shm__size(shm__of_user(ptr))) return shm__realloc_grow(t, ptr, size, bsize);
         shm__shrink_in_place(t, shm__of_user(ptr), bsize);
@@ -1726,6 +1782,15 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, con
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr)
 {
     return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
+}
+
+/* A plain block records alignment 1 (no bits), and is aligned to 16. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t, const void *ptr)
+{
+    size_t align;
+    if (shm__validate(t, ptr)) return 0;
+    align = shm__align_of(shm__of_user(ptr));
+    return align < SHMALLOC_ALIGNMENT ? SHMALLOC_ALIGNMENT : align;
 }
 
 /* Can the break move by inc (a multiple of 16)?  The top block must be
@@ -1776,23 +1841,43 @@ static ptrdiff_t shm__sbreak_round(ptrdiff_t increment, int *bad)
     return increment < 0 ? -((-increment + 15) & ~(ptrdiff_t)15) : (increment + 15) & ~(ptrdiff_t)15;
 }
 
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment)
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_sbreak_status(const shmalloc_tlsf *t, ptrdiff_t increment)
 {
     int bad;
     ptrdiff_t inc = shm__sbreak_round(increment, &bad);
-    return !bad && shm__sbreak_ok(t, inc) ? shm__sbreak(t, inc) : NULL;
+    if (bad) return SHMALLOC_TLSF_BAD_SIZE;
+    return shm__sbreak_ok(t, inc) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment)
+{
+    int bad;
+    return shmalloc_tlsf_sbreak_status(t, increment) ? NULL : shm__sbreak(t, shm__sbreak_round(increment, &bad));
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t) { return (size_t)(t->end - t->limit); }
+
+/* The bytes a growth of `bytes` adds. */
+static size_t shm__grow_bytes(size_t bytes)
+{
+    size_t n = (bytes + 15) & ~(size_t)15;
+    return n < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : n;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow_status(const shmalloc_tlsf *t, size_t bytes)
+{
+    size_t room = shmalloc_tlsf_room(t);
+    if (bytes > room || shm__grow_bytes(bytes) > room || t->limit != (char *)t->sentinel + 16)
+        return SHMALLOC_TLSF_NO_ROOM;
+    return SHMALLOC_TLSF_OK;
+}
 
 /* The new bytes are a spec area given straight back: the old sentinel
    becomes the header of the free space, merged with the top block. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 {
-    size_t n = (bytes + 15) & ~(size_t)15;
-    if (n < SHM__MIN_BLOCK) n = SHM__MIN_BLOCK;
-    if (bytes > shmalloc_tlsf_room(t) || n > shmalloc_tlsf_room(t) || t->limit != (char *)t->sentinel + 16)
-        return SHMALLOC_TLSF_NO_ROOM;
+    size_t n = shm__grow_bytes(bytes);
+    if (shmalloc_tlsf_grow_status(t, bytes)) return SHMALLOC_TLSF_NO_ROOM;
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
     shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped_bits` too */
@@ -1800,6 +1885,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t) { return t->base; }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_size(const shmalloc_tlsf *t) { return (size_t)(t->limit - t->base); }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_offset(const shmalloc_tlsf *t, const void *p) { return shm__offset(t, p); }
 
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user)
 {
@@ -1839,6 +1926,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
     out->free = t->capacity - out->in_use;
     out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
     out->high_water = t->high_water;
+    /* the inverse of shm__block_size: the largest n whose block fits */
+    out->largest_request = out->largest_free >= SHM__MIN_BLOCK ? out->largest_free - 8 - SHM__REDZONE : 0;
+    if (out->largest_request > t->malloc_limit) out->largest_request = t->malloc_limit;
 }
 
 /* ---- checker: never follows a size or a link out of the block space ---- */
@@ -2004,6 +2094,128 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
     return c.problems;
 }
 
+/* ---- tentative operations: kept on every PE or undone on every PE ---- */
+enum { SHM__TAKE = 0 }; /* a pending take's `how`; a resize's is its plan's */
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_request_status(size_t align, size_t size)
+{
+    if (shm__bad_align(align)) return SHMALLOC_TLSF_BAD_ALIGN;
+    return size > SHMALLOC_TLSF_MAX_REQUEST ? SHMALLOC_TLSF_BAD_SIZE : SHMALLOC_TLSF_OK;
+}
+
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_block_need(size_t size, size_t align)
+{
+    return shm__aligned_need(shm__block_size(size), align);
+}
+
+/* Records what every pending operation's commit and undo need. */
+static void shm__pending(const shmalloc_tlsf *t, shmalloc_tlsf_pending *op, int how, size_t size)
+{
+    op->ptr = NULL;
+    op->commit_grows = 0;
+    op->how = how;
+    op->request = size;
+    op->high_water = t->high_water;
+}
+
+/* shmalloc_tlsf_memalign's search and take, without its fit (the slack's
+   poisoning), which waits for the commit: the caller may fill the block. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align, size_t size,
+                                                 shmalloc_tlsf_pending *op)
+{
+    int status = shmalloc_tlsf_request_status(align, size);
+    size_t bsize = shm__block_size(size);
+    unsigned fl, sl;
+    shm__block *b;
+    shm__pending(t, op, SHM__TAKE, size);
+    if (status) return status;
+    b = shm__find_aligned(t, bsize, align, &fl, &sl);
+    op->ptr = b ? shm__take(t, b, fl, sl, bsize, align) : shm__take_top_aligned(t, bsize, align);
+    return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
+}
+
+/* Does the free block after b head its list?  Its undo must put it back there. */
+static int shm__next_heads(const shmalloc_tlsf *t, const shm__block *b)
+{
+    const shm__block *next = shm__at(b, shm__size(b));
+    return shm__is_free(next) && next->prev_free == shm__list_for(t, shm__size(next));
+}
+
+/* A grow of b to `size` into the free next block is undone exactly by
+   shrinking back when the next block is the top (in no list), when the
+   free part it leaves stays in the next block's list (the list keeps its
+   order), or when the next block heads its list (it is put back at the
+   head).  A grow of one minimum block or less cannot be shrunk back: a
+   shrink keeps such a tail as slack. */
+static int shm__grow_undoable(const shmalloc_tlsf *t, const shm__block *b, size_t size)
+{
+    const shm__block *next = shm__at(b, shm__size(b));
+    size_t grown = size - shm__size(b), nsize = shm__size(next);
+    if (grown <= SHM__MIN_BLOCK) return 0;
+    if (shm__is_top(next)) return 1;
+    if (nsize - grown >= SHM__MIN_BLOCK && shm__list_key(nsize - grown) == shm__list_key(nsize)) return 1;
+    return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
+}
+
+/* Only a grow in place that can be undone is made before the commit: a
+   shrink needs nothing early, and a move copies after the agreement. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_resize(shmalloc_tlsf *t, void *ptr, size_t size,
+                                                   shmalloc_tlsf_pending *op)
+{
+    shm__resize r = {0, 0, NULL, 0, 0};
+    shm__block *b = shm__of_user(ptr);
+    int status = shm__plan_resize(t, ptr, size, &r);
+    shm__pending(t, op, r.how, size);
+    op->old = ptr;
+    if (status) return status;
+    op->new_size = r.size;
+    op->target = r.target;
+    op->fl = r.fl;
+    op->sl = r.sl;
+    op->old_size = shm__size(b);
+    op->next_headed = shm__next_heads(t, b);
+    if (r.how == SHM__IN_PLACE && r.size <= op->old_size) return SHMALLOC_TLSF_OK;
+    if (r.how != SHM__IN_PLACE || !shm__grow_undoable(t, b, r.size)) {
+        op->commit_grows = 1;
+        return SHMALLOC_TLSF_OK;
+    }
+    shm__grow_in_place(t, b, r.size);
+    op->ptr = ptr;
+    return SHMALLOC_TLSF_OK;
+}
+
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_commit(shmalloc_tlsf *t, shmalloc_tlsf_pending *op)
+{
+    if (!op->ptr && op->how != SHM__TAKE) { /* a resize not made yet */
+        shm__resize r;
+        r.how = op->how;
+        r.size = op->new_size;
+        r.target = (shm__block *)op->target;
+        r.fl = op->fl;
+        r.sl = op->sl;
+        op->ptr = shm__commit_resize(t, op->old, op->request, &r);
+    }
+    return shm__fit(op->ptr, op->request);
+}
+
+/* A take merges back into the block it was cut from; an early grow
+   shrinks back, the free block it grew into heading its list again if it
+   did before. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tlsf_pending *op)
+{
+    shm__block *b;
+    if (!op->ptr) return; /* a resize not made yet changed nothing */
+    b = shm__of_user(op->ptr);
+    if (op->how == SHM__TAKE) {
+        shm__untake(t, b);
+    } else {
+        shm__shrink_in_place(t, b, op->old_size);
+        if (op->next_headed) shm__to_head(t, shm__at(b, op->old_size));
+    }
+    t->high_water = op->high_water;
+    op->ptr = NULL;
+}
+
 /* >> heap ------------------------------------------------------------------
    The collective layer.  A call takes the lock, does its local part, then
    agrees with the other PEs through the all-reduce (which is also its
@@ -2014,14 +2226,15 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int le
    (SHMALLOC_DEBUG=1 in the environment) the call counts and hints are
    agreed too, and a mismatch is reported by every PE.
 
-   malloc takes its block before agreeing (calloc zeroes it then too, so no
-   peer's put can land before the zeroing) and gives it back if any PE
-   failed.  Giving it back restores the heap exactly: the block came from a
-   list head, and merging it back undoes the split, list positions included.
-   realloc grows in place before agreeing where it can undo the grow
-   exactly, and a shrink commits after agreeing, so that one
+   The layer uses the TLSF core through its API alone.  malloc takes its
+   block before agreeing, with the core's tentative take (calloc zeroes it
+   then too, so no peer's put can land before the zeroing), and commits it,
+   or undoes it exactly if any PE failed, so later offsets still match.
+   realloc's tentative resize grows in place before agreeing where the core
+   can undo the grow, and a shrink commits after agreeing, so that one
    synchronisation suffices; a move and other grows commit after agreeing,
-   then synchronise again (shmalloc_heap_realloc says why).
+   then synchronise again (shmalloc_heap_realloc says why).  The core's
+   statuses become malloc_error in shm__malloc_error.
 
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
@@ -2183,8 +2396,8 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void 
     long r, held;
     if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     if ((held = shm__lock(h))) return held;
-    r = shm__malloc_error(shm__validate(h->tlsf, ptr), 0);
-    if (!r) r = shm__hints_of(h, shm__offset(h->tlsf, ptr));
+    r = shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
+    if (!r) r = shm__hints_of(h, shmalloc_tlsf_offset(h->tlsf, ptr));
     shm__unlock(h, held);
     return r;
 }
@@ -2327,12 +2540,13 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
 static long shm__register(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
 {
     if (!tp->register_region) return SHMEM_MALLOC_OK;
-    return tp->register_region(tp->user, t->base + from, to - from) ? SHMEM_MALLOC_FAIL : SHMEM_MALLOC_OK;
+    return tp->register_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from) ? SHMEM_MALLOC_FAIL
+                                                                                        : SHMEM_MALLOC_OK;
 }
 
 static void shm__deregister(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
 {
-    if (tp->deregister_region) tp->deregister_region(tp->user, t->base + from, to - from);
+    if (tp->deregister_region) tp->deregister_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from);
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
@@ -2354,13 +2568,13 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
         shm__set(err, SHMEM_MALLOC_FAIL);
         return NULL;
     }
-    if (nominal > SHM__MAX_REQUEST) nominal = SHM__MAX_REQUEST; /* all the region holds */
+    if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
     if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
         t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);
     }
     if (!t) e = SHMEM_MALLOC_BAD_SIZE;
-    else first = (size_t)(t->limit - t->base);
+    else first = shmalloc_tlsf_size(t);
     if (!e) e = registered = shm__register(tp, t, 0, first);
     call.size = bytes; /* the same reservation, */
     e = shm__agree(tp, debug, &order, &call, e);
@@ -2376,7 +2590,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
-    h->growable = tp->allreduce_max && shmalloc_tlsf_room(t) >= SHM__MIN_BLOCK;
+    h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
     h->ends[0] = first;
     shm__set(err, SHMEM_MALLOC_OK);
@@ -2417,14 +2631,14 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 static long shm__grow(shmalloc_heap *h, size_t need)
 {
     shmalloc_tlsf *t = h->tlsf;
-    size_t have = (size_t)(t->limit - t->base), room = shmalloc_tlsf_room(t), want, g;
+    size_t have = shmalloc_tlsf_size(t), room = shmalloc_tlsf_room(t), want, g;
     shm__call call = {SHM__GROW, 0, 0, 0, 0, 0};
     long e = SHMEM_MALLOC_OK;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
     g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
     if (g > room) g = room; /* the last of the room may still do */
-    if (need > g || h->regions == SHMALLOC_MAX_REGIONS || t->limit != (char *)t->sentinel + 16) e = SHMEM_MALLOC_FAIL;
+    if (need > g || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
     if (!e) e = shm__register(&h->tp, t, have, have + g);
     call.size = g;
     if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
@@ -2437,12 +2651,6 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     return SHMEM_MALLOC_OK;
 }
 
-/* The free block a request needs, alignment slack included. */
-static size_t shm__need(size_t size, size_t align)
-{
-    return shm__block_size(size) + (align <= SHMALLOC_ALIGNMENT ? 0 : align + 16);
-}
-
 static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
 {
     shmalloc_counters c;
@@ -2452,9 +2660,7 @@ static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
     out->in_use = c.in_use;
     out->free = c.free;
     out->largest_free = c.largest_free;
-    /* the inverse of shm__block_size: the largest n whose block fits */
-    out->largest_request = c.largest_free >= SHM__MIN_BLOCK ? c.largest_free - 8 - SHM__REDZONE : 0;
-    if (out->largest_request > h->tlsf->malloc_limit) out->largest_request = h->tlsf->malloc_limit;
+    out->largest_request = c.largest_request;
     out->used_blocks = c.used_blocks;
     out->failures = h->failures;
 }
@@ -2482,12 +2688,12 @@ static const char *shm__size_text(char *buf, size_t n, size_t bytes)
 static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t align)
 {
     shmalloc_info i;
-    size_t need = shm__need(size, align);
+    size_t need = shmalloc_tlsf_block_need(size, align);
     const char *var = h->growable ? "SHMALLOC_HEAP_MAX" : "SHMEM_SYMMETRIC_HEAP_SIZE";
     char text[32];
     int pe = h->tp.pe, fragmented;
     h->failures++;
-    if (align < SHMALLOC_ALIGNMENT) align = SHMALLOC_ALIGNMENT; /* a plain block's is recorded as 1 */
+    if (align < SHMALLOC_ALIGNMENT) align = SHMALLOC_ALIGNMENT; /* what a smaller alignment gets */
     if (h->oom_reported && !h->debug) return;
     h->oom_reported = 1;
     shm__info(h, &i);
@@ -2509,40 +2715,37 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
 }
 
 /* This PE's part of malloc, align and calloc: the block a collective call
-   would take (or e = SHMEM_MALLOC_FAIL), zeroed or filled. */
-static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, long *e, int *short_here)
+   would take, still pending (or e = SHMEM_MALLOC_FAIL), zeroed or filled
+   before the commit poisons its slack. */
+static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, shmalloc_tlsf_pending *op, long *e,
+                             int *short_here)
 {
-    void *p = NULL;
-    size_t size = call->size, bsize;
-    unsigned fl, sl;
-    shm__block *b;
+    int status;
+    op->ptr = NULL;
     if (*e) return NULL;
-    bsize = shm__block_size(size);
-    b = shm__find_aligned(h->tlsf, bsize, call->align, &fl, &sl);
-    p = b ? shm__take(h->tlsf, b, fl, sl, bsize, call->align) : shm__take_top_aligned(h->tlsf, bsize, call->align);
-    if (!p) *e = SHMEM_MALLOC_FAIL, *short_here = 1;
-    if (p && zero) SHMALLOC_MEMSET(p, 0, size);
-    else if (p && h->debug) SHMALLOC_MEMSET(p, SHM__FILL_NEW, bsize - 8); /* the whole usable size */
-    shm__fit(p, size);
-    return p;
+    status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op);
+    *e = shm__malloc_error(status, 0);
+    *short_here = status == SHMALLOC_TLSF_NO_ROOM;
+    if (op->ptr && zero) SHMALLOC_MEMSET(op->ptr, 0, call->size);
+    else if (op->ptr && h->debug) /* the whole usable size */
+        SHMALLOC_MEMSET(op->ptr, SHM__FILL_NEW, shmalloc_tlsf_usable_size(h->tlsf, op->ptr));
+    return op->ptr;
 }
 
 /* The local part, then the agreement: `e` is an error found before
-   (calloc's overflow).  The block goes back if any PE failed.
+   (calloc's overflow).  The block goes back, exactly, if any PE failed.
    *short_here: this PE had no room. */
 static void *shm__alloc_agreed(shmalloc_heap *h, shm__call *call, int zero, long *e, int *short_here)
 {
-    size_t high_water = h->tlsf->high_water;
+    shmalloc_tlsf_pending op;
     void *p;
     *short_here = 0;
-    p = shm__take_local(h, call, zero, e, short_here);
+    p = shm__take_local(h, call, zero, &op, e, short_here);
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *e);
-    if (*e && p) {
-        shm__untake(h->tlsf, shm__of_user(p));
-        h->tlsf->high_water = high_water;
-        p = NULL;
-    }
-    return p;
+    if (!p) return NULL;
+    if (!*e) return shmalloc_tlsf_commit(h->tlsf, &op);
+    shmalloc_tlsf_undo(h->tlsf, &op);
+    return NULL;
 }
 
 /* Folds x into a digest (multiply, xorshift): a change in any value or in
@@ -2561,7 +2764,9 @@ static uint64_t shm__fold(uint64_t digest, uint64_t x)
 static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e, int *short_here)
 {
     shm__order *o = &h->order;
-    *p = shm__take_local(h, call, 0, e, short_here);
+    shmalloc_tlsf_pending op;
+    *p = shm__take_local(h, call, 0, &op, e, short_here);
+    if (*p) shmalloc_tlsf_commit(h->tlsf, &op); /* no agreement to wait for */
     if (*short_here && h->growable) {
         *e = SHMEM_MALLOC_OK;
         *short_here = 0;
@@ -2571,7 +2776,7 @@ static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p
     o->digest = shm__fold(o->digest, (uint64_t)call->kind << 32 | (uint64_t)-*e);
     o->digest = shm__fold(o->digest, call->size);
     o->digest = shm__fold(o->digest, (uint64_t)call->hints);
-    o->digest = shm__fold(o->digest, *p ? shm__offset(h->tlsf, *p) : ~(uint64_t)0);
+    o->digest = shm__fold(o->digest, *p ? shmalloc_tlsf_offset(h->tlsf, *p) : ~(uint64_t)0);
     o->digest += !o->digest; /* 0 means "none" */
     return 0;
 }
@@ -2596,8 +2801,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     h->calls[kind]++;
     h->order.calls++;
     if (!e) e = held;
-    if (!e && shm__bad_align(align)) e = SHMEM_MALLOC_MEMALIGN_FAILED;
-    if (!e && size > SHM__MAX_REQUEST) e = SHMEM_MALLOC_BAD_SIZE;
+    if (!e) e = shm__malloc_error(shmalloc_tlsf_request_status(align, size), 0);
     if (!e && (hints & SHM__KEPT_HINTS) && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
     call.kind = kind;
     call.size = size;
@@ -2605,10 +2809,10 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     call.hints = hints;
     if (!(hints & SHMALLOC_HINT_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e, &short_here)) {
         p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
-        if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shm__need(size, align))))
+        if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shmalloc_tlsf_block_need(size, align))))
             p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
     }
-    if (p) shm__hints_keep(h, shm__offset(h->tlsf, p), hints);
+    if (p) shm__hints_keep(h, shmalloc_tlsf_offset(h->tlsf, p), hints);
     if (short_here && e == SHMEM_MALLOC_FAIL) shm__report_oom(h, kind, size, align); /* not a mismatch's */
     shm__debug_check(h);
     shm__unlock(h, held);
@@ -2654,14 +2858,15 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     h->calls[kind]++;
     h->order.calls++;
     call.kind = kind;
-    call.offset = shm__offset(h->tlsf, ptr);
+    call.offset = shmalloc_tlsf_offset(h->tlsf, ptr);
     e = shm__agree(&h->tp, h->debug, &h->order, &call,
-                   held ? held : shm__malloc_error(shm__validate(h->tlsf, ptr), 0));
+                   held ? held : shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0));
     if (!e) {
+        size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
         shm__hints_drop(h, call.offset);
-        SHM__UNPOISON(ptr, shm__size(shm__of_user(ptr)) - 8);
-        if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, shm__size(shm__of_user(ptr)) - 8);
-        shm__release(h->tlsf, shm__of_user(ptr));
+        SHM__UNPOISON(ptr, usable); /* the slack too, which the fill covers */
+        if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
+        shmalloc_tlsf_free(h->tlsf, ptr);
     }
     shm__debug_check(h);
     shm__unlock(h, held);
@@ -2673,69 +2878,35 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
     shm__free(h, SHM__FREE_CALL, ptr, err);
 }
 
-/* A grow into the free next block is undone exactly by shrinking back when
-   the next block is the top (in no list), when the free part it leaves
-   stays in the next block's list (the list keeps its order), or when the
-   next block heads its list (it is put back at the head).  A grow of one
-   minimum block or less cannot be shrunk back: a shrink keeps such a tail
-   as slack. */
-static int shm__grow_undoable(const shmalloc_tlsf *t, const void *ptr, const shm__resize *r)
+/* Plans the resize, then agrees; *local: this PE's own outcome.  A grow
+   that the core can undo is made before the agreement, so that no peer's
+   put, as soon as the agreement lets it return, reaches a free block this
+   PE has yet to take; a failure undoes it.  A move or another grow sets
+   call->again: it is made after the agreement, which is also the barrier
+   that completes the peers' writes to the old block (OpenSHMEM's barrier
+   on entry). */
+static void shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shmalloc_tlsf_pending *op, long *e,
+                                long *local)
 {
-    const shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
-    size_t grown = r->size - shm__size(b), nsize = shm__size(next);
-    if (grown <= SHM__MIN_BLOCK) return 0;
-    if (next->header & SHM__TOP) return 1;
-    if (nsize - grown >= SHM__MIN_BLOCK && shm__list_key(nsize - grown) == shm__list_key(nsize)) return 1;
-    return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
-}
-
-/* realloc's local part before the agreement: an undoable grow in place
-   grows now, so that no peer's put, as soon as the agreement lets it
-   return, reaches a free block this PE has yet to take.  Returns 1 when it
-   grew.  A shrink needs nothing early.  A move copies after the agreement,
-   which is also the barrier that completes the peers' writes to the old
-   block (OpenSHMEM's barrier on entry); it and the other grows set
-   call->again. */
-static int shm__realloc_early(shmalloc_heap *h, void *ptr, shm__call *call, const shm__resize *r, void **q)
-{
-    size_t old = shm__size(shm__of_user(ptr)) - 8, size = call->size;
-    if (r->how == SHM__IN_PLACE && r->size <= old + 8) return 0;
-    if (r->how != SHM__IN_PLACE || !shm__grow_undoable(h->tlsf, ptr, r)) {
-        call->again = 1;
-        return 0;
-    }
-    *q = shm__commit_resize(h->tlsf, ptr, size, r);
-    if (h->debug && size > old) SHMALLOC_MEMSET((char *)*q + old, SHM__FILL_NEW, size - old);
-    return 1;
-}
-
-/* Plans the resize, grows early where it can, then agrees; *local: this
-   PE's own outcome.  A failure shrinks an early grow back exactly, the
-   free block it grew into heading its list again if it did before. */
-static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm__resize *r, void **q, long *e,
-                               long *local)
-{
-    size_t high_water = h->tlsf->high_water, bsize = 0;
-    shm__block *b = shm__of_user(ptr), *next;
-    int early = 0, next_heads = 0;
-    *q = NULL;
-    call->again = 0;
-    *local = shm__malloc_error(shm__plan_resize(h->tlsf, ptr, call->size, r), 1);
-    if (!*local) {
-        bsize = shm__size(b); /* a used block's, now that the pointer is checked */
-        next = shm__at(b, bsize);
-        next_heads = (next->header & SHM__FREE) && next->prev_free == shm__list_for(h->tlsf, shm__size(next));
-        early = shm__realloc_early(h, ptr, call, r, q);
-    }
+    size_t old = shmalloc_tlsf_usable_size(h->tlsf, ptr), size = call->size;
+    *local = shm__malloc_error(shmalloc_tlsf_resize(h->tlsf, ptr, size, op), 1);
+    call->again = !*local && op->commit_grows;
+    if (op->ptr && h->debug && size > old) SHMALLOC_MEMSET((char *)op->ptr + old, SHM__FILL_NEW, size - old);
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
-    if (*e && early) {
-        shm__resize_in_place(h->tlsf, b, bsize);
-        if (next_heads) shm__to_head(h->tlsf, shm__at(b, bsize));
-        h->tlsf->high_water = high_water;
-        early = 0;
-        *q = NULL;
-    }
-    return early;
+    if (*e) shmalloc_tlsf_undo(h->tlsf, op);
+}
+
+/* The agreed resize is made: a late one now, its new bytes filled in
+   debug mode, and then the PEs synchronise again when any must. */
+static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *call, shmalloc_tlsf_pending *op,
+                                 long *e)
+{
+    size_t old = shmalloc_tlsf_usable_size(h->tlsf, ptr), size = call->size;
+    int late = !op->ptr;
+    void *q = shmalloc_tlsf_commit(h->tlsf, op);
+    if (late && h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
+    if (late && call->again && h->tp.barrier(h->tp.user)) *e = SHMEM_MALLOC_FAIL;
+    return q;
 }
 
 /* One synchronisation for a shrink and for a grow in place that can be
@@ -2744,12 +2915,10 @@ static int shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, shm
    since a peer may write to the new or grown part as soon as it returns. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
-    shm__resize r;
+    shmalloc_tlsf_pending op;
     shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
     void *q = NULL;
-    size_t old;
     long e, local, held;
-    int early;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
@@ -2763,30 +2932,22 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     h->calls[SHM__REALLOC]++;
     h->order.calls++;
     call.size = size;
-    call.offset = shm__offset(h->tlsf, ptr);
+    call.offset = shmalloc_tlsf_offset(h->tlsf, ptr);
     if (held) { /* agreed all the same, so no PE waits for this one */
         shm__set(err, shm__agree(&h->tp, h->debug, &h->order, &call, held));
         return NULL;
     }
     call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
-    early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
+    shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
-        !shm__grow(h, shm__need(size, shm__align_of(shm__of_user(ptr)))))
-        early = shm__realloc_agreed(h, ptr, &call, &r, &q, &e, &local);
+        !shm__grow(h, shmalloc_tlsf_block_need(size, shmalloc_tlsf_alignment(h->tlsf, ptr))))
+        shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local)
-        shm__report_oom(h, SHM__REALLOC, size, shm__align_of(shm__of_user(ptr)));
-    if (!e && !early) {
-        old = shm__size(shm__of_user(ptr)) - 8;
-        q = shm__commit_resize(h->tlsf, ptr, size, &r);
-        if (h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
-        if (call.again && h->tp.barrier(h->tp.user)) e = SHMEM_MALLOC_FAIL;
-    }
-    if (!e) {
-        if (q != ptr && call.hints) {
-            shm__hints_drop(h, call.offset);
-            shm__hints_keep(h, shm__offset(h->tlsf, q), call.hints);
-        }
-        shm__fit(q, size);
+        shm__report_oom(h, SHM__REALLOC, size, shmalloc_tlsf_alignment(h->tlsf, ptr));
+    if (!e) q = shm__realloc_commit(h, ptr, &call, &op, &e);
+    if (!e && q != ptr && call.hints) {
+        shm__hints_drop(h, call.offset);
+        shm__hints_keep(h, shmalloc_tlsf_offset(h->tlsf, q), call.hints);
     }
     shm__debug_check(h);
     shm__unlock(h, held);
@@ -2797,9 +2958,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err)
 {
     shm__call call = {SHM__SBREAK, 0, 0, 0, 0, 0};
-    ptrdiff_t inc;
     void *p = NULL;
-    int bad;
     long e, held;
     if (!h) {
         shm__set(err, SHMEM_MALLOC_FAIL);
@@ -2809,11 +2968,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     h->calls[SHM__SBREAK]++;
     h->order.calls++;
     call.size = (size_t)increment;
-    inc = shm__sbreak_round(increment, &bad);
-    if (!e && bad) e = SHMEM_MALLOC_BAD_SIZE;
-    else if (!e && !shm__sbreak_ok(h->tlsf, inc)) e = SHMEM_MALLOC_FAIL;
+    if (!e) e = shm__malloc_error(shmalloc_tlsf_sbreak_status(h->tlsf, increment), 0);
     e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
-    if (!e) p = shm__sbreak(h->tlsf, inc);
+    if (!e) p = shmalloc_tlsf_sbreak(h->tlsf, increment);
     shm__debug_check(h);
     shm__unlock(h, held);
     shm__set(err, e);
@@ -2878,7 +3035,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     s.level = level;
     if ((held = shm__lock(h))) return;
     shmalloc_tlsf_counters(h->tlsf, &c);
-    shmalloc_print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", (void *)h->tlsf->base, c.capacity);
+    shmalloc_print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", shmalloc_tlsf_base(h->tlsf), c.capacity);
     for (i = 0; i < SHM__CREATE; i++)
         shmalloc_print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
     if (level >= 2) shmalloc_print(1, "  blocks:\n");
@@ -2900,16 +3057,11 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return h->tlsf->base; }
-/* The last block's payload runs into the sentinel's first word. */
-SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h)
-{
-    return (size_t)(h->tlsf->limit - h->tlsf->base);
-}
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return shmalloc_tlsf_base(h->tlsf); }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return shmalloc_tlsf_size(h->tlsf); }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {
-    return (uintptr_t)p >= (uintptr_t)h->tlsf->base &&
-           (uintptr_t)p - (uintptr_t)h->tlsf->base < shmalloc_heap_size(h);
+    return (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) && shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
 }
 
 /* ---- current heap ---- */

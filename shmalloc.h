@@ -624,12 +624,14 @@ typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && F
 #  define SHM__LIKELY(c) __builtin_expect(!!(c), 1)
 #  define SHM__UNLIKELY(c) __builtin_expect(!!(c), 0)
 #  define SHM__NOINLINE __attribute__((noinline))
+#  define SHM__FLATTEN __attribute__((flatten)) /* every call inside inlined, where it can be */
 #  define SHM__INLINE static inline __attribute__((always_inline))
 #else
 #  define SHM__INLINE static inline
 #  define SHM__LIKELY(c) (c)
 #  define SHM__UNLIKELY(c) (c)
 #  define SHM__NOINLINE
+#  define SHM__FLATTEN
 #endif
 /* >> output ----------------------------------------------------------------- */
 static void shm__default_output(void *user, int stream, const char *text)
@@ -2112,13 +2114,12 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_block_need(size_t size, size_t al
 static void shm__pending(const shmalloc_tlsf *t, shmalloc_tlsf_pending *op, int how, size_t size)
 {
     op->ptr = NULL;
-    op->commit_grows = 0;
     op->how = how;
     op->request = size;
     op->high_water = t->high_water;
 }
 
-/* shmalloc_tlsf_memalign's search and take, without its fit (the slack's
+/* shmalloc_tlsf_memalign's search and take without its fit (the slack's
    poisoning), which waits for the commit: the caller may fill the block. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align, size_t size,
                                                  shmalloc_tlsf_pending *op)
@@ -2166,6 +2167,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_resize(shmalloc_tlsf *t, void *ptr, 
     shm__block *b = shm__of_user(ptr);
     int status = shm__plan_resize(t, ptr, size, &r);
     shm__pending(t, op, r.how, size);
+    op->commit_grows = 0;
     op->old = ptr;
     if (status) return status;
     op->new_size = r.size;
@@ -2724,8 +2726,10 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
     op->ptr = NULL;
     if (*e) return NULL;
     status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op);
-    *e = shm__malloc_error(status, 0);
-    *short_here = status == SHMALLOC_TLSF_NO_ROOM;
+    if (status) {
+        *e = shm__malloc_error(status, 0);
+        *short_here = status == SHMALLOC_TLSF_NO_ROOM;
+    }
     if (op->ptr && zero) SHMALLOC_MEMSET(op->ptr, 0, call->size);
     else if (op->ptr && h->debug) /* the whole usable size */
         SHMALLOC_MEMSET(op->ptr, SHM__FILL_NEW, shmalloc_tlsf_usable_size(h->tlsf, op->ptr));
@@ -2760,8 +2764,10 @@ static uint64_t shm__fold(uint64_t digest, uint64_t x)
    deterministic as for a collective call, so every PE that made the same
    calls gets the same offset; the call, its outcome and its offset go into
    the digest the next agreement compares.  0 when done; 1 when a heap that
-   can grow found no room: the call then synchronises to grow it. */
-static int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e, int *short_here)
+   can grow found no room: the call then synchronises to grow it.  The
+   core's take is inlined here, as no barrier hides the cost of a call. */
+static SHM__FLATTEN int shm__alloc_unsynced(shmalloc_heap *h, const shm__call *call, void **p, long *e,
+                                            int *short_here)
 {
     shm__order *o = &h->order;
     shmalloc_tlsf_pending op;
@@ -2801,8 +2807,10 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     h->calls[kind]++;
     h->order.calls++;
     if (!e) e = held;
-    if (!e) e = shm__malloc_error(shmalloc_tlsf_request_status(align, size), 0);
-    if (!e && (hints & SHM__KEPT_HINTS) && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
+    if (!e && (hints & SHM__KEPT_HINTS)) { /* else the take finds a bad request */
+        e = shm__malloc_error(shmalloc_tlsf_request_status(align, size), 0);
+        if (!e && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
+    }
     call.kind = kind;
     call.size = size;
     call.align = align;
@@ -2862,10 +2870,12 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     e = shm__agree(&h->tp, h->debug, &h->order, &call,
                    held ? held : shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0));
     if (!e) {
-        size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
         shm__hints_drop(h, call.offset);
-        SHM__UNPOISON(ptr, usable); /* the slack too, which the fill covers */
-        if (h->debug) SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
+        if (h->debug) { /* the slack too: the free poisons the block again */
+            size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
+            SHM__UNPOISON(ptr, usable);
+            SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
+        }
         shmalloc_tlsf_free(h->tlsf, ptr);
     }
     shm__debug_check(h);

@@ -27,7 +27,12 @@ PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 # of the pthreads transport (also with its library), and white-box tests
 # that expand the implementation themselves to reach its privates (the
 # mapping's also at each other second-level count: test_mapping_slN, 2^N).
-CORE_TESTS     = test_tlsf test_tlsf_undo test_heap test_bad_input test_threads test_options test_contract
+TLSF_TESTS     = test_tlsf_api test_tlsf_align test_tlsf_realloc test_tlsf_limits test_tlsf_walk \
+                 test_tlsf_checker test_tlsf_stress test_tlsf_undo
+HEAP_TESTS     = test_heap_create test_heap_api test_heap_realloc test_heap_sync test_heap_collective \
+                 test_heap_no_barrier test_heap_hints test_heap_oom test_heap_report test_heap_env \
+                 test_heap_stress
+CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4

@@ -1,0 +1,231 @@
+/* Pointers that are not a block, passed to free, validate and realloc of
+   the TLSF core and to shmem_free and shmem_realloc of the symmetric heap:
+   one table of cases (how the pointer is made, the code it gets, the words
+   of that code's message) and one parameterized test over it.  Each call
+   is refused with its code, changes nothing, synchronises once on the
+   heap, and the checker passes afterwards. */
+#include "test_support.h"
+
+enum layer { CORE, HEAP };
+
+/* How a case's pointers are made from the fixture below; k counts 0..count-1. */
+enum make {
+    MAKE_NULL,
+    MAKE_STACK,          /* a local variable */
+    MAKE_DATA,           /* a static object */
+    MAKE_BEFORE_BASE,    /* 16 and 4096 bytes before the block space */
+    MAKE_LOW_ADDRESS,    /* (void *)16 */
+    MAKE_TOP_ADDRESS,    /* UINTPTR_MAX */
+    MAKE_PAST_END,       /* the end of the block space + 16 k */
+    MAKE_FIRST_HEADER,   /* base + k, inside the first block's header */
+    MAKE_INTERIOR,       /* a + 16 (k + 1), inside a used block */
+    MAKE_FORGED,         /* inside a, after a copy of b's header */
+    MAKE_MISALIGNED,     /* a + k + 1 */
+    MAKE_JUST_BEFORE,    /* a - 1, a - 8, a - 16 */
+    MAKE_FREED,          /* a freed block between used ones */
+    MAKE_MERGED_LOWER,   /* a freed block another one merged into */
+    MAKE_MERGED_UPPER,   /* a freed block that merged into the one below */
+    MAKE_SPEC            /* the start of the spec area (sbreak) */
+};
+
+typedef struct bad_case {
+    char name[48];
+    enum layer layer;
+    enum make make;
+    int count;           /* pointers made this way */
+    int code, or_code;   /* the core's status, or either of two (or_code 0: one) */
+    char words[40];      /* in shmalloc_strerror of the heap's code for it */
+    int with_allreduce;  /* the heap's transport has one */
+} bad_case;
+
+#define OUTSIDE SHMALLOC_TLSF_NOT_IN_HEAP, 0, "not in the symmetric heap"
+#define INSIDE SHMALLOC_TLSF_NOT_A_BLOCK, 0, "not the start of a block"
+#define FREED SHMALLOC_TLSF_ALREADY_FREE, 0, "already free"
+#define EITHER(a, b) a, b, "pointer is not"
+
+static const bad_case cases[] = {
+    {"core NULL", CORE, MAKE_NULL, 1, SHMALLOC_TLSF_OK, 0, "no error", 0},
+    {"core stack", CORE, MAKE_STACK, 1, OUTSIDE, 0},
+    {"core static data", CORE, MAKE_DATA, 1, OUTSIDE, 0},
+    {"core before the base", CORE, MAKE_BEFORE_BASE, 2, OUTSIDE, 0},
+    {"core address 16", CORE, MAKE_LOW_ADDRESS, 1, OUTSIDE, 0},
+    {"core address UINTPTR_MAX", CORE, MAKE_TOP_ADDRESS, 1, OUTSIDE, 0},
+    {"core past the block space", CORE, MAKE_PAST_END, 16,
+     EITHER(SHMALLOC_TLSF_NOT_IN_HEAP, SHMALLOC_TLSF_NOT_A_BLOCK), 0},
+    {"core inside the first header", CORE, MAKE_FIRST_HEADER, 16,
+     EITHER(SHMALLOC_TLSF_NOT_A_BLOCK, SHMALLOC_TLSF_NOT_IN_HEAP), 0},
+    {"core interior", CORE, MAKE_INTERIOR, 61, INSIDE, 0},
+    {"core interior that looks like a header", CORE, MAKE_FORGED, 1, INSIDE, 0},
+    {"core misaligned", CORE, MAKE_MISALIGNED, 15, INSIDE, 0},
+    {"core just before a block", CORE, MAKE_JUST_BEFORE, 3, INSIDE, 0},
+    {"core double free", CORE, MAKE_FREED, 1, FREED, 0},
+    {"core double free of a merged block", CORE, MAKE_MERGED_LOWER, 1, FREED, 0},
+    {"core double free merged into another", CORE, MAKE_MERGED_UPPER, 1,
+     EITHER(SHMALLOC_TLSF_ALREADY_FREE, SHMALLOC_TLSF_NOT_A_BLOCK), 0},
+    {"core spec area", CORE, MAKE_SPEC, 1, INSIDE, 0},
+    {"heap stack", HEAP, MAKE_STACK, 1, OUTSIDE, 0},
+    {"heap static data", HEAP, MAKE_DATA, 1, OUTSIDE, 0},
+    {"heap before the base", HEAP, MAKE_BEFORE_BASE, 2, OUTSIDE, 0},
+    {"heap address UINTPTR_MAX", HEAP, MAKE_TOP_ADDRESS, 1, OUTSIDE, 0},
+    {"heap interior", HEAP, MAKE_INTERIOR, 61, INSIDE, 0},
+    {"heap interior with an all-reduce", HEAP, MAKE_INTERIOR, 1, INSIDE, 1},
+    {"heap misaligned", HEAP, MAKE_MISALIGNED, 15, INSIDE, 0},
+    {"heap misaligned with an all-reduce", HEAP, MAKE_MISALIGNED, 2, INSIDE, 1},
+    {"heap double free", HEAP, MAKE_FREED, 1, FREED, 0},
+    {"heap double free with an all-reduce", HEAP, MAKE_FREED, 1, FREED, 1},
+    {"heap double free of a merged block", HEAP, MAKE_MERGED_LOWER, 1, FREED, 0},
+    {"heap spec area", HEAP, MAKE_SPEC, 1, INSIDE, 0},
+};
+
+/* first, a (1000 bytes), b, c (freed), w, m1 and m2 (freed, m2 merged
+   into m1), w2, in address order; a holds a copy of b's header. */
+typedef struct fixture {
+    shmalloc_tlsf *t;
+    int heap; /* the calls go through the SHMEM names */
+    char *base, *end, *a, *b, *c, *m1, *m2;
+} fixture;
+
+static void *fixture_malloc(const fixture *f, size_t n)
+{
+    void *p = f->heap ? shmem_malloc(n) : shmalloc_tlsf_malloc(f->t, n);
+    cr_assert(p, "fixture malloc(%zu) failed", n);
+    return p;
+}
+
+static void fixture_free(const fixture *f, void *p)
+{
+    if (f->heap) shmem_free(p);
+    else cr_assert_eq(shmalloc_tlsf_free(f->t, p), SHMALLOC_TLSF_OK);
+}
+
+static void make_fixture(fixture *f, const bad_case *c)
+{
+    memset(f, 0, sizeof *f);
+    f->heap = c->layer == HEAP;
+    if (f->heap) f->t = shmalloc_heap_tlsf(make_counting_heap(MIB, c->with_allreduce));
+    else f->t = heap_with_capacity(MIB, NULL);
+    f->base = shmalloc_tlsf_base(f->t);
+    fixture_malloc(f, 100);
+    f->a = fixture_malloc(f, 1000);
+    f->b = fixture_malloc(f, 100);
+    f->c = fixture_malloc(f, 100);
+    fixture_malloc(f, 100);
+    f->m1 = fixture_malloc(f, 100);
+    f->m2 = fixture_malloc(f, 100);
+    fixture_malloc(f, 100);
+    fixture_free(f, f->c);
+    fixture_free(f, f->m1);
+    fixture_free(f, f->m2);
+    memcpy(f->a + 480, f->b - 16, 16);
+    f->end = f->base + counters(f->t).capacity;
+}
+
+static char static_object[32];
+
+static void *make_pointer(fixture *f, enum make how, int k, void *stack)
+{
+    static const int before[] = {16, 4096}, just_before[] = {1, 8, 16};
+    switch (how) {
+    case MAKE_NULL: return NULL;
+    case MAKE_STACK: return stack;
+    case MAKE_DATA: return static_object;
+    case MAKE_BEFORE_BASE: return f->base - before[k];
+    case MAKE_LOW_ADDRESS: return (void *)(uintptr_t)16;
+    case MAKE_TOP_ADDRESS: return (void *)UINTPTR_MAX;
+    case MAKE_PAST_END: return f->end + 16 * k;
+    case MAKE_FIRST_HEADER: return f->base + k;
+    case MAKE_INTERIOR: return f->a + 16 * (k + 1);
+    case MAKE_FORGED: return f->a + 496;
+    case MAKE_MISALIGNED: return f->a + k + 1;
+    case MAKE_JUST_BEFORE: return f->a - just_before[k];
+    case MAKE_FREED: return f->c;
+    case MAKE_MERGED_LOWER: return f->m1;
+    case MAKE_MERGED_UPPER: return f->m2;
+    case MAKE_SPEC: {
+        void *p = f->heap ? shsbreak(1024) : shmalloc_tlsf_sbreak(f->t, 1024);
+        cr_assert(p, "sbreak(1024) failed");
+        return p;
+    }
+    }
+    return NULL;
+}
+
+/* The malloc_error the symmetric heap sets for a core status. */
+static long heap_code(int status)
+{
+    switch (status) {
+    case SHMALLOC_TLSF_OK: return SHMEM_MALLOC_OK;
+    case SHMALLOC_TLSF_NOT_IN_HEAP: return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    case SHMALLOC_TLSF_ALREADY_FREE: return SHMEM_MALLOC_ALREADY_FREE;
+    case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
+    default: cr_assert_fail("status %d has no heap code", status); return 0;
+    }
+}
+
+static void expect_status(const bad_case *c, int got, const char *call, int k)
+{
+    cr_assert(got == c->code || (c->or_code && got == c->or_code), "%s, pointer %d: %s gave %d, expected %d",
+              c->name, k, call, got, c->code);
+}
+
+static void expect_malloc_error(const bad_case *c, long got, const char *call, int k)
+{
+    long want = heap_code(c->code), or_want = c->or_code ? heap_code(c->or_code) : want;
+    cr_assert(got == want || got == or_want, "%s, pointer %d: %s set malloc_error %ld, expected %ld", c->name, k,
+              call, got, want);
+    cr_assert(strstr(shmalloc_strerror(got), c->words), "%s: the message of %ld is \"%s\", without \"%s\"", c->name,
+              got, shmalloc_strerror(got), c->words);
+}
+
+static long heap_call(const bad_case *c, void *p, int realloc_size, int k)
+{
+    int before = syncs();
+    void *r = NULL;
+    malloc_error = SHMEM_MALLOC_OK;
+    if (realloc_size < 0) shmem_free(p);
+    else r = shmem_realloc(p, (size_t)realloc_size);
+    cr_assert_null(r, "%s, pointer %d: realloc returned a block", c->name, k);
+    cr_assert_eq(syncs() - before, 1, "%s, pointer %d: %d synchronisations", c->name, k, syncs() - before);
+    return malloc_error;
+}
+
+/* free, then realloc to 50 and to 0 (a NULL pointer only frees). */
+static void refuse_every_call(const bad_case *c, fixture *f, void *p, int k)
+{
+    static const int sizes[] = {-1, 50, 0};
+    int i, calls = c->make == MAKE_NULL ? 1 : 3;
+    for (i = 0; i < calls; i++) {
+        const char *call = i == 0 ? "free" : i == 1 ? "realloc(p, 50)" : "realloc(p, 0)";
+        if (f->heap) {
+            expect_malloc_error(c, heap_call(c, p, sizes[i], k), call, k);
+        } else if (i == 0) {
+            expect_status(c, shmalloc_tlsf_free(f->t, p), call, k);
+        } else {
+            cr_assert_null(shmalloc_tlsf_realloc(f->t, p, (size_t)sizes[i]), "%s, pointer %d: %s returned a block",
+                           c->name, k, call);
+        }
+    }
+    if (!f->heap && c->make != MAKE_NULL) expect_status(c, shmalloc_tlsf_validate(f->t, p), "validate", k);
+}
+
+ParameterizedTestParameters(bad_pointer, is_refused_with_its_code_and_changes_nothing)
+{
+    return cr_make_param_array(bad_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(bad_case *c, bad_pointer, is_refused_with_its_code_and_changes_nothing)
+{
+    fixture f;
+    void *ptrs[64];
+    int on_stack = 0, k;
+    snapshot *before, *after;
+    cr_assert(c->count <= 64);
+    make_fixture(&f, c);
+    for (k = 0; k < c->count; k++) ptrs[k] = make_pointer(&f, c->make, k, &on_stack);
+    before = take_snapshot(f.t);
+    for (k = 0; k < c->count; k++) refuse_every_call(c, &f, ptrs[k], k);
+    after = take_snapshot(f.t);
+    assert_same_heap(before, after, c->name);
+    assert_tlsf_ok(f.t);
+    if (f.heap) assert_heap_ok();
+}

@@ -1,0 +1,181 @@
+/* Creating and destroying a symmetric heap on one PE: its size and
+   extent, registration with the transport, refusals, and calls made with
+   no current heap. */
+#include "test_support.h"
+
+/* ---- creation ------------------------------------------------------------- */
+
+Test(heap_create, heap_over_heap_bytes_has_nominal_size_and_contains_its_blocks)
+{
+    shmalloc_heap *h = make_heap(4 * MIB, NULL);
+    cr_assert_eq(shmalloc_current(), h);
+    cr_assert(shmalloc_heap_size(h) >= 4 * MIB, "size %zu", shmalloc_heap_size(h));
+    char *base = shmalloc_heap_base(h);
+    cr_assert(((uintptr_t)base & 15) == 0);
+    void *p = shmem_malloc(100);
+    cr_assert(p);
+    cr_assert(shmalloc_heap_contains(h, p));
+    cr_assert(shmalloc_heap_contains(h, base));
+    int on_stack;
+    cr_assert(!shmalloc_heap_contains(h, &on_stack));
+    cr_assert(!shmalloc_heap_contains(h, base - 1));
+    cr_assert(shmalloc_heap_contains(h, base + shmalloc_heap_size(h) - 1));
+    cr_assert(!shmalloc_heap_contains(h, base + shmalloc_heap_size(h)));
+    cr_assert(!shmalloc_heap_contains(h, base + shmalloc_heap_size(h) + shmalloc_heap_bytes(4 * MIB)));
+    assert_heap_ok();
+}
+
+Test(heap_create, failing_register_region_makes_create_fail_after_synchronising)
+{
+    shmalloc_transport tp = counting_transport(0);
+    memset(&cnt, 0, sizeof cnt);
+    cnt.fail_register = 1;
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    void *mem = map_aligned(bytes, MIB);
+    long err = SHMEM_MALLOC_OK;
+    shmalloc_heap *h = shmalloc_heap_create(mem, bytes, &tp, &err);
+    cr_assert_null(h, "create succeeded although register_region failed");
+    cr_assert_neq(err, SHMEM_MALLOC_OK, "err not set");
+    cr_assert_eq(cnt.registers, 1);
+    cr_assert(cnt.barriers + cnt.allreduces >= 1, "create failed without synchronising");
+}
+
+Test(heap_create, failing_register_region_with_allreduce_makes_create_fail)
+{
+    shmalloc_transport tp = counting_transport(1);
+    memset(&cnt, 0, sizeof cnt);
+    cnt.fail_register = 1;
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    void *mem = map_aligned(bytes, MIB);
+    long err = SHMEM_MALLOC_OK;
+    cr_assert_null(shmalloc_heap_create(mem, bytes, &tp, &err));
+    cr_assert_neq(err, SHMEM_MALLOC_OK);
+}
+
+Test(heap_create, create_registers_the_block_space_once_and_destroy_deregisters_it)
+{
+    shmalloc_heap *h = make_counting_heap(2 * MIB, 0);
+    cr_assert_eq(cnt.registers, 1);
+    cr_assert_eq(cnt.reg_base, shmalloc_heap_base(h));
+    cr_assert(cnt.reg_bytes >= 2 * MIB, "registered %zu bytes", cnt.reg_bytes);
+    cr_assert_eq(cnt.reg_bytes, shmalloc_heap_size(h), "registered %zu bytes, heap size %zu",
+                 cnt.reg_bytes, shmalloc_heap_size(h));
+    cr_assert_eq(cnt.deregisters, 0);
+    assert_heap_ok();
+    shmalloc_set_current(NULL);
+    shmalloc_heap_destroy(h);
+    cr_assert_eq(cnt.deregisters, 1);
+    cr_assert_eq(cnt.dereg_base, cnt.reg_base);
+    cr_assert_eq(cnt.dereg_bytes, cnt.reg_bytes);
+}
+
+Test(heap_create, transport_without_barrier_is_refused)
+{
+    shmalloc_transport tp = counting_transport(0);
+    tp.barrier = NULL;
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    void *mem = map_aligned(bytes, MIB);
+    long err = SHMEM_MALLOC_OK;
+    cr_assert_null(shmalloc_heap_create(mem, bytes, &tp, &err));
+    cr_assert_neq(err, SHMEM_MALLOC_OK);
+}
+
+Test(heap_create, region_too_small_is_refused)
+{
+    static unsigned char buf[256] __attribute__((aligned(16)));
+    long err = SHMEM_MALLOC_OK;
+    cr_assert_null(shmalloc_heap_create(buf, 64, shmalloc_transport_single(), &err));
+    cr_assert_neq(err, SHMEM_MALLOC_OK);
+}
+
+Test(heap_create, whole_nominal_size_is_one_allocation_on_a_fresh_heap, .timeout = 60)
+{
+    static const size_t sizes[] = {4096, 100000, MIB, 10000000, 64 * MIB, 512 * MIB};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        shmalloc_heap *h = make_heap(sizes[i], NULL);
+        malloc_error = -99;
+        void *p = shmem_malloc(sizes[i]);
+        cr_assert(p != NULL, "shmem_malloc(%zu) on a heap of that nominal size failed: %ld",
+                  sizes[i], malloc_error);
+        cr_assert_eq(malloc_error, SHMEM_MALLOC_OK);
+        assert_heap_ok();
+        shmem_free(p);
+        p = shmem_align(16, sizes[i]);
+        cr_assert(p != NULL, "shmem_align(16, %zu) failed", sizes[i]);
+        shmem_free(p);
+        assert_heap_ok();
+        (void)h;
+    }
+}
+
+/* Every byte a caller may use must be inside the heap as contains() and the
+   transport's registration see it, or a peer's put to it would fail. */
+Test(heap_create, every_usable_byte_of_the_last_block_is_contained_and_registered)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 0);
+    size_t lf = heap_counters(h).largest_free;
+    char *reg = cnt.reg_base;
+    for (size_t back = 0; back < 64; back += 8) {
+        size_t req = lf - SHMALLOC_HEADER + 8 - back;
+        char *p = shmem_malloc(req);
+        if (!p)
+            continue;
+        char *last = p + req - 1;
+        cr_assert(shmalloc_heap_contains(h, last),
+                  "malloc(%zu) on a heap of %zu: its last byte is not contained", req,
+                  shmalloc_heap_size(h));
+        cr_assert(last >= reg && last < reg + cnt.reg_bytes,
+                  "malloc(%zu): last byte %td bytes past the registered region", req,
+                  last - (reg + cnt.reg_bytes) + 1);
+        shmem_free(p);
+    }
+    assert_heap_ok();
+}
+
+Test(heap_create, whole_nominal_size_calloc_succeeds_and_is_zero)
+{
+    make_heap(MIB, NULL);
+    unsigned char *p = shmem_calloc(1, MIB);
+    cr_assert(p != NULL, "shmem_calloc(1, 1 MiB) failed: %ld", malloc_error);
+    for (size_t i = 0; i < MIB; i++)
+        cr_assert(p[i] == 0);
+    assert_heap_ok();
+}
+
+Test(heap_create, calls_without_a_current_heap_fail_cleanly)
+{
+    shmalloc_set_current(NULL);
+    shmalloc_set_process_heap(NULL);
+    cr_assert_null(shmalloc_current());
+    malloc_error = SHMEM_MALLOC_OK;
+    cr_assert_null(shmem_malloc(100));
+    cr_assert_neq(malloc_error, SHMEM_MALLOC_OK);
+    cr_assert_null(shmem_align(64, 100));
+    cr_assert_null(shmem_calloc(2, 100));
+    int x;
+    malloc_error = SHMEM_MALLOC_OK;
+    shmem_free(&x);
+    cr_assert_neq(malloc_error, SHMEM_MALLOC_OK);
+    cr_assert_null(shmem_realloc(&x, 10));
+    capture_start();
+    int r = shmalloc_check(-1);
+    size_t silent = out_len[1] + out_len[2];
+    int r0 = shmalloc_check(0);
+    shmalloc_stats(0);
+    capture_stop();
+    cr_assert_neq(r, 0);
+    cr_assert_eq(silent, 0);
+    cr_assert_neq(r0, 0);
+    cr_assert(out_len[2] > 0 && out_len[1] > 0);
+}
+
+Test(heap_create, process_heap_is_used_when_the_thread_has_none)
+{
+    shmalloc_heap *h = make_heap(MIB, NULL);
+    shmalloc_set_current(NULL);
+    shmalloc_set_process_heap(h);
+    cr_assert_eq(shmalloc_current(), h);
+    void *p = shmem_malloc(10);
+    cr_assert(p && shmalloc_heap_contains(h, p));
+    assert_heap_ok();
+}

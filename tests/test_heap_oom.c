@@ -1,0 +1,175 @@
+/* Out of symmetric memory: shmalloc_heap_info's figures, and the report a
+   failing call prints (once, or every time in debug mode), naming the
+   variable to raise or the fragmentation. */
+#include "test_support.h"
+
+/* ---- out of memory: the report and the figures ------------------------------ */
+
+/* The first line of every report, from the figures the heap gives. */
+static void expect_oom_line(const char *text, const char *call, size_t size, size_t align, size_t need,
+                            const shmalloc_info *i)
+{
+    char want[512];
+    snprintf(want, sizeof want,
+             "shmalloc: PE 0: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of %zu "
+             "bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
+             call, size, align, need, i->heap_size, i->heap_max, i->free, i->largest_free);
+    cr_assert(strstr(text, want), "expected\n%s\nin\n%s", want, text);
+}
+
+Test(heap_info, figures_match_the_counters_and_largest_request_is_exact)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    void *a = shmem_malloc(1000), *b = shmem_malloc(5000);
+    cr_assert(a && b);
+    shmalloc_info i = info_of(h), j;
+    shmalloc_counters c = heap_counters(h);
+    cr_assert_eq(i.heap_size, c.capacity);
+    cr_assert_eq(i.heap_max, c.capacity, "a heap that cannot grow");
+    cr_assert_eq(i.in_use, c.in_use);
+    cr_assert_eq(i.free, c.capacity - c.in_use);
+    cr_assert_eq(i.largest_free, c.largest_free);
+    cr_assert_eq(i.used_blocks, 2);
+    cr_assert_eq(i.failures, 0);
+    memset(&j, 0, sizeof j);
+    cr_assert_eq(shmemx_heap_info(&j), 0);
+    cr_assert(memcmp(&i, &j, sizeof i) == 0, "shmemx_heap_info gives the current heap's figures");
+    capture_start();
+    cr_assert_null(shmem_malloc(i.largest_request + 1), "one byte more than largest_request fits");
+    void *big = shmem_malloc(i.largest_request);
+    capture_stop();
+    cr_assert(big, "largest_request (%zu) fits", i.largest_request);
+    cr_assert_eq(info_of(h).largest_request, 0, "nothing fits once the largest block is taken");
+    cr_assert_eq(info_of(h).failures, 1);
+    shmem_free(big);
+    shmem_free(a);
+    shmem_free(b);
+    cr_assert_eq(info_of(h).free, info_of(h).heap_size, "all free again");
+    assert_heap_ok();
+}
+
+Test(heap_info, no_heap_is_an_error)
+{
+    shmalloc_info i;
+    shmalloc_set_current(NULL);
+    cr_assert_eq(shmemx_heap_info(&i), -1);
+    cr_assert_eq(shmalloc_heap_info(NULL, &i), -1);
+}
+
+Test(oom, a_heap_too_small_is_reported_once_with_its_figures_and_the_size_variable)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    void *a = shmem_malloc(300 * KIB);
+    cr_assert(a);
+    capture_start();
+    malloc_error = SHMEM_MALLOC_OK;
+    cr_assert_null(shmem_malloc(900 * KIB));
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_FAIL);
+    shmalloc_info i = info_of(h);
+    expect_oom_line(out_text[2], "malloc", 900 * KIB, 16, 900 * KIB + 16, &i);
+    char want[256];
+    snprintf(want, sizeof want, "shmalloc: PE 0: the heap is too small: set SHMEM_SYMMETRIC_HEAP_SIZE to at "
+             "least %zuM, or SHMALLOC_HEAP_MAX to let the heap grow\n", (i.in_use + 900 * KIB + 16 + MIB - 1) / MIB);
+    cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+    cr_assert(strstr(out_text[2], "further failures of this heap are not reported"), "%s", out_text[2]);
+    cr_assert(!strstr(out_text[2], "fragmentation"), "%s", out_text[2]);
+    cr_assert_eq(out_len[1], 0, "nothing on stream 1");
+    size_t first = out_len[2];
+    cr_assert_null(shmem_align(4096, 2 * MIB));
+    cr_assert_null(shmem_calloc(MIB, 2));
+    cr_assert_eq(out_len[2], first, "reported once per heap: %s", out_text[2]);
+    capture_stop();
+    cr_assert_eq(info_of(h).failures, 3, "every failure is counted");
+    shmem_free(a);
+    assert_heap_ok();
+}
+
+/* Blocks of 64 KiB with every other one freed: half the heap is free, in
+   pieces too small for 128 KiB. */
+Test(oom, fragmentation_is_named_when_the_bytes_are_free_but_not_in_one_block)
+{
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    void *p[15];
+    int n = 15;
+    for (int k = 0; k < n; k++) cr_assert((p[k] = shmem_malloc(64 * KIB - 8)) != NULL);
+    for (int k = 0; k < n - 1; k += 2) shmem_free(p[k]); /* the last stays: the top block is not merged */
+    capture_start();
+    cr_assert_null(shmem_malloc(128 * KIB));
+    shmalloc_info i = info_of(h);
+    capture_stop();
+    cr_assert(i.free >= 128 * KIB + 16 && i.largest_free < 128 * KIB + 16, "free %zu, largest %zu", i.free,
+              i.largest_free);
+    expect_oom_line(out_text[2], "malloc", 128 * KIB, 16, 128 * KIB + 16, &i);
+    char want[256];
+    snprintf(want, sizeof want, "shmalloc: PE 0: the cause is fragmentation: enough bytes are free, but in "
+             "smaller blocks; set SHMEM_SYMMETRIC_HEAP_SIZE to at least %zuM, or free blocks sooner\n",
+             (i.heap_size + 128 * KIB + 16 + MIB - 1) / MIB);
+    cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+    for (int k = 1; k < n; k += 2) shmem_free(p[k]);
+    shmem_free(p[n - 1]);
+    assert_heap_ok();
+}
+
+Test(oom, debug_mode_reports_every_failure_and_realloc_too)
+{
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    shmalloc_heap *h = make_counting_heap(MIB, 1);
+    unsetenv("SHMALLOC_DEBUG");
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    void *a = shmem_malloc(100);
+    cr_assert(a);
+    capture_start();
+    cr_assert_null(shmem_malloc(2 * MIB));
+    cr_assert_null(shmem_realloc(a, 3 * MIB));
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_REALLOC_FAILED);
+    shmalloc_info i = info_of(h);
+    capture_stop();
+    expect_oom_line(out_text[2], "malloc", 2 * MIB, 16, 2 * MIB + 16, &i);
+    expect_oom_line(out_text[2], "realloc", 3 * MIB, 16, 3 * MIB + 16, &i);
+    cr_assert(!strstr(out_text[2], "not reported"), "%s", out_text[2]);
+    cr_assert_eq(i.failures, 2);
+    shmem_free(a);
+    assert_heap_ok();
+}
+
+Test(oom, a_growable_heap_at_its_maximum_names_shmalloc_heap_max)
+{
+    shmalloc_transport tp = counting_transport(1);
+    size_t max = 4 * MIB, bytes = shmalloc_heap_bytes(max);
+    long err = 1;
+    memset(&cnt, 0, sizeof cnt);
+    shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, MIB, &tp, &err);
+    cr_assert(h && err == SHMEM_MALLOC_OK);
+    shmalloc_set_current(h);
+    capture_start();
+    void *a = shmem_malloc(5 * MIB / 2);
+    cr_assert(a, "grows from 1 MiB to serve 2.5 MiB");
+    cr_assert_eq(out_len[2], 0, "no report when growth serves the call: %s", out_text[2]);
+    cr_assert_null(shmem_malloc(2 * MIB));
+    shmalloc_info i = info_of(h);
+    capture_stop();
+    cr_assert(i.heap_max >= max && i.heap_max < bytes, "heap_max %zu", i.heap_max);
+    expect_oom_line(out_text[2], "malloc", 2 * MIB, 16, 2 * MIB + 16, &i);
+    char want[256];
+    snprintf(want, sizeof want, "set SHMALLOC_HEAP_MAX to at least %zuM\n", (i.heap_max + 2 * MIB + 16 + MIB - 1) / MIB);
+    cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+    cr_assert(!strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE"), "%s", out_text[2]);
+    shmem_free(a);
+    assert_heap_ok();
+}
+
+Test(oom, a_pe_that_fails_only_because_a_peer_ran_out_reports_nothing)
+{
+    void *a, *b;
+    shmalloc_heap *h = peer_heap_with_blocks(&a, &b);
+    capture_start();
+    peer_fails(200, SHMEM_MALLOC_FAIL);
+    cr_assert_null(shmem_malloc(200));
+    peer_active = 0;
+    capture_stop();
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+    cr_assert_eq(info_of(h).failures, 0);
+    assert_heap_ok();
+}

@@ -6,16 +6,7 @@
    printed with the outcome of every row.  The heap-size variables get
    their own table: each bad value must stop start-up with a message that
    names the variable and the value. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "shmalloc.h"
+#include "test_support.h"
 
 enum call { MALLOC, CALLOC, ALIGN, HINTS, REALLOC, FREE };
 enum arg { LIVE, FREED, OUTSIDE, STACK, INTERIOR, MISALIGNED, PAST_END, NONE };
@@ -147,7 +138,7 @@ Test(bad_input, every_call_with_every_bad_input_fails_cleanly_and_loses_nothing)
     }
     printf("bad-input matrix: %zu rows, %zu wrong\n", i, failures);
     cr_assert(failures == 0);
-    cr_assert(shmalloc_check(-1) == 0);
+    assert_heap_ok();
     {
         shmalloc_counters c;
         shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &c);
@@ -156,13 +147,6 @@ Test(bad_input, every_call_with_every_bad_input_fails_cleanly_and_loses_nothing)
 }
 
 /* ---- heap-size variables ---- */
-static char message[1024];
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    if (stream == 2) strncat(message, text, sizeof message - strlen(message) - 1);
-}
-
 Test(bad_input, every_bad_heap_size_value_is_refused_with_a_message_naming_it)
 {
     static const char *const vars[] = {"SHMEM_SYMMETRIC_HEAP_SIZE", "SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"};
@@ -173,23 +157,20 @@ Test(bad_input, every_bad_heap_size_value_is_refused_with_a_message_naming_it)
         for (k = 0; k < sizeof values / sizeof values[0]; k++) {
             size_t size = 7;
             int rc, ok;
-            unsetenv(vars[0]);
-            unsetenv(vars[1]);
-            unsetenv(vars[2]);
+            clear_size_env();
             setenv(vars[v], values[k], 1);
-            message[0] = 0;
-            shmalloc_set_output(capture, NULL);
+            capture_start();
             rc = shmalloc_heap_size_from_env(&size);
-            shmalloc_set_output(NULL, NULL);
-            ok = rc == -1 && size == 7 && strstr(message, vars[v]) != NULL;
+            capture_stop();
+            ok = rc == -1 && size == 7 && strstr(out_text[2], vars[v]) != NULL;
             {
                 char quoted[64];
                 snprintf(quoted, sizeof quoted, "\"%s\"", values[k]);
-                ok = ok && strstr(message, quoted) != NULL;
+                ok = ok && strstr(out_text[2], quoted) != NULL;
             }
             printf("%-26s %-10s %s\n", vars[v], values[k], ok ? "refused, message names it" : "WRONG");
             failures += !ok;
-            if (!ok) printf("  %s=\"%s\": rc %d, message \"%s\"\n", vars[v], values[k], rc, message);
+            if (!ok) printf("  %s=\"%s\": rc %d, message \"%s\"\n", vars[v], values[k], rc, out_text[2]);
         }
     printf("heap-size matrix: %zu values, %zu wrong\n", v * k, failures);
     cr_assert(failures == 0);

@@ -9,18 +9,9 @@
 #endif
 #define SHMALLOC_IMPLEMENTATION
 #include "shmalloc.h"
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
-
-#include <string.h>
+#include "test_support.h"
 
 static char region[1 << 20] __attribute__((aligned(4096)));
-static char said[2048];
-
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    if (stream == 2) strncat(said, text, sizeof said - strlen(said) - 1);
-}
 
 /* A heap with used and free blocks in several lists. */
 static shmalloc_tlsf *busy_heap(void **a, void **b)
@@ -33,19 +24,18 @@ static shmalloc_tlsf *busy_heap(void **a, void **b)
     c = shmalloc_tlsf_malloc(t, 100);
     cr_assert(*a && *b && c);
     cr_assert(shmalloc_tlsf_free(t, *b) == SHMALLOC_TLSF_OK); /* a free block between used ones */
-    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    assert_tlsf_ok(t);
     return t;
 }
 
 static void expect_reported(shmalloc_tlsf *t, const char *words)
 {
-    said[0] = 0;
+    capture_start();
     cr_assert(shmalloc_tlsf_check(t, -1) != 0, "corruption not detected");
-    cr_assert(said[0] == 0, "level -1 printed: %s", said);
-    shmalloc_set_output(capture, NULL);
+    cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "level -1 printed: %s", out_text[2]);
     cr_assert(shmalloc_tlsf_check(t, 0) != 0);
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(said, words) != NULL, "expected \"%s\" in: %s", words, said);
+    capture_stop();
+    cr_assert(strstr(out_text[2], words) != NULL, "expected \"%s\" in: %s", words, out_text[2]);
 }
 
 Test(corrupt, a_first_level_bitmap_bit_without_a_list_is_reported)
@@ -113,11 +103,10 @@ Test(corrupt, a_free_list_cycle_is_reported_and_the_checker_stops)
     f = shm__of_user(b);
     f->next_free = f; /* the list never returns to its sentinel */
     expect_reported(t, "wrong back link");
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     cr_assert(shmalloc_tlsf_check(t, 1) != 0); /* level 1 reports every problem */
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(said, "cycle") != NULL, "%s", said);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "cycle") != NULL, "%s", out_text[2]);
 }
 
 Test(corrupt, a_list_sentinel_with_a_size_is_reported)
@@ -170,7 +159,7 @@ Test(top, malloc_and_free_of_one_size_leave_every_list_empty)
     }
     shmalloc_tlsf_walk(t, one_free_block, n);
     cr_assert(n[0] == 1 && n[1] == 0, "%zu free and %zu used blocks", n[0], n[1]);
-    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    assert_tlsf_ok(t);
 }
 
 Test(top, the_gap_before_an_aligned_block_from_the_top_is_listed_and_merges_back)
@@ -181,10 +170,10 @@ Test(top, the_gap_before_an_aligned_block_from_the_top_is_listed_and_merges_back
     p = shmalloc_tlsf_memalign(t, 4096, 100);
     cr_assert(p != NULL && ((uintptr_t)p & 4095) == 0);
     cr_assert(t->fl_bitmap != 0, "the gap before the aligned block is in no list");
-    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    assert_tlsf_ok(t);
     cr_assert(shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
     cr_assert(t->fl_bitmap == 0, "the gap stayed listed after its block merged into the top");
-    cr_assert(shmalloc_tlsf_check(t, -1) == 0);
+    assert_tlsf_ok(t);
 }
 
 Test(corrupt, a_listed_free_block_that_says_it_is_the_top_is_reported)

@@ -2,60 +2,20 @@
    with a message naming what differs, blocks still allocated at the end
    are reported, and fresh and freed memory carry fill patterns.  Runs on
    the pthreads transport with 2 and 4 PEs. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
-
-#include "transports/shmalloc_pthreads.h"
-
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define TEST_SUPPORT_PES /* the pthreads transport, checks in PE threads */
+#include "test_support.h"
 
 #define HEAP ((size_t)1 << 20)
-
-/* Messages from every PE thread, and the first failure seen in one. */
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static char out[8192];
-static char failure[256];
-
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    pthread_mutex_lock(&out_lock);
-    if (stream == 2) strncat(out, text, sizeof out - strlen(out) - 1);
-    pthread_mutex_unlock(&out_lock);
-}
-
-static void pe_fail(const char *what)
-{
-    pthread_mutex_lock(&out_lock);
-    if (!failure[0]) snprintf(failure, sizeof failure, "PE %d: %s", shmem_my_pe(), what);
-    pthread_mutex_unlock(&out_lock);
-}
-
-#define PE_CHECK(c) ((c) ? (void)0 : pe_fail(#c))
 
 static int run(int npes, void (*pe_main)(void *))
 {
     int rc;
     setenv("SHMALLOC_DEBUG", "1", 1);
-    out[0] = failure[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     rc = shmalloc_pthreads_run(npes, HEAP, pe_main, NULL);
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(!failure[0], "%s", failure);
+    capture_stop();
+    assert_no_pe_failed();
     return rc;
-}
-
-static size_t count(const char *needle)
-{
-    size_t n = 0;
-    const char *p;
-    for (p = out; (p = strstr(p, needle)) != NULL; p++) n++;
-    return n;
 }
 
 /* ---- asymmetric calls ---- */
@@ -105,26 +65,26 @@ static void pe_different_realloc_blocks(void *arg)
 Test(debug, different_alignments_fail_on_every_pe_and_say_so)
 {
     cr_assert(run(2, pe_different_alignments) == 0);
-    cr_assert(count("differs from another PE's call: the alignments") == 2, "%s", out);
-    cr_assert(strstr(out, "PE 1: align(size 100, alignment 128") != NULL, "%s", out);
+    cr_assert(count_in(out_text[2], "differs from another PE's call: the alignments") == 2, "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "PE 1: align(size 100, alignment 128") != NULL, "%s", out_text[2]);
 }
 
 Test(debug, freeing_different_blocks_fails_on_every_pe_and_frees_nothing)
 {
     cr_assert(run(4, pe_different_blocks) == 0);
-    cr_assert(count("differs from another PE's call: the blocks") == 4, "%s", out);
+    cr_assert(count_in(out_text[2], "differs from another PE's call: the blocks") == 4, "%s", out_text[2]);
 }
 
 Test(debug, different_calls_with_the_same_size_are_caught)
 {
     cr_assert(run(2, pe_different_calls) == 0);
-    cr_assert(count("the calls") == 2, "%s", out);
+    cr_assert(count_in(out_text[2], "the calls") == 2, "%s", out_text[2]);
 }
 
 Test(debug, realloc_of_different_blocks_is_caught)
 {
     cr_assert(run(2, pe_different_realloc_blocks) == 0);
-    cr_assert(count("realloc(size 200") == 2 && count("the blocks") == 2, "%s", out);
+    cr_assert(count_in(out_text[2], "realloc(size 200") == 2 && count_in(out_text[2], "the blocks") == 2, "%s", out_text[2]);
 }
 
 /* ---- leaks ---- */
@@ -146,15 +106,15 @@ static void pe_frees_everything(void *arg)
 Test(debug, blocks_left_allocated_are_reported_with_offsets)
 {
     cr_assert(run(2, pe_leaks_two_blocks) == 0);
-    cr_assert(count("2 blocks still allocated at finalize") == 2, "%s", out);
-    cr_assert(count("block at offset 16, ") == 2, "%s", out);
-    cr_assert(count("2 blocks, ") == 2, "%s", out);
+    cr_assert(count_in(out_text[2], "2 blocks still allocated at finalize") == 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "block at offset 16, ") == 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "2 blocks, ") == 2, "%s", out_text[2]);
 }
 
 Test(debug, a_clean_program_reports_nothing)
 {
     cr_assert(run(2, pe_frees_everything) == 0);
-    cr_assert(out[0] == 0, "%s", out);
+    cr_assert(out_text[2][0] == 0, "%s", out_text[2]);
 }
 
 /* ---- fill patterns ---- */
@@ -186,10 +146,9 @@ Test(debug, a_bad_shmalloc_debug_value_stops_start_up_with_a_message)
 {
     int rc;
     setenv("SHMALLOC_DEBUG", "yes", 1);
-    out[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     rc = shmalloc_pthreads_run(2, HEAP, pe_nothing, NULL);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     cr_assert(rc != 0);
-    cr_assert(strstr(out, "SHMALLOC_DEBUG=\"yes\"") != NULL, "%s", out);
+    cr_assert(strstr(out_text[2], "SHMALLOC_DEBUG=\"yes\"") != NULL, "%s", out_text[2]);
 }

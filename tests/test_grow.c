@@ -3,18 +3,10 @@
    collective growth (every piece registered, a failed registration leaving
    every heap as it was), SHMALLOC_HEAP_MAX, and 4 pthreads PEs allocating
    far beyond their nominal size with the data checked from a neighbour. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv, mmap flags */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+#include "test_support.h"
 
 #include "transports/shmalloc_pthreads.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define NOMINAL ((size_t)256 << 10)
@@ -27,13 +19,6 @@ static void *reserve(size_t bytes)
     return p;
 }
 
-static shmalloc_counters counters_of(const shmalloc_tlsf *t)
-{
-    shmalloc_counters c;
-    shmalloc_tlsf_counters(t, &c);
-    return c;
-}
-
 /* ---- the TLSF core ------------------------------------------------------ */
 Test(grow_tlsf, a_reserved_region_starts_small_and_grows_into_one_free_block)
 {
@@ -44,7 +29,7 @@ Test(grow_tlsf, a_reserved_region_starts_small_and_grows_into_one_free_block)
     size_t room;
     void *p, *q;
     cr_assert(t != NULL);
-    c = counters_of(t);
+    c = counters(t);
     cr_assert(c.capacity == (64 << 10) - 16, "capacity %zu", c.capacity);
     room = shmalloc_tlsf_room(t);
     cr_assert(room > ((size_t)3 << 20) && room < bytes);
@@ -54,7 +39,7 @@ Test(grow_tlsf, a_reserved_region_starts_small_and_grows_into_one_free_block)
     cr_assert(shmalloc_tlsf_malloc(t, 100 << 10) == NULL, "100 KiB cannot fit in 64 KiB");
     cr_assert(shmalloc_tlsf_grow(t, 1 << 20) == SHMALLOC_TLSF_OK);
     cr_assert(shmalloc_tlsf_room(t) == room - (1 << 20));
-    c = counters_of(t);
+    c = counters(t);
     cr_assert(c.capacity == (64 << 10) - 16 + (1 << 20));
     cr_assert(c.largest_free >= (1 << 20), "the new bytes merged with the free top block: %zu", c.largest_free);
     q = shmalloc_tlsf_malloc(t, 1 << 20);
@@ -63,7 +48,7 @@ Test(grow_tlsf, a_reserved_region_starts_small_and_grows_into_one_free_block)
     cr_assert(((unsigned char *)p)[(40 << 10) - 1] == 0x5a, "old blocks are untouched");
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     cr_assert(shmalloc_tlsf_free(t, q) == SHMALLOC_TLSF_OK && shmalloc_tlsf_free(t, p) == SHMALLOC_TLSF_OK);
-    cr_assert(counters_of(t).largest_free == counters_of(t).capacity, "one free block again");
+    cr_assert(counters(t).largest_free == counters(t).capacity, "one free block again");
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     munmap(mem, bytes);
 }
@@ -75,20 +60,20 @@ Test(grow_tlsf, growth_is_refused_past_the_reservation_or_over_spec_blocks)
     shmalloc_tlsf *t = shmalloc_tlsf_create_reserved(mem, bytes, 4096);
     shmalloc_counters before;
     cr_assert(t != NULL);
-    before = counters_of(t);
+    before = counters(t);
     cr_assert(shmalloc_tlsf_grow(t, shmalloc_tlsf_room(t) + 1) == SHMALLOC_TLSF_NO_ROOM);
     cr_assert(shmalloc_tlsf_grow(t, (size_t)-1) == SHMALLOC_TLSF_NO_ROOM);
-    cr_assert(counters_of(t).capacity == before.capacity);
+    cr_assert(counters(t).capacity == before.capacity);
     cr_assert(shmalloc_tlsf_sbreak(t, 256) != NULL);
     cr_assert(shmalloc_tlsf_grow(t, 4096) == SHMALLOC_TLSF_NO_ROOM, "the spec area sits where the blocks would grow");
-    cr_assert(counters_of(t).capacity == before.capacity - 256);
+    cr_assert(counters(t).capacity == before.capacity - 256);
     cr_assert(shmalloc_tlsf_sbreak(t, -256) != NULL);
     cr_assert(shmalloc_tlsf_grow(t, shmalloc_tlsf_room(t)) == 0, "all the room, exactly");
     cr_assert(shmalloc_tlsf_room(t) == 0);
     cr_assert(shmalloc_tlsf_grow(t, 32) == SHMALLOC_TLSF_NO_ROOM);
     cr_assert(shmalloc_tlsf_check(t, 0) == 0);
     /* the whole region is now as if created at full size */
-    cr_assert(counters_of(t).capacity == counters_of(shmalloc_tlsf_create(mem, bytes)).capacity);
+    cr_assert(counters(t).capacity == counters(shmalloc_tlsf_create(mem, bytes)).capacity);
     munmap(mem, bytes);
 }
 
@@ -152,11 +137,9 @@ static int rec_deregister(void *user, void *base, size_t bytes)
 
 static shmalloc_heap *growing_heap(char **mem, size_t *bytes)
 {
-    shmalloc_transport tp;
+    shmalloc_transport tp = transport_for(0, 1);
     shmalloc_heap *h;
     long err = 1;
-    memset(&tp, 0, sizeof tp);
-    tp.npes = 1;
     tp.barrier = rec_barrier;
     tp.allreduce_max = rec_reduce;
     tp.register_region = rec_register;
@@ -230,6 +213,7 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
     shmalloc_heap *h = growing_heap(&mem, &bytes);
     void *p;
     long err = 0;
+    capture_start();
     cr_assert(shmalloc_heap_malloc(h, MAX + 1, &err) == NULL && err == SHMEM_MALLOC_FAIL, "error %ld", err);
     size = shmalloc_heap_size(h);
     cr_assert(size < MAX, "a growth that cannot serve the call is not made");
@@ -237,6 +221,11 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
     cr_assert(p != NULL, "nearly the whole reservation: error %ld", err);
     cr_assert(shmalloc_heap_malloc(h, 2 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     cr_assert(shmalloc_heap_realloc(h, p, MAX + (1 << 20), &err) == NULL && err == SHMEM_MALLOC_REALLOC_FAILED);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 67108865 bytes") &&
+                  strstr(out_text[2], "set SHMALLOC_HEAP_MAX to at least 129M\n"),
+              "the first failure is reported, naming SHMALLOC_HEAP_MAX:\n%s", out_text[2]);
+    cr_assert_eq(count_in(out_text[2], "out of symmetric memory"), 1, "%s", out_text[2]);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_free(h, p, &err);
     cr_assert(err == SHMEM_MALLOC_OK && shmalloc_heap_check(h, 0) == 0);
@@ -253,7 +242,10 @@ Test(grow_heap, a_failed_registration_fails_the_call_and_leaves_the_heap_as_it_w
     long err = 0;
     size = shmalloc_heap_size(h);
     reg.fail_at = 2; /* the first growth */
+    capture_start();
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL, "error %ld", err);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 1048576 bytes"), "%s", out_text[2]);
     cr_assert(shmalloc_heap_size(h) == size && reg.registered == 1);
     p = shmalloc_heap_malloc(h, NOMINAL / 2, &err);
     cr_assert(p != NULL, "the heap still serves what fits");
@@ -271,14 +263,13 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
 {
     size_t bytes = shmalloc_heap_bytes(MAX);
     char *mem = (char *)reserve(bytes);
-    shmalloc_transport tp;
+    shmalloc_transport tp = transport_for(0, 1);
     shmalloc_heap *h;
     long err;
-    memset(&tp, 0, sizeof tp);
-    tp.npes = 1;
     tp.barrier = rec_barrier; /* no all-reduce: PEs could not agree on growing */
     h = shmalloc_heap_create_growable(mem, bytes, NOMINAL, &tp, &err);
     cr_assert(h != NULL);
+    capture_start();
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     cr_assert(shmalloc_heap_size(h) < NOMINAL + 4096);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
@@ -286,6 +277,10 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
     h = shmalloc_heap_create(mem, shmalloc_heap_bytes(NOMINAL), shmalloc_transport_single(), &err);
     cr_assert(h != NULL);
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
+    capture_stop();
+    cr_assert_eq(count_in(out_text[2], "out of symmetric memory: malloc of 1048576 bytes"), 2, "%s", out_text[2]);
+    cr_assert_eq(count_in(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 2M"), 2,
+                 "neither heap can grow:\n%s", out_text[2]);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
     munmap(mem, bytes);
@@ -296,27 +291,14 @@ Test(grow_heap, the_stats_count_the_growths)
     char *mem;
     size_t bytes;
     shmalloc_heap *h = growing_heap(&mem, &bytes);
-    char out[4096] = "";
-    FILE *f;
     void *p;
     long err;
     p = shmalloc_heap_malloc(h, 4 << 20, &err);
     cr_assert(p != NULL);
-    f = tmpfile();
-    cr_assert(f != NULL);
-    fflush(stdout);
-    {
-        int saved = dup(1);
-        dup2(fileno(f), 1);
-        shmalloc_heap_stats(h, 0);
-        fflush(stdout);
-        dup2(saved, 1);
-        close(saved);
-    }
-    rewind(f);
-    out[fread(out, 1, sizeof out - 1, f)] = 0;
-    fclose(f);
-    cr_assert(strstr(out, "grown 1 time") != NULL, "stats say:\n%s", out);
+    capture_start();
+    shmalloc_heap_stats(h, 0);
+    capture_stop();
+    cr_assert(strstr(out_text[1], "grown 1 time") != NULL, "stats say:\n%s", out_text[1]);
     shmalloc_heap_free(h, p, &err);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
@@ -333,6 +315,7 @@ Test(grow_env, heap_max_parses_sizes_and_refuses_bad_values)
     cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == 0 && out == NOMINAL, "0: no growth");
     setenv("SHMALLOC_HEAP_MAX", "64G", 1);
     cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == 0 && out == (size_t)64 << 30);
+    capture_start();
     setenv("SHMALLOC_HEAP_MAX", "lots", 1);
     out = 1;
     cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == -1 && out == NOMINAL);
@@ -340,6 +323,12 @@ Test(grow_env, heap_max_parses_sizes_and_refuses_bad_values)
     cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == -1, "below the nominal size");
     setenv("SHMALLOC_HEAP_MAX", "-1G", 1);
     cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == -1);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"lots\" is not a heap size") &&
+                  strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"128K\" (131072 bytes) is below the heap size of 262144 bytes") &&
+                  strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"-1G\" is not a heap size"),
+              "each bad value is named:\n%s", out_text[2]);
+    cr_assert_eq(count_lines(out_text[2]), 3, "%s", out_text[2]);
 }
 
 static void never_runs(void *arg) { *(int *)arg = 1; }
@@ -348,8 +337,11 @@ Test(grow_env, a_bad_heap_max_stops_the_pthreads_transport_before_any_pe_runs)
 {
     int ran = 0;
     setenv("SHMALLOC_HEAP_MAX", "12Q", 1);
+    capture_start();
     cr_assert(shmalloc_pthreads_run(2, NOMINAL, never_runs, &ran) != 0);
+    capture_stop();
     cr_assert(ran == 0);
+    cr_assert(strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"12Q\" is not a heap size"), "%s", out_text[2]);
 }
 
 /* ---- 4 PEs on the pthreads transport -------------------------------------- */

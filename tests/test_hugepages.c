@@ -4,35 +4,15 @@
    of what was asked.  Every outcome is checked against the kernel's own
    account, so the tests hold on a machine with or without hugetlbfs pages;
    as root one test also fills the pool to see hugetlbfs pages obtained. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+#include "test_support.h"
 
 #include "transports/shmalloc_pthreads.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #define HEAP ((size_t)8 << 20)
 #define HUGE_2M ((size_t)2 << 20)
 #define POOL_2M "/sys/kernel/mm/hugepages/hugepages-2048kB/"
-
-static char said[8192];
-static size_t said_len;
-
-static void capture(void *user, int stream, const char *text)
-{
-    size_t n = strlen(text);
-    (void)user, (void)stream;
-    if (said_len + n >= sizeof said) n = sizeof said - 1 - said_len;
-    memcpy(said + said_len, text, n);
-    said_len += n;
-    said[said_len] = '\0';
-}
 
 /* What the kernel says of the mapping that holds a block of each PE. */
 typedef struct seen {
@@ -77,11 +57,9 @@ static int run_with(const char *setting, size_t heap, seen *s)
     int rc;
     if (setting) setenv("SHMALLOC_HUGE_PAGES", setting, 1);
     memset(s, 0, sizeof *s);
-    said_len = 0;
-    said[0] = '\0';
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     rc = shmalloc_pthreads_run(2, heap, pe_look, s);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     if (rc == 0) cr_assert(s->check[0] == 0 && s->check[1] == 0, "the heap checker failed");
     return rc;
 }
@@ -105,13 +83,13 @@ static long pool_2m(const char *file)
 static void check_report_matches(const seen *s, const char *setting)
 {
     if (s->kernel_page[0] == HUGE_2M) {
-        cr_assert(!strstr(said, "fell back"), "hugetlbfs pages obtained, yet a report:\n%s", said);
+        cr_assert(!strstr(out_text[2], "fell back"), "hugetlbfs pages obtained, yet a report:\n%s", out_text[2]);
         return;
     }
-    cr_assert(strstr(said, "shmalloc: huge pages fell back: ") && strstr(said, setting), "no report:\n%s", said);
-    cr_assert(strstr(said, s->thp[0] ? "has 2 MiB transparent huge pages" : "has 4 KiB pages"),
-              "the report does not say what smaps shows (thp %zu bytes):\n%s", s->thp[0], said);
-    cr_assert(strstr(said, "hugetlbfs pages could not be reserved"), "the report says no why:\n%s", said);
+    cr_assert(strstr(out_text[2], "shmalloc: huge pages fell back: ") && strstr(out_text[2], setting), "no report:\n%s", out_text[2]);
+    cr_assert(strstr(out_text[2], s->thp[0] ? "has 2 MiB transparent huge pages" : "has 4 KiB pages"),
+              "the report does not say what smaps shows (thp %zu bytes):\n%s", s->thp[0], out_text[2]);
+    cr_assert(strstr(out_text[2], "hugetlbfs pages could not be reserved"), "the report says no why:\n%s", out_text[2]);
 }
 
 Test(hugepages, off_gives_base_pages_and_no_report)
@@ -119,10 +97,10 @@ Test(hugepages, off_gives_base_pages_and_no_report)
     seen s;
     cr_assert(run_with("off", HEAP, &s) == 0);
     cr_assert(s.kernel_page[0] == (size_t)sysconf(_SC_PAGESIZE) && s.kernel_page[1] == s.kernel_page[0]);
-    cr_assert(said_len == 0, "off printed:\n%s", said);
+    cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "off printed:\n%s", out_text[2]);
     unsetenv("SHMALLOC_HUGE_PAGES");
     cr_assert(run_with(NULL, HEAP, &s) == 0);
-    cr_assert(said_len == 0 && s.kernel_page[0] == (size_t)sysconf(_SC_PAGESIZE), "unset is not off:\n%s", said);
+    cr_assert(out_len[0] + out_len[1] + out_len[2] == 0 && s.kernel_page[0] == (size_t)sysconf(_SC_PAGESIZE), "unset is not off:\n%s", out_text[2]);
 }
 
 /* Whatever this machine offers, 2M yields hugetlbfs pages or a report that
@@ -135,7 +113,7 @@ Test(hugepages, explicit_2m_is_obtained_or_the_fallback_is_reported_as_smaps_sho
 }
 
 /* A heap larger than the free hugetlbfs pool cannot be reserved: the
-   fallback is real, on any machine, and said. */
+   fallback is real, on any machine, and out_text[2]. */
 Test(hugepages, heap_larger_than_the_free_pool_falls_back_loudly)
 {
     seen s;
@@ -145,7 +123,7 @@ Test(hugepages, heap_larger_than_the_free_pool_falls_back_loudly)
     cr_assert(run_with("2M", heap, &s) == 0);
     cr_assert(s.kernel_page[0] != HUGE_2M, "got hugetlbfs pages beyond the free pool");
     check_report_matches(&s, "SHMALLOC_HUGE_PAGES=2M");
-    cr_assert(strstr(said, "the heap of PE 0"), "%s", said);
+    cr_assert(strstr(out_text[2], "the heap of PE 0"), "%s", out_text[2]);
 }
 
 /* auto on private memory: hugetlbfs, else transparent huge pages where the
@@ -161,12 +139,12 @@ Test(hugepages, auto_uses_transparent_huge_pages_when_the_pool_is_empty)
     }
     cr_assert(run_with("auto", HEAP, &s) == 0);
     if (s.kernel_page[0] == HUGE_2M) {
-        cr_assert(said_len == 0, "%s", said);
+        cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "%s", out_text[2]);
     } else if (!strstr(mode, "[never]")) {
         cr_assert(s.thp[0] > 0, "THP is \"%s\" yet the heap has none", mode);
-        cr_assert(said_len == 0, "auto with transparent huge pages reported:\n%s", said);
+        cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "auto with transparent huge pages reported:\n%s", out_text[2]);
     } else {
-        cr_assert(strstr(said, "has 4 KiB pages") && strstr(said, "SHMALLOC_HUGE_PAGES=auto"), "%s", said);
+        cr_assert(strstr(out_text[2], "has 4 KiB pages") && strstr(out_text[2], "SHMALLOC_HUGE_PAGES=auto"), "%s", out_text[2]);
     }
 }
 
@@ -199,8 +177,8 @@ Test(hugepages, reserved_pool_gives_hugetlbfs_pages_as_root)
     }
     cr_assert(rc == 0);
     cr_assert(s.kernel_page[0] == HUGE_2M && s.kernel_page[1] == HUGE_2M, "kernel pages %zu, %zu:\n%s",
-              s.kernel_page[0], s.kernel_page[1], said);
-    cr_assert(said_len == 0, "%s", said);
+              s.kernel_page[0], s.kernel_page[1], out_text[2]);
+    cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "%s", out_text[2]);
 }
 
 /* SOS's variables: USE_HUGE_PAGES=0 is off; =1 with PAGE_SIZE=2M is 2M. */
@@ -209,12 +187,12 @@ Test(hugepages, sos_variables_are_honoured)
     seen s;
     setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "0", 1);
     cr_assert(run_with(NULL, HEAP, &s) == 0);
-    cr_assert(said_len == 0 && s.kernel_page[0] == (size_t)sysconf(_SC_PAGESIZE), "%s", said);
+    cr_assert(out_len[0] + out_len[1] + out_len[2] == 0 && s.kernel_page[0] == (size_t)sysconf(_SC_PAGESIZE), "%s", out_text[2]);
     setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "yes", 1);
     setenv("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", "2M", 1);
     cr_assert(run_with(NULL, HEAP, &s) == 0);
     if (s.kernel_page[0] != HUGE_2M)
-        cr_assert(strstr(said, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES=yes SHMEM_SYMMETRIC_HEAP_PAGE_SIZE=2M"), "%s", said);
+        cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES=yes SHMEM_SYMMETRIC_HEAP_PAGE_SIZE=2M"), "%s", out_text[2]);
     unsetenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES");
     unsetenv("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE");
 }
@@ -225,7 +203,7 @@ static void bad_value(const char *var, const char *value, const char *message)
     setenv(var, value, 1);
     cr_assert(run_with(NULL, HEAP, &s) == 1, "%s=%s was accepted", var, value);
     unsetenv(var);
-    cr_assert(strstr(said, message), "no \"%s\" in:\n%s", message, said);
+    cr_assert(strstr(out_text[2], message), "no \"%s\" in:\n%s", message, out_text[2]);
 }
 
 Test(hugepages, bad_values_name_the_variable_and_the_value)

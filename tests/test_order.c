@@ -3,73 +3,29 @@
    next synchronising call compares what every PE did, and in debug mode a
    PE that made a call the others did not is named, with its call; and each
    PE that runs out of memory says so. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
-
-#include "transports/shmalloc_pthreads.h"
-
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#define TEST_SUPPORT_PES /* the pthreads transport, checks in PE threads */
+#include "test_support.h"
 
 #define HEAP ((size_t)4 << 20)
 #define N 1000
 #define NB_HINTS (SHMEM_MALLOC_ATOMICS_REMOTE | SHMEMX_MALLOC_NO_BARRIER)
 
-/* Messages from every PE thread, and the first failure seen in one. */
-static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
-static char out[16384];
-static char failure[256];
 static size_t offsets[4][N];
-
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    pthread_mutex_lock(&out_lock);
-    if (stream == 2) strncat(out, text, sizeof out - strlen(out) - 1);
-    pthread_mutex_unlock(&out_lock);
-}
-
-static void pe_fail(int line, const char *what)
-{
-    pthread_mutex_lock(&out_lock);
-    if (!failure[0]) snprintf(failure, sizeof failure, "PE %d, line %d: %s", shmem_my_pe(), line, what);
-    pthread_mutex_unlock(&out_lock);
-}
-
-#define PE_CHECK(c) ((c) ? (void)0 : pe_fail(__LINE__, #c))
 
 static void run(int npes, int debug, void (*pe_main)(void *))
 {
     int rc;
     if (debug) setenv("SHMALLOC_DEBUG", "1", 1);
     else unsetenv("SHMALLOC_DEBUG");
-    out[0] = failure[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     rc = shmalloc_pthreads_run(npes, HEAP, pe_main, NULL);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     unsetenv("SHMALLOC_DEBUG");
     cr_assert(rc == 0);
-    cr_assert(!failure[0], "%s\n%s", failure, out);
-}
-
-static size_t count(const char *needle)
-{
-    size_t n = 0;
-    const char *p;
-    for (p = out; (p = strstr(p, needle)) != NULL; p++) n++;
-    return n;
+    assert_no_pe_failed();
 }
 
 static size_t size_of(int i) { return 1 + (size_t)(((unsigned)i * 2654435761u) % 3000u); }
-
-static size_t offset_of(const void *p)
-{
-    return (size_t)((const char *)p - (const char *)shmalloc_heap_base(shmalloc_current()));
-}
 
 /* ---- symmetric without a barrier ---- */
 static void pe_thousand_unsynced(void *arg)
@@ -101,13 +57,13 @@ static void pe_thousand_unsynced(void *arg)
 Test(order, four_pes_allocate_a_thousand_blocks_without_a_barrier_at_the_same_offsets)
 {
     run(4, 0, pe_thousand_unsynced);
-    cr_assert(out[0] == 0, "%s", out);
+    cr_assert(out_text[2][0] == 0, "%s", out_text[2]);
 }
 
 Test(order, the_same_in_debug_mode_reports_nothing)
 {
     run(4, 1, pe_thousand_unsynced);
-    cr_assert(out[0] == 0, "%s", out);
+    cr_assert(out_text[2][0] == 0, "%s", out_text[2]);
 }
 
 /* ---- a PE that allocated one block more ---- */
@@ -132,11 +88,11 @@ static void pe_extra_unsynced(void *arg)
 Test(order, an_extra_allocation_without_a_barrier_fails_the_next_call_on_every_pe)
 {
     run(2, 0, pe_extra_unsynced);
-    cr_assert(count("PE 0: the 2 allocations made without a barrier since the last synchronising call differ "
+    cr_assert(count_in(out_text[2], "PE 0: the 2 allocations made without a barrier since the last synchronising call differ "
                     "from another PE's (in number, sizes, outcomes or order): free fails on every PE\n") == 1,
-              "%s", out);
-    cr_assert(count("PE 1: the 3 allocations made without a barrier") == 1, "%s", out);
-    cr_assert(count("call numbers") == 0, "the call numbers are agreed in debug mode only: %s", out);
+              "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "PE 1: the 3 allocations made without a barrier") == 1, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "call numbers") == 0, "the call numbers are agreed in debug mode only: %s", out_text[2]);
 }
 
 static char expected[2][256];
@@ -156,9 +112,9 @@ static void pe_extra_unsynced_debug(void *arg)
 Test(order, in_debug_mode_the_pe_that_made_an_extra_call_is_named_with_its_call)
 {
     run(2, 1, pe_extra_unsynced_debug);
-    cr_assert(count(expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out);
-    cr_assert(count(expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out);
-    cr_assert(count("differs from another PE's call") == 2, "once per PE, then agreed again: %s", out);
+    cr_assert(count_in(out_text[2], expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out_text[2]);
+    cr_assert(count_in(out_text[2], expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out_text[2]);
+    cr_assert(count_in(out_text[2], "differs from another PE's call") == 2, "once per PE, then agreed again: %s", out_text[2]);
 }
 
 /* ---- hints ---- */
@@ -176,9 +132,9 @@ static void pe_different_hints(void *arg)
 Test(order, in_debug_mode_different_hints_fail_on_every_pe)
 {
     run(2, 1, pe_different_hints);
-    cr_assert(count("PE 0: malloc(size 64, alignment 16, block at offset 0, hints 1), its call 1, differs from "
-                    "another PE's call: the hints\n") == 1, "%s", out);
-    cr_assert(count("PE 1: malloc(size 64, alignment 16, block at offset 0, hints 2), its call 1") == 1, "%s", out);
+    cr_assert(count_in(out_text[2], "PE 0: malloc(size 64, alignment 16, block at offset 0, hints 1), its call 1, differs from "
+                    "another PE's call: the hints\n") == 1, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "PE 1: malloc(size 64, alignment 16, block at offset 0, hints 2), its call 1") == 1, "%s", out_text[2]);
 }
 
 /* ---- realloc keeps the block's hints, agreed in debug mode ---- */
@@ -199,7 +155,7 @@ static void pe_realloc_keeps_hints(void *arg)
 Test(order, in_debug_mode_realloc_agrees_on_the_hints_it_keeps)
 {
     run(4, 1, pe_realloc_keeps_hints);
-    cr_assert(out[0] == 0, "%s", out);
+    cr_assert(out_text[2][0] == 0, "%s", out_text[2]);
 }
 
 /* ---- realloc synchronises once: peers may write at once ---- */
@@ -241,7 +197,7 @@ Test(order, peers_write_to_a_grown_or_moved_block_as_soon_as_realloc_returns)
 {
     int i;
     for (i = 0; i < 20; i++) run(4, 0, pe_resize_then_put);
-    cr_assert(out[0] == 0, "%s", out);
+    cr_assert(out_text[2][0] == 0, "%s", out_text[2]);
 }
 
 /* Each PE puts into its right neighbour's block and at once resizes the
@@ -273,7 +229,7 @@ Test(order, a_put_made_before_a_moving_realloc_is_in_the_moved_block)
 {
     int i;
     for (i = 0; i < 50; i++) run(4, 0, pe_put_then_move);
-    cr_assert(out[0] == 0, "%s", out);
+    cr_assert(out_text[2][0] == 0, "%s", out_text[2]);
 }
 
 /* ---- out of memory on several PEs ---- */
@@ -292,10 +248,10 @@ static void check_reports_of(const char *call)
 {
     char line[128];
     int pe;
-    cr_assert(count("out of symmetric memory") == 2, "%s", out);
+    cr_assert(count_in(out_text[2], "out of symmetric memory") == 2, "%s", out_text[2]);
     for (pe = 0; pe < 2; pe++) {
         snprintf(line, sizeof line, "PE %d: out of symmetric memory: %s", pe, call);
-        cr_assert(count(line) == 1, "no \"%s\" in:\n%s", line, out);
+        cr_assert(count_in(out_text[2], line) == 1, "no \"%s\" in:\n%s", line, out_text[2]);
     }
 }
 
@@ -303,10 +259,10 @@ Test(order, each_pe_reports_running_out_once_and_in_debug_mode_every_time)
 {
     run(2, 0, pe_runs_out_twice);
     check_reports_of("malloc of 8388608 bytes");
-    cr_assert(count("set SHMEM_SYMMETRIC_HEAP_SIZE to at least 9M") == 2, "%s", out);
+    cr_assert(count_in(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 9M") == 2, "%s", out_text[2]);
     run(2, 1, pe_runs_out_twice);
-    cr_assert(count("out of symmetric memory") == 4, "%s", out);
-    cr_assert(count("PE 1: out of symmetric memory: malloc of 12582912 bytes") == 1, "%s", out);
+    cr_assert(count_in(out_text[2], "out of symmetric memory") == 4, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "PE 1: out of symmetric memory: malloc of 12582912 bytes") == 1, "%s", out_text[2]);
 }
 
 /* A call that fails because the PEs passed different sizes is not an out
@@ -359,8 +315,8 @@ static void pe_mismatch_reported_once(void *arg)
 Test(order, outside_debug_mode_the_first_mismatch_is_reported_by_every_pe_and_no_other)
 {
     run(2, 0, pe_mismatch_reported_once);
-    cr_assert(count(expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out);
-    cr_assert(count(expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out);
-    cr_assert(count("differs from another PE's call") == 2, "%s", out);
-    cr_assert(count("further mismatches on this heap are not reported") == 2, "%s", out);
+    cr_assert(count_in(out_text[2], expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out_text[2]);
+    cr_assert(count_in(out_text[2], expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out_text[2]);
+    cr_assert(count_in(out_text[2], "differs from another PE's call") == 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "further mismatches on this heap are not reported") == 2, "%s", out_text[2]);
 }

@@ -6,22 +6,14 @@
    A run that should end the program runs in a forked child whose stderr
    the test reads; the child is killed if it outlives a bound, so a barrier
    without a timeout fails the test instead of hanging it. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv, nanosleep, kill */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+#define TEST_SUPPORT_PES /* the pthreads transport */
+#include "test_support.h"
 
-#include "transports/shmalloc_pthreads.h"
 #include "transports/shmalloc_wait.h"
 
-#include <errno.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* A timed-out run ends by _exit while PE threads that returned are not
@@ -40,22 +32,6 @@ const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
 
 #define TEST_TIMEOUT 60   /* seconds; Criterion's own bound on a test */
 #define CHILD_BOUND 20.0  /* seconds a child that should end may take */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void sleep_seconds(double s)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 /* ---- the wait unit ------------------------------------------------------ */
 Test(wait, a_step_pauses_then_yields_then_asks_to_sleep)
@@ -99,7 +75,7 @@ static int read_until(int fd, child_result *r, double deadline)
     size_t used = 0;
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
-        int left = (int)((deadline - now()) * 1000.0);
+        int left = (int)((deadline - shmalloc_wait_now()) * 1000.0);
         ssize_t n;
         if (left <= 0) return -1;
         if (poll(&p, 1, left) <= 0) continue;
@@ -115,7 +91,7 @@ static int read_until(int fd, child_result *r, double deadline)
 static void run_child(int npes, const char *timeout, void (*pe_main)(void *), void *arg, child_result *r)
 {
     int fds[2], wstatus, ended;
-    double start = now();
+    double start = shmalloc_wait_now();
     pid_t pid;
     memset(r, 0, sizeof *r);
     cr_assert_eq(pipe(fds), 0);
@@ -132,7 +108,7 @@ static void run_child(int npes, const char *timeout, void (*pe_main)(void *), vo
     close(fds[0]);
     if (!ended) kill(pid, SIGKILL);
     cr_assert_eq(waitpid(pid, &wstatus, 0), pid);
-    r->seconds = now() - start;
+    r->seconds = shmalloc_wait_now() - start;
     r->status = ended && WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
     cr_assert(ended, "the run did not end within %.0f s (killed); stderr: %s", CHILD_BOUND, r->text);
 }
@@ -242,30 +218,20 @@ static void pe_count(void *arg)
     shmem_barrier_all();
 }
 
-static char hook_text[2048];
-
-static void capture_output(void *user, int stream, const char *text)
-{
-    size_t used = strlen(hook_text);
-    (void)user;
-    if (stream == 2) snprintf(hook_text + used, sizeof hook_text - used, "%s", text);
-}
-
 Test(timeout, a_bad_timeout_is_refused_at_start_up_naming_it, .timeout = TEST_TIMEOUT)
 {
     static const char *const bad[] = {"0", "-1", "", "abc", "1.5", "2s", " ", "1000001", "99999999999999999999"};
     size_t i;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char want[160];
-        hook_text[0] = '\0';
         setenv("SHMALLOC_BARRIER_TIMEOUT", bad[i], 1);
-        shmalloc_set_output(capture_output, NULL);
+        capture_start();
         cr_assert_neq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0, "\"%s\" accepted", bad[i]);
-        shmalloc_set_output(NULL, NULL);
+        capture_stop();
         cr_assert_eq(pe_calls, 0, "PEs ran with \"%s\"", bad[i]);
         snprintf(want, sizeof want, "shmalloc: SHMALLOC_BARRIER_TIMEOUT=\"%s\" is not a timeout: expected a whole "
                  "number of seconds from 1 to 1000000\n", bad[i]);
-        cr_assert(strcmp(hook_text, want) == 0, "message was: %s", hook_text);
+        cr_assert(strcmp(out_text[2], want) == 0, "message was: %s", out_text[2]);
     }
 }
 
@@ -314,9 +280,9 @@ ParameterizedTestParameters(timeout, a_slow_pe_that_arrives_within_the_timeout_d
 ParameterizedTest(int *npes, timeout, a_slow_pe_that_arrives_within_the_timeout_does_not_trip_it,
                   .timeout = TEST_TIMEOUT)
 {
-    double start = now();
+    double start = shmalloc_wait_now();
     setenv("SHMALLOC_BARRIER_TIMEOUT", "2", 1);
     cr_assert_eq(shmalloc_pthreads_run(*npes, (size_t)1 << 20, pe_slow, NULL), 0);
     cr_assert_eq(pe_calls, *npes, "%d PEs allocated, or a heap check failed", pe_calls);
-    cr_assert(now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
+    cr_assert(shmalloc_wait_now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
 }

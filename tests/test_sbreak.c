@@ -1,28 +1,17 @@
 /* shsbreak: the spec area at the top of the symmetric heap, outside the
-   free lists.  Taking and giving back bytes, what the statistics show, that
-   shfree refuses a spec pointer, that failures change nothing, and that
-   the area is symmetric and reachable by peers (pthreads transport). */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
+   free lists.  Taking and giving back bytes, what the statistics show,
+   that failures change nothing, and that the area is symmetric and
+   reachable by peers (pthreads transport).  A spec pointer passed to
+   shfree is a case of tests/test_bad_pointer.c. */
+#include "test_support.h"
 
 #include "transports/shmalloc_pthreads.h"
-
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #define HEAP ((size_t)1 << 20)
 
 static char region[HEAP + 65536] __attribute__((aligned(4096)));
 
-static shmalloc_counters counters(void)
-{
-    shmalloc_counters c;
-    shmalloc_tlsf_counters(shmalloc_heap_tlsf(shmalloc_current()), &c);
-    return c;
-}
+static shmalloc_counters now(void) { return heap_counters(shmalloc_current()); }
 
 static void one_pe_heap(void)
 {
@@ -43,7 +32,7 @@ Test(sbreak, taking_bytes_gives_a_writable_area_ending_at_the_top_of_the_heap)
     cr_assert(p + 4000 == top(), "spec area [%p, +4000) should end at %p", (void *)p, (void *)top());
     cr_assert(((uintptr_t)p & 15) == 0);
     memset(p, 0x77, 4000);
-    cr_assert(counters().spec == 4000);
+    cr_assert(now().spec == 4000);
     cr_assert(shsbreak(0) == p);
     cr_assert(shmalloc_check(-1) == 0);
 }
@@ -56,7 +45,7 @@ Test(sbreak, allocations_never_reach_into_the_spec_area)
     p = shsbreak(8192);
     cr_assert(p);
     memset(p, 0x11, 8192);
-    largest = counters().largest_free;
+    largest = now().largest_free;
     q = shmem_malloc(largest - 16);
     cr_assert(q != NULL, "the rest of the heap is still one allocation");
     memset(q, 0x22, largest - 16);
@@ -66,30 +55,15 @@ Test(sbreak, allocations_never_reach_into_the_spec_area)
     cr_assert(shmalloc_check(-1) == 0);
 }
 
-Test(sbreak, shfree_of_a_spec_pointer_is_an_error_and_changes_nothing)
-{
-    char *p;
-    shmalloc_counters before, after;
-    one_pe_heap();
-    p = shsbreak(1024);
-    before = counters();
-    shfree(p);
-    cr_assert(malloc_error == SHMEM_MALLOC_NOT_ALIGNED, "malloc_error %ld", malloc_error);
-    after = counters();
-    cr_assert(after.spec == before.spec && after.in_use == before.in_use && after.capacity == before.capacity);
-    cr_assert(shrealloc(p, 10) == NULL && malloc_error == SHMEM_MALLOC_NOT_ALIGNED);
-    cr_assert(shmalloc_check(-1) == 0);
-}
-
 Test(sbreak, giving_bytes_back_restores_the_whole_heap)
 {
     size_t before;
     one_pe_heap();
-    before = counters().capacity;
+    before = now().capacity;
     cr_assert(shsbreak(65536) != NULL);
-    cr_assert(shsbreak(-32768) != NULL && counters().spec == 32768);
-    cr_assert(shsbreak(-32768) == top() && counters().spec == 0);
-    cr_assert(counters().capacity == before);
+    cr_assert(shsbreak(-32768) != NULL && now().spec == 32768);
+    cr_assert(shsbreak(-32768) == top() && now().spec == 0);
+    cr_assert(now().capacity == before);
     cr_assert(shmem_malloc(HEAP) != NULL, "the whole nominal size is one allocation again");
     cr_assert(shmalloc_check(-1) == 0);
 }
@@ -99,29 +73,18 @@ Test(sbreak, impossible_requests_fail_and_change_nothing)
     shmalloc_counters before;
     void *all;
     one_pe_heap();
-    before = counters();
+    before = now();
     cr_assert(shsbreak((ptrdiff_t)HEAP * 2) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
     cr_assert(shsbreak(-16) == NULL && malloc_error == SHMEM_MALLOC_FAIL, "nothing to give back");
     cr_assert(shsbreak(PTRDIFF_MAX) == NULL && malloc_error == SHMEM_MALLOC_BAD_SIZE);
     cr_assert(shsbreak(-PTRDIFF_MAX) == NULL && malloc_error == SHMEM_MALLOC_BAD_SIZE);
-    cr_assert(counters().capacity == before.capacity && counters().spec == 0);
-    all = shmem_malloc(counters().largest_free - 16); /* the top block is used now */
+    cr_assert(now().capacity == before.capacity && now().spec == 0);
+    all = shmem_malloc(now().largest_free - 16); /* the top block is used now */
     cr_assert(all != NULL);
     cr_assert(shsbreak(64) == NULL && malloc_error == SHMEM_MALLOC_FAIL);
     shmem_free(all);
     cr_assert(shsbreak(64) != NULL);
     cr_assert(shmalloc_check(-1) == 0);
-}
-
-static int captured_at;
-static char captured[4096];
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    if (stream == 1 && (size_t)captured_at + strlen(text) < sizeof captured) {
-        strcpy(captured + captured_at, text);
-        captured_at += (int)strlen(text);
-    }
 }
 
 Test(sbreak, statistics_show_the_spec_area_as_one_at_sign_block)
@@ -130,12 +93,12 @@ Test(sbreak, statistics_show_the_spec_area_as_one_at_sign_block)
     one_pe_heap();
     a = shmem_malloc(100);
     cr_assert(shsbreak(2048) != NULL);
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     shmalloc_stats(1);
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(captured, "spec: 1 blocks, 2048 bytes") != NULL, "%s", captured);
-    cr_assert(strstr(captured, "map: *.@\n") != NULL, "%s", captured);
-    cr_assert(strstr(captured, "sbreak 1") != NULL, "%s", captured);
+    capture_stop();
+    cr_assert(strstr(out_text[1], "spec: 1 blocks, 2048 bytes") != NULL, "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "map: *.@\n") != NULL, "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "sbreak 1") != NULL, "%s", out_text[1]);
     shmem_free(a);
     cr_assert(shmalloc_check(-1) == 0);
 }

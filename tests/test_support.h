@@ -272,6 +272,9 @@ TS_UNUSED static void assert_same_heap(const snapshot *a, const snapshot *b, con
     cr_assert_eq(a->c.free, b->c.free, "%s: free changed", what);
     cr_assert_eq(a->c.largest_free, b->c.largest_free, "%s: largest_free changed", what);
     cr_assert_eq(a->c.used_blocks, b->c.used_blocks, "%s: used_blocks changed", what);
+    cr_assert_eq(a->c.high_water, b->c.high_water, "%s: high_water %zu -> %zu", what, a->c.high_water, b->c.high_water);
+    cr_assert_eq(a->c.spec, b->c.spec, "%s: spec changed", what);
+    cr_assert_eq(a->c.largest_request, b->c.largest_request, "%s: largest_request changed", what);
     cr_assert_eq(a->n, b->n, "%s: block count %zu -> %zu", what, a->n, b->n);
     for (i = 0; i < a->n; i++)
         cr_assert(a->b[i].offset == b->b[i].offset && a->b[i].size == b->b[i].size && a->b[i].used == b->b[i].used,
@@ -501,5 +504,62 @@ TS_UNUSED static void clear_size_env(void)
     unsetenv("SHMEM_SYMMETRIC_SIZE");
     unsetenv("SMA_SYMMETRIC_SIZE");
 }
+
+/* >> checks in PE threads ------------------------------------------------------
+   For tests of the pthreads transport (define TEST_SUPPORT_PES before the
+   include).  Criterion's asserts belong to the test's main thread, so PE
+   threads record failures (a count and the first message) and the main
+   thread asserts on them once shmalloc_pthreads_run has returned. */
+#if defined(TEST_SUPPORT_PES)
+#include <errno.h>
+#include <stdarg.h>
+#include <time.h>
+
+#include "transports/shmalloc_pthreads.h"
+
+/* Sleeps s seconds, through signals. */
+TS_UNUSED static void sleep_seconds(double s)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+TS_UNUSED static int failure_count; /* atomic */
+TS_UNUSED static char first_failure[600];
+
+TS_UNUSED static void pe_failed(int line, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    if (__atomic_add_fetch(&failure_count, 1, __ATOMIC_ACQ_REL) != 1) return;
+    n = snprintf(first_failure, sizeof first_failure, "line %d, PE %d of %d: ", line, shmem_my_pe(), shmem_n_pes());
+    if (n < 0 || (size_t)n >= sizeof first_failure) n = 0;
+    va_start(ap, fmt);
+    vsnprintf(first_failure + n, sizeof first_failure - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+#define PE_CHECK(cond)                                                                              \
+    do {                                                                                            \
+        if (!(cond)) pe_failed(__LINE__, "%s is false (malloc_error %ld)", #cond, malloc_error); \
+    } while (0)
+
+#define PE_CHECK_EQ(got, want)                                                               \
+    do {                                                                                     \
+        long long got_ = (long long)(got), want_ = (long long)(want);                        \
+        if (got_ != want_) pe_failed(__LINE__, "%s is %lld, expected %s = %lld", #got, got_, #want, want_); \
+    } while (0)
+
+/* In the main thread, after the PEs ended: none of their checks failed. */
+TS_UNUSED static void assert_no_pe_failed(void)
+{
+    int failures = __atomic_load_n(&failure_count, __ATOMIC_ACQUIRE);
+    cr_assert_eq(failures, 0, "%d failed checks in PE threads; first: %s\noutput:\n%s", failures, first_failure,
+                 out_text[2]);
+}
+#endif /* TEST_SUPPORT_PES */
 
 #endif /* SHMALLOC_TEST_SUPPORT_H */

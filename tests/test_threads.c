@@ -5,18 +5,7 @@
    (contents tagged and verified on free and after realloc).  Blocks of
    different threads must never overlap, which the tags would show.  Run
    under ThreadSanitizer by make test-tsan. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
-
-#include "shmalloc.h"
-
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "test_support.h"
 
 #define THREADS 4
 #define SLOTS 64
@@ -35,29 +24,8 @@ typedef struct worker {
     size_t ops;
 } worker;
 
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 2685821657736338717ull;
-}
-
-static unsigned char tag_of(int id, int slot, size_t i) { return (unsigned char)((size_t)(id * 64 + slot * 7) + i); }
-
-static int intact(const unsigned char *p, size_t n, int id, int slot)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (p[i] != tag_of(id, slot, i)) return 0;
-    return 1;
-}
-
-static void tag(unsigned char *p, size_t n, int id, int slot)
-{
-    size_t i;
-    for (i = 0; i < n; i++) p[i] = tag_of(id, slot, i);
-}
+/* Each thread's blocks carry a fill of their own: thread id and slot. */
+static unsigned tag_of(int id, int slot) { return (unsigned)(id * 64 + slot); }
 
 static void *work(void *arg)
 {
@@ -67,13 +35,13 @@ static void *work(void *arg)
     long err;
     int step, k;
     for (step = 0; step < STEPS && !w->failure[0]; step++) {
-        int s = (int)(next(&w->rng) % SLOTS);
-        size_t size = 1 + next(&w->rng) % (1u << (next(&w->rng) % 13));
-        if (p[s] && !intact(p[s], n[s], w->id, s)) {
+        int s = (int)(rng_next(&w->rng) % SLOTS);
+        size_t size = 1 + rng_next(&w->rng) % (1u << (rng_next(&w->rng) % 13));
+        if (p[s] && !check_pattern(p[s], n[s], tag_of(w->id, s))) {
             snprintf(w->failure, sizeof w->failure, "thread %d step %d: slot %d overwritten", w->id, step, s);
             break;
         }
-        switch (p[s] ? next(&w->rng) % 2 : 2 + next(&w->rng) % 3) {
+        switch (p[s] ? rng_next(&w->rng) % 2 : 2 + rng_next(&w->rng) % 3) {
         case 0:
             shmalloc_heap_free(w->heap, p[s], &err);
             if (err) snprintf(w->failure, sizeof w->failure, "thread %d: free failed (%ld)", w->id, err);
@@ -82,26 +50,26 @@ static void *work(void *arg)
         case 1: {
             unsigned char *q = shmalloc_heap_realloc(w->heap, p[s], size, &err);
             if (!q) break; /* heap full: p[s] intact, checked next time */
-            if (!intact(q, n[s] < size ? n[s] : size, w->id, s))
+            if (!check_pattern(q, n[s] < size ? n[s] : size, tag_of(w->id, s)))
                 snprintf(w->failure, sizeof w->failure, "thread %d: realloc lost contents", w->id);
             p[s] = q;
             n[s] = size;
-            tag(q, size, w->id, s);
+            fill_pattern(q, size, tag_of(w->id, s));
             break;
         }
         default:
-            p[s] = next(&w->rng) & 1 ? shmalloc_heap_malloc(w->heap, size, &err)
-                                     : shmalloc_heap_align(w->heap, (size_t)16 << (next(&w->rng) % 6), size, &err);
+            p[s] = rng_next(&w->rng) & 1 ? shmalloc_heap_malloc(w->heap, size, &err)
+                                     : shmalloc_heap_align(w->heap, (size_t)16 << (rng_next(&w->rng) % 6), size, &err);
             if (p[s]) {
                 n[s] = size;
-                tag(p[s], size, w->id, s);
+                fill_pattern(p[s], size, tag_of(w->id, s));
             }
         }
         w->ops++;
     }
     for (k = 0; k < SLOTS; k++)
         if (p[k]) {
-            if (!intact(p[k], n[k], w->id, k) && !w->failure[0])
+            if (!check_pattern(p[k], n[k], tag_of(w->id, k)) && !w->failure[0])
                 snprintf(w->failure, sizeof w->failure, "thread %d: slot %d overwritten at the end", w->id, k);
             shmalloc_heap_free(w->heap, p[k], NULL);
         }
@@ -117,9 +85,8 @@ Test(threads, four_threads_of_one_pe_share_its_heap_without_losing_a_byte)
     shmalloc_counters c;
     size_t ops = 0;
     int i;
-    memset(&tp, 0, sizeof tp);
+    tp = transport_for(0, 1);
     tp.user = &heap_mutex;
-    tp.npes = 1;
     tp.barrier = no_barrier;
     tp.lock = do_lock;
     tp.unlock = do_unlock;
@@ -137,8 +104,7 @@ Test(threads, four_threads_of_one_pe_share_its_heap_without_losing_a_byte)
         cr_assert(w[i].failure[0] == 0, "%s", w[i].failure);
         ops += w[i].ops;
     }
-    printf("threads: %zu operations by %d threads\n", ops, THREADS);
-    cr_assert(ops == (size_t)THREADS * STEPS);
+    cr_assert(ops == (size_t)THREADS * STEPS, "%zu operations by %d threads", ops, THREADS);
     shmalloc_tlsf_counters(shmalloc_heap_tlsf(w[0].heap), &c);
     cr_assert(c.used_blocks == 0 && c.in_use == 0, "%zu blocks left", c.used_blocks);
     cr_assert(shmalloc_heap_check(w[0].heap, -1) == 0);

@@ -31,7 +31,7 @@ static void corrupt_size_and_check(uint64_t (*mangle)(uint64_t))
     cr_assert_neq(r, 0);
     cr_assert_eq(out_len[1] + out_len[2] + out_len[0], 0, "level -1 printed: %s", out_text[2]);
     r = shmalloc_tlsf_check(t, 0);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     cr_assert_neq(r, 0);
     cr_assert(out_len[2] > 0, "level 0 printed nothing to stream 2");
     char dec[32], hex[32];
@@ -99,7 +99,7 @@ static void corrupt_free_links_and_check(uint64_t v0, uint64_t v1)
                   (unsigned long long)v0, (unsigned long long)v1);
     capture_start();
     int r = shmalloc_tlsf_check(t, 0);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     cr_assert_neq(r, 0);
     cr_assert(out_len[2] > 0, "level 0 printed nothing to stream 2");
 }
@@ -134,7 +134,7 @@ Test(tlsf_corrupt, wrong_back_link_after_a_free_block_is_detected)
     cr_assert_neq(shmalloc_tlsf_check(t, -1), 0);
     capture_start();
     int r = shmalloc_tlsf_check(t, 0);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     cr_assert_neq(r, 0);
     cr_assert(out_len[2] > 0);
 }
@@ -174,7 +174,7 @@ Test(tlsf_corrupt, consistent_heap_check_prints_nothing_at_level_0)
     cr_assert(shmalloc_tlsf_malloc(t, 100));
     capture_start();
     int r = shmalloc_tlsf_check(t, 0);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     cr_assert_eq(r, 0);
     cr_assert_eq(out_len[1] + out_len[2], 0, "printed: %s%s", out_text[1], out_text[2]);
 }
@@ -188,7 +188,7 @@ Test(tlsf_corrupt, check_level_1_prints_a_line_per_block_to_stream_2)
     size_t blocks = take_snapshot(t)->n; /* 4: free, used, used, free */
     capture_start();
     int r = shmalloc_tlsf_check(t, 1);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     cr_assert_eq(r, 0);
     cr_assert_eq(out_len[1], 0, "check printed to stream 1");
     cr_assert(count_lines(out_text[2]) >= blocks, "%zu lines for %zu blocks:\n%s",

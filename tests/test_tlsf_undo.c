@@ -5,39 +5,11 @@
    must then hold the same blocks and counters and, since list positions
    decide where later blocks go, hand out the same offsets from then on.
    Every test ends with the checker returning 0 on both heaps. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* MAP_ANONYMOUS */
-#endif
-#include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-
-#include "shmalloc.h"
+#include "test_support.h"
 
 #define CAP ((size_t)1 << 20)
-#define MAX_BLOCKS 4096
 
 /* ---- helpers ------------------------------------------------------------ */
-
-/* `bytes` of fresh memory at a multiple of 64 KiB; each test runs in its
-   own process, so nothing is unmapped. */
-static void *region(size_t bytes)
-{
-    char *m = mmap(NULL, bytes + 0x10000, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    cr_assert(m != MAP_FAILED);
-    return m + (-(uintptr_t)m & 0xffff);
-}
-
-/* A fresh heap that can serve malloc(CAP). */
-static shmalloc_tlsf *fresh_heap(void)
-{
-    size_t bytes = CAP + shmalloc_tlsf_overhead(CAP);
-    shmalloc_tlsf *t = shmalloc_tlsf_create(region(bytes), bytes);
-    cr_assert(t != NULL);
-    return t;
-}
 
 /* malloc of a block of exactly `block` bytes (a multiple of 16, >= 32):
    a used block's payload runs to the next block's header word. */
@@ -48,39 +20,10 @@ static void *block_of(shmalloc_tlsf *t, size_t block)
     return p;
 }
 
-typedef struct layout {
-    size_t n;
-    shmalloc_block_info b[MAX_BLOCKS];
-} layout;
-
-static int record(void *user, const shmalloc_block_info *b)
-{
-    layout *l = user;
-    cr_assert(l->n < MAX_BLOCKS);
-    l->b[l->n++] = *b;
-    return 0;
-}
-
 /* Same blocks (offsets, sizes, states) and same counters. */
-static void assert_same_heap(const shmalloc_tlsf *a, const shmalloc_tlsf *b, const char *what)
+static void assert_twins(const shmalloc_tlsf *a, const shmalloc_tlsf *b, const char *what)
 {
-    static layout la, lb;
-    shmalloc_counters ca, cb;
-    size_t i;
-    la.n = lb.n = 0;
-    shmalloc_tlsf_walk(a, record, &la);
-    shmalloc_tlsf_walk(b, record, &lb);
-    cr_assert_eq(la.n, lb.n, "%s: %zu blocks against %zu", what, la.n, lb.n);
-    for (i = 0; i < la.n; i++)
-        cr_assert(la.b[i].offset == lb.b[i].offset && la.b[i].size == lb.b[i].size && la.b[i].used == lb.b[i].used,
-                  "%s: block %zu differs (offset %zu size %zu used %d against offset %zu size %zu used %d)", what, i,
-                  la.b[i].offset, la.b[i].size, la.b[i].used, lb.b[i].offset, lb.b[i].size, lb.b[i].used);
-    memset(&ca, 0, sizeof ca);
-    memset(&cb, 0, sizeof cb);
-    shmalloc_tlsf_counters(a, &ca);
-    shmalloc_tlsf_counters(b, &cb);
-    cr_assert(!memcmp(&ca, &cb, sizeof ca), "%s: counters differ (high water %zu against %zu)", what, ca.high_water,
-              cb.high_water);
+    assert_same_heap(take_snapshot(a), take_snapshot(b), what);
 }
 
 /* The same calls on both heaps give the same offsets: plain and aligned
@@ -102,9 +45,9 @@ static void assert_same_future(shmalloc_tlsf *a, shmalloc_tlsf *b)
             cr_assert_eq(shmalloc_tlsf_free(b, pb[i - 1]), SHMALLOC_TLSF_OK);
         }
     }
-    assert_same_heap(a, b, "after the same calls");
-    cr_assert_eq(shmalloc_tlsf_check(a, 0), 0);
-    cr_assert_eq(shmalloc_tlsf_check(b, 0), 0);
+    assert_twins(a, b, "after the same calls");
+    assert_tlsf_ok(a);
+    assert_tlsf_ok(b);
 }
 
 /* Free blocks of `blocks` bytes between used ones, listed lowest first,
@@ -163,7 +106,7 @@ static void take_and_undo(shmalloc_tlsf *a, shmalloc_tlsf *b, size_t align, size
     memset(op.ptr, 0x5c, shmalloc_tlsf_usable_size(a, op.ptr)); /* writable before the commit */
     shmalloc_tlsf_undo(a, &op);
     cr_assert_null(op.ptr);
-    assert_same_heap(a, b, "take undone");
+    assert_twins(a, b, "take undone");
     assert_same_future(a, b);
 }
 
@@ -171,13 +114,13 @@ static void take_and_undo(shmalloc_tlsf *a, shmalloc_tlsf *b, size_t align, size
 
 Test(tlsf_take, undo_of_a_plain_take_from_the_top_restores_the_fresh_heap)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     take_and_undo(a, b, SHMALLOC_ALIGNMENT, 1000);
 }
 
 Test(tlsf_take, undo_restores_the_high_water_mark)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     shmalloc_counters c;
     cr_assert_eq(shmalloc_tlsf_take(a, SHMALLOC_ALIGNMENT, 200000, &op), SHMALLOC_TLSF_OK);
@@ -191,7 +134,7 @@ Test(tlsf_take, undo_restores_the_high_water_mark)
 
 Test(tlsf_take, undo_of_an_aligned_take_from_the_top_takes_back_its_listed_gap)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     block_of(a, 48);
     block_of(b, 48); /* the top then starts where 4096 leaves a gap */
     take_and_undo(a, b, 4096, 3000);
@@ -199,7 +142,7 @@ Test(tlsf_take, undo_of_an_aligned_take_from_the_top_takes_back_its_listed_gap)
 
 Test(tlsf_take, undo_of_a_take_whose_rest_stays_in_its_list_restores_the_list)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     scatter_large(a);
     scatter_large(b);
     take_and_undo(a, b, SHMALLOC_ALIGNMENT, 56); /* 8160 - 64 stays in the 8160 list */
@@ -207,7 +150,7 @@ Test(tlsf_take, undo_of_a_take_whose_rest_stays_in_its_list_restores_the_list)
 
 Test(tlsf_take, undo_of_a_take_of_a_whole_head_restores_its_list_of_two)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     scatter(a, NULL);
     scatter(b, NULL);
     take_and_undo(a, b, SHMALLOC_ALIGNMENT, 56); /* the first of the two 64-byte blocks */
@@ -215,7 +158,7 @@ Test(tlsf_take, undo_of_a_take_of_a_whole_head_restores_its_list_of_two)
 
 Test(tlsf_take, undo_of_a_take_whose_rest_changes_list_restores_both_lists)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     scatter(a, NULL);
     scatter(b, NULL);
     take_and_undo(a, b, SHMALLOC_ALIGNMENT, 4000);
@@ -223,20 +166,20 @@ Test(tlsf_take, undo_of_a_take_whose_rest_changes_list_restores_both_lists)
 
 Test(tlsf_take, undo_puts_the_block_taken_from_back_at_the_head_above_a_lower_one)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     void *x, *n = head_above_low(a, &x);
     shmalloc_tlsf_pending op;
     head_above_low(b, &x);
     cr_assert_eq(shmalloc_tlsf_take(a, SHMALLOC_ALIGNMENT, 4000, &op), SHMALLOC_TLSF_OK);
     cr_assert_eq(op.ptr, n, "cut from the head");
     shmalloc_tlsf_undo(a, &op);
-    assert_same_heap(a, b, "take undone");
+    assert_twins(a, b, "take undone");
     assert_same_future(a, b);
 }
 
 Test(tlsf_take, undo_of_a_take_of_a_whole_listed_block_restores_the_list)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     scatter(a, NULL);
     scatter(b, NULL);
     take_and_undo(a, b, SHMALLOC_ALIGNMENT, 8152 - 16); /* the 16 bytes left stay with the block */
@@ -244,7 +187,7 @@ Test(tlsf_take, undo_of_a_take_of_a_whole_listed_block_restores_the_list)
 
 Test(tlsf_take, undo_of_an_aligned_take_from_a_listed_block_restores_the_list)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     scatter(a, NULL);
     scatter(b, NULL);
     take_and_undo(a, b, 1024, 2000);
@@ -252,7 +195,7 @@ Test(tlsf_take, undo_of_an_aligned_take_from_a_listed_block_restores_the_list)
 
 Test(tlsf_take, commit_gives_the_block_memalign_gives)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     size_t aligns[] = {1, 16, 64, 1024}, i;
     scatter(a, NULL);
@@ -265,13 +208,13 @@ Test(tlsf_take, commit_gives_the_block_memalign_gives)
         cr_assert_eq(shmalloc_tlsf_validate(a, op.ptr), SHMALLOC_TLSF_OK);
         cr_assert_eq(shmalloc_tlsf_alignment(a, op.ptr), aligns[i] < 16 ? 16 : aligns[i]);
     }
-    assert_same_heap(a, b, "committed takes");
+    assert_twins(a, b, "committed takes");
     assert_same_future(a, b);
 }
 
 Test(tlsf_take, a_failed_take_changes_nothing_and_says_why)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     scatter(a, NULL);
     scatter(b, NULL);
@@ -282,7 +225,7 @@ Test(tlsf_take, a_failed_take_changes_nothing_and_says_why)
     cr_assert_eq(shmalloc_tlsf_take(a, 16, SHMALLOC_TLSF_MAX_REQUEST + 1, &op), SHMALLOC_TLSF_BAD_SIZE);
     cr_assert_eq(shmalloc_tlsf_request_status(SHMALLOC_TLSF_MAX_REQUEST * 2, 1), SHMALLOC_TLSF_BAD_ALIGN);
     cr_assert_eq(shmalloc_tlsf_request_status(64, SHMALLOC_TLSF_MAX_REQUEST), SHMALLOC_TLSF_OK);
-    assert_same_heap(a, b, "failed takes");
+    assert_twins(a, b, "failed takes");
     assert_same_future(a, b);
 }
 
@@ -296,12 +239,12 @@ Test(tlsf_take, block_need_always_serves_the_request)
         for (j = 0; j < 3; j++) {
             size_t need = shmalloc_tlsf_block_need(sizes[j], aligns[i]);
             size_t bytes = need + shmalloc_tlsf_overhead(need);
-            shmalloc_tlsf *t = shmalloc_tlsf_create(region(bytes), bytes);
+            shmalloc_tlsf *t = shmalloc_tlsf_create(map_aligned(bytes, 0x10000), bytes);
             cr_assert(t != NULL);
             cr_assert_eq(shmalloc_tlsf_grow_status(t, 0), SHMALLOC_TLSF_NO_ROOM, "a heap with no reservation");
             cr_assert(shmalloc_tlsf_memalign(t, aligns[i], sizes[j]) != NULL, "size %zu at %zu in a block of %zu",
                       sizes[j], aligns[i], need);
-            cr_assert_eq(shmalloc_tlsf_check(t, 0), 0);
+            assert_tlsf_ok(t);
         }
 }
 
@@ -331,13 +274,13 @@ static void early_grow_and_undo(shmalloc_tlsf *a, shmalloc_tlsf *b, void *x, siz
     cr_assert(shmalloc_tlsf_usable_size(a, x) >= size);
     memset(x, 0x3c, size);
     shmalloc_tlsf_undo(a, &op);
-    assert_same_heap(a, b, "grow undone");
+    assert_twins(a, b, "grow undone");
     assert_same_future(a, b);
 }
 
 Test(tlsf_resize, a_grow_into_the_top_is_made_early_and_undone_exactly)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     void *x = block_of(a, 1008);
     block_of(b, 1008);
     early_grow_and_undo(a, b, x, 5000);
@@ -345,7 +288,7 @@ Test(tlsf_resize, a_grow_into_the_top_is_made_early_and_undone_exactly)
 
 Test(tlsf_resize, a_grow_whose_rest_stays_in_its_list_is_made_early_and_undone_exactly)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     void *x = before_free(a, 1008, 8160, 1);
     before_free(b, 1008, 8160, 1);
     early_grow_and_undo(a, b, x, 1008 + 64 - 8); /* 8160 - 64 stays in the list, behind its head */
@@ -353,7 +296,7 @@ Test(tlsf_resize, a_grow_whose_rest_stays_in_its_list_is_made_early_and_undone_e
 
 Test(tlsf_resize, a_grow_into_a_list_head_is_made_early_and_the_rest_heads_it_again_after_undo)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     void *x = before_free(a, 1008, 8160, 0);
     before_free(b, 1008, 8160, 0);
     early_grow_and_undo(a, b, x, 1008 + 4096 - 8); /* the rest changes list */
@@ -361,7 +304,7 @@ Test(tlsf_resize, a_grow_into_a_list_head_is_made_early_and_the_rest_heads_it_ag
 
 Test(tlsf_resize, a_grow_into_a_head_above_a_lower_block_leaves_it_the_head_after_undo)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     void *x, *y;
     head_above_low(a, &x);
     head_above_low(b, &y);
@@ -370,7 +313,7 @@ Test(tlsf_resize, a_grow_into_a_head_above_a_lower_block_leaves_it_the_head_afte
 
 Test(tlsf_resize, a_grow_that_cannot_be_undone_waits_for_the_commit)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     void *x = before_free(a, 1008, 8160, 1), *y = before_free(b, 1008, 8160, 1), *q;
     size_t sizes[] = {1008 + 32 - 8, 1040 + 4064 - 8}, i; /* one minimum block; behind the head, into another list */
@@ -379,20 +322,20 @@ Test(tlsf_resize, a_grow_that_cannot_be_undone_waits_for_the_commit)
         cr_assert_null(op.ptr, "nothing is made before the commit");
         cr_assert_eq(op.commit_grows, 1);
         shmalloc_tlsf_undo(a, &op); /* changes nothing */
-        assert_same_heap(a, b, "nothing made");
+        assert_twins(a, b, "nothing made");
         memset(x, 0x11, 1000);
         q = shmalloc_tlsf_commit(a, &op);
         cr_assert_eq(q, x);
         cr_assert_eq(((unsigned char *)q)[999], 0x11);
         y = shmalloc_tlsf_realloc(b, y, sizes[i]);
-        assert_same_heap(a, b, "committed like realloc");
+        assert_twins(a, b, "committed like realloc");
     }
     assert_same_future(a, b);
 }
 
 Test(tlsf_resize, a_shrink_is_made_at_the_commit_and_adds_no_bytes)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     void *keep_a, *keep_b;
     scatter(a, &keep_a);
@@ -401,16 +344,16 @@ Test(tlsf_resize, a_shrink_is_made_at_the_commit_and_adds_no_bytes)
     cr_assert_null(op.ptr);
     cr_assert_eq(op.commit_grows, 0);
     shmalloc_tlsf_undo(a, &op);
-    assert_same_heap(a, b, "a shrink undone before its commit");
+    assert_twins(a, b, "a shrink undone before its commit");
     cr_assert_eq(shmalloc_tlsf_commit(a, &op), keep_a);
     shmalloc_tlsf_realloc(b, keep_b, 1000);
-    assert_same_heap(a, b, "a shrink committed");
+    assert_twins(a, b, "a shrink committed");
     assert_same_future(a, b);
 }
 
 Test(tlsf_resize, a_move_keeps_the_contents_and_the_alignment)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     unsigned char *x = shmalloc_tlsf_memalign(a, 512, 300), *y = shmalloc_tlsf_memalign(b, 512, 300), *q;
     size_t i;
@@ -425,13 +368,13 @@ Test(tlsf_resize, a_move_keeps_the_contents_and_the_alignment)
     for (i = 0; i < 300; i++) cr_assert_eq(q[i], (unsigned char)i);
     cr_assert_neq(shmalloc_tlsf_validate(a, x), SHMALLOC_TLSF_OK, "the old block is free");
     cr_assert_eq(shmalloc_tlsf_offset(a, q), shmalloc_tlsf_offset(b, shmalloc_tlsf_realloc(b, y, 20000)));
-    assert_same_heap(a, b, "a move");
+    assert_twins(a, b, "a move");
     assert_same_future(a, b);
 }
 
 Test(tlsf_resize, a_failed_resize_changes_nothing_and_says_why)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
     void *keep, *other;
     char on_stack[32];
@@ -446,7 +389,7 @@ Test(tlsf_resize, a_failed_resize_changes_nothing_and_says_why)
     cr_assert_eq(shmalloc_tlsf_free(b, other), SHMALLOC_TLSF_OK);
     cr_assert_eq(shmalloc_tlsf_resize(a, keep, 100, &op), SHMALLOC_TLSF_ALREADY_FREE);
     cr_assert_eq(shmalloc_tlsf_alignment(a, keep), 0);
-    assert_same_heap(a, b, "failed resizes");
+    assert_twins(a, b, "failed resizes");
     assert_same_future(a, b);
 }
 
@@ -454,7 +397,7 @@ Test(tlsf_resize, a_failed_resize_changes_nothing_and_says_why)
 
 Test(tlsf_query, size_offset_room_and_sbreak_status_describe_the_heap)
 {
-    shmalloc_tlsf *t = fresh_heap();
+    shmalloc_tlsf *t = heap_with_capacity(CAP, NULL);
     shmalloc_counters c;
     char *p = shmalloc_tlsf_malloc(t, 100);
     cr_assert_eq(shmalloc_tlsf_offset(t, p), 16, "the first block's user pointer");
@@ -471,7 +414,7 @@ Test(tlsf_query, size_offset_room_and_sbreak_status_describe_the_heap)
     cr_assert_eq(shmalloc_tlsf_size(t), c.capacity + 16, "the spec area is inside the size");
     cr_assert(shmalloc_tlsf_malloc(t, c.largest_request) == NULL, "the break took from the top");
     cr_assert(shmalloc_tlsf_malloc(t, c.largest_request - 4096) != NULL);
-    cr_assert_eq(shmalloc_tlsf_check(t, 0), 0);
+    assert_tlsf_ok(t);
 }
 
 /* ---- a random walk ---------------------------------------------------------- */
@@ -480,7 +423,7 @@ Test(tlsf_query, size_offset_room_and_sbreak_status_describe_the_heap)
    them, undone.  After each undo the heaps must be the same. */
 Test(tlsf_random, random_takes_and_resizes_undone_leave_the_heaps_the_same)
 {
-    shmalloc_tlsf *a = fresh_heap(), *b = fresh_heap();
+    shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     void *pa[128] = {0}, *pb[128] = {0};
     unsigned seed = 12345;
     int i;
@@ -493,7 +436,7 @@ Test(tlsf_random, random_takes_and_resizes_undone_leave_the_heaps_the_same)
             int st = pa[k] ? shmalloc_tlsf_resize(a, pa[k], size, &op) : shmalloc_tlsf_take(a, align, size, &op);
             if (st == SHMALLOC_TLSF_OK) shmalloc_tlsf_undo(a, &op);
             else cr_assert_eq(st, SHMALLOC_TLSF_NO_ROOM, "call %d: status %d", i, st);
-            assert_same_heap(a, b, "a random undo");
+            assert_twins(a, b, "a random undo");
         } else if (pa[k]) {
             cr_assert_eq(shmalloc_tlsf_free(a, pa[k]), SHMALLOC_TLSF_OK);
             cr_assert_eq(shmalloc_tlsf_free(b, pb[k]), SHMALLOC_TLSF_OK);
@@ -504,7 +447,7 @@ Test(tlsf_random, random_takes_and_resizes_undone_leave_the_heaps_the_same)
             cr_assert((pa[k] == NULL) == (pb[k] == NULL));
         }
     }
-    cr_assert_eq(shmalloc_tlsf_check(a, 0), 0);
-    assert_same_heap(a, b, "the end");
+    assert_tlsf_ok(a);
+    assert_twins(a, b, "the end");
     assert_same_future(a, b);
 }

@@ -103,7 +103,17 @@ demo: $(B)/hello_pthreads
 deps:
 	@scripts/deps.sh test
 
-# Each test binary runs its tests in forked workers; a failure stops the run.
+# Every suite runs through tests/run.sh: one line each, its output kept in
+# $(B)/logs and shown only when it fails, its counts added to RESULTS, and
+# a last line "N passed, M failed".  TOTAL=0 (as make test passes it) adds
+# the counts without the last line and lets a failing suite not stop the
+# others; a target that fails then could not build or run its suites.
+RESULTS ?= $(abspath $(B))/results
+TOTAL   ?= 1
+SUITE    = tests/run.sh $(RESULTS)
+NOSTOP   = $(if $(filter 0,$(TOTAL)),|| true)
+
+# Each test binary runs its tests in forked workers.
 # Sanitizers abort on their first report, so Criterion counts it as a crash;
 # Valgrind writes one log per process, and any non-empty log fails the run.
 export ASAN_OPTIONS  = abort_on_error=1:detect_leaks=1
@@ -112,21 +122,26 @@ export TSAN_OPTIONS  = abort_on_error=1:halt_on_error=1
 JOBS ?= 2
 run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	@rm -rf $(B)/vg && mkdir -p $(B)/vg
-	@set -e; for t in $(TESTS); do echo "== $$t"; $(RUN) ./$(B)/$$t --jobs $(JOBS); done
-	$(RUN) ./$(B)/vendor_runtime 3
-	$(RUN) ./$(B)/hello_pthreads 4 >/dev/null
-	@if [ -n "$$(find $(B)/vg -name '*.log' -size +0)" ]; then \
-	  cat $$(find $(B)/vg -name '*.log' -size +0); echo "valgrind reported errors" >&2; exit 1; fi
+	@$(if $(filter 0,$(TOTAL)),,rm -f $(RESULTS))
+	@status=0; \
+	for t in $(TESTS); do $(SUITE) $$t $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
+	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
+	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
+	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \
+	  [ -z "$$logs" ] || { cat $$logs; exit 1; }' || status=1;) \
+	$(if $(filter 0,$(TOTAL)),true,tests/run.sh $(RESULTS) --total && exit $$status)
 
 # Suites that need root: Slurm's daemons and the cluster's nodes run in
 # network namespaces (unshare -n, a private bridge).
 ROOT_SUITES = test-slurm test-cluster
+SUB = $(MAKE) --no-print-directory -s TOTAL=0
 test: deps
-	$(MAKE) run-tests
-	$(MAKE) test-pmix
-	$(MAKE) $(ROOT_SUITES)
-	$(MAKE) poison-check
-	$(MAKE) cpp-check man-check install-check
+	@rm -f $(RESULTS)
+	@+$(SUB) run-tests || $(SUITE) --failed run-tests
+	@+$(SUB) test-pmix || $(SUITE) --failed test-pmix
+	@+for t in $(ROOT_SUITES) poison-check; do $(SUB) $$t || $(SUITE) --failed $$t; done
+	@for t in cpp-check man-check install-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
+	@tests/run.sh $(RESULTS) --total
 
 # ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
@@ -136,19 +151,20 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 
 # One mpirun at a time: the tests count the files the shm provider leaves.
 test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
-	SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1
-	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi >/dev/null
+	@$(SUITE) test_pmix_ofi env SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1 $(NOSTOP)
+	@$(SUITE) hello_pmix_ofi env $(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER \
+	  ./$(B)/hello_pmix_ofi $(NOSTOP)
 
 # The worker under srun --mpi=pmix, on a one-node Slurm cluster that the
 # script starts and stops in a network namespace with only loopback (root).
 test-slurm: deps $(B)/pmix_ofi_worker
-	tests/slurm_check.sh $(B)/pmix_ofi_worker
+	@$(SUITE) slurm-check tests/slurm_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
 # namespaces on a private bridge that tests/cluster.sh builds (root),
 # under mpirun and under srun with one slurmd per node.
 test-cluster: deps $(B)/pmix_ofi_worker
-	tests/cluster_check.sh $(B)/pmix_ofi_worker
+	@$(SUITE) cluster-check tests/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # Sandia OpenSHMEM built stock and with shmalloc (integrations/sos), its
 # make check and our heap tests on both, side by side.  SOS_SRC: a tarball.
@@ -163,18 +179,24 @@ test-sos bench-sos: deps
 # ASan and UBSan (under the mpirun lock, as make test).
 ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan: deps
-	$(MAKE) run-tests $(ASAN)
-	$(MAKE) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi $(ASAN)
-	SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'
+	@rm -f build/asan/results
+	@+$(SUB) run-tests $(ASAN) || tests/run.sh build/asan/results --failed run-tests
+	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi $(ASAN) || tests/run.sh build/asan/results --failed test_pmix_ofi
+	@tests/run.sh build/asan/results test_pmix_ofi-threads env SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker \
+	  ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'; true
+	@tests/run.sh build/asan/results --total
 
 # Also the PMIx transport's thread tests (4 threads per PE under mpirun),
 # worker and transport built with TSan; the stand-in runner selects them by
 # the substring "thread".  Run it under the mpirun lock, as make test.
 TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
-	$(MAKE) run-tests $(TSAN)
-	$(MAKE) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi $(TSAN)
-	SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/test_pmix_ofi --jobs 1 thread
+	@rm -f build/tsan/results
+	@+$(SUB) run-tests $(TSAN) || tests/run.sh build/tsan/results --failed run-tests
+	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi $(TSAN) || tests/run.sh build/tsan/results --failed test_pmix_ofi
+	@tests/run.sh build/tsan/results test_pmix_ofi-threads env SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker \
+	  ./build/tsan/test_pmix_ofi --jobs 1 thread; true
+	@tests/run.sh build/tsan/results --total
 
 # Criterion's worker protocol can time out under Valgrind on a loaded
 # machine, so these builds use tests/criterion_shim.h's plain forked runner.
@@ -210,7 +232,7 @@ poison-check:
 	mkdir -p build/poison
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -fsanitize=address -I. $(POISON_SRC) $(LDLIBS) -o build/poison/asan
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -I. $(POISON_SRC) $(LDLIBS) -o build/poison/valgrind
-	tests/poison_check.sh build/poison/asan build/poison/valgrind
+	@$(SUITE) poison-check tests/poison_check.sh build/poison/asan build/poison/valgrind $(NOSTOP)
 
 # Long random runs with data verified across PEs; not part of make test.
 SOAK_OPS ?= 10000000

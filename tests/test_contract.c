@@ -1,22 +1,9 @@
 /* The transport contract as the heap keeps it: a transport must name its
    PE and the number of PEs; every callback gets the transport's user
    pointer; the statuses of lock and unlock are honoured. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* the TSan test runner uses strsignal */
-#endif
-#include "shmalloc.h"
-#include "criterion_shim.h"
-
-#include <string.h>
+#include "test_support.h"
 
 static char region[1 << 20] __attribute__((aligned(4096)));
-static char said[2048];
-
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    if (stream == 2) strncat(said, text, sizeof said - strlen(said) - 1);
-}
 
 /* What the callbacks saw. */
 static struct calls {
@@ -80,10 +67,9 @@ static shmalloc_heap *create(int pe, int npes, long *err)
 {
     shmalloc_transport tp = transport(pe, npes);
     shmalloc_heap *h;
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     h = shmalloc_heap_create(region, sizeof region, &tp, err);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     return h;
 }
 
@@ -98,7 +84,7 @@ Test(contract, a_transport_that_names_no_pe_or_pe_count_is_refused)
         cr_assert_null(create(cases[i][0], cases[i][1], &err), "PE %d of %d accepted", cases[i][0], cases[i][1]);
         cr_assert_eq(err, SHMEM_MALLOC_FAIL);
         snprintf(want, sizeof want, "names PE %d of %d PEs", cases[i][0], cases[i][1]);
-        cr_assert(strstr(said, want), "%s", said);
+        cr_assert(strstr(out_text[2], want), "%s", out_text[2]);
         cr_assert_eq(seen.registers + seen.barriers + seen.reduces, 0, "refused before any collective step");
     }
 }
@@ -113,11 +99,10 @@ Test(contract, every_callback_gets_the_user_pointer_and_messages_name_the_pe)
     cr_assert_not_null(h);
     p = shmalloc_heap_malloc(h, 100, &err);
     cr_assert_not_null(p);
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     cr_assert_null(shmalloc_heap_malloc(h, 4 << 20, &err)); /* out of memory: reported by this PE */
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(said, "shmalloc: PE 3: out of symmetric memory"), "%s", said);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "shmalloc: PE 3: out of symmetric memory"), "%s", out_text[2]);
     shmalloc_heap_free(h, p, &err);
     cr_assert(seen.registers == 1 && seen.reduces >= 3 && seen.locks >= 3 && seen.unlocks == seen.locks);
     cr_assert_eq(seen.wrong_user, 0, "%d callbacks got another user pointer", seen.wrong_user);
@@ -138,8 +123,7 @@ Test(contract, a_failed_lock_fails_the_call_changes_nothing_and_still_agrees)
     cr_assert_not_null(p);
     shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &before);
     seen.lock_fails = 1;
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     reduces = seen.reduces;
     cr_assert_null(shmalloc_heap_malloc(h, 64, &err));
     cr_assert_eq(err, SHMEM_MALLOC_FAIL);
@@ -151,8 +135,8 @@ Test(contract, a_failed_lock_fails_the_call_changes_nothing_and_still_agrees)
     cr_assert_eq(err, SHMEM_MALLOC_FAIL);
     cr_assert_eq(seen.reduces - reduces, 4, "each collective call still agreed, so no peer waits");
     cr_assert_eq(shmalloc_heap_check(h, -1), 1, "the checker cannot look without the lock");
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(said, "shmalloc: PE 0: the transport's lock failed: the call fails"), "%s", said);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0: the transport's lock failed: the call fails"), "%s", out_text[2]);
     cr_assert_eq(seen.unlocks, seen.locks - 5, "no unlock without the lock");
     seen.lock_fails = 0;
     shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &after);
@@ -175,14 +159,13 @@ Test(contract, a_failed_unlock_is_said_and_the_outcome_stands)
     memset(&seen, 0, sizeof seen);
     h = create(1, 2, &err);
     seen.unlock_fails = 1;
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     p = shmalloc_heap_malloc(h, 100, &err);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     seen.unlock_fails = 0;
     cr_assert_not_null(p, "the PEs agreed on the block: it stands");
     cr_assert_eq(err, SHMEM_MALLOC_OK);
-    cr_assert(strstr(said, "shmalloc: PE 1: the transport's unlock failed"), "%s", said);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 1: the transport's unlock failed"), "%s", out_text[2]);
     shmalloc_heap_free(h, p, &err);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);

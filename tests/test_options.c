@@ -2,30 +2,15 @@
    checked by its kind, refused with a message naming it; misspelt
    SHMALLOC_* variables reported once; the README's environment tables
    list exactly the table's variables. */
-#if !defined(_GNU_SOURCE)
-#  define _GNU_SOURCE /* setenv */
-#endif
-#include "shmalloc.h"
-#include "criterion_shim.h"
+#include "test_support.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static char said[4096];
-static void capture(void *user, int stream, const char *text)
-{
-    (void)user;
-    if (stream == 2) strncat(said, text, sizeof said - strlen(said) - 1);
-}
 
 static int read_quietly(void)
 {
     int rc;
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     rc = shmalloc_options_read(NULL);
-    shmalloc_set_output(NULL, NULL);
+    capture_stop();
     return rc;
 }
 
@@ -33,14 +18,14 @@ static const shmalloc_option *opt(int id) { return &shmalloc_options()[id]; }
 
 Test(options, unset_variables_take_their_fallbacks)
 {
-    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)512 << 20);
     cr_assert_null(opt(SHMALLOC_OPT_HEAP_SIZE)->source);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_BARRIER_TIMEOUT)->value, 60);
     cr_assert_eq(opt(SHMALLOC_OPT_PMIX_DIRECT)->value, 1);
-    cr_assert_eq(said[0], 0, "%s", said);
+    cr_assert_eq(out_text[2][0], 0, "%s", out_text[2]);
 }
 
 Test(options, older_names_are_read_in_turn_when_the_first_is_unset)
@@ -84,13 +69,13 @@ Test(options, a_bad_value_of_each_kind_is_refused_with_a_message_naming_it)
         setenv(b->name, b->text, 1);
         cr_assert(read_quietly() == -1, "%s=%s accepted", b->name, b->text);
         snprintf(want, sizeof want, "shmalloc: %s=\"%s\" %s", b->name, b->text, b->message);
-        cr_assert(strstr(said, want), "expected \"%s\" in \"%s\"", want, said);
+        cr_assert(strstr(out_text[2], want), "expected \"%s\" in \"%s\"", want, out_text[2]);
         cr_assert(!strcmp(opt(b->id)->text, opt(b->id)->fallback), "%s: the fallback stands", b->name);
         if (b->id != SHMALLOC_OPT_HEAP_MAX) cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, (uint64_t)64 << 30);
         unsetenv(b->name);
         unsetenv("SHMALLOC_HEAP_MAX");
     }
-    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
 }
 
 Test(options, switches_and_booleans_read_as_documented)
@@ -99,14 +84,14 @@ Test(options, switches_and_booleans_read_as_documented)
     setenv("SHMALLOC_PMIX_OFI_DIRECT", "0", 1);
     setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "Yes", 1);
     setenv("SHMALLOC_HEAP_MAX", "0", 1);
-    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 1);
     cr_assert_eq(opt(SHMALLOC_OPT_PMIX_DIRECT)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 1);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     setenv("SHMALLOC_DEBUG", "", 1);
     setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "off", 1);
-    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 0);
 }
@@ -115,14 +100,13 @@ Test(options, a_value_the_program_sets_stands_until_handed_back)
 {
     setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "abc", 1); /* not read while the program's value stands */
     cr_assert(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, "4M") == 0);
-    cr_assert(read_quietly() == 0, "%s", said);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_SIZE)->value, (uint64_t)4 << 20);
     cr_assert(!strcmp(opt(SHMALLOC_OPT_HEAP_SIZE)->source, "program"));
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     cr_assert(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, NULL) == -1, "back to the environment's bad value");
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(said, "SHMEM_SYMMETRIC_HEAP_SIZE=\"abc\" is not a heap size"), "%s", said);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE=\"abc\" is not a heap size"), "%s", out_text[2]);
     cr_assert(shmalloc_option_set(SHMALLOC_OPT_COUNT, "1") == -1, "no such entry");
 }
 
@@ -130,21 +114,19 @@ Test(options, a_misspelt_variable_is_reported_once_with_the_nearest_name)
 {
     char *env[] = {"PATH=/bin", "SHMALLOC_HEAP_MAXX=1G", "SHMALLOC_TEST_ANYTHING=1", "SHMALLOC_DEBUG=1",
                    "SHMALLOC_NONSENSE_VARIABLE=2", NULL};
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_start();
     cr_assert(shmalloc_options_read(env) == 0);
-    shmalloc_set_output(NULL, NULL);
-    cr_assert(strstr(said, "shmalloc: SHMALLOC_HEAP_MAXX is set, but shmalloc has no such variable (did you mean "
-                           "SHMALLOC_HEAP_MAX?)\n"), "%s", said);
-    cr_assert(strstr(said, "shmalloc: SHMALLOC_NONSENSE_VARIABLE is set, but shmalloc has no such variable\n"),
-              "%s", said);
-    cr_assert_null(strstr(said, "SHMALLOC_TEST_ANYTHING"), "the test suite's own variables are not ours");
-    cr_assert_null(strstr(said, "SHMALLOC_DEBUG"), "a known variable is not reported");
-    said[0] = 0;
-    shmalloc_set_output(capture, NULL);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "shmalloc: SHMALLOC_HEAP_MAXX is set, but shmalloc has no such variable (did you mean "
+                           "SHMALLOC_HEAP_MAX?)\n"), "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "shmalloc: SHMALLOC_NONSENSE_VARIABLE is set, but shmalloc has no such variable\n"),
+              "%s", out_text[2]);
+    cr_assert_null(strstr(out_text[2], "SHMALLOC_TEST_ANYTHING"), "the test suite's own variables are not ours");
+    cr_assert_null(strstr(out_text[2], "SHMALLOC_DEBUG"), "a known variable is not reported");
+    capture_start();
     cr_assert(shmalloc_options_read(env) == 0);
-    shmalloc_set_output(NULL, NULL);
-    cr_assert_eq(said[0], 0, "reported a second time: %s", said);
+    capture_stop();
+    cr_assert_eq(out_text[2][0], 0, "reported a second time: %s", out_text[2]);
 }
 
 /* The variables named in the first cell of the README's tables. */

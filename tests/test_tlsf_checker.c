@@ -6,37 +6,53 @@
 
 /* ---- corruption is detected, not crashed on -------------------------------- */
 
-/* Three used blocks with the middle one's size word replaced; the checker
-   must report it, silently at level -1 and with a message at level 0. */
-static void corrupt_size_and_check(uint64_t (*mangle)(uint64_t))
+/* Three used blocks of 200 bytes in b[0..2]; the middle one freed when
+   free_middle. */
+static shmalloc_tlsf *three_blocks(unsigned char **b, int free_middle)
 {
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-    unsigned char *a = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *b = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *c = shmalloc_tlsf_malloc(t, 200);
-    cr_assert(a && b && c);
-    memset(a, 0xa5, 200);
-    memset(b, 0xa5, 200);
-    memset(c, 0xa5, 200);
+    int i;
+    for (i = 0; i < 3; i++) {
+        b[i] = shmalloc_tlsf_malloc(t, 200);
+        cr_assert(b[i]);
+        memset(b[i], 0xa5, 200);
+    }
+    if (free_middle) cr_assert_eq(shmalloc_tlsf_free(t, b[1]), SHMALLOC_TLSF_OK);
     assert_tlsf_ok(t);
-    uint64_t word;
-    memcpy(&word, b - 8, 8);
-    uint64_t bad = mangle(word);
-    cr_assert_neq(bad, word);
-    memcpy(b - 8, &bad, 8);
-    cr_assert_neq(shmalloc_tlsf_check(t, -1), 0, "size word %#llx -> %#llx not detected",
-                  (unsigned long long)word, (unsigned long long)bad);
+    return t;
+}
+
+/* The checker finds the corruption: silently at level -1, with a message
+   on stream 2 at level 0 (left in out_text[2]). */
+static void assert_reported(const shmalloc_tlsf *t, const char *what)
+{
+    int r;
     capture_start();
-    int r = shmalloc_tlsf_check(t, -1);
-    cr_assert_neq(r, 0);
-    cr_assert_eq(out_len[1] + out_len[2] + out_len[0], 0, "level -1 printed: %s", out_text[2]);
+    r = shmalloc_tlsf_check(t, -1);
+    cr_assert_neq(r, 0, "%s: not detected", what);
+    cr_assert_eq(out_len[0] + out_len[1] + out_len[2], 0, "%s: level -1 printed: %s", what, out_text[2]);
     r = shmalloc_tlsf_check(t, 0);
     capture_stop();
     cr_assert_neq(r, 0);
-    cr_assert(out_len[2] > 0, "level 0 printed nothing to stream 2");
-    char dec[32], hex[32];
-    snprintf(dec, sizeof dec, "%zu", off_of(t, b));
-    snprintf(hex, sizeof hex, "%zx", off_of(t, b));
+    cr_assert(out_len[2] > 0, "%s: level 0 printed nothing to stream 2", what);
+}
+
+/* The middle block's size word replaced; the message names the size or
+   the block's offset. */
+static void corrupt_size_and_check(uint64_t (*mangle)(uint64_t))
+{
+    unsigned char *b[3];
+    shmalloc_tlsf *t = three_blocks(b, 0);
+    uint64_t word, bad;
+    char dec[32], hex[32], what[80];
+    memcpy(&word, b[1] - 8, 8);
+    bad = mangle(word);
+    cr_assert_neq(bad, word);
+    memcpy(b[1] - 8, &bad, 8);
+    snprintf(what, sizeof what, "size word %#llx -> %#llx", (unsigned long long)word, (unsigned long long)bad);
+    assert_reported(t, what);
+    snprintf(dec, sizeof dec, "%zu", off_of(t, b[1]));
+    snprintf(hex, sizeof hex, "%zx", off_of(t, b[1]));
     cr_assert(strstr(out_text[2], "size") || strstr(out_text[2], dec) || strstr(out_text[2], hex),
               "message names neither the size nor offset %s: %s", dec, out_text[2]);
 }
@@ -82,26 +98,14 @@ Test(tlsf_corrupt, garbage_size_word_is_detected_and_reported)
    user pointer (where a free block keeps its list links). */
 static void corrupt_free_links_and_check(uint64_t v0, uint64_t v1)
 {
-    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-    unsigned char *a = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *b = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *c = shmalloc_tlsf_malloc(t, 200);
-    cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
-    assert_tlsf_ok(t);
+    unsigned char *b[3];
+    shmalloc_tlsf *t = three_blocks(b, 1);
     uint64_t old[2];
-    memcpy(old, b, 16);
+    memcpy(old, b[1], 16);
     cr_assert(old[0] != v0 || old[1] != v1);
-    memcpy(b, &v0, 8);
-    memcpy(b + 8, &v1, 8);
-    cr_assert_neq(shmalloc_tlsf_check(t, -1), 0, "links %#llx %#llx -> %#llx %#llx not detected",
-                  (unsigned long long)old[0], (unsigned long long)old[1],
-                  (unsigned long long)v0, (unsigned long long)v1);
-    capture_start();
-    int r = shmalloc_tlsf_check(t, 0);
-    capture_stop();
-    cr_assert_neq(r, 0);
-    cr_assert(out_len[2] > 0, "level 0 printed nothing to stream 2");
+    memcpy(b[1], &v0, 8);
+    memcpy(b[1] + 8, &v1, 8);
+    assert_reported(t, "free-list links");
 }
 
 Test(tlsf_corrupt, free_list_links_of_garbage_are_detected)
@@ -122,51 +126,28 @@ Test(tlsf_corrupt, free_list_links_of_all_ones_are_detected)
    block (the last word of that block's payload). */
 Test(tlsf_corrupt, wrong_back_link_after_a_free_block_is_detected)
 {
-    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-    unsigned char *a = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *b = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *c = shmalloc_tlsf_malloc(t, 200);
-    cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
-    assert_tlsf_ok(t);
-    uintptr_t wrong = (uintptr_t)(a - 16);
-    memcpy(c - 16, &wrong, sizeof wrong);
-    cr_assert_neq(shmalloc_tlsf_check(t, -1), 0);
-    capture_start();
-    int r = shmalloc_tlsf_check(t, 0);
-    capture_stop();
-    cr_assert_neq(r, 0);
-    cr_assert(out_len[2] > 0);
+    unsigned char *b[3];
+    shmalloc_tlsf *t = three_blocks(b, 1);
+    uintptr_t wrong = (uintptr_t)(b[0] - 16);
+    memcpy(b[2] - 16, &wrong, sizeof wrong);
+    assert_reported(t, "back link");
 }
 
-Test(tlsf_corrupt, free_flag_cleared_on_a_free_block_is_detected)
+/* The header's bit 0 says whether a block is free. */
+static void flip_free_bit_and_check(int free_middle)
 {
-    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-    unsigned char *a = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *b = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *c = shmalloc_tlsf_malloc(t, 200);
-    cr_assert(a && b && c);
-    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
+    unsigned char *b[3];
+    shmalloc_tlsf *t = three_blocks(b, free_middle);
     uint64_t w;
-    memcpy(&w, b - 8, 8);
-    w &= ~(uint64_t)1;
-    memcpy(b - 8, &w, 8);
-    cr_assert_neq(shmalloc_tlsf_check(t, -1), 0);
+    memcpy(&w, b[1] - 8, 8);
+    w ^= 1;
+    memcpy(b[1] - 8, &w, 8);
+    assert_reported(t, free_middle ? "a free block marked used" : "a used block marked free");
 }
 
-Test(tlsf_corrupt, used_block_marked_free_is_detected_and_not_freed_again)
-{
-    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-    unsigned char *a = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *b = shmalloc_tlsf_malloc(t, 200);
-    unsigned char *c = shmalloc_tlsf_malloc(t, 200);
-    cr_assert(a && b && c);
-    uint64_t w;
-    memcpy(&w, b - 8, 8);
-    w |= 1;
-    memcpy(b - 8, &w, 8);
-    cr_assert_neq(shmalloc_tlsf_check(t, -1), 0);
-}
+Test(tlsf_corrupt, free_flag_cleared_on_a_free_block_is_detected) { flip_free_bit_and_check(1); }
+
+Test(tlsf_corrupt, used_block_marked_free_is_detected_and_not_freed_again) { flip_free_bit_and_check(0); }
 
 Test(tlsf_corrupt, consistent_heap_check_prints_nothing_at_level_0)
 {

@@ -19,16 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ThreadSanitizer does not model fences (gcc rejects them under -Werror);
-   it checks the ordering the barrier's atomics give instead. */
-#if defined(__SANITIZE_THREAD__)
-#  define SHM__TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define SHM__TSAN 1
-#  endif
-#endif
-
 #define SHM__SPIN_PAUSE 1000                /* barrier polls with a cpu pause, when every PE has a cpu */
 #define SHM__SPIN_YIELD 64                  /* then polls with sched_yield */
 
@@ -475,7 +465,7 @@ int shmem_n_pes(void)
 void shmem_quiet(void)
 {
     /* Puts are plain memcpy, complete on return: only ordering is left. */
-#if !defined(SHM__TSAN)
+#if !defined(SHMALLOC_TSAN)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }

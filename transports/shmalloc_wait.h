@@ -22,6 +22,16 @@
 #ifndef SHMALLOC_WAIT_H_INCLUDED
 #define SHMALLOC_WAIT_H_INCLUDED
 
+/* Defined when built with ThreadSanitizer, which the transports' waits
+   and maps must suit: it does not model fences (gcc rejects them under
+   -Werror) and owns fixed parts of the address space. */
+#if defined(__SANITIZE_THREAD__)
+#  define SHMALLOC_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define SHMALLOC_TSAN 1
+#  endif
+#endif
 
 #define SHMALLOC_WAIT_POLL 0        /* poll the condition again */
 #define SHMALLOC_WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */

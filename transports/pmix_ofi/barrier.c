@@ -7,7 +7,7 @@
    peers are at most one barrier ahead, so two inboxes suffice. */
 #include "pmix_ofi.h"
 
-#include <sched.h>
+#include <limits.h>
 #include <string.h>
 
 #define SHM__MSG_MAGIC 0x73686d61u
@@ -87,18 +87,16 @@ static int shm__member(long long i)
 }
 
 /* Waits for *flag, set by progress; pe is whom it waits for. */
-static void shm__await(const int *flag, int pe, double deadline)
+static void shm__await(const int *flag, int pe, shmalloc_wait *w)
 {
     shm__w.faults.waiting_for = pe;
-    while (!shm__progress_until(flag)) {
-        if (shmalloc_wait_now() > deadline) shm__barrier_timeout(pe);
-        sched_yield();
-    }
+    while (!shm__progress_until(flag))
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
 }
 
 /* Round r: send to the member 2^r ahead, fold in the message from the one
    2^r behind. */
-static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, double deadline)
+static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmalloc_wait *w)
 {
     shm__collective *c = &shm__w.coll;
     int dist = (int)(1u << r), i;
@@ -107,7 +105,7 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, doubl
     shm__enter();
     shm__send_round(epoch, r, to, values, count);
     shm__leave();
-    shm__await(&box->full, from, deadline);
+    shm__await(&box->full, from, w);
     shm__enter();
     if (box->source != from)
         shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__w.boot.me, epoch, r, from,
@@ -122,13 +120,14 @@ void shm__disseminate(uint64_t *values, int count)
 {
     shm__collective *c = &shm__w.coll;
     uint32_t epoch = c->epoch;
-    double deadline = shmalloc_wait_now() + shm__w.opt.timeout;
+    shmalloc_wait w; /* one deadline for the whole call */
     int r;
-    for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, deadline);
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, INT_MAX / 2); /* yields, never a sleep */
+    for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, &w);
     /* Send buffers are reused next barrier: their sends must be done. */
     for (r = 0; r < c->rounds; r++) {
         shm__op *op = &shm__w.fab.send_ops[r];
-        shm__await(&op->done, op->index, deadline);
+        shm__await(&op->done, op->index, &w);
     }
     shm__w.faults.waiting_for = -1;
     shm__enter(); /* other threads' progress checks messages against it */

@@ -4,7 +4,7 @@
 #include "pmix_ofi.h"
 
 #include <errno.h>
-#include <sched.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,7 +133,8 @@ void shm__fence(const char *what)
     pmix_info_t info;
     bool collect = true;
     pmix_status_t rc;
-    double deadline = shmalloc_wait_now() + shm__w.opt.timeout;
+    shmalloc_wait w;
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, INT_MAX / 2); /* yields, never a sleep */
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
@@ -145,10 +146,9 @@ void shm__fence(const char *what)
             shm__progress();
             shm__leave();
         }
-        if (shmalloc_wait_now() > deadline)
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
             shm__fatal("PMIx fence (%s) timed out after %d s (PE %d of %d)", what, shm__w.opt.timeout, shm__w.boot.me,
                        shm__w.boot.npes);
-        sched_yield();
     }
     PMIX_INFO_DESTRUCT(&info);
     if (f.status != PMIX_SUCCESS) shm__fatal("PMIx fence (%s) failed: %s", what, PMIx_Error_string(f.status));

@@ -63,7 +63,7 @@ void shm__map_heap(size_t max, const shmalloc_map_huge *huge)
     shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
     size_t step = shmalloc_map_pow2_cover(bytes, page, SHMALLOC_MAP_MAX_ALIGN);
     uintptr_t slot = (uintptr_t)shm__w.boot.me + 1;
-#if defined(SHM__TSAN)
+#if defined(SHMALLOC_TSAN) /* it owns fixed parts of the address space: map anywhere */
     pl.first = 0;
 #endif
     if (shm__w.opt.any_address) {

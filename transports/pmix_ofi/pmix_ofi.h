@@ -53,15 +53,6 @@
 #  pragma GCC diagnostic pop
 #endif
 
-/* ThreadSanitizer owns fixed parts of the address space: map anywhere. */
-#if defined(__SANITIZE_THREAD__)
-#  define SHM__TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define SHM__TSAN 1
-#  endif
-#endif
-
 /* Shared among the transport's files, hidden from the programs that link it. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define SHM__INTERNAL __attribute__((visibility("hidden")))

@@ -3,7 +3,7 @@
    inbox, finished operations are marked done, and a dead peer is noticed. */
 #include "pmix_ofi.h"
 
-#include <sched.h>
+#include <limits.h>
 
 #define SHM__CQ_BATCH 16
 
@@ -65,19 +65,16 @@ int shm__progress_until(const int *flag)
 }
 
 /* Waits for op, at most the timeout; what and pe name it in the message.
-   The clock is read only once the wait is long.  With threads the caller
-   holds the lock. */
+   With threads the caller holds the lock. */
 void shm__wait_op(shm__op *op, const char *what, int pe)
 {
-    double deadline = 0.0;
-    int spins = 0;
+    shmalloc_wait w;
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, INT_MAX / 2); /* yields, never a sleep */
     while (!op->done) {
         shm__progress();
         if (op->done) break;
-        if (++spins == 64) deadline = shmalloc_wait_now() + shm__w.opt.timeout;
-        if (spins > 64 && (spins & 63) == 0 && shmalloc_wait_now() > deadline)
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
             shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
                        "into shmem)", what, pe, shm__w.opt.timeout, shm__w.boot.me, pe);
-        sched_yield();
     }
 }

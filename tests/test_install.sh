@@ -233,12 +233,17 @@ check_own_implementation() {
 step "a program that expands the header itself links each transport library" check_own_implementation
 
 check_both_transports() {
-    # Both transport libraries and libshmalloc in one program (shared).
+    # Both transport libraries and libshmalloc in one program, shared and static.
     [ "$HAVE_PMIX_OFI" = 1 ] || { echo "no PMIx transport built: nothing to check"; return 0; }
     $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" examples/hello_pthreads.c -L"$root/lib" \
         -Wl,--no-as-needed -lshmalloc_pthreads -lshmalloc_pmix_ofi -lshmalloc -pthread -o "$work/hello_both" &&
     needed "$work/hello_both" | grep -qx 'libshmalloc_pmix_ofi.so.[0-9]*' &&
-    LD_LIBRARY_PATH="$root/lib" run_ring "$work/hello_both"
+    LD_LIBRARY_PATH="$root/lib" run_ring "$work/hello_both" &&
+    # Static: the archives share the helper units; each comes in once.
+    $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" examples/hello_pthreads.c "$root/lib/libshmalloc_pthreads.a" \
+        "$root/lib/libshmalloc_pmix_ofi.a" "$root/lib/libshmalloc.a" $($PKG_CONFIG --libs pmix libfabric) -pthread \
+        -o "$work/hello_both_static" &&
+    run_ring "$work/hello_both_static"
 }
 step "both transport libraries link into one program with libshmalloc" check_both_transports
 

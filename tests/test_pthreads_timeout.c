@@ -18,14 +18,7 @@
 
 /* A timed-out run ends by _exit while PE threads that returned are not
    joined yet; ThreadSanitizer would call that a thread leak. */
-#if defined(__SANITIZE_THREAD__)
-#  define TEST_TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define TEST_TSAN 1
-#  endif
-#endif
-#if defined(TEST_TSAN)
+#if defined(SHMALLOC_TSAN) /* from shmalloc_wait.h */
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
 #endif

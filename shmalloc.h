@@ -1978,6 +1978,32 @@ static int shm__plausible(const shmalloc_tlsf *t, const shm__block *b)
            size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) && shm__at(b, size)->prev_phys == b;
 }
 
+/* One block of a sane size: its flags, back link, start-map bit,
+   alignment and the high-water mark; off is its user pointer's offset. */
+static void shm__check_block(shm__checker *c, const shm__block *b, size_t off, size_t size, size_t prev_free)
+{
+    const shmalloc_tlsf *t = c->t;
+    if (shm__is_free(b) && !shm__is_top(b) != (shm__at(b, size) != t->sentinel))
+        shm__problem(c, "free block at offset %zu: %s", off,
+                     shm__is_top(b) ? "says it is the top, and is not last" : "is last, and not the top");
+    if (!shm__is_prev_free(b) != !prev_free)
+        shm__problem(c, "block at offset %zu: says the previous block is %s, it is %s", off,
+                     shm__is_prev_free(b) ? "free" : "used", prev_free ? "free" : "used");
+    if (shm__is_free(b)) {
+        if (prev_free) shm__problem(c, "block at offset %zu: two free blocks side by side", off);
+        if (shm__at(b, size)->prev_phys != b)
+            shm__problem(c, "free block at offset %zu: the next block's back link is wrong", off);
+        if (shm__starts_used(t, b)) shm__problem(c, "free block at offset %zu is marked used", off);
+        if (b->header & SHM__ALIGN_MASK) shm__problem(c, "free block at offset %zu carries alignment bits", off);
+    } else {
+        if (!shm__starts_used(t, b)) shm__problem(c, "used block at offset %zu is not marked used", off);
+        if ((uintptr_t)shm__user(b) & (shm__align_of(b) - 1))
+            shm__problem(c, "used block at offset %zu is not aligned to its %zu", off, shm__align_of(b));
+        if (off + size - 8 > t->high_water)
+            shm__problem(c, "used block at offset %zu ends above the high-water mark %zu", off, t->high_water);
+    }
+}
+
 /* The physical chain: sizes, flags, back links, start map, high-water mark.
    Returns the number of free blocks seen but the top, which is in no list. */
 static size_t shm__check_chain(shm__checker *c)
@@ -2001,28 +2027,9 @@ static size_t shm__check_chain(shm__checker *c)
                                                            : "gives a size that runs past the end of the heap");
             return nfree;
         }
-        if (is_free && !shm__is_top(b) != (shm__at(b, size) != t->sentinel))
-            shm__problem(c, "free block at offset %zu: %s", off,
-                         shm__is_top(b) ? "says it is the top, and is not last" : "is last, and not the top");
-        if (!shm__is_prev_free(b) != !prev_free)
-            shm__problem(c, "block at offset %zu: says the previous block is %s, it is %s", off,
-                         shm__is_prev_free(b) ? "free" : "used", prev_free ? "free" : "used");
-        if (is_free) {
-            if (prev_free) shm__problem(c, "block at offset %zu: two free blocks side by side", off);
-            if (shm__at(b, size)->prev_phys != b)
-                shm__problem(c, "free block at offset %zu: the next block's back link is wrong", off);
-            if (shm__starts_used(t, b)) shm__problem(c, "free block at offset %zu is marked used", off);
-            if (b->header & SHM__ALIGN_MASK)
-                shm__problem(c, "free block at offset %zu carries alignment bits", off);
-            nfree++;
-        } else {
-            if (!shm__starts_used(t, b)) shm__problem(c, "used block at offset %zu is not marked used", off);
-            if ((uintptr_t)shm__user(b) & (shm__align_of(b) - 1))
-                shm__problem(c, "used block at offset %zu is not aligned to its %zu", off, shm__align_of(b));
-            if (off + size - 8 > t->high_water)
-                shm__problem(c, "used block at offset %zu ends above the high-water mark %zu", off, t->high_water);
-            nused++;
-        }
+        shm__check_block(c, b, off, size, prev_free);
+        if (is_free) nfree++;
+        else nused++;
         if (c->level > 0)
             shmalloc_print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
         prev_free = is_free;

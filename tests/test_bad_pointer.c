@@ -158,7 +158,7 @@ static long heap_code(int status)
     case SHMALLOC_TLSF_NOT_IN_HEAP: return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
     case SHMALLOC_TLSF_ALREADY_FREE: return SHMEM_MALLOC_ALREADY_FREE;
     case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
-    default: cr_assert_fail("status %d has no heap code", status); return 0;
+    default: cr_assert(0, "status %d has no heap code", status); return 0;
     }
 }
 

@@ -25,31 +25,22 @@ Test(heap_create, heap_over_heap_bytes_has_nominal_size_and_contains_its_blocks)
     assert_heap_ok();
 }
 
+/* With a barrier-only transport and with an all-reduce. */
 Test(heap_create, failing_register_region_makes_create_fail_after_synchronising)
 {
-    shmalloc_transport tp = counting_transport(0);
-    memset(&cnt, 0, sizeof cnt);
-    cnt.fail_register = 1;
-    size_t bytes = shmalloc_heap_bytes(MIB);
-    void *mem = map_aligned(bytes, MIB);
-    long err = SHMEM_MALLOC_OK;
-    shmalloc_heap *h = shmalloc_heap_create(mem, bytes, &tp, &err);
-    cr_assert_null(h, "create succeeded although register_region failed");
-    cr_assert_neq(err, SHMEM_MALLOC_OK, "err not set");
-    cr_assert_eq(cnt.registers, 1);
-    cr_assert(cnt.barriers + cnt.allreduces >= 1, "create failed without synchronising");
-}
-
-Test(heap_create, failing_register_region_with_allreduce_makes_create_fail)
-{
-    shmalloc_transport tp = counting_transport(1);
-    memset(&cnt, 0, sizeof cnt);
-    cnt.fail_register = 1;
-    size_t bytes = shmalloc_heap_bytes(MIB);
-    void *mem = map_aligned(bytes, MIB);
-    long err = SHMEM_MALLOC_OK;
-    cr_assert_null(shmalloc_heap_create(mem, bytes, &tp, &err));
-    cr_assert_neq(err, SHMEM_MALLOC_OK);
+    int with_allreduce;
+    for (with_allreduce = 0; with_allreduce < 2; with_allreduce++) {
+        shmalloc_transport tp = counting_transport(with_allreduce);
+        size_t bytes = shmalloc_heap_bytes(MIB);
+        long err = SHMEM_MALLOC_OK;
+        memset(&cnt, 0, sizeof cnt);
+        cnt.fail_register = 1;
+        cr_assert_null(shmalloc_heap_create(map_aligned(bytes, MIB), bytes, &tp, &err),
+                       "create succeeded although register_region failed (all-reduce %d)", with_allreduce);
+        cr_assert_neq(err, SHMEM_MALLOC_OK, "err not set");
+        cr_assert_eq(cnt.registers, 1);
+        cr_assert(cnt.barriers + cnt.allreduces >= 1, "create failed without synchronising");
+    }
 }
 
 Test(heap_create, create_registers_the_block_space_once_and_destroy_deregisters_it)

@@ -14,7 +14,7 @@ RUN     ?=
 
 # The allocator is compiled once, from shmalloc.c, into libshmalloc; the
 # transport libraries hold only their binding and link against it.
-HEADERS      = shmalloc.h $(wildcard transports/*.h transports/pmix_ofi/*.h tests/*.h)
+HEADERS      = shmalloc.h $(wildcard transports/*.h transports/pmix_ofi/*.h tests/*.h examples/*.h)
 ALLOC        = $(B)/libshmalloc.a
 PTHREADS     = $(B)/libshmalloc_pthreads.a
 PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a

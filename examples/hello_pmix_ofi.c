@@ -1,75 +1,21 @@
 /* hello_pmix_ofi.c - symmetric allocation and a ring of puts, PEs as processes.
 
    Build:  cc -std=c99 -I. examples/hello_pmix_ofi.c shmalloc.c transports/pmix_ofi/[a-z]*.c transports/shmalloc_map.c \
-              $(pkg-config --cflags --libs pmix libfabric) -o hello_pmix_ofi
+              transports/shmalloc_wait.c $(pkg-config --cflags --libs pmix libfabric) -o hello_pmix_ofi
    Run:    mpirun -np 4 ./hello_pmix_ofi      (as root: --allow-run-as-root;
                                               more PEs than cores: --oversubscribe)
            ./hello_pmix_ofi                   (no launcher: one PE)
 
-   Every PE allocates the same arrays with shmem_malloc (so they sit at the
-   same offset in every PE's heap), sends its PE number to its right-hand
-   neighbour with shmem_putmem, and prints what arrived from the left.  The
-   exit status is nonzero when a value is wrong. */
+   The ring is in ring.h.  The exit status is nonzero when a value is wrong. */
 #include "transports/shmalloc_pmix_ofi.h"
 
-#include <stdio.h>
-
-#define RING_WORDS 8
-
-static int wrong_values;
-
-static void report_wrong(int me, const char *what, long got, long expected)
-{
-    fprintf(stderr, "PE %d: %s is %ld, expected %ld\n", me, what, got, expected);
-    wrong_values++;
-}
-
-/* One line per PE in PE order: each PE waits for its turn at a barrier.
-   (Launchers forward each process's output separately, so the order on
-   the terminal can still differ.) */
-static void print_in_order(int me, int npes, const int *received)
-{
-    int turn;
-    for (turn = 0; turn < npes; turn++) {
-        if (turn == me) {
-            printf("PE %d of %d received %d from PE %d\n", me, npes, received[0], (me + npes - 1) % npes);
-            fflush(stdout);
-        }
-        shmem_barrier_all();
-    }
-}
+#include "ring.h"
 
 int main(void)
 {
-    int me, npes, left, right, i;
-    int *mine, *received;
-
+    int wrong;
     shmem_init();
-    me = shmem_my_pe();
-    npes = shmem_n_pes();
-    left = (me + npes - 1) % npes;
-    right = (me + 1) % npes;
-    mine = (int *)shmem_malloc(RING_WORDS * sizeof *mine);
-    received = (int *)shmem_calloc(RING_WORDS, sizeof *received);
-    if (mine == NULL || received == NULL) {
-        fprintf(stderr, "PE %d: shmem_malloc failed (malloc_error %ld)\n", me, malloc_error);
-        shmem_global_exit(1);
-    }
-    for (i = 0; i < RING_WORDS; i++) mine[i] = me;
-    /* received is symmetric, so its address here names the neighbour's copy. */
-    shmem_putmem(received, mine, RING_WORDS * sizeof *mine, right);
-    shmem_barrier_all();
-
-    for (i = 0; i < RING_WORDS; i++)
-        if (received[i] != left) report_wrong(me, "received word", received[i], left);
-    print_in_order(me, npes, received);
-    if (me == 0) shmalloc_stats(1);
-    shmem_barrier_all(); /* PE 0's statistics show both arrays still in use */
-
-    shmem_free(received);
-    shmem_free(mine);
-    if (malloc_error != SHMEM_MALLOC_OK) report_wrong(me, "malloc_error", malloc_error, SHMEM_MALLOC_OK);
-    if (shmalloc_check(-1) != 0) report_wrong(me, "shmalloc_check(-1)", 1, 0);
+    wrong = ring();
     shmem_finalize();
-    return wrong_values == 0 ? 0 : 1;
+    return wrong == 0 ? 0 : 1;
 }

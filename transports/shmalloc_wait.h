@@ -1,4 +1,5 @@
-/* shmalloc_wait.h - waiting with a deadline, for the transports.
+/* shmalloc_wait.h - waiting with a deadline, for the transports, and the
+   build facts they share (hidden symbols, ThreadSanitizer).
    MIT licence: see the end of ../shmalloc.h.
 
    Internal to the transports: linked into their libraries, not installed,
@@ -21,6 +22,14 @@
    on, so a wait that ends while pausing costs no clock reads. */
 #ifndef SHMALLOC_WAIT_H_INCLUDED
 #define SHMALLOC_WAIT_H_INCLUDED
+
+/* Marks what one transport's files share: hidden from the programs that
+   link it. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define SHMALLOC_INTERNAL __attribute__((visibility("hidden")))
+#else
+#  define SHMALLOC_INTERNAL
+#endif
 
 /* Defined when built with ThreadSanitizer, which the transports' waits
    and maps must suit: it does not model fences (gcc rejects them under

@@ -53,13 +53,6 @@
 #  pragma GCC diagnostic pop
 #endif
 
-/* Shared among the transport's files, hidden from the programs that link it. */
-#if defined(__GNUC__) || defined(__clang__)
-#  define SHM__INTERNAL __attribute__((visibility("hidden")))
-#else
-#  define SHM__INTERNAL
-#endif
-
 #define SHM__MAX_ROUNDS 31        /* dissemination rounds: up to 2^31 PEs */
 #define SHM__RECV_SLOTS 64        /* > messages in flight to one PE: 2 epochs x rounds */
 #define SHM__SLOT_BYTES 256       /* one message buffer */
@@ -86,7 +79,7 @@ typedef struct shm__options {
 #endif
 } shm__options;
 
-SHM__INTERNAL void shm__read_options(shm__options *o);
+SHMALLOC_INTERNAL void shm__read_options(shm__options *o);
 
 /* ---- bootstrap: PMIx (bootstrap.c) ------------------------------------- */
 typedef struct shm__boot {
@@ -102,13 +95,13 @@ typedef struct shm__boot {
     int *leaders;           /* the node leaders' ranks, ascending */
 } shm__boot;
 
-SHM__INTERNAL int shm__pmix_init(void);
-SHM__INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
-SHM__INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
-SHM__INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);
-SHM__INTERNAL void shm__fence(const char *what);
-SHM__INTERNAL void shm__map_nodes(void);
-SHM__INTERNAL void shm__pmix_close(void);
+SHMALLOC_INTERNAL int shm__pmix_init(void);
+SHMALLOC_INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
+SHMALLOC_INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
+SHMALLOC_INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);
+SHMALLOC_INTERNAL void shm__fence(const char *what);
+SHMALLOC_INTERNAL void shm__map_nodes(void);
+SHMALLOC_INTERNAL void shm__pmix_close(void);
 
 /* ---- fabric (fabric.c, progress.c) ------------------------------------- */
 enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
@@ -154,16 +147,16 @@ typedef struct shm__fabric {
     int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
 } shm__fabric;
 
-SHM__INTERNAL void shm__fabric_open(void);
-SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
+SHMALLOC_INTERNAL void shm__fabric_open(void);
+SHMALLOC_INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
                                    void **desc);
-SHM__INTERNAL void shm__post_recv(int slot);
-SHM__INTERNAL void shm__fabric_close(void);
-SHM__INTERNAL void shm__describe(void);
-SHM__INTERNAL const char *shm__op_name(int kind);
-SHM__INTERNAL void shm__progress(void);
-SHM__INTERNAL int shm__progress_until(const int *flag);
-SHM__INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
+SHMALLOC_INTERNAL void shm__post_recv(int slot);
+SHMALLOC_INTERNAL void shm__fabric_close(void);
+SHMALLOC_INTERNAL void shm__describe(void);
+SHMALLOC_INTERNAL const char *shm__op_name(int kind);
+SHMALLOC_INTERNAL void shm__progress(void);
+SHMALLOC_INTERNAL int shm__progress_until(const int *flag);
+SHMALLOC_INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
 
 /* ---- the heap's memory and pieces (memory.c) --------------------------- */
 /* A registered piece of this PE's heap: [offset, offset + bytes) from its
@@ -186,10 +179,10 @@ typedef struct shm__heap_state {
     unsigned registrations; /* attempts so far: names each exchange */
 } shm__heap_state;
 
-SHM__INTERNAL void shm__map_heap(size_t max, const shmalloc_map_huge *huge);
-SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
-SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
-SHM__INTERNAL void shm__forget_region(int i);
+SHMALLOC_INTERNAL void shm__map_heap(size_t max, const shmalloc_map_huge *huge);
+SHMALLOC_INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
+SHMALLOC_INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
+SHMALLOC_INTERNAL void shm__forget_region(int i);
 
 /* ---- barrier and all-reduce (barrier.c, node.c) ------------------------ */
 /* A round's message, received possibly before this PE reached the round. */
@@ -214,11 +207,11 @@ typedef struct shm__collective {
     char node_file[160];    /* its name until every PE has it open */
 } shm__collective;
 
-SHM__INTERNAL void shm__deliver(const void *message, size_t len);
-SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
-SHM__INTERNAL void shm__node_open(void);
-SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
-SHM__INTERNAL void shm__node_close(void);
+SHMALLOC_INTERNAL void shm__deliver(const void *message, size_t len);
+SHMALLOC_INTERNAL void shm__disseminate(uint64_t *values, int count);
+SHMALLOC_INTERNAL void shm__node_open(void);
+SHMALLOC_INTERNAL void shm__node_sync(uint64_t *values, int count);
+SHMALLOC_INTERNAL void shm__node_close(void);
 
 /* ---- faults (faults.c) ------------------------------------------------- */
 typedef struct shm__faults {
@@ -232,18 +225,18 @@ typedef struct shm__faults {
     int signals_installed;
 } shm__faults;
 
-SHM__INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHM__INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHM__INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHM__INTERNAL void shm__install_signals(void);
-SHM__INTERNAL void shm__restore_signals(void);
-SHM__INTERNAL void shm__sweep_stale_shm_files(void);
-SHM__INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+SHMALLOC_INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__install_signals(void);
+SHMALLOC_INTERNAL void shm__restore_signals(void);
+SHMALLOC_INTERNAL void shm__sweep_stale_shm_files(void);
+SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                                    size_t ninfo, pmix_info_t results[], size_t nresults,
                                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
-SHM__INTERNAL void shm__check_deaths(void);
-SHM__INTERNAL void shm__cq_failure(void);
-SHM__INTERNAL void shm__barrier_timeout(int pe);
+SHMALLOC_INTERNAL void shm__check_deaths(void);
+SHMALLOC_INTERNAL void shm__cq_failure(void);
+SHMALLOC_INTERNAL void shm__barrier_timeout(int pe);
 
 /* ---- the whole PE (shmem.c) -------------------------------------------- */
 typedef struct shm__world {
@@ -259,9 +252,9 @@ typedef struct shm__world {
     shm__faults faults;
 } shm__world;
 
-SHM__INTERNAL extern shm__world shm__w; /* zero until shmem_init */
+SHMALLOC_INTERNAL extern shm__world shm__w; /* zero until shmem_init */
 
-SHM__INTERNAL void shm__teardown(void);
+SHMALLOC_INTERNAL void shm__teardown(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the
@@ -271,7 +264,7 @@ SHM__INTERNAL void shm__teardown(void);
    poll, so puts of other threads go on meanwhile.  The heap's own lock
    (heap_mutex) is taken before it, never inside.  Copies into same-node
    peers' heaps take no lock.  Below MULTIPLE no lock is taken. */
-SHM__INTERNAL extern pthread_mutex_t shm__progress_mutex;
+SHMALLOC_INTERNAL extern pthread_mutex_t shm__progress_mutex;
 
 static inline void shm__enter(void)
 {

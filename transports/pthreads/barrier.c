@@ -1,0 +1,135 @@
+/* barrier.c - the barrier and all-reduce among the PE threads: see
+   pthreads.h. */
+#include "pthreads.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHM__SPIN_PAUSE 1000 /* barrier polls with a cpu pause, when every PE has a cpu */
+#define SHM__SPIN_YIELD 64   /* then polls with sched_yield */
+
+static int shm__cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int rc;
+    if (pthread_condattr_init(&attr) != 0) return -1;
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cond, &attr) == 0 ? 0 : -1;
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
+
+int shm__barrier_init(shm__barrier *b, int parties, int timeout)
+{
+    void *slots = NULL;
+    b->parties = parties;
+    b->sleepers = 0;
+    b->expired = 0;
+    b->timeout = timeout;
+    b->pauses = parties <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__SPIN_PAUSE : 0;
+    if (posix_memalign(&slots, 64, (size_t)parties * sizeof(shm__slot)) != 0) return -1;
+    memset(slots, 0, (size_t)parties * sizeof(shm__slot));
+    b->slots = (shm__slot *)slots;
+    if (pthread_mutex_init(&b->mutex, NULL) != 0) goto fail_slots;
+    if (shm__cond_init_monotonic(&b->cond) != 0) goto fail_mutex;
+    return 0;
+fail_mutex:
+    pthread_mutex_destroy(&b->mutex);
+fail_slots:
+    free(slots);
+    return -1;
+}
+
+void shm__barrier_fini(shm__barrier *b)
+{
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->mutex);
+    free(b->slots);
+}
+
+static int shm__arrived(const shm__barrier *b, int q, uint64_t epoch)
+{
+    return __atomic_load_n(&b->slots[q].epoch, __ATOMIC_ACQUIRE) >= epoch;
+}
+
+/* Ends the program: PE me waited too long for barrier epoch, unless every
+   PE arrived just now.  The first PE to time out names every PE not there;
+   the others wait for its exit. */
+static void shm__barrier_timeout(shm__barrier *b, int me, uint64_t epoch)
+{
+    char late[384];
+    size_t n = 0;
+    int q, missing = 0, listed = 0;
+    for (q = 0; q < b->parties; q++) {
+        if (shm__arrived(b, q, epoch)) continue;
+        missing++;
+        if (n + 24 < sizeof late) {
+            n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", q);
+            listed++;
+        }
+    }
+    if (missing == 0) return;
+    if (__atomic_exchange_n(&b->expired, 1, __ATOMIC_SEQ_CST))
+        for (;;) pause();
+    if (listed < missing) snprintf(late + n, sizeof late - n, " and %d more", missing - listed);
+    shmalloc_print(2, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, barrier %llu)\n",
+                   b->timeout, missing > 1 ? "s" : "", late, me, b->parties, (unsigned long long)epoch);
+    shmem_global_exit(1);
+}
+
+/* Sleeps until PE q reaches barrier epoch, an arriver wakes us, or the
+   wait's deadline.  A sleeper's increment and re-check are sequentially
+   consistent with an arriver's epoch store and sleepers load (shm__sync). */
+static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shmalloc_wait *wait)
+{
+    struct timespec deadline;
+    shmalloc_wait_deadline(wait, &deadline);
+    __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&b->mutex);
+    while (__atomic_load_n(&b->slots[q].epoch, __ATOMIC_SEQ_CST) < epoch &&
+           pthread_cond_timedwait(&b->cond, &b->mutex, &deadline) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&b->mutex);
+    __atomic_sub_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
+}
+
+/* The slow path of barrier epoch for PE me, once PE q was not there yet. */
+static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
+{
+    shmalloc_wait wait;
+    shmalloc_wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
+    for (;;) {
+        switch (shmalloc_wait_step(&wait)) {
+        case SHMALLOC_WAIT_EXPIRED: shm__barrier_timeout(b, me, epoch); break;
+        case SHMALLOC_WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
+        default: break;
+        }
+        while (q < b->parties && shm__arrived(b, q, epoch)) q++;
+        if (q == b->parties) return;
+    }
+}
+
+/* The epoch store and the sleepers load are sequentially consistent, so
+   an arriver either sees a sleeper or is seen by it. */
+void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count)
+{
+    shm__slot *mine = &b->slots[me];
+    unsigned buf = (unsigned)(epoch & 1u);
+    int q = 0, i;
+    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
+    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST)) {
+        pthread_mutex_lock(&b->mutex);
+        pthread_cond_broadcast(&b->cond);
+        pthread_mutex_unlock(&b->mutex);
+    }
+    while (q < b->parties && shm__arrived(b, q, epoch)) q++;
+    if (q < b->parties) shm__wait_all(b, me, epoch, q);
+    for (q = 0; q < b->parties; q++)
+        if (q != me)
+            for (i = 0; i < count; i++)
+                if (b->slots[q].values[buf][i] > values[i]) values[i] = b->slots[q].values[buf][i];
+}

@@ -1,0 +1,97 @@
+/* pthreads.h - what the files of the pthreads transport share: the
+   barrier, the world of one run and its PEs.  Internal: programs include
+   ../shmalloc_pthreads.h.
+
+   barrier.c  the barrier and all-reduce among the PE threads, with the
+              deadline of SHMALLOC_BARRIER_TIMEOUT
+   run.c      shmalloc_pthreads_run: maps the heaps, starts the PE threads,
+              binds the transport contract
+   shmem.c    the SHMEM names that start no heap: PE numbers, puts, gets */
+#ifndef SHMALLOC_PTHREADS_INTERNAL_H
+#define SHMALLOC_PTHREADS_INTERNAL_H
+
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* MAP_ANONYMOUS and MAP_NORESERVE */
+#endif
+
+#include "../../shmalloc.h"
+#include "../shmalloc_pthreads.h"
+#include "../shmalloc_map.h"
+#include "../shmalloc_wait.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* >> barrier (barrier.c) -------------------------------------------------------
+   Each PE has a slot of whole cache lines.  A PE publishes its values, then
+   the number of the barrier it has reached, in its own slot, and waits
+   until every slot shows that number: it polls, yields, then sleeps
+   (shmalloc_wait.h), and an arriving PE wakes the sleepers only when there
+   are any.  A PE that waits longer than the timeout ends the program,
+   naming the PEs that did not arrive: one that skipped a collective call
+   would otherwise leave its peers waiting forever.  All-reduce values are
+   double-buffered by the number's parity: a PE writes a buffer again two
+   barriers later, once every PE has passed the barrier in between and so
+   has read it.  One barrier per call suffices. */
+typedef struct shm__slot {
+    uint64_t epoch;                  /* atomic: the last barrier this PE reached */
+    uint64_t values[2][SHMALLOC_REDUCE_MAX];
+    char pad[64 - sizeof(uint64_t)]; /* whole cache lines */
+} shm__slot;
+
+typedef struct shm__barrier {
+    shm__slot *slots;    /* one per PE, cache-line aligned */
+    int parties;
+    int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
+    int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_BARRIER_TIMEOUT) */
+    unsigned sleepers;   /* atomic: PEs waiting on cond */
+    int expired;         /* atomic: a PE has timed out and reports it */
+    pthread_mutex_t mutex;
+    pthread_cond_t cond; /* on CLOCK_MONOTONIC, the clock of the wait's deadline */
+} shm__barrier;
+
+SHMALLOC_INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout);
+SHMALLOC_INTERNAL void shm__barrier_fini(shm__barrier *b);
+/* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
+   (count of them) become their maximum over the PEs. */
+SHMALLOC_INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count);
+
+/* >> world (run.c) -------------------------------------------------------------
+   One run of shmalloc_pthreads_run: the PEs, their heaps, the shared state
+   of the barrier and the all-reduce. */
+typedef struct shm__world shm__world;
+
+typedef struct shm__pe {
+    shm__world *world;
+    int index;
+    uint64_t epoch;        /* barriers this PE has reached */
+    shmalloc_map_mem map;      /* the heap's memory (shmalloc_map.h) */
+    shmalloc_heap *heap;   /* published to peers by the barrier after create */
+    long create_err;
+    int thread_started;
+    pthread_t thread;
+    pthread_mutex_t lock;  /* serialises the threads of this PE */
+} shm__pe;
+
+struct shm__world {
+    int npes;
+    size_t nominal;        /* each heap's first size; it may grow to map.bytes */
+    void (*pe_main)(void *arg);
+    void *arg;
+    shm__barrier barrier;
+    int create_failed;     /* written by the threads, read after join */
+    shm__pe *pes;
+    /* Start gate: threads wait here until all were created, so a failed
+       pthread_create cannot leave the others in the first barrier. */
+    pthread_mutex_t gate_mutex;
+    pthread_cond_t gate_cond;
+    int gate;              /* 0 closed, 1 run, -1 give up */
+};
+
+/* The calling thread's PE while it runs pe_main, else NULL. */
+extern SHMALLOC_INTERNAL SHMALLOC_TLS shm__pe *shm__self;
+
+/* The contract's barrier for PE pe (the user pointer of its transport). */
+SHMALLOC_INTERNAL int shm__tp_barrier(void *pe);
+
+#endif /* SHMALLOC_PTHREADS_INTERNAL_H */

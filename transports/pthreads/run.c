@@ -1,0 +1,254 @@
+/* run.c - shmalloc_pthreads_run: the world of one run, its PE threads
+   and the transport contract they bind.  See pthreads.h. */
+#include "pthreads.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+SHMALLOC_TLS shm__pe *shm__self;
+
+/* >> transport ---------------------------------------------------------------
+   The shmalloc_transport members; user is the calling PE's shm__pe. */
+int shm__tp_barrier(void *user)
+{
+    shm__pe *pe = (shm__pe *)user;
+    shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, NULL, 0);
+    return 0;
+}
+
+static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
+{
+    shm__pe *pe = (shm__pe *)user;
+    int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
+    shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count); /* even when bad */
+    return bad ? -1 : 0;
+}
+
+static int shm__tp_lock(void *user)
+{
+    return pthread_mutex_lock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
+}
+
+static int shm__tp_unlock(void *user)
+{
+    return pthread_mutex_unlock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
+}
+
+/* >> pe threads --------------------------------------------------------------*/
+static int shm__wait_gate(shm__world *w)
+{
+    int gate;
+    pthread_mutex_lock(&w->gate_mutex);
+    while (w->gate == 0) pthread_cond_wait(&w->gate_cond, &w->gate_mutex);
+    gate = w->gate;
+    pthread_mutex_unlock(&w->gate_mutex);
+    return gate > 0;
+}
+
+static void shm__open_gate(shm__world *w, int gate)
+{
+    pthread_mutex_lock(&w->gate_mutex);
+    w->gate = gate;
+    pthread_cond_broadcast(&w->gate_cond);
+    pthread_mutex_unlock(&w->gate_mutex);
+}
+
+/* Collective: 1 when every PE created its heap.  The all-reduce's barrier
+   also publishes each pe->heap to the peers. */
+static int shm__all_created(shm__pe *pe)
+{
+    uint64_t failed = pe->heap == NULL ? 1u : 0u;
+    if (failed) __atomic_store_n(&pe->world->create_failed, 1, __ATOMIC_RELAXED);
+    shm__tp_allreduce_max(pe, &failed, 1);
+    return failed == 0;
+}
+
+static void *shm__pe_thread(void *arg)
+{
+    shm__pe *pe = (shm__pe *)arg;
+    shm__world *w = pe->world;
+    shmalloc_transport tp;
+    shmalloc_heap_config config;
+
+    if (!shm__wait_gate(w)) return NULL;
+    memset(&tp, 0, sizeof tp);
+    tp.user = pe;
+    tp.barrier = shm__tp_barrier;
+    tp.allreduce_max = shm__tp_allreduce_max;
+    tp.lock = shm__tp_lock;
+    tp.unlock = shm__tp_unlock;
+    tp.pe = pe->index;
+    tp.npes = w->npes;
+    config.nominal = w->nominal;
+    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    pe->heap = shmalloc_heap_create_with(pe->map.base, pe->map.bytes, &config, &tp, &pe->create_err);
+    /* If some PE failed, those that succeeded skip destroy too: it is
+       collective, and the heaps hold nothing outside the memory we unmap. */
+    if (!shm__all_created(pe)) return NULL;
+    shm__self = pe;
+    shmalloc_set_current(pe->heap);
+    w->pe_main(w->arg);
+    shmem_quiet();
+    shm__tp_barrier(pe); /* peers may still read this heap */
+    shmalloc_heap_destroy(pe->heap);
+    shmalloc_set_current(NULL);
+    shm__self = NULL;
+    return NULL;
+}
+
+/* >> run ---------------------------------------------------------------------*/
+static int shm__world_init(shm__world *w, int npes, int timeout, void (*pe_main)(void *), void *arg)
+{
+    memset(w, 0, sizeof *w);
+    w->npes = npes;
+    w->pe_main = pe_main;
+    w->arg = arg;
+    w->pes = (shm__pe *)calloc((size_t)npes, sizeof *w->pes);
+    if (w->pes == NULL) goto fail_alloc;
+    if (shm__barrier_init(&w->barrier, npes, timeout) != 0) goto fail_alloc;
+    if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_barrier;
+    if (pthread_cond_init(&w->gate_cond, NULL) != 0) goto fail_gate;
+    return 0;
+fail_gate:
+    pthread_mutex_destroy(&w->gate_mutex);
+fail_barrier:
+    shm__barrier_fini(&w->barrier);
+fail_alloc:
+    free(w->pes);
+    return -1;
+}
+
+static void shm__world_fini(shm__world *w)
+{
+    int q;
+    for (q = 0; q < w->npes; q++) {
+        if (w->pes[q].map.base != NULL) {
+            shmalloc_map_release(&w->pes[q].map);
+            pthread_mutex_destroy(&w->pes[q].lock);
+        }
+    }
+    pthread_cond_destroy(&w->gate_cond);
+    pthread_mutex_destroy(&w->gate_mutex);
+    shm__barrier_fini(&w->barrier);
+    free(w->pes);
+}
+
+/* Maps every PE's heap; -1 after a message when one cannot be mapped.  A
+   heap short of the huge pages asked for says so when it is the first or
+   differs from the first. */
+static int shm__map_all(shm__world *w, size_t bytes, const shmalloc_map_huge *huge)
+{
+    int q;
+    for (q = 0; q < w->npes; q++) {
+        shm__pe *pe = &w->pes[q];
+        pe->world = w;
+        pe->index = q;
+        if (shmalloc_map_heap(&pe->map, bytes, huge, 0, NULL) != 0) {
+            fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d: %s\n",
+                    bytes, q, strerror(errno));
+            return -1;
+        }
+        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, huge, q);
+        if (pthread_mutex_init(&pe->lock, NULL) != 0) {
+            shmalloc_map_release(&pe->map);
+            fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Starts the threads behind the gate and joins them; -1 when one could
+   not be started (the others then return without touching their heaps). */
+static int shm__start_and_join(shm__world *w)
+{
+    int q, started = 1;
+    for (q = 0; q < w->npes && started; q++) {
+        shm__pe *pe = &w->pes[q];
+        pe->thread_started = pthread_create(&pe->thread, NULL, shm__pe_thread, pe) == 0;
+        started = pe->thread_started;
+    }
+    if (!started)
+        fprintf(stderr, "shmalloc_pthreads_run: cannot start the thread of PE %d\n", q - 1);
+    shm__open_gate(w, started ? 1 : -1);
+    for (q = 0; q < w->npes; q++)
+        if (w->pes[q].thread_started) pthread_join(w->pes[q].thread, NULL);
+    return started ? 0 : -1;
+}
+
+static void shm__report_create_failure(const shm__world *w)
+{
+    int q;
+    for (q = 0; q < w->npes; q++) {
+        if (w->pes[q].heap == NULL) {
+            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap "
+                    "(malloc_error %ld)\n", q, w->pes[q].create_err);
+            return;
+        }
+    }
+}
+
+/* The run-time options, once per run; heap_size, when not 0, stands for
+   the heap size variables. */
+static int shm__read_options(size_t heap_size)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%zu", heap_size);
+    if (heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", heap_size, SHMALLOC_MAX_LOG2);
+        return -1;
+    }
+    if (shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, heap_size ? text : NULL) != 0) return -1;
+    return shmalloc_options_read(environ);
+}
+
+/* The nominal size and the bytes to reserve: shmalloc_heap_bytes of
+   SHMALLOC_HEAP_MAX when the heap may grow, else of the nominal size. */
+static int shm__check_size(size_t *nominal, size_t *bytes)
+{
+    size_t max, heap_size = (size_t)shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE].value;
+    if (shmalloc_heap_max_from_env(heap_size, &max) != 0) return -1;
+    *nominal = max > heap_size ? heap_size : SIZE_MAX; /* SIZE_MAX: no growth */
+    *bytes = shmalloc_heap_bytes(max);
+    if (*bytes < max) {
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", heap_size);
+        return -1;
+    }
+    return 0;
+}
+
+int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
+{
+    shm__world w;
+    shmalloc_map_huge huge;
+    size_t nominal, bytes;
+    int rc;
+
+    if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
+        fprintf(stderr, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n", npes,
+                SHMALLOC_PTHREADS_MAX_PES);
+        return 1;
+    }
+    if (pe_main == NULL) {
+        fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
+        return 1;
+    }
+    if (shm__read_options(heap_size) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
+        shmalloc_map_huge_from_env(&huge) != 0)
+        return 1;
+    if (shm__world_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
+        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
+        return 1;
+    }
+    w.nominal = nominal;
+    rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
+    if (rc == 0 && w.create_failed) {
+        shm__report_create_failure(&w);
+        rc = -1;
+    }
+    shm__world_fini(&w);
+    return rc == 0 ? 0 : 1;
+}

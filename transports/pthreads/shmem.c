@@ -1,0 +1,91 @@
+/* shmem.c - the SHMEM names of the pthreads transport: PE numbers,
+   barrier, puts and gets.  A put is a memcpy into the peer's heap, at the
+   same offset.  See pthreads.h. */
+#include "pthreads.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int shmem_my_pe(void)
+{
+    return shm__self != NULL ? shm__self->index : -1;
+}
+
+int shmem_n_pes(void)
+{
+    return shm__self != NULL ? shm__self->world->npes : 0;
+}
+
+void shmem_quiet(void)
+{
+    /* Puts are plain memcpy, complete on return: only ordering is left. */
+#if !defined(SHMALLOC_TSAN)
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+void shmem_barrier_all(void)
+{
+    if (shm__self == NULL) return;
+    shmem_quiet();
+    shm__tp_barrier(shm__self);
+}
+
+static int shm__valid_pe(const shm__pe *me, int pe)
+{
+    return me != NULL && pe >= 0 && pe < me->world->npes;
+}
+
+void *shmem_ptr(const void *dest, int pe)
+{
+    shm__pe *me = shm__self;
+    size_t offset;
+
+    if (!shm__valid_pe(me, pe) || !shmalloc_heap_contains(me->heap, dest)) return NULL;
+    offset = (size_t)((const char *)dest - (const char *)shmalloc_heap_base(me->heap));
+    return (char *)shmalloc_heap_base(me->world->pes[pe].heap) + offset;
+}
+
+int shmem_addr_accessible(const void *addr, int pe)
+{
+    shm__pe *me = shm__self;
+    return shm__valid_pe(me, pe) && shmalloc_heap_contains(me->heap, addr);
+}
+
+/* Peer pe's address of the symmetric range [addr, addr + n); ends the
+   process when the range is not wholly inside this PE's heap. */
+static char *shm__remote_range(const char *what, const void *addr, size_t n, int pe)
+{
+    shm__pe *me = shm__self;
+    uintptr_t last = (uintptr_t)addr + (n - 1);
+    char *remote = (char *)shmem_ptr(addr, pe);
+
+    if (remote == NULL || last < (uintptr_t)addr ||
+        !shmalloc_heap_contains(me->heap, (const void *)last)) {
+        fprintf(stderr, "%s: %zu bytes at %p on PE %d are not a symmetric range "
+                "(calling PE %d of %d)\n", what, n, addr, pe, shmem_my_pe(), shmem_n_pes());
+        shmem_global_exit(1);
+    }
+    return remote;
+}
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    if (nelems == 0) return;
+    memcpy(shm__remote_range("shmem_putmem", dest, nelems, pe), source, nelems);
+}
+
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    if (nelems == 0) return;
+    memcpy(dest, shm__remote_range("shmem_getmem", source, nelems, pe), nelems);
+}
+
+void shmem_global_exit(int status)
+{
+    /* _exit, not exit: atexit handlers and library destructors would run
+       while the other PE threads are still using the heaps. */
+    fflush(NULL);
+    _exit(status);
+}

@@ -82,98 +82,149 @@ static size_t pick_size(uint8_t a, uint8_t b)
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+/* One decoded operation: the slot it acts on and its two argument bytes,
+   with the size and alignment drawn from them. */
+typedef struct op {
+    size_t i;
+    uint8_t kind, a, b;
+    size_t size, align;
+} op;
+
+/* malloc (kind 0) or memalign (kind 1) into an empty slot */
+static void op_allocate(const op *o)
 {
-    size_t pos, i;
-    memset(live, 0, sizeof live);
-    /* an odd first byte: a region that starts small and grows (case 5) */
-    heap = len && (data[0] & 1) ? shmalloc_tlsf_create_reserved(region, HEAP, (size_t)data[0] << 6)
-                                : shmalloc_tlsf_create(region, HEAP);
-    if (!heap) fail("create", 0);
-    for (pos = 0; pos + 4 <= len; pos += 4) {
-        uint8_t kind = data[pos], a = data[pos + 2], b = data[pos + 3];
-        size_t size = pick_size(a, b), align = (size_t)1 << (b % 24);
-        unsigned char *p;
-        i = data[pos + 1] % SLOTS;
-        switch (kind % 7) {
-        case 0: /* malloc or memalign into an empty slot */
-        case 1:
-            if (live[i].p) break;
-            p = kind % 7 ? shmalloc_tlsf_memalign(heap, align, size) : shmalloc_tlsf_malloc(heap, size);
-            if (p) admit(i, p, size, kind % 7 ? align : 1, a);
-            break;
-        case 2: /* realloc keeps contents and alignment */
-            if (!live[i].p || !size) break;
-            p = shmalloc_tlsf_realloc(heap, live[i].p, size);
-            if (p) {
-                size_t keep = size < live[i].size ? size : live[i].size;
-                live[i].p = p;
-                verify_tag(i, keep);
-                admit(i, p, size, live[i].align, live[i].tag);
-            } else {
-                verify_tag(i, live[i].size);
-            }
-            break;
-        case 3: /* free */
-            if (!live[i].p) break;
-            verify_tag(i, live[i].size);
-            if (shmalloc_tlsf_free(heap, live[i].p) != SHMALLOC_TLSF_OK) fail("free of a live block refused", i);
-            if (shmalloc_tlsf_free(heap, live[i].p) == SHMALLOC_TLSF_OK) fail("double free accepted", i);
-            live[i].p = NULL;
-            break;
-        case 4: /* wild and interior pointers are refused */
-            p = live[i].p ? live[i].p + 1 + (a % 64) : region + (size % HEAP);
-            if (shmalloc_tlsf_validate(heap, p) == SHMALLOC_TLSF_OK) {
-                size_t k, owner = 0;
-                for (k = 0; k < SLOTS; k++) owner |= live[k].p == p;
-                if (!owner) fail("a pointer that is not a block was accepted", i);
-                break;
-            }
-            if (shmalloc_tlsf_free(heap, p) == SHMALLOC_TLSF_OK) fail("bad free accepted", i);
-            break;
-        case 6: { /* the spec area: taken from the top, never over a live block */
-            ptrdiff_t inc = (ptrdiff_t)(b * 64) * (a & 1 ? -1 : 1);
-            unsigned char *top = shmalloc_tlsf_sbreak(heap, inc);
-            size_t k;
-            if (!top) break;
-            for (k = 0; k < SLOTS; k++)
-                if (live[k].p && live[k].p + live[k].size > top) fail("spec area over a live block", k);
-            if (inc > 0) memset(top, 0xee, (size_t)inc);
-            break;
-        }
-        case 5: { /* growth: all of the room, or none of it changes */
-            size_t room = shmalloc_tlsf_room(heap), n = (size_t)b * 48 + (a & 15);
-            shmalloc_counters before, after;
-            shmalloc_tlsf_counters(heap, &before);
-            if (shmalloc_tlsf_grow(heap, n) == SHMALLOC_TLSF_OK) {
-                size_t got = room - shmalloc_tlsf_room(heap);
-                shmalloc_tlsf_counters(heap, &after);
-                if (before.spec || got < n || got > n + 47 || after.capacity != before.capacity + got)
-                    fail("growth by the wrong amount", i);
-            } else if (room >= (n < 32 ? 32 : (n + 15) & ~(size_t)15) && !before.spec) {
-                fail("growth refused with room to spare", i);
-            }
-            if (!(a & 0x80)) break;
-        }
-        /* fall through */
-        default: /* absurd requests fail cleanly */
-            if (shmalloc_tlsf_malloc(heap, SIZE_MAX - a) || shmalloc_tlsf_memalign(heap, (size_t)1 << 63, 16) ||
-                shmalloc_tlsf_memalign(heap, 24, 16))
-                fail("absurd request succeeded", i);
-            break;
-        }
-        if (shmalloc_tlsf_check(heap, -1)) fail("heap check failed", i);
+    int aligned = o->kind % 7 != 0;
+    unsigned char *p;
+    if (live[o->i].p) return;
+    p = aligned ? shmalloc_tlsf_memalign(heap, o->align, o->size) : shmalloc_tlsf_malloc(heap, o->size);
+    if (p) admit(o->i, p, o->size, aligned ? o->align : 1, o->a);
+}
+
+/* realloc keeps contents and alignment */
+static void op_realloc(const op *o)
+{
+    size_t i = o->i;
+    unsigned char *p;
+    if (!live[i].p || !o->size) return;
+    p = shmalloc_tlsf_realloc(heap, live[i].p, o->size);
+    if (p) {
+        size_t keep = o->size < live[i].size ? o->size : live[i].size;
+        live[i].p = p;
+        verify_tag(i, keep);
+        admit(i, p, o->size, live[i].align, live[i].tag);
+    } else {
+        verify_tag(i, live[i].size);
     }
+}
+
+static void op_free(const op *o)
+{
+    size_t i = o->i;
+    if (!live[i].p) return;
+    verify_tag(i, live[i].size);
+    if (shmalloc_tlsf_free(heap, live[i].p) != SHMALLOC_TLSF_OK) fail("free of a live block refused", i);
+    if (shmalloc_tlsf_free(heap, live[i].p) == SHMALLOC_TLSF_OK) fail("double free accepted", i);
+    live[i].p = NULL;
+}
+
+/* wild and interior pointers are refused */
+static void op_bad_pointer(const op *o)
+{
+    unsigned char *p = live[o->i].p ? live[o->i].p + 1 + (o->a % 64) : region + (o->size % HEAP);
+    if (shmalloc_tlsf_validate(heap, p) == SHMALLOC_TLSF_OK) {
+        size_t k, owner = 0;
+        for (k = 0; k < SLOTS; k++) owner |= live[k].p == p;
+        if (!owner) fail("a pointer that is not a block was accepted", o->i);
+        return;
+    }
+    if (shmalloc_tlsf_free(heap, p) == SHMALLOC_TLSF_OK) fail("bad free accepted", o->i);
+}
+
+/* growth: all of the room, or none of it changes */
+static void op_grow(const op *o)
+{
+    size_t room = shmalloc_tlsf_room(heap), n = (size_t)o->b * 48 + (o->a & 15);
+    shmalloc_counters before, after;
+    shmalloc_tlsf_counters(heap, &before);
+    if (shmalloc_tlsf_grow(heap, n) == SHMALLOC_TLSF_OK) {
+        size_t got = room - shmalloc_tlsf_room(heap);
+        shmalloc_tlsf_counters(heap, &after);
+        if (before.spec || got < n || got > n + 47 || after.capacity != before.capacity + got)
+            fail("growth by the wrong amount", o->i);
+    } else if (room >= (n < 32 ? 32 : (n + 15) & ~(size_t)15) && !before.spec) {
+        fail("growth refused with room to spare", o->i);
+    }
+}
+
+/* the spec area: taken from the top, never over a live block */
+static void op_sbreak(const op *o)
+{
+    ptrdiff_t inc = (ptrdiff_t)(o->b * 64) * (o->a & 1 ? -1 : 1);
+    unsigned char *top = shmalloc_tlsf_sbreak(heap, inc);
+    size_t k;
+    if (!top) return;
+    for (k = 0; k < SLOTS; k++)
+        if (live[k].p && live[k].p + live[k].size > top) fail("spec area over a live block", k);
+    if (inc > 0) memset(top, 0xee, (size_t)inc);
+}
+
+/* absurd requests fail cleanly */
+static void op_absurd(const op *o)
+{
+    if (shmalloc_tlsf_malloc(heap, SIZE_MAX - o->a) || shmalloc_tlsf_memalign(heap, (size_t)1 << 63, 16) ||
+        shmalloc_tlsf_memalign(heap, 24, 16))
+        fail("absurd request succeeded", o->i);
+}
+
+/* One operation from its four input bytes (kind, slot, a, b), then the heap check. */
+static void run_op(const uint8_t *bytes)
+{
+    op o;
+    o.kind = bytes[0];
+    o.i = bytes[1] % SLOTS;
+    o.a = bytes[2];
+    o.b = bytes[3];
+    o.size = pick_size(o.a, o.b);
+    o.align = (size_t)1 << (o.b % 24);
+    switch (o.kind % 7) {
+    case 0:
+    case 1: op_allocate(&o); break;
+    case 2: op_realloc(&o); break;
+    case 3: op_free(&o); break;
+    case 4: op_bad_pointer(&o); break;
+    case 5:
+        op_grow(&o);
+        if (o.a & 0x80) op_absurd(&o);
+        break;
+    case 6: op_sbreak(&o); break;
+    }
+    if (shmalloc_tlsf_check(heap, -1)) fail("heap check failed", o.i);
+}
+
+/* Every block still live keeps its contents and frees; then none is left. */
+static void free_all_and_check(void)
+{
+    shmalloc_counters c;
+    size_t i;
     for (i = 0; i < SLOTS; i++)
         if (live[i].p) {
             verify_tag(i, live[i].size);
             if (shmalloc_tlsf_free(heap, live[i].p)) fail("final free", i);
         }
-    {
-        shmalloc_counters c;
-        shmalloc_tlsf_counters(heap, &c);
-        if (c.in_use || c.used_blocks) fail("blocks left over", 0);
-    }
+    shmalloc_tlsf_counters(heap, &c);
+    if (c.in_use || c.used_blocks) fail("blocks left over", 0);
     if (shmalloc_tlsf_check(heap, -1)) fail("final heap check", 0);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+    size_t pos;
+    memset(live, 0, sizeof live);
+    /* an odd first byte: a region that starts small and grows (kind 5) */
+    heap = len && (data[0] & 1) ? shmalloc_tlsf_create_reserved(region, HEAP, (size_t)data[0] << 6)
+                                : shmalloc_tlsf_create(region, HEAP);
+    if (!heap) fail("create", 0);
+    for (pos = 0; pos + 4 <= len; pos += 4) run_op(data + pos);
+    free_all_and_check();
     return 0;
 }

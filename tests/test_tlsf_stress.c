@@ -122,87 +122,117 @@ static void assert_failure_is_justified(shmalloc_tlsf *t, size_t need)
               "request needing %zu failed with a free block of %zu", need, lf);
 }
 
+/* The heap under test and the model of its live blocks. */
+typedef struct stress_model {
+    shmalloc_tlsf *t;
+    live_block *live;
+    size_t n;
+    uint32_t next_tag;
+    int good_fit;
+    stress_stats st;
+} stress_model;
+
+/* A block from malloc or memalign (NULL when it failed) joins the model;
+   under good fit, a failure must be justified for `need` bytes. */
+static void stress_admit(stress_model *m, unsigned char *p, size_t s, size_t align, size_t need)
+{
+    if (!p) {
+        m->st.failed++;
+        if (m->good_fit)
+            assert_failure_is_justified(m->t, need);
+        return;
+    }
+    stress_check_new(m->t, m->live, m->n, SIZE_MAX, p, s, align);
+    fill_pattern(p, s, m->next_tag);
+    m->live[m->n++] = (live_block){p, s, align, m->next_tag++};
+    m->st.ok++;
+}
+
+static void stress_malloc(stress_model *m)
+{
+    size_t s = rng_size(16);
+    stress_admit(m, shmalloc_tlsf_malloc(m->t, s), s, 16, round16(s) + SHMALLOC_HEADER);
+}
+
+static void stress_memalign(stress_model *m)
+{
+    size_t a = (size_t)16 << rng_below(9);
+    size_t s = rng_size(14);
+    stress_admit(m, shmalloc_tlsf_memalign(m->t, a, s), s, a, round16(s) + SHMALLOC_HEADER + a);
+}
+
+/* A realloc keeps the contents it can; a failed one leaves the block as it was. */
+static void stress_realloc(stress_model *m, int i)
+{
+    size_t k = rng_below(m->n);
+    live_block *b = &m->live[k];
+    size_t s = rng_size(16);
+    unsigned char *p = shmalloc_tlsf_realloc(m->t, b->p, s);
+    if (p) {
+        size_t keep = s < b->size ? s : b->size;
+        cr_assert(check_pattern(p, keep, b->tag), "op %d: realloc lost contents", i);
+        stress_check_new(m->t, m->live, m->n, k, p, s, b->align);
+        b->p = p;
+        b->size = s;
+        b->tag = m->next_tag++;
+        fill_pattern(p, s, b->tag);
+        m->st.ok++;
+    } else {
+        m->st.failed++;
+        cr_assert_eq(shmalloc_tlsf_validate(m->t, b->p), SHMALLOC_TLSF_OK,
+                     "op %d: failed realloc freed the block", i);
+        cr_assert(check_pattern(b->p, b->size, b->tag),
+                  "op %d: failed realloc changed contents", i);
+    }
+}
+
+static void stress_free(stress_model *m, int i)
+{
+    size_t k = rng_below(m->n);
+    cr_assert(check_pattern(m->live[k].p, m->live[k].size, m->live[k].tag),
+              "op %d: block at offset %zu overwritten", i, off_of(m->t, m->live[k].p));
+    cr_assert_eq(shmalloc_tlsf_free(m->t, m->live[k].p), SHMALLOC_TLSF_OK);
+    m->live[k] = m->live[--m->n];
+}
+
+/* After op i: the counters agree with the model, and every check_every
+   ops the heap checker passes. */
+static void stress_check_after_op(const stress_model *m, int i, int check_every)
+{
+    shmalloc_counters c = counters(m->t);
+    cr_assert_eq(c.used_blocks, m->n, "op %d: used_blocks %zu, model %zu", i, c.used_blocks, m->n);
+    cr_assert_eq(c.in_use + c.free, c.capacity, "op %d", i);
+    if (check_every && i % check_every == 0)
+        cr_assert(shmalloc_tlsf_check(m->t, -1) == 0, "op %d: heap check failed", i);
+}
+
 static stress_stats run_stress(uint64_t seed, int ops, size_t cap, int check_every,
                                int good_fit)
 {
     static live_block live[STRESS_MAX_LIVE];
-    size_t n = 0;
-    uint32_t next_tag = 1;
-    stress_stats st = {0, 0};
-    shmalloc_tlsf *t = heap_with_capacity(cap, NULL);
+    stress_model m = {heap_with_capacity(cap, NULL), live, 0, 1, good_fit, {0, 0}};
     rng_seed(seed);
     for (int i = 0; i < ops; i++) {
         unsigned op = (unsigned)rng_below(100);
-        if (n >= STRESS_MAX_LIVE - 1)
+        if (m.n >= STRESS_MAX_LIVE - 1)
             op = 99;
-        if (n == 0 || op < 40) { /* malloc */
-            size_t s = rng_size(16);
-            unsigned char *p = shmalloc_tlsf_malloc(t, s);
-            if (p) {
-                stress_check_new(t, live, n, SIZE_MAX, p, s, 16);
-                fill_pattern(p, s, next_tag);
-                live[n++] = (live_block){p, s, 16, next_tag++};
-                st.ok++;
-            } else {
-                st.failed++;
-                if (good_fit)
-                    assert_failure_is_justified(t, round16(s) + SHMALLOC_HEADER);
-            }
-        } else if (op < 52) { /* memalign */
-            size_t a = (size_t)16 << rng_below(9);
-            size_t s = rng_size(14);
-            unsigned char *p = shmalloc_tlsf_memalign(t, a, s);
-            if (p) {
-                stress_check_new(t, live, n, SIZE_MAX, p, s, a);
-                fill_pattern(p, s, next_tag);
-                live[n++] = (live_block){p, s, a, next_tag++};
-                st.ok++;
-            } else {
-                st.failed++;
-                if (good_fit)
-                    assert_failure_is_justified(t, round16(s) + SHMALLOC_HEADER + a);
-            }
-        } else if (op < 70) { /* realloc */
-            size_t k = rng_below(n);
-            live_block *b = &live[k];
-            size_t s = rng_size(16);
-            unsigned char *p = shmalloc_tlsf_realloc(t, b->p, s);
-            if (p) {
-                size_t keep = s < b->size ? s : b->size;
-                cr_assert(check_pattern(p, keep, b->tag), "op %d: realloc lost contents", i);
-                stress_check_new(t, live, n, k, p, s, b->align);
-                b->p = p;
-                b->size = s;
-                b->tag = next_tag++;
-                fill_pattern(p, s, b->tag);
-                st.ok++;
-            } else {
-                st.failed++;
-                cr_assert_eq(shmalloc_tlsf_validate(t, b->p), SHMALLOC_TLSF_OK,
-                             "op %d: failed realloc freed the block", i);
-                cr_assert(check_pattern(b->p, b->size, b->tag),
-                          "op %d: failed realloc changed contents", i);
-            }
-        } else { /* free */
-            size_t k = rng_below(n);
-            cr_assert(check_pattern(live[k].p, live[k].size, live[k].tag),
-                      "op %d: block at offset %zu overwritten", i, off_of(t, live[k].p));
-            cr_assert_eq(shmalloc_tlsf_free(t, live[k].p), SHMALLOC_TLSF_OK);
-            live[k] = live[--n];
-        }
-        shmalloc_counters c = counters(t);
-        cr_assert_eq(c.used_blocks, n, "op %d: used_blocks %zu, model %zu", i, c.used_blocks, n);
-        cr_assert_eq(c.in_use + c.free, c.capacity, "op %d", i);
-        if (check_every && i % check_every == 0)
-            cr_assert(shmalloc_tlsf_check(t, -1) == 0, "op %d: heap check failed", i);
+        if (m.n == 0 || op < 40)
+            stress_malloc(&m);
+        else if (op < 52)
+            stress_memalign(&m);
+        else if (op < 70)
+            stress_realloc(&m, i);
+        else
+            stress_free(&m, i);
+        stress_check_after_op(&m, i, check_every);
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < m.n; i++) {
         cr_assert(check_pattern(live[i].p, live[i].size, live[i].tag));
-        cr_assert_eq(shmalloc_tlsf_free(t, live[i].p), SHMALLOC_TLSF_OK);
+        cr_assert_eq(shmalloc_tlsf_free(m.t, live[i].p), SHMALLOC_TLSF_OK);
     }
-    cr_assert_eq(counters(t).in_use, 0);
-    assert_tlsf_ok(t);
-    return st;
+    cr_assert_eq(counters(m.t).in_use, 0);
+    assert_tlsf_ok(m.t);
+    return m.st;
 }
 
 Test(tlsf_stress, random_50k_ops_match_the_model, .timeout = 120)

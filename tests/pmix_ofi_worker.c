@@ -189,6 +189,10 @@ static size_t used_blocks(void)
     return c.used_blocks;
 }
 
+/* The neighbours in the ring of PEs. */
+static int right_pe(void) { return (me + 1) % npes; }
+static int left_pe(void) { return (me + npes - 1) % npes; }
+
 /* ---- scenarios --------------------------------------------------------- */
 static void scenario_symmetric(void)
 {
@@ -239,25 +243,17 @@ static void scenario_symmetric(void)
     CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
 }
 
-static void scenario_putget(void)
+#define PUTGET_SMALL ((size_t)256 << 10)
+#define PUTGET_BIG (((size_t)3 << 20) + 123) /* larger than the bounce buffer */
+
+/* Whole block, then an odd piece at an odd offset, from malloc'ed memory. */
+static void putget_to_neighbour(unsigned char *block, unsigned char *src)
 {
-    const size_t small = (size_t)256 << 10, big = ((size_t)3 << 20) + 123;
-    int right = (me + 1) % npes, left = (me + npes - 1) % npes, q, on_stack = 0;
-    unsigned char *block = (unsigned char *)shmem_malloc(small);
-    unsigned char *large = (unsigned char *)shmem_malloc(big);
-    unsigned char *heap_buf = (unsigned char *)shmem_malloc(4096);
-    unsigned char *src = (unsigned char *)malloc(big), *back = (unsigned char *)malloc(big);
-
-    CHECK(block && large && heap_buf && src && back);
-    if (!block || !large || !heap_buf || !src || !back) goto out;
-    memset(block, 0, small);
+    int right = right_pe(), left = left_pe();
+    fill(src, me, 1, 0, PUTGET_SMALL);
+    shmem_putmem(block, src, PUTGET_SMALL, right);
     shmem_barrier_all();
-
-    /* Whole block, then an odd piece at an odd offset, from malloc'ed memory. */
-    fill(src, me, 1, 0, small);
-    shmem_putmem(block, src, small, right);
-    shmem_barrier_all();
-    CHECK_PATTERN(block, left, 1, 0, small);
+    CHECK_PATTERN(block, left, 1, 0, PUTGET_SMALL);
     shmem_barrier_all(); /* the right neighbour has checked its block too */
     fill(src, me, 2, 0, 1004);
     shmem_putmem(block + 7, src + 3, 1001, right);
@@ -265,47 +261,81 @@ static void scenario_putget(void)
     CHECK_PATTERN(block + 7, left, 2, 3, 1001);
     CHECK_EQ(block[6], pattern(left, 1, 6));
     CHECK_EQ(block[1008], pattern(left, 1, 1008));
+}
 
-    /* Larger than the bounce buffer; then back with getmem. */
-    fill(src, me, 3, 0, big);
-    shmem_putmem(large, src, big, right);
+/* Larger than the bounce buffer; then back with getmem. */
+static void putget_large(unsigned char *large, unsigned char *src, unsigned char *back)
+{
+    int right = right_pe();
+    fill(src, me, 3, 0, PUTGET_BIG);
+    shmem_putmem(large, src, PUTGET_BIG, right);
     shmem_quiet();
     shmem_barrier_all();
-    CHECK_PATTERN(large, left, 3, 0, big);
-    memset(back, 0, big);
-    shmem_getmem(back, large, big, right);
-    CHECK_PATTERN(back, me, 3, 0, big);
+    CHECK_PATTERN(large, left_pe(), 3, 0, PUTGET_BIG);
+    memset(back, 0, PUTGET_BIG);
+    shmem_getmem(back, large, PUTGET_BIG, right);
+    CHECK_PATTERN(back, me, 3, 0, PUTGET_BIG);
     shmem_getmem(back, large + 1, 17, right);
     CHECK_PATTERN(back, me, 3, 1, 17);
+}
 
-    /* Heap to heap: getmem into the heap, putmem from it. */
-    shmem_getmem(heap_buf, large, 4096, right);
+/* Heap to heap: getmem into the heap, putmem from it. */
+static void putget_heap_to_heap(unsigned char *block, unsigned char *large, unsigned char *heap_buf)
+{
+    shmem_getmem(heap_buf, large, 4096, right_pe());
     CHECK_PATTERN(heap_buf, me, 3, 0, 4096);
     shmem_barrier_all();
-    shmem_putmem(block, heap_buf, 4096, right);
+    shmem_putmem(block, heap_buf, 4096, right_pe());
     shmem_barrier_all();
-    CHECK_PATTERN(block, left, 3, 0, 4096);
+    CHECK_PATTERN(block, left_pe(), 3, 0, 4096);
+}
 
-    /* This PE. */
+/* To and from this PE, and a put of nothing at all. */
+static void putget_self(unsigned char *block, unsigned char *src, unsigned char *back)
+{
     fill(src, me, 4, 0, 100);
     shmem_putmem(block, src, 100, me);
     CHECK_PATTERN(block, me, 4, 0, 100);
     memset(back, 0, 100);
     shmem_getmem(back, block, 100, me);
     CHECK_PATTERN(back, me, 4, 0, 100);
-    shmem_putmem(block, src, 0, right); /* nothing at all */
+    shmem_putmem(block, src, 0, right_pe());
+}
 
+/* shmem_ptr and shmem_addr_accessible: heap blocks on every PE, nothing
+   else and no PE out of range. */
+static void check_accessible(unsigned char *block, unsigned char *large, unsigned char *src)
+{
+    int q, on_stack = 0;
     CHECK(shmem_ptr(block, me) == block);
     CHECK(shmem_ptr(&on_stack, me) == NULL);
     for (q = 0; q < npes; q++) {
         if (q != me && expect_direct() >= 0) CHECK_EQ(shmem_ptr(block, q) != NULL, expect_direct());
         CHECK_EQ(shmem_addr_accessible(block, q), 1);
-        CHECK_EQ(shmem_addr_accessible(large + big - 1, q), 1);
+        CHECK_EQ(shmem_addr_accessible(large + PUTGET_BIG - 1, q), 1);
     }
     CHECK_EQ(shmem_addr_accessible(block, npes), 0);
     CHECK_EQ(shmem_addr_accessible(block, -1), 0);
     CHECK_EQ(shmem_addr_accessible(&on_stack, 0), 0);
     CHECK_EQ(shmem_addr_accessible(src, 0), 0);
+}
+
+static void scenario_putget(void)
+{
+    unsigned char *block = (unsigned char *)shmem_malloc(PUTGET_SMALL);
+    unsigned char *large = (unsigned char *)shmem_malloc(PUTGET_BIG);
+    unsigned char *heap_buf = (unsigned char *)shmem_malloc(4096);
+    unsigned char *src = (unsigned char *)malloc(PUTGET_BIG), *back = (unsigned char *)malloc(PUTGET_BIG);
+
+    CHECK(block && large && heap_buf && src && back);
+    if (!block || !large || !heap_buf || !src || !back) goto out;
+    memset(block, 0, PUTGET_SMALL);
+    shmem_barrier_all();
+    putget_to_neighbour(block, src);
+    putget_large(large, src, back);
+    putget_heap_to_heap(block, large, heap_buf);
+    putget_self(block, src, back);
+    check_accessible(block, large, src);
     shmem_barrier_all();
 out:
     shmem_free(heap_buf);
@@ -361,76 +391,98 @@ out:
     free(local);
 }
 
-static void scenario_realloc(void)
+/* 100 bytes seen by the right neighbour, then grown to 5000 past a
+   neighbour block (*q), so growing may move it: contents kept, the same
+   offset everywhere.  NULL when an allocation failed. */
+static unsigned char *realloc_grown_block(unsigned char *buf, unsigned char **q)
 {
-    int right = (me + 1) % npes, left = (me + npes - 1) % npes, on_stack = 0;
-    unsigned char buf[5000];
-    unsigned char *p, *q, *a, *z;
-    size_t i;
-    int zeros;
-
-    p = (unsigned char *)shmem_malloc(100);
+    int right = right_pe();
+    unsigned char *p = (unsigned char *)shmem_malloc(100);
     CHECK(p != NULL);
-    if (!p) return;
+    if (!p) return NULL;
     fill(p, me, 10, 0, 100);
     shmem_barrier_all();
     shmem_getmem(buf, p, 100, right);
     CHECK_PATTERN(buf, right, 10, 0, 100);
 
-    q = (unsigned char *)shmem_malloc(64); /* a neighbour, so growing may move */
-    CHECK(q != NULL);
+    *q = (unsigned char *)shmem_malloc(64); /* a neighbour, so growing may move */
+    CHECK(*q != NULL);
     p = (unsigned char *)shmem_realloc(p, 5000);
     CHECK(p != NULL);
-    if (!p) return;
+    if (!p) return NULL;
     CHECK_SYMMETRIC(p);
     CHECK_PATTERN(p, me, 10, 0, 100);
     fill(p, me, 10, 100, 5000);
     shmem_barrier_all();
     shmem_getmem(buf, p, 5000, right);
     CHECK_PATTERN(buf, right, 10, 0, 5000);
+    return p;
+}
 
+/* p shrunk to 50 bytes, then grown to 1 MiB: contents kept, the same
+   offset everywhere.  NULL when a realloc failed. */
+static unsigned char *realloc_shrunk_then_grown(unsigned char *p, unsigned char *buf)
+{
     p = (unsigned char *)shmem_realloc(p, 50);
     CHECK(p != NULL);
-    if (!p) return;
+    if (!p) return NULL;
     CHECK_SYMMETRIC(p);
     CHECK_PATTERN(p, me, 10, 0, 50);
-    shmem_getmem(buf, p, 50, left);
-    CHECK_PATTERN(buf, left, 10, 0, 50);
+    shmem_getmem(buf, p, 50, left_pe());
+    CHECK_PATTERN(buf, left_pe(), 10, 0, 50);
 
     p = (unsigned char *)shmem_realloc(p, (size_t)1 << 20);
     CHECK(p != NULL);
-    if (!p) return;
+    if (!p) return NULL;
     CHECK_SYMMETRIC(p);
     CHECK_PATTERN(p, me, 10, 0, 50);
     fill(p, me, 11, 0, (size_t)1 << 20);
     shmem_barrier_all();
-    shmem_getmem(buf, p + ((size_t)1 << 20) - 4000, 4000, right);
-    CHECK_PATTERN(buf, right, 11, ((size_t)1 << 20) - 4000, 4000);
+    shmem_getmem(buf, p + ((size_t)1 << 20) - 4000, 4000, right_pe());
+    CHECK_PATTERN(buf, right_pe(), 11, ((size_t)1 << 20) - 4000, 4000);
+    return p;
+}
 
-    z = (unsigned char *)shmem_realloc(NULL, 200); /* as malloc */
+/* realloc of NULL allocates, to 0 frees, of a non-heap address fails. */
+static void realloc_as_malloc_and_free(void)
+{
+    int on_stack = 0;
+    unsigned char *z = (unsigned char *)shmem_realloc(NULL, 200);
     CHECK(z != NULL);
     if (z) CHECK_SYMMETRIC(z);
-    CHECK(shmem_realloc(z, 0) == NULL); /* as free */
+    CHECK(shmem_realloc(z, 0) == NULL);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
     CHECK(shmem_realloc(&on_stack, 10) == NULL);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+}
 
-    a = (unsigned char *)shmem_align(4096, 1000);
+/* A 4096-aligned block seen by the left neighbour; bad alignments fail. */
+static unsigned char *aligned_block(unsigned char *buf)
+{
+    unsigned char *a = (unsigned char *)shmem_align(4096, 1000);
     CHECK(a != NULL);
     if (a) {
         CHECK_EQ((uintptr_t)a % 4096, 0);
         CHECK_SYMMETRIC(a);
         fill(a, me, 12, 0, 1000);
         shmem_barrier_all();
-        shmem_getmem(buf, a, 1000, left);
-        CHECK_PATTERN(buf, left, 12, 0, 1000);
+        shmem_getmem(buf, a, 1000, left_pe());
+        CHECK_PATTERN(buf, left_pe(), 12, 0, 1000);
     }
     CHECK(shmem_align(3, 10) == NULL);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
     CHECK(shmem_align(0, 10) == NULL);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
+    return a;
+}
 
-    z = (unsigned char *)shmem_calloc(100, 8);
+/* A zeroed block seen by the right neighbour; an overflowing calloc and
+   malloc(0) give NULL. */
+static unsigned char *zeroed_block(unsigned char *buf)
+{
+    unsigned char *z = (unsigned char *)shmem_calloc(100, 8);
+    size_t i;
+    int zeros;
     CHECK(z != NULL);
     if (z) {
         for (zeros = 1, i = 0; i < 800; i++) zeros &= z[i] == 0;
@@ -438,14 +490,20 @@ static void scenario_realloc(void)
         CHECK_SYMMETRIC(z);
         fill(z, me, 13, 0, 800);
         shmem_barrier_all();
-        shmem_getmem(buf, z, 800, right);
-        CHECK_PATTERN(buf, right, 13, 0, 800);
+        shmem_getmem(buf, z, 800, right_pe());
+        CHECK_PATTERN(buf, right_pe(), 13, 0, 800);
     }
     CHECK(shmem_calloc(SIZE_MAX / 2, 4) == NULL);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_BAD_SIZE);
     CHECK(shmem_malloc(0) == NULL);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    return z;
+}
 
+/* Frees of an interior, a non-heap and a freed address are refused. */
+static void free_with_errors(unsigned char *a, unsigned char *z)
+{
+    int on_stack = 0;
     if (a) {
         shmem_free(a + 16);
         CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_ALIGNED);
@@ -457,6 +515,20 @@ static void scenario_realloc(void)
     shmem_free(z);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_ALREADY_FREE);
     shmem_free(a);
+}
+
+static void scenario_realloc(void)
+{
+    unsigned char buf[5000];
+    unsigned char *p, *q = NULL, *a, *z;
+    p = realloc_grown_block(buf, &q);
+    if (!p) return;
+    p = realloc_shrunk_then_grown(p, buf);
+    if (!p) return;
+    realloc_as_malloc_and_free();
+    a = aligned_block(buf);
+    z = zeroed_block(buf);
+    free_with_errors(a, z);
     shmem_free(q);
     shmem_free(p);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
@@ -700,58 +772,93 @@ static void scenario_reports(void)
    SHMALLOC_TEST_FAIL_REGISTER=1:1, PE 1's first growth fails, so the
    first large allocation fails on every PE, and the next one grows. */
 #define GROW_PIECES 20
-static void scenario_grow(void)
+#define GROW_MIB ((size_t)1 << 20)
+#define GROW_STRADDLE (2 * GROW_MIB)
+
+/* A block that starts in the first piece and ends in the second, after a
+   failed growth when SHMALLOC_TEST_FAIL_REGISTER is set.  NULL when it
+   could not be had. */
+static unsigned char *grow_straddling_block(size_t size0)
 {
-    const size_t mib = (size_t)1 << 20, first = mib / 2, straddle = 2 * mib;
-    const char *fail_hook = getenv("SHMALLOC_TEST_FAIL_REGISTER");
-    int right = (me + 1) % npes, left = (me + npes - 1) % npes, i;
-    size_t size0 = shmalloc_heap_size(shmalloc_current());
-    unsigned char *a = (unsigned char *)shmem_malloc(first), *b, *p[GROW_PIECES] = {NULL};
-    unsigned char *buf = (unsigned char *)malloc(straddle);
-    CHECK(a && buf);
-    if (!a || !buf) return;
-    CHECK(size0 < 2 * mib);
-    if (fail_hook && npes > 1) {
-        CHECK(shmem_malloc(straddle) == NULL);
+    unsigned char *b;
+    if (getenv("SHMALLOC_TEST_FAIL_REGISTER") && npes > 1) {
+        CHECK(shmem_malloc(GROW_STRADDLE) == NULL);
         CHECK_EQ(malloc_error, SHMEM_MALLOC_FAIL);
         CHECK_EQ(shmalloc_heap_size(shmalloc_current()), size0);
     }
-    b = (unsigned char *)shmem_malloc(straddle); /* starts in the first piece, ends in the second */
+    b = (unsigned char *)shmem_malloc(GROW_STRADDLE);
     CHECK(b != NULL);
-    if (!b) return;
+    if (!b) return NULL;
     CHECK(shmalloc_heap_size(shmalloc_current()) > size0);
-    CHECK(offset_of(b) < size0 && offset_of(b) + straddle > size0);
+    CHECK(offset_of(b) < size0 && offset_of(b) + GROW_STRADDLE > size0);
     CHECK_SYMMETRIC(b);
-    for (i = 0; i < GROW_PIECES; i++) { /* 20 MiB more, from a 1 MiB heap */
-        p[i] = (unsigned char *)shmem_malloc(mib);
+    return b;
+}
+
+/* 20 MiB more, from a 1 MiB heap, piece i filled with tag i.  0 when an
+   allocation failed. */
+static int grow_pieces(unsigned char **p)
+{
+    int i;
+    for (i = 0; i < GROW_PIECES; i++) {
+        p[i] = (unsigned char *)shmem_malloc(GROW_MIB);
         CHECK(p[i] != NULL);
-        if (!p[i]) return;
-        fill(p[i], me, (uint32_t)i, 0, mib);
+        if (!p[i]) return 0;
+        fill(p[i], me, (uint32_t)i, 0, GROW_MIB);
     }
     CHECK_SYMMETRIC(p[GROW_PIECES - 1]);
-    CHECK(shmalloc_heap_size(shmalloc_current()) >= GROW_PIECES * mib);
-    fill(b, me, 100, 0, straddle);
+    CHECK(shmalloc_heap_size(shmalloc_current()) >= GROW_PIECES * GROW_MIB);
+    return 1;
+}
+
+/* The right neighbour's pieces and straddling block, read directly,
+   by getmem and by getmem into the heap. */
+static void grow_read_peer(unsigned char *b, unsigned char **p, unsigned char *buf)
+{
+    int right = right_pe(), i;
+    unsigned char *last = p[GROW_PIECES - 1];
+    fill(b, me, 100, 0, GROW_STRADDLE);
     shmem_barrier_all();
-    if (npes > 1 && expect_direct() >= 0) CHECK_EQ(shmem_ptr(p[GROW_PIECES - 1], right) != NULL, expect_direct());
-    if (npes > 1 && shmem_ptr(p[GROW_PIECES - 1], right)) /* the peer's newest piece, loaded directly */
-        CHECK_PATTERN((unsigned char *)shmem_ptr(p[GROW_PIECES - 1], right), right, GROW_PIECES - 1, 0, mib);
+    if (npes > 1 && expect_direct() >= 0) CHECK_EQ(shmem_ptr(last, right) != NULL, expect_direct());
+    if (npes > 1 && shmem_ptr(last, right)) /* the peer's newest piece, loaded directly */
+        CHECK_PATTERN((unsigned char *)shmem_ptr(last, right), right, GROW_PIECES - 1, 0, GROW_MIB);
     for (i = 0; i < GROW_PIECES; i++) { /* read the right neighbour's copies */
-        shmem_getmem(buf, p[i], mib, right);
-        CHECK_PATTERN(buf, right, (uint32_t)i, 0, mib);
+        shmem_getmem(buf, p[i], GROW_MIB, right);
+        CHECK_PATTERN(buf, right, (uint32_t)i, 0, GROW_MIB);
     }
-    shmem_getmem(buf, b, straddle, right); /* one transfer over two pieces */
-    CHECK_PATTERN(buf, right, 100, 0, straddle);
+    shmem_getmem(buf, b, GROW_STRADDLE, right); /* one transfer over two pieces */
+    CHECK_PATTERN(buf, right, 100, 0, GROW_STRADDLE);
     shmem_barrier_all(); /* the left neighbour has read our last piece */
-    shmem_getmem(p[GROW_PIECES - 1], b + 100, mib, right); /* heap to heap */
-    CHECK_PATTERN(p[GROW_PIECES - 1], right, 100, 100, mib);
+    shmem_getmem(last, b + 100, GROW_MIB, right); /* heap to heap */
+    CHECK_PATTERN(last, right, 100, 100, GROW_MIB);
     shmem_barrier_all();
-    fill(buf, me, 101, 0, straddle);
-    shmem_putmem(b, buf, straddle, left);
-    shmem_putmem(p[0], p[1], mib, left); /* heap to heap, between pieces */
+}
+
+/* Puts into the left neighbour's straddling block and first piece. */
+static void grow_write_peer(unsigned char *b, unsigned char **p, unsigned char *buf)
+{
+    fill(buf, me, 101, 0, GROW_STRADDLE);
+    shmem_putmem(b, buf, GROW_STRADDLE, left_pe());
+    shmem_putmem(p[0], p[1], GROW_MIB, left_pe()); /* heap to heap, between pieces */
     shmem_barrier_all();
-    CHECK_PATTERN(b, right, 101, 0, straddle);
-    CHECK_PATTERN(p[0], right, 1, 0, mib);
+    CHECK_PATTERN(b, right_pe(), 101, 0, GROW_STRADDLE);
+    CHECK_PATTERN(p[0], right_pe(), 1, 0, GROW_MIB);
     shmem_barrier_all();
+}
+
+static void scenario_grow(void)
+{
+    size_t size0 = shmalloc_heap_size(shmalloc_current());
+    unsigned char *a = (unsigned char *)shmem_malloc(GROW_MIB / 2), *b, *p[GROW_PIECES] = {NULL};
+    unsigned char *buf = (unsigned char *)malloc(GROW_STRADDLE);
+    int i;
+    CHECK(a && buf);
+    if (!a || !buf) return;
+    CHECK(size0 < 2 * GROW_MIB);
+    b = grow_straddling_block(size0);
+    if (!b || !grow_pieces(p)) return;
+    grow_read_peer(b, p, buf);
+    grow_write_peer(b, p, buf);
     for (i = 0; i < GROW_PIECES; i++) shmem_free(p[i]);
     shmem_free(b);
     shmem_free(a);

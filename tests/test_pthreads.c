@@ -1065,6 +1065,95 @@ static stress_slot *other_slot(stress_slot *mine, stress_slot *s)
     return s;
 }
 
+/* One step drawn from the shared random sequence: the same on every PE
+   but for `skewed`, which marks the PE whose call differs. */
+typedef struct skew_step {
+    int step, me;
+    stress_slot *s, *o; /* the slot the step acts on, and another live one */
+    uint64_t r;         /* the step's random bits */
+    size_t size, extra, align;
+    int skew;     /* the PEs' calls differ this step */
+    int skewed;   /* this PE's call is the one that differs */
+    int by_block; /* the skewed PE names another block, not another size */
+} skew_step;
+
+static skew_step skew_draw(stress_slot *mine, int step, uint64_t *rng)
+{
+    skew_step k;
+    int npes = shmem_n_pes();
+    k.step = step;
+    k.me = shmem_my_pe();
+    k.s = &mine[rng_next(rng) % STRESS_SLOTS];
+    k.o = other_slot(mine, k.s);
+    k.r = rng_next(rng);
+    k.size = random_size(rng);
+    k.extra = k.r % 5 == 4 ? 4096 : 16 * (k.r % 5 + 1);
+    k.align = (size_t)32 << (k.r >> 32) % 5;
+    k.skew = npes > 1 && k.r % 3 == 0;
+    k.skewed = k.skew && (int)((k.r >> 8) % (uint64_t)npes) == k.me;
+    k.by_block = (k.r >> 48) % 2 && k.o != k.s;
+    return k;
+}
+
+/* A free, of another block on the skewed PE: then it fails everywhere. */
+static void skew_free(const skew_step *k)
+{
+    int skew = k->skew && k->by_block;
+    shmem_free(skew && k->skewed ? k->o->p : k->s->p);
+    if (!skew) k->s->p = NULL;
+    else if (malloc_error != SHMEM_MALLOC_SYMMSIZE_FAILED)
+        pe_failed(__LINE__, "step %d: malloc_error %ld after frees of different blocks", k->step, malloc_error);
+}
+
+/* One of the four allocation calls into an empty slot; the skewed PE asks
+   for another size or alignment. */
+static unsigned char *skew_allocate(skew_step *k)
+{
+    uint64_t kind = (k->r >> 24) % 4;
+    long hints = (long)(k->r >> 56) % 4 == 3 ? SHMEMX_MALLOC_NO_BARRIER : (long)(k->r >> 56) % 4;
+    if (kind == 3 && hints == SHMEMX_MALLOC_NO_BARRIER) /* taken here alone: it cannot fail elsewhere */
+        k->skew = k->skewed = 0;
+    if (k->skewed && kind == 1 && (k->r >> 48) % 2) k->align *= 2; /* another alignment */
+    else if (k->skewed) k->size += k->extra;
+    if (kind == 0) return (unsigned char *)shmem_calloc(1, k->size);
+    if (kind == 1) return (unsigned char *)shmem_align(k->align, k->size);
+    if (kind == 2) return (unsigned char *)shmem_malloc(k->size);
+    return (unsigned char *)shmem_malloc_with_hints(k->size, hints);
+}
+
+/* A realloc of the slot's block; the skewed PE names another block or size. */
+static unsigned char *skew_realloc(skew_step *k)
+{
+    if ((k->r >> 40) % 2) k->size = k->s->size + k->extra; /* a grow, in place when it can */
+    if (k->skewed && !k->by_block) k->size += k->extra;
+    return (unsigned char *)shmem_realloc(k->skewed && k->by_block ? k->o->p : k->s->p, k->size);
+}
+
+/* A mismatched call failed with SYMMSIZE_FAILED, a failed realloc left the
+   old block, a realloc kept the contents; a new block takes the slot. */
+static void skew_check_and_keep(const skew_step *k, unsigned char *p)
+{
+    stress_slot *s = k->s;
+    unsigned tag = s->tag + (unsigned)k->me;
+    if (k->skew) {
+        if (p != NULL) pe_failed(__LINE__, "step %d: a mismatched call returned %p", k->step, (void *)p);
+        if (malloc_error != SHMEM_MALLOC_SYMMSIZE_FAILED)
+            pe_failed(__LINE__, "step %d: malloc_error %ld after a mismatched call", k->step, malloc_error);
+    }
+    if (s->p != NULL && p == NULL && first_unlike(s->p, s->size, tag) != s->size)
+        pe_failed(__LINE__, "step %d: a failed realloc changed the old block", k->step);
+    if (s->p != NULL && p != NULL) {
+        size_t keep = s->size < k->size ? s->size : k->size;
+        if (first_unlike(p, keep, tag) != keep) pe_failed(__LINE__, "step %d: realloc lost contents", k->step);
+    }
+    if (p != NULL) {
+        s->p = p;
+        s->size = k->size;
+        s->tag = (unsigned)k->step;
+        fill_pattern(p, k->size, s->tag + (unsigned)k->me);
+    }
+}
+
 /* arg: the nominal heap size of a heap that grows, or NULL for a full
    one, which must run out now and then. */
 static void pe_skewed(void *arg)
@@ -1072,60 +1161,19 @@ static void pe_skewed(void *arg)
     static stress_slot slots[MAX_PES][STRESS_SLOTS];
     stress_slot *mine = slots[shmem_my_pe()];
     uint64_t rng = 0x5cea1ab1e5eedULL;
-    int step, me = shmem_my_pe(), npes = shmem_n_pes(), skews = 0, ran_out = 0;
+    int step, npes = shmem_n_pes(), skews = 0, ran_out = 0;
     for (step = 0; step < SKEW_STEPS; step++) {
-        stress_slot *s = &mine[rng_next(&rng) % STRESS_SLOTS], *o = other_slot(mine, s);
-        uint64_t r = rng_next(&rng);
-        size_t size = random_size(&rng), extra = r % 5 == 4 ? 4096 : 16 * (r % 5 + 1);
-        size_t align = (size_t)32 << (r >> 32) % 5;
-        int skew = npes > 1 && r % 3 == 0, skewed = skew && (int)((r >> 8) % (uint64_t)npes) == me;
-        int by_block = (r >> 48) % 2 && o != s; /* the skewed PE names another block, not another size */
+        skew_step k = skew_draw(mine, step, &rng);
         unsigned char *p;
-        if (s->p != NULL && (r >> 16) % 4 == 0) {
-            skew = skew && by_block;
-            shmem_free(skew && skewed ? o->p : s->p);
-            if (!skew) s->p = NULL;
-            else if (malloc_error != SHMEM_MALLOC_SYMMSIZE_FAILED)
-                pe_failed(__LINE__, "step %d: malloc_error %ld after frees of different blocks", step, malloc_error);
+        if (k.s->p != NULL && (k.r >> 16) % 4 == 0) {
+            skew_free(&k);
             check_same_heaps(step, NULL);
             continue;
         }
-        if (s->p == NULL) {
-            uint64_t kind = (r >> 24) % 4;
-            long hints = (long)(r >> 56) % 4 == 3 ? SHMEMX_MALLOC_NO_BARRIER : (long)(r >> 56) % 4;
-            if (kind == 3 && hints == SHMEMX_MALLOC_NO_BARRIER) /* taken here alone: it cannot fail elsewhere */
-                skew = skewed = 0;
-            if (skewed && kind == 1 && (r >> 48) % 2) align *= 2; /* another alignment */
-            else if (skewed) size += extra;
-            if (kind == 0) p = (unsigned char *)shmem_calloc(1, size);
-            else if (kind == 1) p = (unsigned char *)shmem_align(align, size);
-            else if (kind == 2) p = (unsigned char *)shmem_malloc(size);
-            else p = (unsigned char *)shmem_malloc_with_hints(size, hints);
-        } else {
-            if ((r >> 40) % 2) size = s->size + extra; /* a grow, in place when it can */
-            if (skewed && !by_block) size += extra;
-            p = (unsigned char *)shmem_realloc(skewed && by_block ? o->p : s->p, size);
-        }
-        if (!skew && p == NULL) ran_out++;
-        if (skew) {
-            skews++;
-            if (p != NULL) pe_failed(__LINE__, "step %d: a mismatched call returned %p", step, (void *)p);
-            if (malloc_error != SHMEM_MALLOC_SYMMSIZE_FAILED)
-                pe_failed(__LINE__, "step %d: malloc_error %ld after a mismatched call", step, malloc_error);
-        }
-        if (s->p != NULL && p == NULL && first_unlike(s->p, s->size, s->tag + (unsigned)me) != s->size)
-            pe_failed(__LINE__, "step %d: a failed realloc changed the old block", step);
-        if (s->p != NULL && p != NULL) {
-            size_t keep = s->size < size ? s->size : size;
-            if (first_unlike(p, keep, s->tag + (unsigned)me) != keep)
-                pe_failed(__LINE__, "step %d: realloc lost contents", step);
-        }
-        if (p != NULL) {
-            s->p = p;
-            s->size = size;
-            s->tag = (unsigned)step;
-            fill_pattern(p, size, s->tag + (unsigned)me);
-        }
+        p = k.s->p == NULL ? skew_allocate(&k) : skew_realloc(&k);
+        ran_out += !k.skew && p == NULL;
+        skews += k.skew;
+        skew_check_and_keep(&k, p);
         check_same_heaps(step, p);
     }
     if (npes > 1 && skews < SKEW_STEPS / 4) pe_failed(__LINE__, "only %d mismatched calls", skews);

@@ -314,116 +314,166 @@ static size_t default_steps(char workload)
     return workload == 'c' ? 500000 : 1000000;
 }
 
-int main(int argc, char **argv)
-{
+/* What the command line asks for, and the sizes that follow from it. */
+typedef struct options {
     const char *name;
     char workload;
-    int callgrind = 0, footprint = 0, is_shm, i, peak_ok = 0;
-    size_t steps = 0, live = 0, warm, lat, ops_timed, ops_lat, rss0 = 0, peak_live;
-    uint64_t t0, t1;
-    double ns_per_op = 0;
-    uint32_t p999 = 0, clock_cost = 0, *hist = NULL;
-    bench_seq seq = {0};
-    run r;
-    shmalloc_tlsf *tlsf = NULL;
+    int callgrind, footprint, is_shm;
+    size_t steps, warm, lat, live;
+} options;
 
+/* Parses argv; execs the sibling binary when another system allocator is
+   asked for, and refuses to run under the wrong malloc. */
+static options parse_options(int argc, char **argv)
+{
+    options o;
+    int i;
+    memset(&o, 0, sizeof o);
     if (argc < 3 || strlen(argv[2]) != 1 || argv[2][0] < 'a' || argv[2][0] > 'd') usage();
-    name = argv[1];
-    workload = argv[2][0];
+    o.name = argv[1];
+    o.workload = argv[2][0];
     for (i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
-        else if (!strcmp(argv[i], "--footprint")) footprint = 1;
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = strtoull(argv[++i], NULL, 10);
+        if (!strcmp(argv[i], "--callgrind")) o.callgrind = 1;
+        else if (!strcmp(argv[i], "--footprint")) o.footprint = 1;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) o.steps = strtoull(argv[++i], NULL, 10);
         else usage();
     }
-    is_shm = !strcmp(name, "shmalloc");
-    if (!is_shm && strcmp(name, "glibc") && strcmp(name, "jemalloc") && strcmp(name, "tcmalloc") &&
-        strcmp(name, "mimalloc"))
+    o.is_shm = !strcmp(o.name, "shmalloc");
+    if (!o.is_shm && strcmp(o.name, "glibc") && strcmp(o.name, "jemalloc") && strcmp(o.name, "tcmalloc") &&
+        strcmp(o.name, "mimalloc"))
         usage();
-    if (!is_shm && strcmp(name, BENCH_SYSTEM)) exec_sibling(name, argv);
-    if (!is_shm && !malloc_is(strcmp(name, "glibc") ? name : "libc.so")) {
-        fprintf(stderr, "core: malloc in this process is not %s's\n", name);
-        return 3;
+    if (!o.is_shm && strcmp(o.name, BENCH_SYSTEM)) exec_sibling(o.name, argv);
+    if (!o.is_shm && !malloc_is(strcmp(o.name, "glibc") ? o.name : "libc.so")) {
+        fprintf(stderr, "core: malloc in this process is not %s's\n", o.name);
+        exit(3);
     }
-    if (!steps) steps = default_steps(workload);
+    if (!o.steps) o.steps = default_steps(o.workload);
     /* b, c and d warm up as allocbench does, with a pass of fill and timed
        steps on a fresh heap before the measured one: the counted loop
        follows the fill, as there */
-    warm = workload == 'a' ? 1000 : 0;
-    lat = callgrind || footprint ? 0 : steps < 200000 ? steps : 200000;
+    o.warm = o.workload == 'a' ? 1000 : 0;
+    o.lat = o.callgrind || o.footprint ? 0 : o.steps < 200000 ? o.steps : 200000;
+    o.live = o.workload == 'a' ? 0 : o.workload == 'd' ? 1000 : 10000;
+    return o;
+}
 
-    memset(&r, 0, sizeof r);
-    r.workload = workload;
-    r.touch = footprint;
-    if (is_shm) {
-        /* a symmetric heap is mapped and faulted in before the first call;
-           callgrind counts instructions, which page faults do not change */
-        int populate = callgrind ? 0 : MAP_POPULATE;
-        void *mem = mmap(NULL, SHM_HEAP_BYTES, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
-        if (mem == MAP_FAILED) bench_die("cannot map the heap");
-        r.base = (char *)mem;
-        r.heap = shmalloc_tlsf_create(mem, SHM_HEAP_BYTES);
-        if (!r.heap) bench_die("shmalloc_tlsf_create failed");
-    }
-    if (workload != 'a') {
-        live = workload == 'd' ? 1000 : 10000;
-        bench_generate(&seq, workload, live, warm, steps, lat);
-        r.slots = (void **)bench_map(live * sizeof *r.slots);
-    }
-    ops_timed = workload == 'd' ? steps : 2 * steps;
-    ops_lat = workload == 'd' ? lat : 2 * lat;
-    if (lat) {
-        r.samples = (uint32_t *)bench_map(ops_lat * sizeof *r.samples + 20000 * sizeof *r.samples);
-        hist = (uint32_t *)bench_map(sizeof(uint32_t) << 16);
-    }
-    if (footprint) {
-        peak_ok = reset_peak_rss();
-        rss0 = rss_bytes();
-    }
+/* The TLSF core's heap over SHM_HEAP_BYTES of fresh memory. */
+static void map_shm_heap(run *r, int callgrind)
+{
+    /* a symmetric heap is mapped and faulted in before the first call;
+       callgrind counts instructions, which page faults do not change */
+    int populate = callgrind ? 0 : MAP_POPULATE;
+    void *mem = mmap(NULL, SHM_HEAP_BYTES, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
+    if (mem == MAP_FAILED) bench_die("cannot map the heap");
+    r->base = (char *)mem;
+    r->heap = shmalloc_tlsf_create(mem, SHM_HEAP_BYTES);
+    if (!r->heap) bench_die("shmalloc_tlsf_create failed");
+}
 
-    r.al = is_shm ? &shm_plain : &sys_plain;
-    if (workload != 'a' && !callgrind && !footprint) {
-        run_ops(&r, seq.ops, seq.begin[PHASE_FILL], seq.begin[PHASE_LAT]);
-        reset(&r, live);
+/* The heap, the operation sequence, the slots and the latency samples:
+   everything mapped before the first measured call.  The histogram for
+   the quantile goes to *hist. */
+static void prepare(run *r, const options *o, bench_seq *seq, uint32_t **hist)
+{
+    size_t ops_lat = o->workload == 'd' ? o->lat : 2 * o->lat;
+    memset(r, 0, sizeof *r);
+    r->workload = o->workload;
+    r->touch = o->footprint;
+    if (o->is_shm) map_shm_heap(r, o->callgrind);
+    if (o->workload != 'a') {
+        bench_generate(seq, o->workload, o->live, o->warm, o->steps, o->lat);
+        r->slots = (void **)bench_map(o->live * sizeof *r->slots);
     }
-    if (workload == 'a') run_a(&r, warm, 0);
-    else run_ops(&r, seq.ops, seq.begin[PHASE_FILL], seq.begin[PHASE_TIMED]);
+    if (o->lat) {
+        r->samples = (uint32_t *)bench_map(ops_lat * sizeof *r->samples + 20000 * sizeof *r->samples);
+        *hist = (uint32_t *)bench_map(sizeof(uint32_t) << 16);
+    }
+}
 
-    if (!footprint) r.al = is_shm ? &shm_op : &sys_op;
+/* Phases [from, to) of workloads b, c, d, or a_count rounds of workload a;
+   each call timed on its own when `timed`. */
+static void run_phases(run *r, const bench_seq *seq, int from, int to, size_t a_count, int timed)
+{
+    if (r->workload == 'a') run_a(r, a_count, timed);
+    else if (timed) run_ops_timed(r, seq->ops, seq->begin[from], seq->begin[to]);
+    else run_ops(r, seq->ops, seq->begin[from], seq->begin[to]);
+}
+
+/* What a run measured. */
+typedef struct figures {
+    size_t ops_timed, rss0;
+    double ns_per_op;
+    uint32_t p999, clock_cost;
+    int peak_ok;
+} figures;
+
+static figures measure(run *r, const options *o, const bench_seq *seq, uint32_t *hist)
+{
+    figures f;
+    uint64_t t0, t1;
+    memset(&f, 0, sizeof f);
+    f.ops_timed = o->workload == 'd' ? o->steps : 2 * o->steps;
+    if (o->footprint) {
+        f.peak_ok = reset_peak_rss();
+        f.rss0 = rss_bytes();
+    }
+    r->al = o->is_shm ? &shm_plain : &sys_plain;
+    if (o->workload != 'a' && !o->callgrind && !o->footprint) {
+        run_ops(r, seq->ops, seq->begin[PHASE_FILL], seq->begin[PHASE_LAT]);
+        reset(r, o->live);
+    }
+    run_phases(r, seq, PHASE_FILL, PHASE_TIMED, o->warm, 0);
+
+    if (!o->footprint) r->al = o->is_shm ? &shm_op : &sys_op;
     t0 = now_ns();
-    if (workload == 'a') run_a(&r, steps, 0);
-    else run_ops(&r, seq.ops, seq.begin[PHASE_TIMED], seq.begin[PHASE_LAT]);
+    run_phases(r, seq, PHASE_TIMED, PHASE_LAT, o->steps, 0);
     t1 = now_ns();
-    ns_per_op = (double)(t1 - t0) / (double)ops_timed;
+    f.ns_per_op = (double)(t1 - t0) / (double)f.ops_timed;
 
-    if (lat) {
-        if (workload == 'a') run_a(&r, lat, 1);
-        else run_ops_timed(&r, seq.ops, seq.begin[PHASE_LAT], seq.begin[PHASES]);
-        p999 = bench_quantile(r.samples, r.nsamples, 0.999, hist);
-        clock_cost = bench_clock_cost(r.samples, hist);
-        p999 = p999 > clock_cost ? p999 - clock_cost : 0;
+    if (o->lat) {
+        run_phases(r, seq, PHASE_LAT, PHASES, o->lat, 1);
+        f.p999 = bench_quantile(r->samples, r->nsamples, 0.999, hist);
+        f.clock_cost = bench_clock_cost(r->samples, hist);
+        f.p999 = f.p999 > f.clock_cost ? f.p999 - f.clock_cost : 0;
     }
+    return f;
+}
 
-    peak_live = workload == 'a' ? 64 : seq.peak_live[lat ? PHASE_LAT : PHASE_TIMED];
-    printf("allocator=%s workload=%c ops=%zu ns_per_op=%.2f", name, workload, ops_timed, ns_per_op);
-    if (lat) printf(" p999_ns=%u clock_ns=%u", p999, clock_cost);
-    if (is_shm) {
+/* One line of key=value figures; for shmalloc, after the heap check. */
+static void print_figures(const run *r, const options *o, const bench_seq *seq, const figures *f)
+{
+    size_t peak_live = o->workload == 'a' ? 64 : seq->peak_live[o->lat ? PHASE_LAT : PHASE_TIMED];
+    printf("allocator=%s workload=%c ops=%zu ns_per_op=%.2f", o->name, o->workload, f->ops_timed, f->ns_per_op);
+    if (o->lat) printf(" p999_ns=%u clock_ns=%u", f->p999, f->clock_cost);
+    if (o->is_shm) {
         shmalloc_counters c;
-        tlsf = (shmalloc_tlsf *)r.heap;
+        const shmalloc_tlsf *tlsf = (const shmalloc_tlsf *)r->heap;
         shmalloc_tlsf_counters(tlsf, &c);
         if (shmalloc_tlsf_check(tlsf, 0) != 0) bench_die("the heap check failed");
-        if (footprint && workload != 'a') /* allocbench's figure: the highest requested byte */
-            printf(" peak_live=%zu highest=%zu frag=%.4f frag_kind=highest_byte", peak_live, r.highest,
-                   (double)r.highest / (double)peak_live);
+        if (o->footprint && o->workload != 'a') /* allocbench's figure: the highest requested byte */
+            printf(" peak_live=%zu highest=%zu frag=%.4f frag_kind=highest_byte", peak_live, r->highest,
+                   (double)r->highest / (double)peak_live);
         else
             printf(" peak_live=%zu high_water=%zu frag=%.4f frag_kind=high_water", peak_live, c.high_water,
                    (double)c.high_water / (double)peak_live);
-    } else if (footprint) {
-        size_t grown = peak_rss_bytes() - rss0;
+    } else if (o->footprint) {
+        size_t grown = peak_rss_bytes() - f->rss0;
         printf(" peak_live=%zu footprint=%zu frag=%.4f frag_kind=footprint%s", peak_live, grown,
-               (double)grown / (double)peak_live, peak_ok ? "" : "(ru_maxrss,no-reset)");
+               (double)grown / (double)peak_live, f->peak_ok ? "" : "(ru_maxrss,no-reset)");
     }
     printf("\n");
+}
+
+int main(int argc, char **argv)
+{
+    options o = parse_options(argc, argv);
+    bench_seq seq = {0};
+    uint32_t *hist = NULL;
+    run r;
+    figures f;
+    prepare(&r, &o, &seq, &hist);
+    f = measure(&r, &o, &seq, hist);
+    print_figures(&r, &o, &seq, &f);
     return 0;
 }

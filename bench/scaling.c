@@ -59,63 +59,86 @@ static void prefault(void *p, size_t n)
     if (madvise(p, n, MADV_POPULATE_WRITE) != 0) bench_touch(p, n);
 }
 
-int main(int argc, char **argv)
+/* The command line: LIVE, HEAP_MIB (in bytes here) and the options. */
+typedef struct options {
+    size_t live, heap, steps;
+    int callgrind;
+} options;
+
+static options parse_options(int argc, char **argv)
 {
-    size_t live, heap, steps = 0, warm, need, prefault_bytes;
-    int callgrind = 0, i;
-    void *mem, **slots;
+    options o = {0, 0, 0, 0};
+    int i;
+    if (argc < 3) {
+        fprintf(stderr, "usage: scaling LIVE HEAP_MIB [--callgrind] [--steps N]\n");
+        exit(1);
+    }
+    o.live = strtoull(argv[1], NULL, 10);
+    o.heap = strtoull(argv[2], NULL, 10) * MIB;
+    for (i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--callgrind")) o.callgrind = 1;
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) o.steps = strtoull(argv[++i], NULL, 10);
+        else bench_die("unknown option");
+    }
+    if (o.live < 1 || o.live > UINT32_MAX || o.heap == 0) bench_die("bad LIVE or HEAP_MIB");
+    if (!o.steps) o.steps = o.callgrind ? 200000 : 1000000;
+    return o;
+}
+
+/* A heap over o->heap bytes, its first `need` bytes and a sixteenth more
+   faulted in unless under callgrind, which counts instructions: page
+   faults do not change them. */
+static shmalloc_tlsf *map_heap(const options *o, size_t need)
+{
+    size_t prefault_bytes = need + need / 16 < o->heap ? need + need / 16 : o->heap;
+    void *mem = mmap(NULL, o->heap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     shmalloc_tlsf *t;
+    if (mem == MAP_FAILED) bench_die("cannot map the heap");
+    t = shmalloc_tlsf_create(mem, o->heap);
+    if (!t) bench_die("shmalloc_tlsf_create failed");
+    if (!o->callgrind) prefault(mem, prefault_bytes);
+    return t;
+}
+
+/* Fill, then the timed loop, and the rest of the line: status=ok with the
+   figures, or status=oom. */
+static void measure(shmalloc_tlsf *t, const options *o)
+{
+    size_t warm = o->live > 100000 ? o->live : 100000; /* every slot replaced once, at least */
     shmalloc_counters c;
     bench_seq seq;
     uint64_t t0, t1;
-
-    if (argc < 3) {
-        fprintf(stderr, "usage: scaling LIVE HEAP_MIB [--callgrind] [--steps N]\n");
-        return 1;
-    }
-    live = strtoull(argv[1], NULL, 10);
-    heap = strtoull(argv[2], NULL, 10) * MIB;
-    for (i = 3; i < argc; i++) {
-        if (!strcmp(argv[i], "--callgrind")) callgrind = 1;
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = strtoull(argv[++i], NULL, 10);
-        else bench_die("unknown option");
-    }
-    if (live < 1 || live > UINT32_MAX || heap == 0) bench_die("bad LIVE or HEAP_MIB");
-    if (!steps) steps = callgrind ? 200000 : 1000000;
-    warm = live > 100000 ? live : 100000; /* every slot replaced once, at least */
-    printf("live=%zu heap_mib=%zu", live, heap / MIB);
-
-    /* The live set's expected bytes with 10% to spare (fragmentation of b is
-       about 6%): below that the heap cannot hold it, and we say so. */
-    need = (size_t)((double)live * BENCH_MEAN_SIZE * 1.10) + MIB;
-    if (need > heap - shmalloc_tlsf_overhead(heap)) {
-        printf(" status=nofit need_mib=%zu\n", need / MIB);
-        return 0;
-    }
-    mem = mmap(NULL, heap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (mem == MAP_FAILED) bench_die("cannot map the heap");
-    t = shmalloc_tlsf_create(mem, heap);
-    if (!t) bench_die("shmalloc_tlsf_create failed");
-    /* Callgrind counts instructions, which page faults do not change. */
-    prefault_bytes = need + need / 16 < heap ? need + need / 16 : heap;
-    if (!callgrind) prefault(mem, prefault_bytes);
-
-    bench_generate(&seq, 'b', live, warm, steps, 0);
-    slots = (void **)bench_map(live * sizeof *slots);
+    void **slots;
+    bench_generate(&seq, 'b', o->live, warm, o->steps, 0);
+    slots = (void **)bench_map(o->live * sizeof *slots);
     if (run_ops(t, slots, seq.ops, seq.begin[PHASE_FILL], seq.begin[PHASE_TIMED], 0)) {
         printf(" status=oom\n");
-        return 0;
+        return;
     }
     t0 = now_ns();
     if (run_ops(t, slots, seq.ops, seq.begin[PHASE_TIMED], seq.begin[PHASE_LAT], 1)) {
         printf(" status=oom\n");
-        return 0;
+        return;
     }
     t1 = now_ns();
     shmalloc_tlsf_counters(t, &c);
     if (shmalloc_tlsf_check(t, -1) != 0) bench_die("the heap check failed");
-    printf(" status=ok ops=%zu ns_per_op=%.2f peak_live=%zu high_water=%zu frag=%.4f\n", 2 * steps,
-           (double)(t1 - t0) / (double)(2 * steps), seq.peak_live[PHASE_TIMED], c.high_water,
+    printf(" status=ok ops=%zu ns_per_op=%.2f peak_live=%zu high_water=%zu frag=%.4f\n", 2 * o->steps,
+           (double)(t1 - t0) / (double)(2 * o->steps), seq.peak_live[PHASE_TIMED], c.high_water,
            (double)c.high_water / (double)seq.peak_live[PHASE_TIMED]);
+}
+
+int main(int argc, char **argv)
+{
+    options o = parse_options(argc, argv);
+    /* The live set's expected bytes with 10% to spare (fragmentation of b is
+       about 6%): below that the heap cannot hold it, and we say so. */
+    size_t need = (size_t)((double)o.live * BENCH_MEAN_SIZE * 1.10) + MIB;
+    printf("live=%zu heap_mib=%zu", o.live, o.heap / MIB);
+    if (need > o.heap - shmalloc_tlsf_overhead(o.heap)) {
+        printf(" status=nofit need_mib=%zu\n", need / MIB);
+        return 0;
+    }
+    measure(map_heap(&o, need), &o);
     return 0;
 }

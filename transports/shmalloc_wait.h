@@ -45,6 +45,7 @@
 #define SHMALLOC_WAIT_POLL 0        /* poll the condition again */
 #define SHMALLOC_WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */
 #define SHMALLOC_WAIT_EXPIRED (-1)  /* the deadline has passed */
+#define SHMALLOC_WAIT_ALL_YIELDS 0x3fffffff /* `yields` of a wait that never sleeps */
 
 struct timespec;
 

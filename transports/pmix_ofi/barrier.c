@@ -122,7 +122,7 @@ void shm__disseminate(uint64_t *values, int count)
     uint32_t epoch = c->epoch;
     shmalloc_wait w; /* one deadline for the whole call */
     int r;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, INT_MAX / 2); /* yields, never a sleep */
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, &w);
     /* Send buffers are reused next barrier: their sends must be done. */
     for (r = 0; r < c->rounds; r++) {

@@ -134,7 +134,7 @@ void shm__fence(const char *what)
     bool collect = true;
     pmix_status_t rc;
     shmalloc_wait w;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, INT_MAX / 2); /* yields, never a sleep */
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);

@@ -169,7 +169,7 @@ void shm__node_sync(uint64_t *values, int count)
     unsigned buf = (unsigned)(epoch & 1u);
     shmalloc_wait w;
     int q, i;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, c->node_pauses, INT_MAX / 2); /* yields, never a sleep */
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
     for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
     __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
     if (b->nodes == 1 || b->node_me == 0) /* everyone here, or the leader: gather the node */

@@ -3,8 +3,6 @@
    inbox, finished operations are marked done, and a dead peer is noticed. */
 #include "pmix_ofi.h"
 
-#include <limits.h>
-
 #define SHM__CQ_BATCH 16
 
 const char *shm__op_name(int kind)
@@ -69,7 +67,7 @@ int shm__progress_until(const int *flag)
 void shm__wait_op(shm__op *op, const char *what, int pe)
 {
     shmalloc_wait w;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, INT_MAX / 2); /* yields, never a sleep */
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (!op->done) {
         shm__progress();
         if (op->done) break;

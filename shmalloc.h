@@ -2427,8 +2427,8 @@ static void shm__pair(uint64_t *v, uint64_t x)
     v[1] = ~x;
 }
 static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
-/* The same for a block or an alignment, which a PE that found it bad
-   leaves at 0, 0: the same on every PE that named one. */
+/* The same for a size, a block or an alignment, which a PE that found it
+   bad leaves at 0, 0: the same on every PE that named one. */
 static int shm__same_named(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
 
 /* This PE's side of a mismatch.  v holds the agreed values (outside debug
@@ -2446,45 +2446,70 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
     shmalloc_print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
                "differs from another PE's call:%s%s%s%s%s%s\n",
                pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
-               shm__same(v + 6) ? "" : " the calls", shm__same(v) ? "" : " the sizes",
+               shm__same(v + 6) ? "" : " the calls", shm__same_named(v) ? "" : " the sizes",
                shm__same_named(v + 8) ? "" : " the alignments", shm__same_named(v + 10) ? "" : " the blocks",
                shm__same(v + 14) ? "" : " the hints", order);
 }
 
+/* How much an error tells, as the agreement ranks it: a bad argument on
+   any PE outranks a lack of room (SHMEM_MALLOC_FAIL, _REALLOC_FAILED), which
+   a call with that argument could never have cured. */
+static uint64_t shm__rank(long e)
+{
+    return e == SHMEM_MALLOC_FAIL || e == SHMEM_MALLOC_REALLOC_FAILED || !e ? (uint64_t)-e : 16 + (uint64_t)-e;
+}
+static long shm__ranked(uint64_t r) { return r >= 16 ? -(long)(r - 16) : -(long)r; }
+
+/* A value the agreement compares, or a pair of zeros, which no maximum
+   sees, for an argument this PE found bad. */
+static void shm__pair_named(uint64_t *v, uint64_t x, int bad)
+{
+    shm__pair(v, x);
+    if (bad) v[0] = v[1] = 0;
+}
+
+/* What this PE contributes to the agreement on c (see shm__agree). */
+static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const shm__order *o, const shm__call *c,
+                              long err, uint64_t digest)
+{
+    int bad_block = err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE ||
+                    err == SHMEM_MALLOC_NOT_ALIGNED;
+    shm__pair_named(v, c->size, err == SHMEM_MALLOC_BAD_SIZE);
+    v[2] = shm__rank(err);
+    shm__pair(v + 3, digest);
+    v[5] = (uint64_t)c->again;
+    shm__pair(v + 6, (uint64_t)c->kind);
+    shm__pair_named(v + 8, c->align, err == SHMEM_MALLOC_MEMALIGN_FAILED || bad_block);
+    shm__pair_named(v + 10, c->offset, bad_block);
+    shm__pair(v + 12, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
+    shm__pair(v + 14, (uint64_t)c->hints);
+}
+
 /* The agreement of every collective call, in one all-reduce: the call's
-   size, kind, alignment and block, -error, the digest of the allocations
-   made without a barrier since the last one and whether any PE
-   synchronises again (c->again, updated); in debug mode also the running
-   call number and the hints.  A mismatch fails the call on every PE with
-   SHMEM_MALLOC_SYMMSIZE_FAILED: PEs that freed or resized different
-   blocks, or aligned them differently, would have different heaps from
-   then on.  A PE whose pointer or alignment is bad names no block or
-   alignment (a pair of zeros, which no maximum sees): the others' are
-   compared, and its error is what every PE learns when they agree. */
+   size, kind, alignment and block, its error's rank (shm__rank), the
+   digest of the allocations made without a barrier since the last one and
+   whether any PE synchronises again (c->again, updated); in debug mode
+   also the running call number and the hints.  A mismatch fails the call
+   on every PE with SHMEM_MALLOC_SYMMSIZE_FAILED: PEs that freed or resized
+   different blocks, or aligned them differently, would have different
+   heaps from then on.  A PE whose size, pointer or alignment is bad names
+   no such value (nor, for a bad pointer, the block's alignment): the
+   others' are compared, and the bad argument's error is what every PE
+   learns.  Every decision after the call (to grow the heap, say) is made
+   from these agreed values, so every PE takes the same path. */
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
     uint64_t v[SHMALLOC_REDUCE_MAX], pending = o->pending, digest = o->digest;
     int same;
     o->pending = o->digest = 0; /* the next agreement starts afresh */
     if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
-    shm__pair(v, c->size);
-    v[2] = (uint64_t)-err;
-    shm__pair(v + 3, digest);
-    v[5] = (uint64_t)c->again;
-    shm__pair(v + 6, (uint64_t)c->kind);
-    shm__pair(v + 8, c->align);
-    if (err == SHMEM_MALLOC_MEMALIGN_FAILED) v[8] = v[9] = 0;
-    shm__pair(v + 10, c->offset);
-    if (err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE || err == SHMEM_MALLOC_NOT_ALIGNED)
-        v[10] = v[11] = 0;
-    shm__pair(v + 12, o->calls << 24 | ((uint64_t)tp->pe & 0xffffff));
-    shm__pair(v + 14, (uint64_t)c->hints);
+    shm__agree_values(v, tp, o, c, err, digest);
     if (tp->allreduce_max(tp->user, v, debug ? SHMALLOC_REDUCE_MAX : 12)) return SHMEM_MALLOC_FAIL;
     c->again = v[5] != 0;
-    same = shm__same(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
+    same = shm__same_named(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
            shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
-    if (same) return -(long)v[2];
+    if (same) return shm__ranked(v[2]);
     if (!shm__same(v + 3))
         shmalloc_print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
                    "call differ from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
@@ -2633,10 +2658,12 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
 
-/* Every PE failed to find `need` bytes: grow every heap by the same amount,
-   registered everywhere, or none.  At least doubles the blocks, so a heap
-   has few pieces; each new piece ends on a 64 KiB boundary from the base.
-   0 when the heap grew. */
+/* The agreed call found no room for `need` bytes: grow every heap by the
+   same amount, registered everywhere, or none.  The PEs agree on the
+   growth before registering (a registration may exchange keys, so every
+   PE makes it or none does) and again on the registrations.  At least
+   doubles the blocks, so a heap has few pieces; each new piece ends on a
+   64 KiB boundary from the base.  0 when the heap grew. */
 static long shm__grow(shmalloc_heap *h, size_t need)
 {
     shmalloc_tlsf *t = h->tlsf;
@@ -2648,8 +2675,9 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
     if (g > room) g = room; /* the last of the room may still do */
     if (need > g || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
-    if (!e) e = shm__register(&h->tp, t, have, have + g);
     call.size = g;
+    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) return SHMEM_MALLOC_FAIL;
+    e = shm__register(&h->tp, t, have, have + g);
     if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
         if (!e) shm__deregister(&h->tp, t, have, have + g);
         return SHMEM_MALLOC_FAIL;
@@ -2955,12 +2983,11 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         return NULL;
     }
     call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
+    call.align = shmalloc_tlsf_alignment(h->tlsf, ptr); /* kept by a move: agreed too */
     shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
-    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
-        !shm__grow(h, shmalloc_tlsf_block_need(size, shmalloc_tlsf_alignment(h->tlsf, ptr))))
+    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable && !shm__grow(h, shmalloc_tlsf_block_need(size, call.align)))
         shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
-    if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local)
-        shm__report_oom(h, SHM__REALLOC, size, shmalloc_tlsf_alignment(h->tlsf, ptr));
+    if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local) shm__report_oom(h, SHM__REALLOC, size, call.align);
     if (!e) q = shm__realloc_commit(h, ptr, &call, &op, &e);
     if (!e && q != ptr && call.hints) {
         shm__hints_drop(h, call.offset);

@@ -33,6 +33,10 @@
      hang       PE 1 sleeps 30 s while the others are in a barrier
      global_exit  PE 1 calls shmem_global_exit(7)
      kill_in_malloc  PE 1 kills itself while the others are in shmem_malloc
+   and, run with SHMALLOC_HEAP_MAX (see "grow" below):
+     grow       allocations far beyond the nominal size grow every heap
+     bad_grow   one PE passes a bad argument while the others' calls need
+                growth: every PE gets its error, no heap grows (bad_grow.h)
    and, run with SHMALLOC_DEBUG=1 on 2 PEs:
      reports    an allocation larger than the heap fails on every PE, then
                 PE 1 makes one SHMEMX_MALLOC_NO_BARRIER allocation more than
@@ -51,6 +55,8 @@
 #  define _GNU_SOURCE /* usleep */
 #endif
 #include "transports/shmalloc_pmix_ofi.h"
+
+#include "bad_grow.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -865,6 +871,9 @@ static void scenario_grow(void)
     free(buf);
 }
 
+/* ---- bad_grow: one PE's bad argument while the others' calls need growth ---- */
+static void scenario_bad_grow(void) { bad_grow_run(fail); }
+
 /* ---- threads: SHMEM_THREAD_MULTIPLE --------------------------------------- */
 #define RMA_THREADS 4
 #define THREAD_SLOT 4096     /* bytes each thread owns in every PE's area */
@@ -962,7 +971,7 @@ static const scenario scenarios[] = {
     {"symmetric", scenario_symmetric, 1}, {"putget", scenario_putget, 1}, {"realloc", scenario_realloc, 1},
     {"mismatch", scenario_mismatch, 1},   {"barrier", scenario_barrier, 1}, {"stress", scenario_stress, 1},
     {"direct", scenario_direct, 1},
-    {"grow", scenario_grow, 0},          {"threads", scenario_threads, 0},
+    {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
     {"reports", scenario_reports, 0},
 };
 

@@ -1,11 +1,13 @@
 /* Heap growth: a region reserved for the largest heap whose blocks start
    small and grow on demand.  The TLSF core's grow, the heap layer's
    collective growth (every piece registered, a failed registration leaving
-   every heap as it was), SHMALLOC_HEAP_MAX, and 4 pthreads PEs allocating
-   far beyond their nominal size with the data checked from a neighbour. */
+   every heap as it was), SHMALLOC_HEAP_MAX, 4 pthreads PEs allocating
+   far beyond their nominal size with the data checked from a neighbour,
+   and bad arguments on one PE while the others' calls need growth. */
+#define TEST_SUPPORT_PES
 #include "test_support.h"
 
-#include "transports/shmalloc_pthreads.h"
+#include "bad_grow.h"
 
 #include <unistd.h>
 
@@ -397,6 +399,27 @@ Test(grow_pthreads, four_pes_allocate_far_beyond_the_nominal_size_and_see_each_o
     setenv("SHMALLOC_HEAP_MAX", "256M", 1);
     cr_assert(shmalloc_pthreads_run(PES, NOMINAL, grow_pe, NULL) == 0);
     cr_assert(failures == 0, "%d checks failed (see stderr)", failures);
+}
+
+/* One PE's bad pointer, size or alignment while the others' calls must
+   grow the heap: every PE gets its error at once, nothing grows (the
+   cases are in bad_grow.h, which the PMIx worker runs too). */
+static void bad_grow_pe(void *arg)
+{
+    (void)arg;
+    bad_grow_run(pe_failed);
+}
+
+Test(grow_pthreads, a_bad_argument_on_one_pe_fails_every_pes_call_at_once_and_grows_no_heap, .timeout = 60)
+{
+    int npes;
+    setenv("SHMALLOC_HEAP_MAX", "64M", 1);
+    for (npes = 2; npes <= 3; npes++) {
+        capture_start();
+        cr_assert(shmalloc_pthreads_run(npes, MIB, bad_grow_pe, NULL) == 0);
+        capture_stop();
+        assert_no_pe_failed();
+    }
 }
 
 /* ---- a large heap costs memory only where it is used ---------------------- */

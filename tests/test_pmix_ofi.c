@@ -332,26 +332,34 @@ Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)
 /* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------
    Same-address runs map the peers' heaps, pieces they grow into included:
    the worker loads a peer's newest piece through shmem_ptr. */
-static void check_grow(const char *provider, int npes, int any_address, const char *fail_register)
+static void check_scenario_grows(const char *scenario, const char *provider, int npes, int any_address,
+                                 const char *fail_register)
 {
     static run r;
+    char ok[64];
     char prov[64], any[64], fail[64], direct[64], expect_direct[64];
     const char *env[] = {prov, any, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M",
-                         fail, NULL};
+                         "SHMALLOC_BARRIER_TIMEOUT=10", fail, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
     snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
     snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_TEST_EXPECT_DIRECT=%d", !any_address && npes > 1);
     if (fail_register) snprintf(fail, sizeof fail, "SHMALLOC_TEST_FAIL_REGISTER=%s", fail_register);
-    else env[6] = NULL;
-    launch(&r, npes, "grow", env);
+    else env[7] = NULL;
+    snprintf(ok, sizeof ok, ": OK %s\n", scenario);
+    launch(&r, npes, scenario, env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
                  tail(&r));
     cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
-    cr_assert_eq(count(&r, ": OK grow"), npes ? npes : 1, "not every PE passed:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ok), npes ? npes : 1, "not every PE passed:\n%s", tail(&r));
     if (fail_register)
         cr_assert(has(&r, "registration of the heap made to fail on PE 1 (number 1;"), "%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+static void check_grow(const char *provider, int npes, int any_address, const char *fail_register)
+{
+    check_scenario_grows("grow", provider, npes, any_address, fail_register);
 }
 
 Test(pmix_ofi, heap_grows_far_beyond_its_nominal_size_shm_4pe, .timeout = TEST_TIMEOUT)
@@ -371,6 +379,20 @@ Test(pmix_ofi, heap_grows_in_a_singleton_without_launcher, .timeout = TEST_TIMEO
 Test(pmix_ofi, failed_growth_registration_fails_the_call_everywhere_then_growth_works, .timeout = TEST_TIMEOUT)
 {
     check_grow("shm", 3, 1, "1:1");
+}
+
+/* One PE's bad pointer, size or alignment while the others' calls need
+   growth (a registration, which exchanges keys in a fence): every PE gets
+   the error at once and no heap grows, by node memory and by messages. */
+Test(pmix_ofi, a_bad_argument_on_one_pe_fails_every_pes_call_and_grows_no_heap_shm_3pe, .timeout = TEST_TIMEOUT)
+{
+    check_scenario_grows("bad_grow", "shm", 3, 0, NULL);
+}
+
+Test(pmix_ofi, a_bad_argument_on_one_pe_fails_every_pes_call_and_grows_no_heap_tcp_rxm_2pe_different_addresses,
+     .timeout = TEST_TIMEOUT)
+{
+    check_scenario_grows("bad_grow", "tcp;ofi_rxm", 2, 1, NULL);
 }
 
 /* An address-space limit makes the heap unmappable.  ASan reserves

@@ -403,12 +403,14 @@ TS_UNUSED static int peer_allreduce(void *user, uint64_t *values, int count)
     return 0;
 }
 
-/* The peer passed the same size but failed with code `e`. */
+/* The peer passed the same size but failed with code `e`, ranked as the
+   agreement ranks it: a bad argument above a lack of room. */
 TS_UNUSED static void peer_fails(size_t size, long e)
 {
+    int no_room = e == SHMEM_MALLOC_FAIL || e == SHMEM_MALLOC_REALLOC_FAILED;
     peer_values[0] = size;
     peer_values[1] = ~(uint64_t)size;
-    peer_values[2] = (uint64_t)-e;
+    peer_values[2] = (uint64_t)-e + (no_room ? 0 : 16);
     peer_active = 1;
 }
 

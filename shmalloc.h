@@ -2725,7 +2725,7 @@ static const char *shm__size_text(char *buf, size_t n, size_t bytes)
 static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t align)
 {
     shmalloc_info i;
-    size_t need = shmalloc_tlsf_block_need(size, align);
+    size_t need = shmalloc_tlsf_block_need(size, align), advised;
     const char *var = h->growable ? "SHMALLOC_HEAP_MAX" : "SHMEM_SYMMETRIC_HEAP_SIZE";
     char text[32];
     int pe = h->tp.pe, fragmented;
@@ -2738,13 +2738,18 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
     shmalloc_print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
                "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
                pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free, i.largest_free);
-    if (fragmented)
+    advised = (fragmented || h->growable ? i.heap_max : i.in_use) + need;
+    if (advised > SHMALLOC_TLSF_MAX_REQUEST) /* no size variable takes it */
+        shmalloc_print(2, "shmalloc: PE %d: no heap can serve this call: it needs a heap of %s, more than the "
+                   "largest (%zu%c, SHMALLOC_MAX_LOG2 %d)\n", pe, shm__size_text(text, sizeof text, advised),
+                   SHMALLOC_TLSF_MAX_REQUEST >> (SHMALLOC_MAX_LOG2 >= 40 ? 40 : 30), SHMALLOC_MAX_LOG2 >= 40 ? 'T' : 'G',
+                   SHMALLOC_MAX_LOG2);
+    else if (fragmented)
         shmalloc_print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
-                   "set %s to at least %s, or free blocks sooner\n",
-                   pe, var, shm__size_text(text, sizeof text, i.heap_max + need));
+                   "set %s to at least %s, or free blocks sooner\n", pe, var, shm__size_text(text, sizeof text, advised));
     else
         shmalloc_print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
-                   shm__size_text(text, sizeof text, (h->growable ? i.heap_max : i.in_use) + need),
+                   shm__size_text(text, sizeof text, advised),
                    h->growable ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
     if (!h->debug)
         shmalloc_print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "

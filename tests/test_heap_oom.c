@@ -173,3 +173,46 @@ Test(oom, a_pe_that_fails_only_because_a_peer_ran_out_reports_nothing)
     cr_assert_eq(info_of(h).failures, 0);
     assert_heap_ok();
 }
+
+/* The advice names only sizes the size variables take (up to 64T): past
+   that, the report says no heap can serve the call.  (A heap in debug
+   mode, which reports every failure.) */
+static void expect_takeable_advice(size_t size)
+{
+    const char *set;
+    char value[64];
+    size_t parsed;
+    capture_start();
+    cr_assert_null(shmem_malloc(size));
+    capture_stop();
+    set = strstr(out_text[2], "to at least ");
+    if (!set) {
+        cr_assert(strstr(out_text[2], "no heap can serve this call") && strstr(out_text[2], "the largest (64T"),
+                  "a request of %zu bytes:\n%s", size, out_text[2]);
+        return;
+    }
+    cr_assert_eq(sscanf(set, "to at least %63[0-9A-Za-z]", value), 1, "%s", out_text[2]);
+    cr_assert_eq(shmalloc_parse_size(value, &parsed), 0, "advised %s, which no size variable takes:\n%s", value,
+                 out_text[2]);
+}
+
+Test(oom, the_advice_never_exceeds_the_largest_heap_the_size_variables_take)
+{
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    make_counting_heap(MIB, 1);
+    unsetenv("SHMALLOC_DEBUG");
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    void *a = shmem_malloc(1000);
+    cr_assert(a);
+    expect_takeable_advice((size_t)1 << 46);
+    cr_assert(strstr(out_text[2], "no heap can serve this call: it needs a heap of 67108865M"), "%s", out_text[2]);
+    expect_takeable_advice(((size_t)1 << 46) - 4096);
+    expect_takeable_advice(((size_t)1 << 46) - (2 << 20));
+    expect_takeable_advice((size_t)1 << 45);
+    cr_assert(strstr(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 33554433M"), "%s", out_text[2]);
+    capture_start();
+    shmem_free(a);
+    capture_stop();
+    assert_heap_ok();
+}

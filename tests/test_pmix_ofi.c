@@ -11,17 +11,18 @@
    SHMALLOC_TEST_NETNS=1 each launch also runs in a network namespace that
    has only lo (unshare -n, needs root).
 
-   The shm provider leaves a /dev/shm file behind for each PE that dies
-   without closing its endpoint.  Runs are verbose, so the output names
-   each PE's endpoint (fi_shm://PID:...); after a run the files of exactly
-   those PIDs are removed, and a run that should end cleanly fails if it
-   left any. */
+   The files a PE's start-up makes in /dev/shm carry its PID: the shm
+   provider's endpoint files (PID:N:N) and the node segment
+   (shmalloc-PID-...).  After every run, such files that were not there
+   before it and whose process has ended are counted as the run's
+   leftovers and removed; every test asserts there were none. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* popen, pclose */
 #endif
 #include "criterion_shim.h" /* Criterion, or its stand-in under TSan */
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,6 @@
 #define DEATH_LIMIT 20.0  /* seconds a job may take to end after a PE died */
 #define OUTPUT_MAX 200000
 #define SHOW_TAIL 2500    /* bytes of output quoted in a failure */
-#define MAX_PIDS 64
 
 typedef struct run {
     int status;           /* exit status, or 128 + signal */
@@ -84,32 +84,53 @@ static void append(char *cmd, size_t cap, const char *text)
     memcpy(cmd + n, text, strlen(text) + 1);
 }
 
-/* Removes the /dev/shm files named after PEs whose endpoint the output
-   shows; returns how many there were. */
-static int remove_shm_files(const run *r)
+/* The PID a start-up file's name carries (PID:N:N, shmalloc-PID-...), or 0. */
+static long creator_of(const char *name)
 {
-    const char *p = r->out, *tag = "endpoint fi_shm://";
-    long pids[MAX_PIDS];
-    int npids = 0, removed = 0, i;
-    DIR *dir;
+    const char *p = strncmp(name, "shmalloc-", 9) == 0 ? name + 9 : name;
+    char *end;
+    long pid = strtol(p, &end, 10);
+    if (end == p || pid <= 0) return 0;
+    return (p == name ? *end == ':' : *end == '-') ? pid : 0;
+}
+
+/* The names in /dev/shm, each between newlines (malloc'd). */
+static char *shm_names(void)
+{
+    size_t cap = 4096, n = 1;
+    char *all = (char *)malloc(cap);
+    DIR *dir = opendir("/dev/shm");
     struct dirent *e;
-    while ((p = strstr(p, tag)) != NULL && npids < MAX_PIDS) {
-        p += strlen(tag);
-        pids[npids++] = strtol(p, NULL, 10);
+    cr_assert(all != NULL);
+    all[0] = '\n';
+    while (dir && (e = readdir(dir)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (n + len + 2 > cap) cr_assert((all = (char *)realloc(all, cap *= 2)) != NULL);
+        memcpy(all + n, e->d_name, len);
+        n += len;
+        all[n++] = '\n';
     }
-    if (npids == 0 || (dir = opendir("/dev/shm")) == NULL) return 0;
-    while ((e = readdir(dir)) != NULL) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end != ':') continue;
-        for (i = 0; i < npids; i++) {
-            char path[300];
-            if (pids[i] != pid) continue;
-            snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
-            if (unlink(path) == 0) removed++;
-        }
+    all[n] = '\0';
+    if (dir) closedir(dir);
+    return all;
+}
+
+/* Removes the start-up files that appeared since `before` and whose
+   process has ended; returns how many there were. */
+static int remove_leftovers(const char *before)
+{
+    char *after = shm_names(), *name = after + 1, *nl, key[300], path[300];
+    int removed = 0;
+    for (; (nl = strchr(name, '\n')) != NULL; name = nl + 1) {
+        long pid;
+        *nl = '\0';
+        snprintf(key, sizeof key, "\n%s\n", name);
+        pid = creator_of(name);
+        if (!pid || strstr(before, key) || kill((pid_t)pid, 0) == 0) continue;
+        snprintf(path, sizeof path, "/dev/shm/%s", name);
+        removed += unlink(path) == 0;
     }
-    closedir(dir);
+    free(after);
     return removed;
 }
 
@@ -124,7 +145,7 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
         "IPATH_NO_BACKTRACE=1", /* else libinfinipath (via libfabric) drops *.btr files on a crash */
         NULL};
     const char *netns = getenv("SHMALLOC_TEST_NETNS");
-    char cmd[4096] = "", word[512];
+    char cmd[4096] = "", word[512], *before;
     const char *const *e;
     FILE *pipe;
     size_t n;
@@ -157,6 +178,7 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
     append(cmd, sizeof cmd, word);
 
     memset(r, 0, sizeof *r);
+    before = shm_names();
     start = now();
     pipe = popen(cmd, "r");
     cr_assert(pipe != NULL, "popen failed: %s", cmd);
@@ -166,7 +188,8 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
     r->seconds = now() - start;
     r->out[r->len] = '\0';
     r->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    r->leftovers = remove_shm_files(r);
+    r->leftovers = remove_leftovers(before);
+    free(before);
     cr_assert(r->status != 127 && !has(r, "unable to launch the specified application"),
               "could not run %s (build it, or set SHMALLOC_TEST_WORKER): %s", worker(), tail(r));
     cr_assert(r->status != 124, "%s on %d PEs did not end within %d s:\n%s", scenario, npes, LAUNCH_TIMEOUT,
@@ -455,6 +478,98 @@ Test(pmix_ofi, pe_exiting_without_finalize_ends_the_job_tcp_rxm, .timeout = TEST
 Test(pmix_ofi, pe_killed_inside_a_collective_allocation_ends_the_job_shm, .timeout = TEST_TIMEOUT)
 {
     check_death("kill_in_malloc", "shm");
+}
+
+/* 1 when the list in line ("... PE 1 has ended", "... PEs 0, 1 have
+   ended") holds pe. */
+static int names_pe(const char *line, int pe)
+{
+    const char *p = strstr(line, ": PE");
+    char *end;
+    if (!p) return 0;
+    for (p += strcspn(p, "0123456789"); *p >= '0' && *p <= '9'; p = end + strspn(end, ", ")) {
+        long q = strtol(p, &end, 10);
+        if (q == pe) return 1;
+    }
+    return 0;
+}
+
+/* Lines of r's output that start with tag; *naming: those naming pe. */
+static int lines_naming(const run *r, const char *tag, int pe, int *naming)
+{
+    const char *p = r->out;
+    int lines = 0;
+    *naming = 0;
+    while ((p = strstr(p, tag)) != NULL) {
+        char line[256];
+        size_t n = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)n, p);
+        *naming += names_pe(line, pe);
+        lines++;
+        p += n;
+    }
+    return lines;
+}
+
+/* ---- a PE killed at each step of start-up ---------------------------------
+   SHMALLOC_TEST_KILL_AT=STEP:K makes PE K SIGKILL itself as it enters the
+   start-up fence named STEP.  The files of start-up exist then: the
+   endpoint files from "endpoint names" on, the node segment at "node
+   segment" and "node segment mapped".  The launcher ends the job; its PEs
+   remove their own files and the killed PE's, so none is left. */
+static void check_killed_at(const char *step)
+{
+    static run r;
+    char kill_at[64], noticed[64];
+    const char *env[] = {"FI_PROVIDER=shm", kill_at, "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    int pe, naming;
+    for (pe = 0; pe < 3; pe++) {
+        snprintf(kill_at, sizeof kill_at, "SHMALLOC_TEST_KILL_AT=%s:%d", step, pe);
+        snprintf(noticed, sizeof noticed, "process rank %d with PID", pe);
+        launch(&r, 3, "init", env);
+        cr_assert_neq(r.status, 0, "the job survived PE %d's death at \"%s\":\n%s", pe, step, tail(&r));
+        lines_naming(&r, "shmalloc: PMIx fence", pe, &naming); /* or mpirun names it */
+        cr_assert((has(&r, noticed) && has(&r, "signal 9")) || naming, "PE %d was not killed at \"%s\":\n%s", pe,
+                  step, tail(&r));
+        cr_assert_eq(r.leftovers, 0, "PE %d killed at \"%s\" left %d /dev/shm files:\n%s", pe, step, r.leftovers,
+                     tail(&r));
+    }
+}
+
+Test(pmix_ofi, a_pe_killed_at_the_endpoint_names_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    check_killed_at("endpoint names");
+}
+
+Test(pmix_ofi, a_pe_killed_at_the_node_segment_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    check_killed_at("node segment");
+}
+
+Test(pmix_ofi, a_pe_killed_with_the_node_segment_mapped_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    check_killed_at("node segment mapped");
+}
+
+Test(pmix_ofi, a_pe_killed_at_the_heap_keys_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    check_killed_at("heap keys");
+}
+
+/* A start-up fence that fails names the PE that is gone.  Under
+   orte_enable_recovery mpirun lets the others go on, so their fence fails
+   rather than their being ended. */
+Test(pmix_ofi, a_failed_start_up_fence_names_the_pe_that_is_gone, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=node segment mapped:1",
+                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    int naming, lines;
+    launch(&r, 3, "init", env);
+    lines = lines_naming(&r, "shmalloc: PMIx fence (node segment mapped) failed", 1, &naming);
+    cr_assert_eq(lines, 2, "not both survivors said their fence failed:\n%s", tail(&r));
+    cr_assert_eq(naming, 2, "not both survivors named PE 1:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
 }
 
 /* One PE's heap registration fails: shmalloc_heap_create's all-reduce

@@ -125,6 +125,19 @@ static void shm__fence_done(pmix_status_t status, void *cbdata)
     __atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
 }
 
+#if defined(SHMALLOC_TESTING)
+/* SHMALLOC_TEST_KILL_AT=STEP:K: PE K kills itself (SIGKILL) as it enters
+   the fence named STEP, to test what a death at each step of start-up
+   leaves behind. */
+static void shm__test_kill_at(const char *what)
+{
+    const char *v = shm__w.opt.kill_at, *colon = v ? strrchr(v, ':') : NULL;
+    if (colon && (size_t)(colon - v) == strlen(what) && strncmp(v, what, strlen(what)) == 0 &&
+        atoi(colon + 1) == shm__w.boot.me)
+        raise(SIGKILL);
+}
+#endif
+
 /* A collecting fence that keeps libfabric progressing while it waits: with
    manual progress a peer's RMA or message needs us to poll. */
 void shm__fence(const char *what)
@@ -134,6 +147,9 @@ void shm__fence(const char *what)
     bool collect = true;
     pmix_status_t rc;
     shmalloc_wait w;
+#if defined(SHMALLOC_TESTING)
+    shm__test_kill_at(what);
+#endif
     shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
@@ -151,7 +167,12 @@ void shm__fence(const char *what)
                        shm__w.boot.npes);
     }
     PMIX_INFO_DESTRUCT(&info);
-    if (f.status != PMIX_SUCCESS) shm__fatal("PMIx fence (%s) failed: %s", what, PMIx_Error_string(f.status));
+    if (f.status != PMIX_SUCCESS) {
+        char gone[128];
+        shm__gone_pes(gone, sizeof gone);
+        shm__fatal("PMIx fence (%s) failed: %s%s (PE %d of %d)", what, PMIx_Error_string(f.status), gone,
+                   shm__w.boot.me, shm__w.boot.npes);
+    }
 }
 
 /* >> the node map -------------------------------------------------------------------- */

@@ -1,10 +1,11 @@
 /* faults.c - how a PE says what went wrong and ends: messages, signals from
    the launcher, peers that died, failed completions, barriers that time
-   out, and the shm provider's files that a killed job left in /dev/shm. */
+   out, and the /dev/shm files of start-up that a killed PE left. */
 #include "pmix_ofi.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,14 +35,14 @@ void shm__note(const char *fmt, ...)
 }
 
 /* A failure after start-up: peers may be waiting for us, so no collective
-   clean-up.  The shm provider's file goes; the launcher ends the others. */
+   clean-up.  The files of start-up go; the launcher ends the others. */
 void shm__fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     shm__vsay(fmt, ap);
     va_end(ap);
-    if (shm__w.faults.shm_file[0]) unlink(shm__w.faults.shm_file);
+    shm__remove_files();
     fflush(NULL);
     _exit(1);
 }
@@ -68,8 +69,8 @@ void shm__barrier_timeout(int pe)
 /* >> signals --------------------------------------------------------------------
    Open MPI's mpirun ends every PE with SIGTERM when one dies, and PMIx
    events do not reach its clients: say which PE we were waiting for, and
-   remove the shm provider's file, which only fi_close would remove (when
-   start-up has not unlinked it yet).  Only async-signal-safe calls. */
+   remove the files of start-up, ours and those a killed peer left.  Only
+   async-signal-safe calls. */
 static void shm__append(char *line, size_t *n, size_t cap, const char *s)
 {
     while (*s && *n + 1 < cap) line[(*n)++] = *s++;
@@ -90,7 +91,7 @@ static void shm__on_signal(int sig)
     char line[256];
     size_t n = 0;
     long waiting = (long)shm__w.faults.waiting_for;
-    if (!shm__w.running) { /* after shmem_finalize: only pass it on */
+    if (!shm__w.boot.have_pmix) { /* before start-up or after shmem_finalize: only pass it on */
         signal(sig, SIG_DFL);
         raise(sig);
         return;
@@ -107,7 +108,7 @@ static void shm__on_signal(int sig)
     }
     shm__append(line, &n, sizeof line, " (a launcher ends every PE when one fails)\n");
     if (write(2, line, n) < 0) { /* nothing more to do */ }
-    if (shm__w.faults.shm_file[0]) unlink(shm__w.faults.shm_file);
+    shm__remove_files();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -138,42 +139,101 @@ void shm__restore_signals(void)
     shm__w.faults.signals_installed = 0;
 }
 
-/* >> stale files ------------------------------------------------------------------ */
-/* 1 when process pid has ended (or is a zombie): nobody will remove its
+/* >> stale files -------------------------------------------------------------------
+   The files start-up makes in /dev/shm carry their creator's PID: the shm
+   provider's endpoint files (PID:N:N) and the node segment
+   (shmalloc-PID-...).  Each is unlinked once every peer has it open; a PE
+   killed before that leaves it.  So every PE removes this user's such
+   files whose creator has ended, at start-up and when it ends abnormally
+   (a signal, a fatal error): once the launcher has ended a job whose PE
+   was killed at any moment of start-up, nothing of it is left.  Never
+   another user's file, never a live process's.  Only async-signal-safe
+   calls: the signal handler sweeps too. */
+
+/* The creator's PID in a file name of ours, or 0. */
+static long shm__creator(const char *name)
+{
+    size_t plen = strlen(SHM__NODE_PREFIX);
+    int segment = strncmp(name, SHM__NODE_PREFIX, plen) == 0;
+    const char *p = segment ? name + plen : name;
+    long pid = 0;
+    while (*p >= '0' && *p <= '9' && pid < (1L << 40)) pid = pid * 10 + (*p++ - '0');
+    if (pid <= 0) return 0;
+    if (segment) return *p == '-' ? pid : 0;
+    if (*p != ':') return 0;
+    return strspn(p, "0123456789:") == strlen(p) ? pid : 0;
+}
+
+/* 1 when process pid has ended, is ending (the kernel's PF_EXITING, in
+   the 9th field of /proc/PID/stat: a killed PE's peers may learn of its
+   death before it is a zombie) or is a zombie: nobody will remove its
    files but us. */
 static int shm__pid_gone(long pid)
 {
-    char path[48], text[256];
-    size_t n;
-    FILE *f;
+    char path[48], text[512];
+    const char *p;
+    size_t n = 0;
+    ssize_t got;
+    unsigned long flags = 0;
+    int fd, field;
     if (kill((pid_t)pid, 0) == -1) return errno == ESRCH; /* EPERM: alive, another user's */
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    if ((f = fopen(path, "r")) == NULL) return 0;
-    n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = '\0';
-    while (n > 0 && text[n - 1] != ')') n--; /* the state follows the name's closing parenthesis */
-    return n > 0 && text[n] == ' ' && text[n + 1] == 'Z';
+    shm__append(path, &n, sizeof path, "/proc/");
+    shm__append_int(path, &n, sizeof path, pid);
+    shm__append(path, &n, sizeof path, "/stat");
+    path[n] = '\0';
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return 0;
+    got = read(fd, text, sizeof text - 1);
+    close(fd);
+    text[got > 0 ? got : 0] = '\0';
+    if ((p = strrchr(text, ')')) == NULL || p[1] != ' ') return 0; /* the state follows the name */
+    if (p[2] == 'Z' || p[2] == 'X') return 1;
+    for (field = 3, p += 2; *p && field < 9; p++) field += *p == ' ';
+    while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
+    return field == 9 && (flags & 0x4) != 0; /* PF_EXITING */
 }
 
-/* At start-up: the shm provider's files (named PID:N:N) of this user whose
-   process has ended, left by an earlier job that was killed outright.
-   Never another user's, never a live process's. */
-void shm__sweep_stale_shm_files(void)
+/* Removes the stale files; returns how many. */
+static int shm__sweep(void)
 {
-    DIR *dir = opendir("/dev/shm");
-    struct dirent *e;
-    int removed = 0;
-    while (dir && (e = readdir(dir)) != NULL) {
-        char path[300], *end;
-        struct stat st;
-        long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end != ':' || pid <= 0 || strspn(end, "0123456789:") != strlen(end)) continue;
-        snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
-        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || !shm__pid_gone(pid)) continue;
-        removed += unlink(path) == 0;
+    uint64_t buf[512]; /* aligned for the records */
+    int dir = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC), removed = 0;
+    ssize_t n, at;
+    if (dir < 0) return 0;
+    while ((n = getdents64(dir, buf, sizeof buf)) > 0)
+        for (at = 0; at < n; at += ((const struct dirent64 *)((const char *)buf + at))->d_reclen) {
+            const char *name = ((const struct dirent64 *)((const char *)buf + at))->d_name;
+            struct stat st;
+            long pid = shm__creator(name);
+            if (!pid || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+                st.st_uid != geteuid() || !shm__pid_gone(pid))
+                continue;
+            removed += unlinkat(dir, name, 0) == 0;
+        }
+    close(dir);
+    return removed;
+}
+
+/* A PE that ends abnormally: its own files of start-up (the node
+   segment's name is known to every PE of the node), then the stale ones. */
+void shm__remove_files(void)
+{
+    const char *segment = shm__w.coll.node_file;
+    char path[sizeof shm__w.coll.node_file + 16];
+    size_t n = 0;
+    if (shm__w.faults.shm_file[0]) unlink(shm__w.faults.shm_file);
+    if (segment[0]) {
+        shm__append(path, &n, sizeof path, "/dev/shm");
+        shm__append(path, &n, sizeof path, segment);
+        path[n] = '\0';
+        unlink(path);
     }
-    if (dir) closedir(dir);
+    shm__sweep();
+}
+
+/* At start-up: what an earlier job that was killed outright left. */
+void shm__sweep_stale_files(void)
+{
+    int removed = shm__sweep();
     if (removed)
         shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__w.boot.me, removed, removed > 1 ? "s" : "");
 }
@@ -222,6 +282,68 @@ void shm__check_deaths(void)
     shm__fatal("PE %d ended without shmem_finalize (PMIx event %s); PE %d of %d stops", dead,
                PMIx_Error_string((pmix_status_t)__atomic_load_n(&f->dead_status, __ATOMIC_RELAXED)),
                shm__w.boot.me, shm__w.boot.npes);
+}
+
+/* The launcher's process table: every PE's host, PID and state, or NULL. */
+static pmix_info_t *shm__proc_table(size_t *nresults, pmix_data_array_t **table)
+{
+    pmix_query_t q;
+    pmix_info_t *results = NULL;
+    pmix_status_t rc;
+    *table = NULL;
+    PMIX_QUERY_CONSTRUCT(&q);
+    PMIX_ARGV_APPEND(rc, q.keys, PMIX_QUERY_PROC_TABLE);
+    PMIX_INFO_CREATE(q.qualifiers, 1);
+    q.nqual = 1;
+    PMIX_INFO_LOAD(&q.qualifiers[0], PMIX_NSPACE, shm__w.boot.proc.nspace, PMIX_STRING);
+    rc = PMIx_Query_info(&q, 1, &results, nresults);
+    PMIX_QUERY_DESTRUCT(&q);
+    if (rc == PMIX_SUCCESS && *nresults == 1 && results[0].value.type == PMIX_DATA_ARRAY &&
+        results[0].value.data.darray->type == PMIX_INFO)
+        *table = results[0].value.data.darray;
+    return results;
+}
+
+/* The entry of the table for rank q, or NULL. */
+static const pmix_proc_info_t *shm__proc_entry(const pmix_data_array_t *table, int q)
+{
+    const pmix_info_t *in = (const pmix_info_t *)table->array;
+    size_t i;
+    for (i = 0; i < table->size; i++)
+        if (in[i].value.type == PMIX_PROC_INFO && (int)in[i].value.data.pinfo->proc.rank == q)
+            return in[i].value.data.pinfo;
+    return NULL;
+}
+
+/* After a failed fence, which PEs have ended, as this PE can tell: the
+   one an event named, else those the launcher's table says terminated and
+   those on this host whose process has ended (Open MPI's table keeps
+   every PE "connected" to the end).  Writes ": PE 1 has ended" or "". */
+void shm__gone_pes(char *out, size_t cap)
+{
+    int dead = __atomic_load_n(&shm__w.faults.dead_pe, __ATOMIC_ACQUIRE), q, found = 0;
+    size_t nresults = 0, n = 0;
+    char list[96] = "";
+    pmix_data_array_t *table;
+    pmix_info_t *results;
+    const pmix_proc_info_t *me;
+    out[0] = '\0';
+    if (dead >= 0) {
+        snprintf(out, cap, ": PE %d has ended", dead);
+        return;
+    }
+    results = shm__proc_table(&nresults, &table);
+    me = table ? shm__proc_entry(table, shm__w.boot.me) : NULL;
+    for (q = 0; me && q < shm__w.boot.npes && n + 16 < sizeof list; q++) {
+        const pmix_proc_info_t *p = shm__proc_entry(table, q);
+        int here = p && p->hostname && me->hostname && strcmp(p->hostname, me->hostname) == 0;
+        if (!p || q == shm__w.boot.me ||
+            !(p->state >= PMIX_PROC_STATE_TERMINATED || (here && p->pid > 0 && shm__pid_gone((long)p->pid))))
+            continue;
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", found++ ? ", " : "", q);
+    }
+    if (found) snprintf(out, cap, ": PE%s %s %s ended", found > 1 ? "s" : "", list, found > 1 ? "have" : "has");
+    if (results) PMIX_INFO_FREE(results, nresults);
 }
 
 /* A completion with an error: a canceled receive is the endpoint closing,

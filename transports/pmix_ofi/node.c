@@ -37,37 +37,40 @@ static int shm__node_wanted(void)
     return shm__w.opt.node_barrier && b->nodes > 0 && b->nodes < b->npes && b->node_size_max <= SHM__NODE_MAX;
 }
 
-/* The segment's name: the job's namespace and the leader's rank. */
-static void shm__node_name(int leader)
+/* The segment's name: its creator's PID first, which the sweep of stale
+   files reads (faults.c), then the job's namespace and the leader's rank. */
+static void shm__node_name(long creator, int leader)
 {
     char *p, *name = shm__w.coll.node_file;
-    snprintf(name, sizeof shm__w.coll.node_file, "/shmalloc-%.100s-%d", shm__w.boot.proc.nspace, leader);
+    snprintf(name, sizeof shm__w.coll.node_file, "/" SHM__NODE_PREFIX "%ld-%.100s-%d", creator,
+             shm__w.boot.proc.nspace, leader);
     for (p = name + 1; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
             *p = '_';
 }
 
-/* The leader creates the segment and says whether it could; the others
-   open it after a fence.  Maps it; an fd < 0 maps nothing. */
+/* The leader creates the segment and says whether it could (its PID, or
+   0); the others open it after a fence.  Maps it; an fd < 0 maps nothing. */
 static void shm__node_attach(int leader, size_t bytes)
 {
     const char *file = shm__w.coll.node_file;
-    uint64_t ok = 0;
+    uint64_t creator = 0;
     int fd = -1;
     if (shm__w.boot.me == leader) {
-        shm_unlink(file); /* a stale one from a crashed job of the same name */
+        shm__node_name((long)getpid(), leader);
         fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600);
         if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
             close(fd);
             fd = -1;
         }
-        ok = fd >= 0;
-        shm__pmix_put(SHM__KEY_NODE, &ok, sizeof ok);
+        creator = fd >= 0 ? (uint64_t)getpid() : 0;
+        shm__pmix_put(SHM__KEY_NODE, &creator, sizeof creator);
     }
     shm__fence("node segment");
     if (shm__w.boot.me != leader) {
-        shm__pmix_get_bytes(leader, SHM__KEY_NODE, &ok, sizeof ok);
-        if (ok) fd = shm_open(file, O_RDWR, 0600);
+        shm__pmix_get_bytes(leader, SHM__KEY_NODE, &creator, sizeof creator);
+        if (creator) shm__node_name((long)creator, leader);
+        if (creator) fd = shm_open(file, O_RDWR, 0600);
     }
     if (fd >= 0) {
         void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -112,7 +115,6 @@ void shm__node_open(void)
     c->group_size = b->npes;
     c->group_me = b->me;
     if (!shm__node_wanted()) return;
-    shm__node_name(leader);
     shm__node_attach(leader, (size_t)(b->node_size + 1) * sizeof(shm__node_slot));
     /* Spin first only on one node with a cpu per PE: across nodes a
        barrier waits for the network anyway, and a spinning PE would hold

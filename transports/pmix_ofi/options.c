@@ -28,5 +28,6 @@ void shm__read_options(shm__options *o)
 #if defined(SHMALLOC_TESTING)
     o->fail_register = getenv("SHMALLOC_TEST_FAIL_REGISTER");
     o->test_node_size = getenv("SHMALLOC_TEST_NODE_SIZE");
+    o->kill_at = getenv("SHMALLOC_TEST_KILL_AT");
 #endif
 }

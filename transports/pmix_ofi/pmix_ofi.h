@@ -59,6 +59,7 @@
 #define SHM__BOUNCE_BYTES ((size_t)1 << 20) /* FI_MR_LOCAL copies of unregistered buffers */
 #define SHM__RAW_KEY_MAX 64       /* FI_MR_RAW key bytes we can carry */
 #define SHM__NODE_MAX 64          /* PEs per node up to which the node barrier is used */
+#define SHM__NODE_PREFIX "shmalloc-" /* the node segment's name in /dev/shm, its creator's PID next */
 
 /* ---- options (options.c) ---------------------------------------------------
    What the environment says, read once by shm__read_options. */
@@ -76,6 +77,7 @@ typedef struct shm__options {
 #if defined(SHMALLOC_TESTING)
     const char *fail_register;  /* SHMALLOC_TEST_FAIL_REGISTER */
     const char *test_node_size; /* SHMALLOC_TEST_NODE_SIZE */
+    const char *kill_at;        /* SHMALLOC_TEST_KILL_AT */
 #endif
 } shm__options;
 
@@ -230,11 +232,13 @@ SHMALLOC_INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 SHMALLOC_INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 SHMALLOC_INTERNAL void shm__install_signals(void);
 SHMALLOC_INTERNAL void shm__restore_signals(void);
-SHMALLOC_INTERNAL void shm__sweep_stale_shm_files(void);
+SHMALLOC_INTERNAL void shm__remove_files(void);
+SHMALLOC_INTERNAL void shm__sweep_stale_files(void);
 SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                                    size_t ninfo, pmix_info_t results[], size_t nresults,
                                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
 SHMALLOC_INTERNAL void shm__check_deaths(void);
+SHMALLOC_INTERNAL void shm__gone_pes(char *out, size_t cap);
 SHMALLOC_INTERNAL void shm__cq_failure(void);
 SHMALLOC_INTERNAL void shm__barrier_timeout(int pe);
 

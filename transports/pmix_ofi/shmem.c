@@ -92,7 +92,7 @@ static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
 {
     if (shm__pmix_init() == 0) {
         shm__install_signals();
-        shm__sweep_stale_shm_files();
+        shm__sweep_stale_files();
         shm__map_nodes();
     }
     shm__map_heap(max, huge);
@@ -170,8 +170,7 @@ void shmem_finalize(void)
 void shmem_global_exit(int status)
 {
     fflush(NULL);
-    /* First: the launcher may kill us before PMIx_Abort returns. */
-    if (shm__w.faults.shm_file[0]) unlink(shm__w.faults.shm_file);
+    shm__remove_files(); /* first: the launcher may kill us before PMIx_Abort returns */
     if (shm__w.boot.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
     _exit(status);
 }

@@ -53,10 +53,11 @@
      completion queue, except to PEs on the same node: there each heap is
      a memfd that the node's other PEs map whole (growth room included)
      through /proc/PID/fd at start-up, so puts and gets are memcpy and
-     shmem_ptr gives the peer's address.  Heaps and the shm provider's
-     files leave nothing in /dev/shm: the latter are unlinked once every
-     peer has opened them, and start-up removes this user's ones whose
-     process has ended.
+     shmem_ptr gives the peer's address.  Heaps, the shm provider's
+     files and the node segment leave nothing in /dev/shm: the latter two
+     carry their creator's PID and are unlinked once every peer has
+     opened them, and a PE that ends abnormally, and every start-up,
+     removes this user's such files whose process has ended.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -98,6 +99,11 @@
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
                                  Test builds only (-DSHMALLOC_TESTING).
+     SHMALLOC_TEST_KILL_AT       STEP:K: PE K kills itself (SIGKILL) as it
+                                 enters the start-up fence named STEP
+                                 ("endpoint names", "node segment", "node
+                                 segment mapped", "heap keys").  Test
+                                 builds only.
      SHMALLOC_PMIX_OFI_DIRECT    0: private heaps, puts and gets to every
                                  PE by libfabric, shmem_ptr NULL for peers
                                  (1, the default: same-node peers' heaps

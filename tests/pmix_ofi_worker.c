@@ -28,6 +28,8 @@
      all        the seven above, in that order, in one launch
    and, for fault tests:
      init       shmem_init and shmem_finalize only
+     no_finalize  shmem_init, then main returns without shmem_finalize
+     exit_3     the same, but PE 1 calls exit(3) (the others return)
      kill       PE 1 kills itself (SIGKILL) while the others are in a barrier
      exit       PE 1 calls _exit(3) while the others are in a barrier
      hang       PE 1 sleeps 30 s while the others are in a barrier
@@ -1022,7 +1024,8 @@ int main(int argc, char **argv)
         fault(name);
         known = 1;
     }
-    if (!known && strcmp(name, "init") != 0) fail(__LINE__, "unknown scenario %s", name);
+    if (!known && strcmp(name, "init") != 0 && strcmp(name, "no_finalize") != 0 && strcmp(name, "exit_3") != 0)
+        fail(__LINE__, "unknown scenario %s", name);
     current = name;
     shmem_free(scratch);
     if (shmalloc_check(-1) != 0) fail(__LINE__, "shmalloc_check(-1) reports a corrupted heap");
@@ -1031,6 +1034,8 @@ int main(int argc, char **argv)
         if (!failures) printf("PE %d of %d: OK %s\n", me, npes, name);
     }
     fflush(stdout);
+    if (strcmp(name, "no_finalize") == 0) return failures ? 1 : 0; /* finalized at exit */
+    if (strcmp(name, "exit_3") == 0 && me == 1) exit(3);
     shmem_finalize();
     return failures ? 1 : 0;
 }

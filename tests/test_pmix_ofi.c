@@ -446,6 +446,32 @@ Test(pmix_ofi, unmappable_heap_names_size_and_variable, .timeout = TEST_TIMEOUT)
               "%s", r.out);
 }
 
+/* ---- programs that end without shmem_finalize ------------------------------
+   Returning from main, or exit(3) on PE 1, without shmem_finalize: the PEs
+   finalize at exit, so mpirun sees a clean end and the exit status. */
+static void check_ends_without_finalize(const char *scenario, int status)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    int npes;
+    for (npes = 2; npes <= 4; npes += 2) {
+        launch(&r, npes, scenario, env);
+        cr_assert_eq(r.status, status, "%s on %d PEs: status %d:\n%s", scenario, npes, r.status, tail(&r));
+        cr_assert(!has(&r, "improperly") && !has(&r, "FAIL"), "%s on %d PEs:\n%s", scenario, npes, tail(&r));
+        cr_assert_eq(r.leftovers, 0, "%s left %d /dev/shm files", scenario, r.leftovers);
+    }
+}
+
+Test(pmix_ofi, a_program_returning_from_main_without_finalize_exits_0, .timeout = TEST_TIMEOUT)
+{
+    check_ends_without_finalize("no_finalize", 0);
+}
+
+Test(pmix_ofi, a_program_calling_exit_3_without_finalize_exits_3, .timeout = TEST_TIMEOUT)
+{
+    check_ends_without_finalize("exit_3", 3);
+}
+
 /* ---- a PE that dies or hangs: the others end, bounded, and say so -------- */
 static void check_death(const char *scenario, const char *provider)
 {

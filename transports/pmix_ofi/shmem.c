@@ -119,13 +119,24 @@ static void shm__init_heap(size_t nominal, size_t max)
     shmalloc_set_process_heap(shm__w.heap.heap);
 }
 
+/* A program that returns from main or calls exit without shmem_finalize
+   (as many written for other runtimes do) finalizes here, so the launcher
+   sees a clean end and keeps its exit status.  A PE that died took no
+   exit path; waiting for it ends this PE as any barrier would. */
+static void shm__finalize_at_exit(void)
+{
+    if (shm__w.running) shmem_finalize();
+}
+
 static void shm__init(int level)
 {
+    static int at_exit;
     shmalloc_map_huge huge;
     size_t nominal, max;
     shm__init_settings(level, &nominal, &max, &huge);
     shm__init_runtime(max, &huge);
     shm__init_heap(nominal, max);
+    if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
     shm__describe();
 }
 

@@ -123,6 +123,7 @@
 #define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
+#define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no heap yet: shmem_init first (shmalloc's own) */
 
 /* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
    SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
@@ -671,6 +672,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_SYMMSIZE_FAILED: return "PEs passed different arguments";
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
+    case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap: call shmem_init first";
     default: return "unknown error code";
     }
 }
@@ -2276,6 +2278,7 @@ struct shmalloc_heap {
     size_t hint_cap, hint_count;
     size_t failures;  /* allocations this PE could not serve for lack of room */
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
+    int misuse_reported; /* and the first bad argument */
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
@@ -2452,12 +2455,11 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
 }
 
 /* How much an error tells, as the agreement ranks it: a bad argument on
-   any PE outranks a lack of room (SHMEM_MALLOC_FAIL, _REALLOC_FAILED), which
-   a call with that argument could never have cured. */
-static uint64_t shm__rank(long e)
-{
-    return e == SHMEM_MALLOC_FAIL || e == SHMEM_MALLOC_REALLOC_FAILED || !e ? (uint64_t)-e : 16 + (uint64_t)-e;
-}
+   any PE outranks a lack of room (SHMEM_MALLOC_FAIL, _REALLOC_FAILED; FAIL
+   is also a transport's failure), which a call with that argument could
+   never have cured. */
+static int shm__bad_argument(long e) { return e && e != SHMEM_MALLOC_FAIL && e != SHMEM_MALLOC_REALLOC_FAILED; }
+static uint64_t shm__rank(long e) { return (uint64_t)-e + (shm__bad_argument(e) ? 16 : 0); }
 static long shm__ranked(uint64_t r) { return r >= 16 ? -(long)(r - 16) : -(long)r; }
 
 /* A value the agreement compares, or a pair of zeros, which no maximum
@@ -2756,6 +2758,33 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
                    "each)\n", pe);
 }
 
+/* What this PE's bad argument was, for shm__report_misuse. */
+static void shm__misuse_text(char *arg, size_t n, const shm__call *c, const void *ptr, long e)
+{
+    if (ptr && e == SHMEM_MALLOC_NOT_IN_SYMM_HEAP) snprintf(arg, n, "%p, outside the heap", ptr);
+    else if (ptr && e != SHMEM_MALLOC_BAD_SIZE) snprintf(arg, n, "the pointer at offset %zu", c->offset);
+    else if (ptr) snprintf(arg, n, "the block at offset %zu, %zu bytes", c->offset, c->size);
+    else if (c->kind == SHM__CALLOC && c->size == SIZE_MAX) snprintf(arg, n, "count * size overflows");
+    else if (c->kind == SHM__ALIGN) snprintf(arg, n, "alignment %zu, %zu bytes", c->align, c->size);
+    else snprintf(arg, n, "%zu bytes", c->size);
+}
+
+/* This PE passed a bad argument (a size, pointer or alignment): the call,
+   the argument and what is wrong, in one line.  Every time in debug mode,
+   else the heap's first. */
+static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void *ptr, long e)
+{
+    char arg[96];
+    if (h->misuse_reported && !h->debug) return;
+    shm__misuse_text(arg, sizeof arg, c, ptr, e);
+    shmalloc_print(2, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n", h->tp.pe, shm__call_names[c->kind],
+                   arg, shmalloc_strerror(e));
+    if (!h->debug && !h->misuse_reported)
+        shmalloc_print(2, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 "
+                       "reports each)\n", h->tp.pe);
+    h->misuse_reported = 1;
+}
+
 /* This PE's part of malloc, align and calloc: the block a collective call
    would take, still pending (or e = SHMEM_MALLOC_FAIL), zeroed or filled
    before the commit poisons its slack. */
@@ -2764,12 +2793,11 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
 {
     int status;
     op->ptr = NULL;
-    if (*e) return NULL;
-    status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op);
-    if (status) {
+    if (!*e && (status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op)) != SHMALLOC_TLSF_OK) {
         *e = shm__malloc_error(status, 0);
         *short_here = status == SHMALLOC_TLSF_NO_ROOM;
     }
+    if (shm__bad_argument(*e)) shm__report_misuse(h, call, NULL, *e);
     if (op->ptr && zero) SHMALLOC_MEMSET(op->ptr, 0, call->size);
     else if (op->ptr && h->debug) /* the whole usable size */
         SHMALLOC_MEMSET(op->ptr, SHM__FILL_NEW, shmalloc_tlsf_usable_size(h->tlsf, op->ptr));
@@ -2836,7 +2864,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     long held;
     shm__call call = {0, 0, 0, 0, 0, 0};
     if (!h) {
-        shm__set(err, SHMEM_MALLOC_FAIL);
+        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
         return NULL;
     }
     if (size == 0 && !e) { /* OpenSHMEM 1.5: NULL, no barrier */
@@ -2899,7 +2927,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
         return;
     }
     if (!h) {
-        shm__set(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
         return;
     }
     held = shm__lock(h);
@@ -2907,8 +2935,9 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     h->order.calls++;
     call.kind = kind;
     call.offset = shmalloc_tlsf_offset(h->tlsf, ptr);
-    e = shm__agree(&h->tp, h->debug, &h->order, &call,
-                   held ? held : shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0));
+    e = held ? held : shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
+    if (shm__bad_argument(e)) shm__report_misuse(h, &call, ptr, e);
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (!e) {
         shm__hints_drop(h, call.offset);
         if (h->debug) { /* the slack too: the free poisons the block again */
@@ -2975,7 +3004,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         return NULL;
     }
     if (!h) {
-        shm__set(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
         return NULL;
     }
     held = shm__lock(h);
@@ -2990,6 +3019,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
     call.align = shmalloc_tlsf_alignment(h->tlsf, ptr); /* kept by a move: agreed too */
     shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
+    if (shm__bad_argument(local)) shm__report_misuse(h, &call, ptr, local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable && !shm__grow(h, shmalloc_tlsf_block_need(size, call.align)))
         shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local) shm__report_oom(h, SHM__REALLOC, size, call.align);
@@ -3010,7 +3040,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     void *p = NULL;
     long e, held;
     if (!h) {
-        shm__set(err, SHMEM_MALLOC_FAIL);
+        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
         return NULL;
     }
     e = held = shm__lock(h);

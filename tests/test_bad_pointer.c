@@ -3,7 +3,8 @@
    one table of cases (how the pointer is made, the code it gets, the words
    of that code's message) and one parameterized test over it.  Each call
    is refused with its code, changes nothing, synchronises once on the
-   heap, and the checker passes afterwards. */
+   heap, and the checker passes afterwards.  Then what a bad argument
+   prints. */
 #include "test_support.h"
 
 enum layer { CORE, HEAP };
@@ -228,4 +229,68 @@ ParameterizedTest(bad_case *c, bad_pointer, is_refused_with_its_code_and_changes
     assert_same_heap(before, after, c->name);
     assert_tlsf_ok(f.t);
     if (f.heap) assert_heap_ok();
+}
+
+/* ---- what a bad argument prints ------------------------------------------
+   The PE that passed it prints the call, the argument (a pointer as its
+   offset, or "outside the heap") and what is wrong: in debug mode one line
+   for each, outside it the heap's first only, with a note that further
+   ones are not reported. */
+#define MISUSES 7
+
+static void misuse_every_way(char want[MISUSES][200])
+{
+    shmalloc_tlsf *t = shmalloc_heap_tlsf(shmalloc_current());
+    char *a = (char *)shmem_malloc(100), *b = (char *)shmem_malloc(100), *c = (char *)shmem_malloc(100);
+    int x;
+    cr_assert(a && b && c);
+    shmem_free(b);
+    capture_start();
+    shmem_free(&x);
+    shmem_free(a + 16);
+    shmem_free(b);
+    cr_assert_null(shmem_align(3, 8));
+    cr_assert_null(shmem_malloc((size_t)1 << 62));
+    cr_assert_null(shmem_calloc(SIZE_MAX / 2, 4));
+    cr_assert_null(shmem_realloc(&x, 10));
+    capture_stop();
+    snprintf(want[0], 200, "shmalloc: PE 0: free(%p, outside the heap): pointer is not in the symmetric heap; the "
+             "call fails on every PE\n", (void *)&x);
+    snprintf(want[1], 200, "shmalloc: PE 0: free(the pointer at offset %zu): pointer is not the start of a block;",
+             shmalloc_tlsf_offset(t, a + 16));
+    snprintf(want[2], 200, "shmalloc: PE 0: free(the pointer at offset %zu): block is already free;",
+             shmalloc_tlsf_offset(t, b));
+    snprintf(want[3], 200, "shmalloc: PE 0: align(alignment 3, 8 bytes): alignment is 0, not a power of two");
+    snprintf(want[4], 200, "shmalloc: PE 0: malloc(%zu bytes): size too large", (size_t)1 << 62);
+    snprintf(want[5], 200, "shmalloc: PE 0: calloc(count * size overflows): size too large");
+    snprintf(want[6], 200, "shmalloc: PE 0: realloc(%p, outside the heap): pointer is not in", (void *)&x);
+    shmem_free(a);
+    shmem_free(c);
+}
+
+Test(bad_argument, in_debug_mode_each_one_prints_a_line_naming_the_call_and_the_argument)
+{
+    char want[MISUSES][200];
+    int i;
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    make_counting_heap(MIB, 1);
+    unsetenv("SHMALLOC_DEBUG");
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    misuse_every_way(want);
+    for (i = 0; i < MISUSES; i++) cr_assert(strstr(out_text[2], want[i]), "expected\n%s\nin\n%s", want[i], out_text[2]);
+    cr_assert_eq(count_in(out_text[2], "shmalloc: "), MISUSES, "%s", out_text[2]);
+    assert_heap_ok();
+}
+
+Test(bad_argument, outside_debug_mode_the_heaps_first_is_printed_once)
+{
+    char want[MISUSES][200];
+    make_counting_heap(MIB, 1);
+    misuse_every_way(want);
+    cr_assert(strstr(out_text[2], want[0]), "expected\n%s\nin\n%s", want[0], out_text[2]);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0: further bad arguments on this heap are not reported "
+                                  "(SHMALLOC_DEBUG=1 reports each)\n"), "%s", out_text[2]);
+    cr_assert_eq(count_in(out_text[2], "shmalloc: "), 2, "%s", out_text[2]);
+    assert_heap_ok();
 }

@@ -588,16 +588,17 @@ Test(pmix_ofi, a_pe_killed_at_the_heap_keys_leaves_no_dev_shm_file, .timeout = T
 
 /* A start-up fence that fails names the PE that is gone.  Under
    orte_enable_recovery mpirun lets the others go on, so their fence fails
-   rather than their being ended. */
+   rather than their being ended (or completes without the dead PE, and
+   the survivors' get of its keys times out, naming it too). */
 Test(pmix_ofi, a_failed_start_up_fence_names_the_pe_that_is_gone, .timeout = TEST_TIMEOUT)
 {
     static run r;
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=node segment mapped:1",
-                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=5", NULL};
     int naming, lines;
     launch(&r, 3, "init", env);
-    lines = lines_naming(&r, "shmalloc: PMIx fence (node segment mapped) failed", 1, &naming);
-    cr_assert_eq(lines, 2, "not both survivors said their fence failed:\n%s", tail(&r));
+    lines = lines_naming(&r, "shmalloc: PMIx", 1, &naming);
+    cr_assert_eq(lines, 2, "not both survivors said their fence or get failed:\n%s", tail(&r));
     cr_assert_eq(naming, 2, "not both survivors named PE 1:\n%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
 }

@@ -93,23 +93,52 @@ void shm__pmix_put(const char *key, void *bytes, size_t n)
     if (rc != PMIX_SUCCESS) shm__init_fail("PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
 }
 
-/* Copies peer pe's value of key into out; returns its length. */
+/* A get in flight: the callback copies the value here, in PMIx's thread.
+   Allocated, and left behind by a get that timed out. */
+typedef struct shm__get_state {
+    int done; /* atomic */
+    pmix_status_t status;
+    size_t n, cap;
+    unsigned char bytes[];
+} shm__get_state;
+
+static void shm__get_done(pmix_status_t status, pmix_value_t *v, void *cbdata)
+{
+    shm__get_state *g = (shm__get_state *)cbdata;
+    if (status == PMIX_SUCCESS && (!v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size > g->cap))
+        status = PMIX_ERR_BAD_PARAM; /* not the data we put */
+    else if (status == PMIX_SUCCESS)
+        memcpy(g->bytes, v->data.bo.bytes, g->n = v->data.bo.size);
+    g->status = status;
+    __atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
+}
+
+/* Copies peer pe's value of key into out; returns its length.  Waits a
+   barrier's timeout at most: a PE that died before it published never
+   answers, even where the launcher lets its fence complete. */
 size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
 {
+    shm__get_state *g = (shm__get_state *)calloc(1, sizeof *g + cap);
     pmix_proc_t p;
-    pmix_value_t *v = NULL;
     pmix_status_t rc;
+    shmalloc_wait w;
     size_t n;
+    if (!g) shm__fatal("out of memory for PMIx_Get(%s)", key);
+    g->cap = cap;
     shm__pmix_proc(&p, (pmix_rank_t)pe);
-    rc = PMIx_Get(&p, key, NULL, 0, &v);
-    if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT || v->data.bo.size > cap) {
-        if (v) PMIX_VALUE_RELEASE(v);
-        shm__fatal("PMIx_Get(%s) of PE %d failed: %s", key, pe, rc != PMIX_SUCCESS ? PMIx_Error_string(rc) :
-                   "not the expected data");
-    }
-    n = v->data.bo.size;
-    memcpy(out, v->data.bo.bytes, n);
-    PMIX_VALUE_RELEASE(v);
+    rc = PMIx_Get_nb(&p, key, NULL, 0, shm__get_done, g);
+    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    while (rc == PMIX_SUCCESS && !__atomic_load_n(&g->done, __ATOMIC_ACQUIRE))
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
+            char gone[128];
+            shm__gone_pes(gone, sizeof gone);
+            shm__fatal("PMIx_Get(%s) of PE %d timed out after %d s%s (PE %d of %d)", key, pe, shm__w.opt.timeout,
+                       gone, shm__w.boot.me, shm__w.boot.npes);
+        }
+    if (rc == PMIX_SUCCESS) rc = g->status;
+    if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Get(%s) of PE %d failed: %s", key, pe, PMIx_Error_string(rc));
+    memcpy(out, g->bytes, n = g->n);
+    free(g);
     return n;
 }
 
@@ -162,9 +191,12 @@ void shm__fence(const char *what)
             shm__progress();
             shm__leave();
         }
-        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
-            shm__fatal("PMIx fence (%s) timed out after %d s (PE %d of %d)", what, shm__w.opt.timeout, shm__w.boot.me,
-                       shm__w.boot.npes);
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
+            char gone[128];
+            shm__gone_pes(gone, sizeof gone);
+            shm__fatal("PMIx fence (%s) timed out after %d s%s (PE %d of %d)", what, shm__w.opt.timeout, gone,
+                       shm__w.boot.me, shm__w.boot.npes);
+        }
     }
     PMIX_INFO_DESTRUCT(&info);
     if (f.status != PMIX_SUCCESS) {

@@ -284,35 +284,71 @@ void shm__check_deaths(void)
                shm__w.boot.me, shm__w.boot.npes);
 }
 
-/* The launcher's process table: every PE's host, PID and state, or NULL. */
-static pmix_info_t *shm__proc_table(size_t *nresults, pmix_data_array_t **table)
+/* The launcher's process table as this PE needs it: for each rank, its
+   PID, its state and whether it runs on this PE's host.  Filled in PMIx's
+   thread; static, since a query that outlives its wait may still land. */
+typedef struct shm__proc_row {
+    long pid;
+    int state, here, known;
+} shm__proc_row;
+
+static struct {
+    int done; /* atomic */
+    pmix_query_t query;
+    shm__proc_row *rows;
+} shm__table;
+
+static void shm__table_fill(const pmix_data_array_t *a)
 {
-    pmix_query_t q;
-    pmix_info_t *results = NULL;
-    pmix_status_t rc;
-    *table = NULL;
-    PMIX_QUERY_CONSTRUCT(&q);
-    PMIX_ARGV_APPEND(rc, q.keys, PMIX_QUERY_PROC_TABLE);
-    PMIX_INFO_CREATE(q.qualifiers, 1);
-    q.nqual = 1;
-    PMIX_INFO_LOAD(&q.qualifiers[0], PMIX_NSPACE, shm__w.boot.proc.nspace, PMIX_STRING);
-    rc = PMIx_Query_info(&q, 1, &results, nresults);
-    PMIX_QUERY_DESTRUCT(&q);
-    if (rc == PMIX_SUCCESS && *nresults == 1 && results[0].value.type == PMIX_DATA_ARRAY &&
-        results[0].value.data.darray->type == PMIX_INFO)
-        *table = results[0].value.data.darray;
-    return results;
+    const pmix_info_t *in = (const pmix_info_t *)a->array;
+    const char *mine = NULL;
+    size_t i;
+    for (i = 0; i < a->size; i++)
+        if (in[i].value.type == PMIX_PROC_INFO && (int)in[i].value.data.pinfo->proc.rank == shm__w.boot.me)
+            mine = in[i].value.data.pinfo->hostname;
+    for (i = 0; i < a->size; i++) {
+        const pmix_proc_info_t *p = in[i].value.type == PMIX_PROC_INFO ? in[i].value.data.pinfo : NULL;
+        shm__proc_row *r;
+        if (!p || (int)p->proc.rank < 0 || (int)p->proc.rank >= shm__w.boot.npes) continue;
+        r = &shm__table.rows[p->proc.rank];
+        r->pid = (long)p->pid;
+        r->state = (int)p->state;
+        r->here = mine && p->hostname && strcmp(mine, p->hostname) == 0;
+        r->known = 1;
+    }
 }
 
-/* The entry of the table for rank q, or NULL. */
-static const pmix_proc_info_t *shm__proc_entry(const pmix_data_array_t *table, int q)
+static void shm__table_done(pmix_status_t status, pmix_info_t *info, size_t ninfo, void *cbdata,
+                            pmix_release_cbfunc_t release, void *release_data)
 {
-    const pmix_info_t *in = (const pmix_info_t *)table->array;
-    size_t i;
-    for (i = 0; i < table->size; i++)
-        if (in[i].value.type == PMIX_PROC_INFO && (int)in[i].value.data.pinfo->proc.rank == q)
-            return in[i].value.data.pinfo;
-    return NULL;
+    (void)cbdata;
+    if (status == PMIX_SUCCESS && ninfo == 1 && info[0].value.type == PMIX_DATA_ARRAY &&
+        info[0].value.data.darray->type == PMIX_INFO)
+        shm__table_fill(info[0].value.data.darray);
+    if (release) release(release_data);
+    __atomic_store_n(&shm__table.done, 1, __ATOMIC_RELEASE);
+}
+
+/* Asks for the table and waits for it, 2 s at most: 0 when it came.  The
+   query stays with the table: PMIx reads it in its own thread. */
+static int shm__table_read(void)
+{
+    pmix_query_t *q = &shm__table.query;
+    pmix_status_t rc;
+    shmalloc_wait w;
+    shm__table.rows = (shm__proc_row *)calloc((size_t)shm__w.boot.npes, sizeof *shm__table.rows);
+    if (!shm__table.rows) return -1;
+    PMIX_QUERY_CONSTRUCT(q);
+    PMIX_ARGV_APPEND(rc, q->keys, PMIX_QUERY_PROC_TABLE);
+    if (rc != PMIX_SUCCESS) return -1;
+    PMIX_INFO_CREATE(q->qualifiers, 1);
+    q->nqual = 1;
+    PMIX_INFO_LOAD(&q->qualifiers[0], PMIX_NSPACE, shm__w.boot.proc.nspace, PMIX_STRING);
+    if (PMIx_Query_info_nb(q, 1, shm__table_done, NULL) != PMIX_SUCCESS) return -1;
+    shmalloc_wait_begin(&w, 2, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    while (!__atomic_load_n(&shm__table.done, __ATOMIC_ACQUIRE))
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) return -1;
+    return 0;
 }
 
 /* After a failed fence, which PEs have ended, as this PE can tell: the
@@ -322,28 +358,22 @@ static const pmix_proc_info_t *shm__proc_entry(const pmix_data_array_t *table, i
 void shm__gone_pes(char *out, size_t cap)
 {
     int dead = __atomic_load_n(&shm__w.faults.dead_pe, __ATOMIC_ACQUIRE), q, found = 0;
-    size_t nresults = 0, n = 0;
+    size_t n = 0;
     char list[96] = "";
-    pmix_data_array_t *table;
-    pmix_info_t *results;
-    const pmix_proc_info_t *me;
     out[0] = '\0';
     if (dead >= 0) {
         snprintf(out, cap, ": PE %d has ended", dead);
         return;
     }
-    results = shm__proc_table(&nresults, &table);
-    me = table ? shm__proc_entry(table, shm__w.boot.me) : NULL;
-    for (q = 0; me && q < shm__w.boot.npes && n + 16 < sizeof list; q++) {
-        const pmix_proc_info_t *p = shm__proc_entry(table, q);
-        int here = p && p->hostname && me->hostname && strcmp(p->hostname, me->hostname) == 0;
-        if (!p || q == shm__w.boot.me ||
-            !(p->state >= PMIX_PROC_STATE_TERMINATED || (here && p->pid > 0 && shm__pid_gone((long)p->pid))))
+    if (shm__table_read() != 0) return;
+    for (q = 0; q < shm__w.boot.npes && n + 16 < sizeof list; q++) {
+        const shm__proc_row *r = &shm__table.rows[q];
+        if (q == shm__w.boot.me || !r->known ||
+            !(r->state >= PMIX_PROC_STATE_TERMINATED || (r->here && r->pid > 0 && shm__pid_gone(r->pid))))
             continue;
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", found++ ? ", " : "", q);
     }
     if (found) snprintf(out, cap, ": PE%s %s %s ended", found > 1 ? "s" : "", list, found > 1 ? "have" : "has");
-    if (results) PMIX_INFO_FREE(results, nresults);
 }
 
 /* A completion with an error: a canceled receive is the endpoint closing,

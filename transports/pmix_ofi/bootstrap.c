@@ -93,8 +93,9 @@ void shm__pmix_put(const char *key, void *bytes, size_t n)
     if (rc != PMIX_SUCCESS) shm__init_fail("PMIx_Put(%s) failed: %s", key, PMIx_Error_string(rc));
 }
 
-/* A get in flight: the callback copies the value here, in PMIx's thread.
-   Allocated, and left behind by a get that timed out. */
+/* A get in flight: the callback copies the value here, in PMIx's thread,
+   and releases PMIx's copy.  Allocated, and left behind by a get that
+   timed out. */
 typedef struct shm__get_state {
     int done; /* atomic */
     pmix_status_t status;
@@ -109,6 +110,7 @@ static void shm__get_done(pmix_status_t status, pmix_value_t *v, void *cbdata)
         status = PMIX_ERR_BAD_PARAM; /* not the data we put */
     else if (status == PMIX_SUCCESS)
         memcpy(g->bytes, v->data.bo.bytes, g->n = v->data.bo.size);
+    if (v) PMIX_VALUE_RELEASE(v); /* the callback's to release */
     g->status = status;
     __atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
 }

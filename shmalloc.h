@@ -166,6 +166,10 @@ enum {
     SHMALLOC_TLSF_BAD_ALIGN     /* alignment 0, not a power of two, or too large */
 };
 #define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
+/* A one-line description of a SHMALLOC_TLSF_* status, the words of the
+   SHMEM_MALLOC_* code of the same meaning: for runtimes that call the core
+   directly and report a refused pointer or size themselves. */
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status);
 
 typedef struct shmalloc_counters {
     size_t capacity;       /* bytes of all blocks, headers included; the last
@@ -2310,6 +2314,11 @@ static long shm__malloc_error(int status, int resizing)
     case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
     default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
     }
+}
+
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
+{
+    return shmalloc_strerror(shm__malloc_error(status, 0));
 }
 
 /* The transport's lock: SHMEM_MALLOC_OK when held.  A call that could not

@@ -206,3 +206,28 @@ Test(tlsf_free, free_of_a_block_restores_counters)
     cr_assert_eq(c1.used_blocks, c0.used_blocks);
     assert_tlsf_ok(t);
 }
+
+/* A runtime that calls the core directly reports a refused pointer in
+   the words malloc_error would have. */
+Test(tlsf_strerror, each_refused_free_is_described_by_its_reason)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    char *p = shmalloc_tlsf_malloc(t, 100);
+    char *q = shmalloc_tlsf_malloc(t, 100);
+    int on_stack;
+    cr_assert_eq(shmalloc_tlsf_free(t, q), SHMALLOC_TLSF_OK);
+    const struct { void *ptr; int status; const char *words; } cases[] = {
+        {&on_stack, SHMALLOC_TLSF_NOT_IN_HEAP, "not in the symmetric heap"},
+        {q, SHMALLOC_TLSF_ALREADY_FREE, "already free"},
+        {p + 16, SHMALLOC_TLSF_NOT_A_BLOCK, "not the start of a block"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int status = shmalloc_tlsf_free(t, cases[i].ptr);
+        cr_assert_eq(status, cases[i].status, "case %zu: status %d", i, status);
+        cr_assert(strstr(shmalloc_tlsf_strerror(status), cases[i].words), "case %zu: \"%s\"", i,
+                  shmalloc_tlsf_strerror(status));
+    }
+    cr_assert(strstr(shmalloc_tlsf_strerror(SHMALLOC_TLSF_OK), "no error"));
+    cr_assert(strstr(shmalloc_tlsf_strerror(SHMALLOC_TLSF_BAD_ALIGN), "power of two"));
+    assert_tlsf_ok(t);
+}

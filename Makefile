@@ -40,6 +40,7 @@ TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
+include mk/openmpi.mk
 
 .PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos test-cluster deps test \
         run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean

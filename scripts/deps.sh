@@ -4,21 +4,21 @@
 # the project installs anything; make calls it, CI through make.
 #   test   make test and the sanitizer, Valgrind and fuzz builds
 #   bench  make bench's system allocators and plots
-#   sos    make test-sos: building Sandia OpenSHMEM
+#   openmpi  make test-openmpi: Open MPI's oshmem, its headers, oshrun
 # Not root and something missing: says what to install, exits 1.
 set -u
 pkgs_test="libcriterion-dev pkgconf libpmix-dev libfabric-dev openmpi-bin slurm-wlm iproute2 valgrind clang
   mandoc groff-base man-db bsdextrautils cmake binutils"
 pkgs_bench="libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev gnuplot-nox valgrind libopenmpi-dev"
-pkgs_sos="autoconf automake libtool libhwloc-dev"
+pkgs_openmpi="libopenmpi-dev openmpi-bin"
 
 want=
 for group in "$@"; do
     case $group in
     test) want="$want $pkgs_test" ;;
     bench) want="$want $pkgs_bench" ;;
-    sos) want="$want $pkgs_sos" ;;
-    *) echo "deps.sh: unknown group '$group' (test, bench, sos)" >&2; exit 2 ;;
+    openmpi) want="$want $pkgs_openmpi" ;;
+    *) echo "deps.sh: unknown group '$group' (test, bench, openmpi)" >&2; exit 2 ;;
     esac
 done
 

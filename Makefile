@@ -36,13 +36,14 @@ CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input tes
 PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
-TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS)
+ADAPTER_TESTS  = test_sos_adapter
+TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
 include mk/openmpi.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-sos bench-sos test-cluster deps test \
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps test \
         run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
@@ -81,6 +82,10 @@ $(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 $(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSHMALLOC_SL_LOG2=$* $< -lcriterion $(LDLIBS) -o $@
+
+# The SOS adapter expands the header privately; the test's helpers use the library.
+$(B)/test_sos_adapter: tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
 # The worker links the transport built with its test hooks (SHMALLOC_TESTING),
 # which the library leaves out.
@@ -167,14 +172,6 @@ test-slurm: deps $(B)/pmix_ofi_worker
 test-cluster: deps $(B)/pmix_ofi_worker
 	@$(SUITE) cluster-check tests/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
-# Sandia OpenSHMEM built stock and with shmalloc (integrations/sos), its
-# make check and our heap tests on both, side by side.  SOS_SRC: a tarball.
-SOS_SRC ?= ../shared/sos/sos-src.tar.gz
-test-sos bench-sos: deps
-	@[ -f "$(SOS_SRC)" ] || { echo "$@: SOS_SRC=$(SOS_SRC) is not a file" >&2; exit 1; }
-	@scripts/deps.sh sos
-	SOS_BENCH=$(if $(filter bench-sos,$@),1,0) integrations/sos/test-sos.sh $(SOS_SRC) $(B)/sos
-
 # ---- the same tests under the sanitizers and Valgrind ----------------------
 # Also the PMIx transport's thread tests, worker and transport built with
 # ASan and UBSan (under the mpirun lock, as make test).
@@ -209,7 +206,7 @@ test-valgrind: deps
 # The header warnings-clean as C99 and C11 under gcc and clang, and its
 # declarations (with the transport's) as C++17 under g++ and clang++.
 CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
-            examples/vendor_runtime.c
+            examples/vendor_runtime.c integrations/sos/shmalloc_sos.c
 compile-check:
 	@set -e; for cc in gcc clang; do for std in c99 c11; do \
 	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4"; do \

@@ -26,7 +26,7 @@ $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h:
 # Everything but the component's one symbol stays private (SHMALLOC_STATIC).
 $(OMPI_B)/mca_memheap_shmalloc.so: integrations/openmpi/memheap_shmalloc.c shmalloc.h \
 		$(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h
-	$(CC) $(STD) -O2 -g $(WARN) -fPIC -shared -I. $(OMPI_CFLAGS) $< -loshmem -o $@
+	$(CC) $(STD) -O2 -g $(WARN) -fPIC -shared -I. $(OMPI_CFLAGS) $< -loshmem -lopen-pal -o $@
 
 $(OMPI_B)/oshmem_heap: integrations/openmpi/tests/oshmem_heap.c
 	@mkdir -p $(OMPI_B)
@@ -36,3 +36,15 @@ test-openmpi:
 	@scripts/deps.sh test openmpi
 	@$(MAKE) --no-print-directory openmpi-component
 	integrations/openmpi/test-openmpi.sh $(OMPI_B)
+
+# shmem_malloc + shmem_free, a malloc-heavy program and the fragmentation
+# of one random sequence under ptmalloc, buddy and shmalloc (prints figures).
+.PHONY: bench-openmpi
+bench-openmpi:
+	@scripts/deps.sh openmpi
+	@$(MAKE) --no-print-directory openmpi-component $(OMPI_B)/bench_memheap
+	integrations/openmpi/bench-openmpi.sh $(OMPI_B)
+
+$(OMPI_B)/bench_memheap: integrations/openmpi/bench_memheap.c
+	@mkdir -p $(OMPI_B)
+	oshcc $(STD) -O2 -g $(WARN) $< -o $@

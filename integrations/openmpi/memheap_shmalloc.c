@@ -16,6 +16,7 @@
 #include "oshmem/constants.h"
 #include "oshmem/mca/memheap/memheap.h"
 #include "oshmem/mca/memheap/base/base.h"
+#include "opal/threads/thread_usage.h"
 
 #include <pthread.h>
 
@@ -34,6 +35,16 @@ static struct {
     shmalloc_tlsf *user, *private_pool;
     pthread_mutex_t lock; /* oshmem serialises frees, not every call */
 } shm__om = {NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
+
+/* Taken only when the program runs threads, as Open MPI's own locks are. */
+static void shm__om_lock(void)
+{
+    if (opal_using_threads()) pthread_mutex_lock(&shm__om.lock);
+}
+static void shm__om_unlock(void)
+{
+    if (opal_using_threads()) pthread_mutex_unlock(&shm__om.lock);
+}
 
 static int shm__om_refuse(const char *call, const void *ptr, int status)
 {
@@ -56,9 +67,9 @@ static int shm__om_alloc_in(shmalloc_tlsf *t, size_t size, void **out)
         *out = NULL;
         return OSHMEM_SUCCESS;
     }
-    pthread_mutex_lock(&shm__om.lock);
+    shm__om_lock();
     p = shmalloc_tlsf_malloc(t, size);
-    pthread_mutex_unlock(&shm__om.lock);
+    shm__om_unlock();
     return shm__om_result(p, out);
 }
 
@@ -66,9 +77,9 @@ static int shm__om_free_in(shmalloc_tlsf *t, void *ptr)
 {
     int status;
     if (ptr == NULL) return OSHMEM_SUCCESS;
-    pthread_mutex_lock(&shm__om.lock);
+    shm__om_lock();
     status = shmalloc_tlsf_free(t, ptr);
-    pthread_mutex_unlock(&shm__om.lock);
+    shm__om_unlock();
     return status == SHMALLOC_TLSF_OK ? OSHMEM_SUCCESS : shm__om_refuse("free", ptr, status);
 }
 
@@ -87,9 +98,9 @@ static int shm__om_memalign(size_t align, size_t size, void **out)
         return OSHMEM_ERR_BAD_PARAM;
     }
     if (size == 0) return OSHMEM_SUCCESS;
-    pthread_mutex_lock(&shm__om.lock);
+    shm__om_lock();
     p = shmalloc_tlsf_memalign(shm__om.user, align, size);
-    pthread_mutex_unlock(&shm__om.lock);
+    shm__om_unlock();
     return shm__om_result(p, out);
 }
 
@@ -102,10 +113,10 @@ static int shm__om_realloc(size_t size, void *ptr, void **out)
     *out = NULL;
     if (ptr == NULL) return shm__om_alloc(size, out);
     if (size == 0) return shm__om_free(ptr);
-    pthread_mutex_lock(&shm__om.lock);
+    shm__om_lock();
     status = shmalloc_tlsf_validate(shm__om.user, ptr);
     p = status == SHMALLOC_TLSF_OK ? shmalloc_tlsf_realloc(shm__om.user, ptr, size) : NULL;
-    pthread_mutex_unlock(&shm__om.lock);
+    shm__om_unlock();
     if (status != SHMALLOC_TLSF_OK) return shm__om_refuse("realloc", ptr, status);
     return shm__om_result(p, out);
 }

@@ -222,6 +222,10 @@ compile-check:
 	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
 	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
 	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
+	@set -e; if [ -n "$(OMPI_TOP)" ]; then \
+	  $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
+	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
+	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done; fi
 	@echo "compile-check: all clean"
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.

@@ -1,4 +1,4 @@
-/* shmalloc.h - v0.1 - the symmetric-heap allocator of an OpenSHMEM runtime.
+/* shmalloc.h - the symmetric-heap allocator of an OpenSHMEM runtime.
    MIT licence: see the end of this file.
 
    USAGE
@@ -107,6 +107,12 @@
 #  define SHMALLOC_FORMAT(a, b)
 #endif
 
+/* The version (semantic: the major changes with the ABI, and before 1.0
+   the minor does too); the build, pkg-config and CMake read it here. */
+#define SHMALLOC_VERSION_MAJOR 0
+#define SHMALLOC_VERSION_MINOR 1
+#define SHMALLOC_VERSION_PATCH 0
+
 #define SHMALLOC_ALIGNMENT 16   /* every block starts on this boundary */
 #define SHMALLOC_HEADER 16      /* bytes a block costs beyond its rounded size */
 #define SHMALLOC_DEFAULT_HEAP_SIZE ((size_t)512 << 20)
@@ -150,6 +156,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...) 
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
+/* "MAJOR.MINOR.PATCH" of the compiled library, which a program built
+   against another header can compare with SHMALLOC_VERSION_*. */
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void);
 
 /* ---- TLSF core -------------------------------------------------------- */
 typedef struct shmalloc_tlsf shmalloc_tlsf;
@@ -662,6 +671,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     shm__output(shm__output_user, stream, line);
+}
+
+#define SHM__STR(x) #x
+#define SHM__XSTR(x) SHM__STR(x)
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void)
+{
+    return SHM__XSTR(SHMALLOC_VERSION_MAJOR) "." SHM__XSTR(SHMALLOC_VERSION_MINOR) "." SHM__XSTR(SHMALLOC_VERSION_PATCH);
 }
 
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)

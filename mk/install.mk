@@ -39,10 +39,11 @@ cmakedir    ?= $(libdir)/cmake/shmalloc
 INSTALL     ?= install
 PKG_CONFIG  ?= pkg-config
 
-# The version is the one on the header's first line ("shmalloc.h - v0.1 - ...").
-SHMALLOC_VERSION := $(or $(shell sed -n '1s/^.* - v\([0-9][0-9.]*\) - .*$$/\1/p' shmalloc.h),0.0)
-shm_major := $(word 1,$(subst ., ,$(SHMALLOC_VERSION)))
-shm_minor := $(or $(word 2,$(subst ., ,$(SHMALLOC_VERSION))),0)
+# The version is the header's SHMALLOC_VERSION_MAJOR, _MINOR and _PATCH.
+shm_version_part = $(shell sed -n 's/^\#define SHMALLOC_VERSION_$(1) \([0-9][0-9]*\)$$/\1/p' shmalloc.h)
+shm_major := $(call shm_version_part,MAJOR)
+shm_minor := $(call shm_version_part,MINOR)
+SHMALLOC_VERSION := $(shm_major).$(shm_minor).$(call shm_version_part,PATCH)
 # The soname carries the major version: libshmalloc.so.0.
 SHMALLOC_SOVERSION ?= $(shm_major)
 
@@ -80,12 +81,15 @@ $(B)/lib%.so.$(SHMALLOC_VERSION): $$(call shm_pic,$$*) \
 	  $(call shm_pic,$*) $(shm_ldlibs_$*) -o $@
 
 # ---- what gets installed --------------------------------------------------
-# The man pages: shmalloc.3 and its aliases (one .so line each), the
-# transports' pages, and shmalloc.7.
+# The man pages: shmalloc.3 and its aliases (symbolic links to the page
+# that describes them, installed as links, as distributions ship them, so
+# man -l works on any of them from any directory), the transports' pages,
+# and shmalloc.7.
 shm_man3_aliases := shmem_malloc shmem_free shfree shmem_realloc shrealloc shmem_align \
                     shmemalign shmem_calloc shmem_malloc_with_hints malloc_error \
                     shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run shmemx_heap_info
-shm_man3_pages    = shmalloc shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi) $(shm_man3_aliases)
+shm_man3_real     = shmalloc shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
+shm_man3_pages    = $(shm_man3_real) $(shm_man3_aliases)
 shm_man7_pages   := shmalloc
 shm_pc_name_shmalloc_pthreads := shmalloc-pthreads
 shm_pc_name_shmalloc_pmix_ofi := shmalloc-pmix-ofi
@@ -160,7 +164,10 @@ install: $(shm_static) $(shm_shared) shm-generate
 	$(INSTALL) -m 644 $(shm_gen)/shmalloc.pc $(foreach t,$(shm_transports),$(shm_gen)/$(shm_pc_name_$(t)).pc) \
 	  $(DESTDIR)$(pkgconfigdir)/
 	$(INSTALL) -m 644 $(shm_gen)/shmallocConfig.cmake $(shm_gen)/shmallocConfigVersion.cmake $(DESTDIR)$(cmakedir)/
-	$(INSTALL) -m 644 $(foreach p,$(shm_man3_pages),man/$(p).3) $(DESTDIR)$(mandir)/man3/
+	$(INSTALL) -m 644 $(foreach p,$(shm_man3_real),man/$(p).3) $(DESTDIR)$(mandir)/man3/
+	@set -e; for p in $(shm_man3_aliases); do \
+	  echo "ln -sf $$(readlink man/$$p.3) $(DESTDIR)$(mandir)/man3/$$p.3"; \
+	  ln -sf $$(readlink man/$$p.3) $(DESTDIR)$(mandir)/man3/$$p.3; done
 	$(INSTALL) -m 644 $(foreach p,$(shm_man7_pages),man/$(p).7) $(DESTDIR)$(mandir)/man7/
 
 # Only shmalloc's own directories are removed, and only when empty.
@@ -181,17 +188,17 @@ install-check: $(shm_static) $(shm_shared)
 	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
 
 # ---- man pages ------------------------------------------------------------
-# The pages are linted where they are and rendered from a staged man3/man7
-# tree, so each alias's ".so man3/shmalloc.3" resolves as it will once
-# installed.  Without mandoc (not root, nothing installed) groff's
-# warnings stand in for its lint.
+# The pages are staged as a man3/man7 tree, aliases as the links install
+# makes, linted, and rendered with man -l from another directory, as a
+# reader of an installed page would.  Without mandoc (not root, nothing
+# installed) groff's warnings stand in for its lint.
 shm_man_sources = $(wildcard man/*.3 man/*.7)
 man-check:
 	@scripts/deps.sh test
 	@set -e; stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; fail=0; \
 	mkdir -p "$$stage/man3" "$$stage/man7"; \
 	for p in $(sort $(shm_man3_pages)); do \
-	  [ -f man/$$p.3 ] || { echo "FAIL man/$$p.3 is missing"; fail=1; continue; }; cp man/$$p.3 "$$stage/man3/"; done; \
+	  [ -f man/$$p.3 ] || { echo "FAIL man/$$p.3 is missing"; fail=1; continue; }; cp -P man/$$p.3 "$$stage/man3/"; done; \
 	cp man/shmalloc.7 "$$stage/man7/"; \
 	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages)) shmalloc.7 " in \
 	  *" $$(basename $$f .3) "*|*" $$(basename $$f) "*) ;; \
@@ -199,12 +206,12 @@ man-check:
 	for f in "$$stage"/man3/*.3 "$$stage"/man7/*.7; do \
 	  page=$${f#$$stage/}; \
 	  if command -v mandoc >/dev/null 2>&1; then \
-	    out=$$(cd "$$stage" && mandoc -Tlint -Wall $$page 2>&1 | grep -v ': \.so is fragile, better use ln(1): so man[37]/' || true); \
+	    out=$$(cd "$$stage" && mandoc -Tlint -Wall $$page 2>&1 || true); \
 	    if [ -n "$$out" ]; then echo "FAIL mandoc -Tlint $$page:"; echo "$$out"; fail=1; fi; \
 	  fi; \
 	  out=$$(cd "$$stage" && groff -man -ww -z -Tutf8 $$page 2>&1 || true); \
 	  if [ -n "$$out" ]; then echo "FAIL groff -ww -z $$page:"; echo "$$out"; fail=1; fi; \
-	  text=$$(cd "$$stage" && MANWIDTH=80 MAN_KEEP_FORMATTING= man -l $$page 2>/dev/null | col -b); \
+	  text=$$(cd / && MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$$f" 2>/dev/null | col -b); \
 	  name=$$(basename $$page | sed 's/\.[37]$$//'); \
 	  if ! printf '%s\n' "$$text" | grep -q "^NAME" || ! printf '%s\n' "$$text" | grep -qw -- "$$name"; then \
 	    echo "FAIL man -l $$page does not render a page naming $$name"; fail=1; \

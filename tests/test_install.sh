@@ -26,7 +26,8 @@ B=${B:-build}
 CC=${CC:-cc}
 PKG_CONFIG=${PKG_CONFIG:-pkg-config}
 SRC=$(pwd)
-version=$(sed -n '1s/^.* - v\([0-9][0-9.]*\) - .*$/\1/p' shmalloc.h)
+version_part() { sed -n "s/^#define SHMALLOC_VERSION_$1 \\([0-9][0-9]*\\)\$/\\1/p" shmalloc.h; }
+version=$(version_part MAJOR).$(version_part MINOR).$(version_part PATCH)
 
 passed=0
 failed=0
@@ -138,6 +139,19 @@ EOF
 }
 step "pkg-config shmalloc (header only): build and run" check_header_only
 
+check_versions_agree() {
+    # The header's macros, the library's shmalloc_version() and pkg-config.
+    printf '%s\n' '#include "shmalloc.h"' '#include <stdio.h>' 'int main(void) {' \
+        '    printf("%d.%d.%d %s\n", SHMALLOC_VERSION_MAJOR, SHMALLOC_VERSION_MINOR, SHMALLOC_VERSION_PATCH,' \
+        '           shmalloc_version());' '    return 0; }' >"$work/version.c"
+    $CC -std=c99 -Wall -Werror $($PKG_CONFIG --cflags shmalloc) "$work/version.c" "$root/lib/libshmalloc.a" \
+        -o "$work/version" &&
+    got=$("$work/version") && pc=$($PKG_CONFIG --modversion shmalloc) &&
+    echo "macros, shmalloc_version(): $got; pkg-config: $pc; header: $version" &&
+    [ "$got" = "$version $version" ] && [ "$pc" = "$version" ]
+}
+step "the header's version macros, shmalloc_version() and pkg-config agree" check_versions_agree
+
 check_pc_shared() {
     $CC -std=c99 -Wall -Werror $($PKG_CONFIG --cflags shmalloc-pthreads) examples/hello_pthreads.c \
         $($PKG_CONFIG --libs shmalloc-pthreads) -o "$work/hello_pc_shared" &&
@@ -166,6 +180,7 @@ cmake_minimum_required(VERSION 3.13)
 project(shmalloc_install_check C)
 find_package(shmalloc $version REQUIRED COMPONENTS pthreads)
 message(STATUS "shmalloc_DIR: \${shmalloc_DIR}")
+message(STATUS "shmalloc_VERSION: \${shmalloc_VERSION}")
 add_executable(hello_pthreads "$SRC/examples/hello_pthreads.c")
 target_link_libraries(hello_pthreads PRIVATE shmalloc::pthreads)
 add_executable(header_only "$work/header_only.c")
@@ -181,6 +196,8 @@ EOF
         { cat "$bdir.configure.log"; return 1; }
     grep -q "shmalloc_DIR: $root/lib/cmake/shmalloc" "$bdir.configure.log" ||
         { echo "find_package did not find the DESTDIR tree:"; grep shmalloc_DIR "$bdir.configure.log"; return 1; }
+    grep -q "shmalloc_VERSION: $version\$" "$bdir.configure.log" ||
+        { echo "CMake's version is not the header's $version:"; grep shmalloc_VERSION "$bdir.configure.log"; return 1; }
     cmake --build "$bdir"
 }
 
@@ -293,7 +310,10 @@ check_man() {
             echo "man 3 $page:"; head -5 "$work/page.txt"; return 1
         fi
     done
-    MANWIDTH=80 man -M "$root/share/man" 7 shmalloc 2>&1 | grep -q SHMEM_SYMMETRIC_HEAP_SIZE
+    MANWIDTH=80 man -M "$root/share/man" 7 shmalloc 2>&1 | grep -q SHMEM_SYMMETRIC_HEAP_SIZE &&
+    # An alias is a link: man -l renders it from any directory.
+    [ -L "$root/share/man/man3/shmem_free.3" ] &&
+    (cd / && MANWIDTH=80 man -l "$root/share/man/man3/shmem_free.3" 2>&1) | col -b | grep -q "shmem_free"
 }
 step "man -M <DESTDIR>/share/man finds and renders the pages and aliases" check_man
 
@@ -332,6 +352,20 @@ if [ "$HAVE_PMIX_OFI" = 1 ]; then
     step "pkg-config shmalloc-pmix-ofi: build, run as a single PE" check_pc_pmix
     unset PKG_CONFIG_PATH
 fi
+
+check_readme_commands() {
+    # The README's build lines after "make install PREFIX=/opt/shmalloc",
+    # as written: the prefix and prog.c replaced, LD_LIBRARY_PATH unset.
+    sed -n '/^## Installing/,/^## /p' README.md | sed -n '/^    export PKG_CONFIG_PATH/,/^$/p' |
+        sed -e 's/^    //' -e "s|/opt/shmalloc|$pre|g" -e "s|prog\.c|$SRC/examples/hello_pthreads.c|g" >"$work/readme.sh"
+    cat "$work/readme.sh"
+    [ "$(grep -c '^cc ' "$work/readme.sh")" -ge 2 ] || { echo "the README's build lines were not found"; return 1; }
+    (cd "$work" && env -u LD_LIBRARY_PATH sh -e "$work/readme.sh") >"$work/readme.out" 2>&1
+    status=$?
+    cat "$work/readme.out"
+    [ $status = 0 ] && [ "$(grep -c 'received' "$work/readme.out")" -ge 8 ]
+}
+step "the README's install commands, as written, build programs that run without LD_LIBRARY_PATH" check_readme_commands
 
 check_prefix_uninstall() {
     mk uninstall PREFIX="$pre" || return 1

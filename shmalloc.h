@@ -224,6 +224,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow_status(const shmalloc_tlsf *t, size_t bytes);
 /* Bytes the blocks may still grow by. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
+/* Bytes of the free block at the top of the blocks, which a growth
+   extends (0 when the last block is used): a block of `need` bytes
+   (shmalloc_tlsf_block_need) fits once the blocks grow by need less it. */
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_top_free(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
 /* align: any power of two (values below 16 mean 16); NULL on a bad one. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size);
@@ -1880,6 +1884,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t) { return (size_t)(t->end - t->limit); }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_top_free(const shmalloc_tlsf *t)
+{
+    return shm__has_top(t) ? shm__size(t->sentinel->prev_phys) : 0;
+}
 
 /* The bytes a growth of `bytes` adds. */
 static size_t shm__grow_bytes(size_t bytes)
@@ -2694,14 +2702,14 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 static long shm__grow(shmalloc_heap *h, size_t need)
 {
     shmalloc_tlsf *t = h->tlsf;
-    size_t have = shmalloc_tlsf_size(t), room = shmalloc_tlsf_room(t), want, g;
+    size_t have = shmalloc_tlsf_size(t), room = shmalloc_tlsf_room(t), top = shmalloc_tlsf_top_free(t), want, g;
     shm__call call = {SHM__GROW, 0, 0, 0, 0, 0};
     long e = SHMEM_MALLOC_OK;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
     g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
-    if (g > room) g = room; /* the last of the room may still do */
-    if (need > g || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
+    if (g > room) g = room; /* the last of the room may still do, with the free top block */
+    if (need > g + top || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
     call.size = g;
     if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) return SHMEM_MALLOC_FAIL;
     e = shm__register(&h->tp, t, have, have + g);
@@ -2747,8 +2755,9 @@ static const char *shm__size_text(char *buf, size_t n, size_t bytes)
 }
 
 /* This PE could not serve a request of `size` bytes: what the heap holds,
-   whether fragmentation is the cause, and the variable to change.  The
-   first time on each heap, or every time in debug mode. */
+   whether fragmentation is the cause, and the variable to change, with
+   the smallest value that serves the call.  The first time on each heap,
+   or every time in debug mode. */
 static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t align)
 {
     shmalloc_info i;
@@ -2765,7 +2774,9 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
     shmalloc_print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
                "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
                pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free, i.largest_free);
-    advised = (fragmented || h->growable ? i.heap_max : i.in_use) + need;
+    /* the smallest heap that serves the call: the same blocks, the top one
+       larger by what it lacks (a heap of N bytes holds a block of N + 16) */
+    advised = i.heap_size - shmalloc_tlsf_top_free(h->tlsf) + need - SHMALLOC_HEADER;
     if (advised > SHMALLOC_TLSF_MAX_REQUEST) /* no size variable takes it */
         shmalloc_print(2, "shmalloc: PE %d: no heap can serve this call: it needs a heap of %s, more than the "
                    "largest (%zu%c, SHMALLOC_MAX_LOG2 %d)\n", pe, shm__size_text(text, sizeof text, advised),

@@ -216,7 +216,7 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
     void *p;
     long err = 0;
     capture_start();
-    cr_assert(shmalloc_heap_malloc(h, MAX + 1, &err) == NULL && err == SHMEM_MALLOC_FAIL, "error %ld", err);
+    cr_assert(shmalloc_heap_malloc(h, MAX + 4096, &err) == NULL && err == SHMEM_MALLOC_FAIL, "error %ld", err);
     size = shmalloc_heap_size(h);
     cr_assert(size < MAX, "a growth that cannot serve the call is not made");
     p = shmalloc_heap_malloc(h, MAX - (1 << 20), &err);
@@ -224,8 +224,8 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
     cr_assert(shmalloc_heap_malloc(h, 2 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     cr_assert(shmalloc_heap_realloc(h, p, MAX + (1 << 20), &err) == NULL && err == SHMEM_MALLOC_REALLOC_FAILED);
     capture_stop();
-    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 67108865 bytes") &&
-                  strstr(out_text[2], "set SHMALLOC_HEAP_MAX to at least 129M\n"),
+    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 67112960 bytes") &&
+                  strstr(out_text[2], "set SHMALLOC_HEAP_MAX to at least 65M\n"),
               "the first failure is reported, naming SHMALLOC_HEAP_MAX:\n%s", out_text[2]);
     cr_assert_eq(count_in(out_text[2], "out of symmetric memory"), 1, "%s", out_text[2]);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
@@ -281,7 +281,7 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     capture_stop();
     cr_assert_eq(count_in(out_text[2], "out of symmetric memory: malloc of 1048576 bytes"), 2, "%s", out_text[2]);
-    cr_assert_eq(count_in(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 2M"), 2,
+    cr_assert_eq(count_in(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 1M"), 2,
                  "neither heap can grow:\n%s", out_text[2]);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
@@ -420,6 +420,41 @@ Test(grow_pthreads, a_bad_argument_on_one_pe_fails_every_pes_call_at_once_and_gr
         capture_stop();
         assert_no_pe_failed();
     }
+}
+
+/* The out-of-memory advice is the smallest limit that serves the call:
+   2 PEs, 1 MiB heaps, a 128 MiB request that SHMALLOC_HEAP_MAX=64M
+   refuses; the advised value serves it, a MiB less does not. */
+static void malloc_128m_pe(void *arg)
+{
+    void *p = shmem_malloc(128 * MIB);
+    if (shmem_my_pe() == 0) *(int *)arg = p != NULL;
+    shmem_free(p);
+    PE_CHECK_EQ(shmalloc_check(-1), 0);
+}
+
+static int served_with_heap_max(size_t mib)
+{
+    char max[32];
+    int served = -1;
+    snprintf(max, sizeof max, "%zuM", mib);
+    setenv("SHMALLOC_HEAP_MAX", max, 1);
+    capture_start();
+    cr_assert(shmalloc_pthreads_run(2, MIB, malloc_128m_pe, &served) == 0);
+    capture_stop();
+    assert_no_pe_failed();
+    return served;
+}
+
+Test(grow_pthreads, the_advised_heap_max_is_the_smallest_that_serves_the_call, .timeout = 60)
+{
+    const char *at;
+    size_t advised = 0;
+    cr_assert_eq(served_with_heap_max(64), 0);
+    at = strstr(out_text[2], "set SHMALLOC_HEAP_MAX to at least ");
+    cr_assert(at && sscanf(at, "set SHMALLOC_HEAP_MAX to at least %zuM", &advised) == 1, "%s", out_text[2]);
+    cr_assert_eq(served_with_heap_max(advised), 1, "the advised %zuM did not serve the call", advised);
+    cr_assert_eq(served_with_heap_max(advised - 1), 0, "%zuM, a MiB less than advised, served it too", advised - 1);
 }
 
 /* ---- a large heap costs memory only where it is used ---------------------- */

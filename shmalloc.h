@@ -477,6 +477,8 @@ enum {
     SHMALLOC_OPT_PMIX_ANY_ADDRESS,   /* SHMALLOC_PMIX_OFI_ANY_ADDRESS */
     SHMALLOC_OPT_PMIX_DIRECT,        /* SHMALLOC_PMIX_OFI_DIRECT */
     SHMALLOC_OPT_PMIX_NODE_BARRIER,  /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
+    SHMALLOC_OPT_SHMEM_VERSION,      /* SHMEM_VERSION (OpenSHMEM's): print the version at start-up */
+    SHMALLOC_OPT_SHMEM_INFO,         /* SHMEM_INFO (OpenSHMEM's): print the variables at start-up */
     SHMALLOC_OPT_COUNT
 };
 /* How a value is checked, and what `value` then holds. */
@@ -513,7 +515,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env);
 SHMALLOC_DEF SHMALLOC_API int shmalloc_option_read(int id);
 /* The program's own value for an entry, checked as a variable's would be
    (0, or -1 after a message); reads leave it until it is set to NULL,
-   which hands the entry back to the environment. */
+   which hands the entry back to the environment.  The table keeps the
+   pointer: the text must outlive the entry's use. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_option_set(int id, const char *text);
 /* Parses "512M", "1.5g", "4096", ... (K/M/G/T, powers of 1024).  Returns 0
    and sets *out on success, -1 on a bad value (empty, not a number, unknown
@@ -527,6 +530,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out 
    growth), or -1 after a message when it is not a size or is below
    nominal. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
+/* What SHMEM_VERSION and SHMEM_INFO ask for, to stream 1: a transport
+   calls it once start-up is done, on the PE that prints (pe 0); others
+   print nothing. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
@@ -3197,7 +3204,7 @@ static shmalloc_option shm__options[SHMALLOC_OPT_COUNT] = {
      "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
     {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0",
      "size the heap may grow to, e.g. 64G; 0: no growth", NULL, NULL, 0},
-    {"SHMALLOC_DEBUG", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0",
+    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0",
      "1: debug mode (asymmetric calls reported, leaks listed, fill patterns)", NULL, NULL, 0},
     {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off",
      "off, auto, 2M or 1G: the heap's pages", NULL, NULL, 0},
@@ -3215,6 +3222,10 @@ static shmalloc_option shm__options[SHMALLOC_OPT_COUNT] = {
      "0: private heaps, every put and get through libfabric", NULL, NULL, 0},
     {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
      "0: barriers by libfabric messages among all PEs, not through node memory", NULL, NULL, 0},
+    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+     "yes: PE 0 prints the library's version at start-up", NULL, NULL, 0},
+    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+     "yes: PE 0 prints every variable the library reads, its value and meaning, at start-up", NULL, NULL, 0},
 };
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void) { return shm__options; }
@@ -3433,6 +3444,20 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%llu bytes) is below the heap size of %zu bytes: the "
                    "heap would have no room to grow\n", o->text, (unsigned long long)o->value, nominal);
     return -1;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
+{
+    int id;
+    if (pe != 0) return;
+    if (shm__options[SHMALLOC_OPT_SHMEM_VERSION].value || shm__options[SHMALLOC_OPT_SHMEM_INFO].value)
+        shmalloc_print(1, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n", shmalloc_version());
+    if (!shm__options[SHMALLOC_OPT_SHMEM_INFO].value) return;
+    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
+        const shmalloc_option *o = &shm__options[id];
+        shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name, o->text ? o->text : o->fallback,
+                       o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);
+    }
 }
 
 /* >> shmem names ------------------------------------------------------------ */

@@ -346,6 +346,19 @@ Test(grow_env, a_bad_heap_max_stops_the_pthreads_transport_before_any_pe_runs)
     cr_assert(strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"12Q\" is not a heap size"), "%s", out_text[2]);
 }
 
+/* Any bad value stops start-up with its one message: nothing about heaps. */
+Test(grow_env, a_bad_debug_value_stops_the_pthreads_transport_with_one_message)
+{
+    int ran = 0;
+    setenv("SHMALLOC_DEBUG", "yes", 1);
+    capture_start();
+    cr_assert(shmalloc_pthreads_run(2, NOMINAL, never_runs, &ran) != 0);
+    capture_stop();
+    unsetenv("SHMALLOC_DEBUG");
+    cr_assert(ran == 0);
+    cr_assert_str_eq(out_text[2], "shmalloc: SHMALLOC_DEBUG=\"yes\" is not a switch: expected 0 (off) or 1 to 9 (on)\n");
+}
+
 /* ---- 4 PEs on the pthreads transport -------------------------------------- */
 #define PES 4
 #define PIECES 24

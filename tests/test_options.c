@@ -185,3 +185,42 @@ Test(options, the_readme_tables_list_exactly_the_table)
             cr_assert(listed, "%s is in the options table but in no README table", name);
         }
 }
+
+/* OpenSHMEM's own variables: SHMEM_DEBUG is read for SHMALLOC_DEBUG when
+   that is unset; SHMEM_VERSION and SHMEM_INFO make PE 0 print the version,
+   and with SHMEM_INFO every variable, its value and where it came from. */
+Test(options, shmem_debug_version_and_info_are_read_and_announced_by_pe_0)
+{
+    char want[64];
+    int id;
+    setenv("SHMEM_DEBUG", "1", 1);
+    setenv("SHMEM_VERSION", "yes", 1);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 1);
+    cr_assert_str_eq(opt(SHMALLOC_OPT_DEBUG)->source, "SHMEM_DEBUG");
+    snprintf(want, sizeof want, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n", shmalloc_version());
+    capture_start();
+    shmalloc_options_announce(1);
+    capture_stop();
+    cr_assert_eq(out_len[1] + out_len[2], 0, "PE 1 printed: %s", out_text[1]);
+    capture_start();
+    shmalloc_options_announce(0);
+    capture_stop();
+    cr_assert_str_eq(out_text[1], want);
+    setenv("SHMEM_INFO", "1", 1);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    capture_start();
+    shmalloc_options_announce(0);
+    capture_stop();
+    cr_assert(strstr(out_text[1], want) == out_text[1], "%s", out_text[1]);
+    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
+        snprintf(want, sizeof want, "  %s=", opt(id)->name);
+        cr_assert(strstr(out_text[1], want), "SHMEM_INFO leaves out %s:\n%s", opt(id)->name, out_text[1]);
+    }
+    cr_assert(strstr(out_text[1], "  SHMALLOC_DEBUG=1 (from SHMEM_DEBUG)\n"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  SHMALLOC_HEAP_MAX=0 (the default)\n"), "%s", out_text[1]);
+    unsetenv("SHMEM_DEBUG");
+    unsetenv("SHMEM_VERSION");
+    unsetenv("SHMEM_INFO");
+    cr_assert(read_quietly() == 0);
+}

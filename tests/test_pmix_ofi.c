@@ -277,6 +277,16 @@ Test(pmix_ofi, singleton_without_launcher_runs_all_scenarios_as_one_pe_silently,
     cr_assert(has(&r, "shmalloc: PE 0: further bad arguments on this heap are not reported"), "%s", tail(&r));
 }
 
+/* SHMEM_VERSION: PE 0 alone prints the version, once per job. */
+Test(pmix_ofi, shmem_version_is_printed_once_by_pe_0, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMEM_VERSION=1", NULL};
+    launch(&r, 2, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": OpenSHMEM 1.5 symmetric heap\n"), 1, "%s", tail(&r));
+}
+
 Test(pmix_ofi, singleton_notes_the_missing_launcher_when_verbose, .timeout = TEST_TIMEOUT)
 {
     static run r;

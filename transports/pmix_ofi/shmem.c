@@ -138,6 +138,7 @@ static void shm__init(int level)
     shm__init_heap(nominal, max);
     if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
     shm__describe();
+    shmalloc_options_announce(shm__w.boot.me);
 }
 
 void shmem_init(void)

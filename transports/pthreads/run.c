@@ -195,7 +195,7 @@ static void shm__report_create_failure(const shm__world *w)
    the heap size variables. */
 static int shm__read_options(size_t heap_size)
 {
-    char text[32];
+    static char text[32]; /* the table keeps the pointer */
     snprintf(text, sizeof text, "%zu", heap_size);
     if (heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
         fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", heap_size, SHMALLOC_MAX_LOG2);
@@ -244,6 +244,7 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         return 1;
     }
     w.nominal = nominal;
+    shmalloc_options_announce(0); /* the process speaks for its PEs */
     rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
     if (rc == 0 && w.create_failed) {
         shm__report_create_failure(&w);

@@ -613,6 +613,35 @@ Test(pmix_ofi, a_failed_start_up_fence_names_the_pe_that_is_gone, .timeout = TES
     cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
 }
 
+/* Under --enable-recovery mpirun sends no termination event and lets the
+   survivors run on: they see the awaited peer's process gone themselves
+   and end naming it, long before their 30 s barrier timeout. */
+static void check_death_seen_on_the_node(const char *scenario, int any_address)
+{
+    static run r;
+    char any[64];
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=30", "OMPI_MCA_orte_enable_recovery=1", any,
+                         NULL};
+    int naming;
+    snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
+    launch(&r, 3, scenario, env);
+    cr_assert(r.seconds < 10, "the survivors took %.1f s (the barrier timeout is 30 s):\n%s", r.seconds, tail(&r));
+    cr_assert_eq(lines_naming(&r, "shmalloc: PE 1 ended without shmem_finalize", 1, &naming), 2,
+                 "not both survivors named PE 1:\n%s", tail(&r));
+    cr_assert(!has(&r, ": FAIL"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, without_the_launchers_event_a_killed_pe_is_seen_gone_by_node_memory_barriers, .timeout = TEST_TIMEOUT)
+{
+    check_death_seen_on_the_node("kill", 0);
+}
+
+Test(pmix_ofi, without_the_launchers_event_a_pe_that_exits_is_seen_gone_by_message_barriers, .timeout = TEST_TIMEOUT)
+{
+    check_death_seen_on_the_node("exit", 1);
+}
+
 /* One PE's heap registration fails: shmalloc_heap_create's all-reduce
    makes every PE fail start-up, none waits forever. */
 Test(pmix_ofi, failed_registration_on_one_pe_fails_start_up_everywhere, .timeout = TEST_TIMEOUT)

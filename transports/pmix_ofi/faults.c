@@ -265,12 +265,31 @@ void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source
     if (cbfunc) cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
-/* A death the launcher reported, once a message in flight had its chance. */
+/* The peer a barrier waits for, when it shares this node: its process
+   looked at every 0.1 s, for launchers that send no event when a PE dies
+   (Open MPI under --enable-recovery fails to). */
+static void shm__check_awaited(shm__faults *f)
+{
+    int pe = f->waiting_for;
+    long pid = pe >= 0 && shm__w.fab.peers ? shm__w.fab.peers[pe].pid : 0;
+    double now;
+    if (pid <= 0 || f->finalizing) return;
+    now = shmalloc_wait_now();
+    if (now - f->awaited_checked < 0.1) return;
+    f->awaited_checked = now;
+    if (shm__pid_gone(pid))
+        shm__fatal("PE %d ended without shmem_finalize (its process %ld is gone); PE %d of %d stops", pe, pid,
+                   shm__w.boot.me, shm__w.boot.npes);
+}
+
+/* A death the launcher reported, once a message in flight had its chance,
+   or one seen on this node. */
 void shm__check_deaths(void)
 {
     shm__faults *f = &shm__w.faults;
     int dead = __atomic_load_n(&f->dead_pe, __ATOMIC_ACQUIRE);
     double now;
+    shm__check_awaited(f);
     if (dead == -1 || f->finalizing) return;
     now = shmalloc_wait_now();
     if (f->dead_seen == 0.0) {

@@ -180,6 +180,7 @@ static void shm__learn_peer(shm__world *w, int q, int i, int ok, const shm__wire
     if (i == 0) {
         p->base = theirs->base;
         if (theirs->base != mine->base) w->heap.same_address = 0;
+        if (q != w->boot.me && theirs->node == mine->node) p->pid = (long)theirs->pid;
         if (q != w->boot.me) shm__map_peer_heap(w, q, theirs, mine);
     }
     if (!ok || !theirs->ok) return;

@@ -123,6 +123,7 @@ typedef struct shm__peer {
     unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
     int dirty;              /* written since the last quiet */
     shm__op flush;          /* quiet's read */
+    long pid;               /* its process, when it shares this PE's node and PID namespace; else 0 */
     char *direct;           /* its block space mapped here (same node), or NULL */
     char *direct_map;       /* that mapping, and its length */
     size_t direct_len;
@@ -221,6 +222,7 @@ typedef struct shm__faults {
     int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
     int dead_status;        /* atomic */
     double dead_seen;
+    double awaited_checked; /* when the awaited peer's process was last looked at */
     int finalizing;
     char shm_file[160];     /* the shm provider's /dev/shm file, until every peer has it open */
     struct sigaction old_term, old_int;

@@ -89,7 +89,7 @@ static int shm__member(long long i)
 /* Waits for *flag, set by progress; pe is whom it waits for. */
 static void shm__await(const int *flag, int pe, shmalloc_wait *w)
 {
-    shm__w.faults.waiting_for = pe;
+    __atomic_store_n(&shm__w.faults.waiting_for, pe, __ATOMIC_RELAXED);
     while (!shm__progress_until(flag))
         if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
 }
@@ -129,7 +129,7 @@ void shm__disseminate(uint64_t *values, int count)
         shm__op *op = &shm__w.fab.send_ops[r];
         shm__await(&op->done, op->index, &w);
     }
-    shm__w.faults.waiting_for = -1;
+    __atomic_store_n(&shm__w.faults.waiting_for, -1, __ATOMIC_RELAXED);
     shm__enter(); /* other threads' progress checks messages against it */
     c->epoch = epoch + 1u;
     shm__leave();

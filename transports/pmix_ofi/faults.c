@@ -90,7 +90,7 @@ static void shm__on_signal(int sig)
 {
     char line[256];
     size_t n = 0;
-    long waiting = (long)shm__w.faults.waiting_for;
+    long waiting = (long)__atomic_load_n(&shm__w.faults.waiting_for, __ATOMIC_RELAXED);
     if (!shm__w.boot.have_pmix) { /* before start-up or after shmem_finalize: only pass it on */
         signal(sig, SIG_DFL);
         raise(sig);
@@ -270,7 +270,7 @@ void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source
    (Open MPI under --enable-recovery fails to). */
 static void shm__check_awaited(shm__faults *f)
 {
-    int pe = f->waiting_for;
+    int pe = __atomic_load_n(&f->waiting_for, __ATOMIC_RELAXED);
     long pid = pe >= 0 && shm__w.fab.peers ? shm__w.fab.peers[pe].pid : 0;
     double now;
     if (pid <= 0 || f->finalizing) return;

@@ -147,7 +147,7 @@ static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, shma
             shmalloc_wait_step(w); /* a cpu pause */
             continue;
         }
-        shm__w.faults.waiting_for = pe; /* named if it is gone */
+        __atomic_store_n(&shm__w.faults.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
         shm__enter();
         shm__progress();
         shm__leave();
@@ -191,5 +191,5 @@ void shm__node_sync(uint64_t *values, int count)
         c->epoch = (uint32_t)epoch; /* names the barrier in messages */
         shm__leave();
     }
-    shm__w.faults.waiting_for = -1;
+    __atomic_store_n(&shm__w.faults.waiting_for, -1, __ATOMIC_RELAXED);
 }

@@ -218,7 +218,7 @@ SHMALLOC_INTERNAL void shm__node_close(void);
 
 /* ---- faults (faults.c) ------------------------------------------------- */
 typedef struct shm__faults {
-    volatile sig_atomic_t waiting_for; /* PE a barrier waits for, or -1 */
+    int waiting_for;        /* atomic: the PE a barrier waits for, or -1 (also read by the signal handler) */
     int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
     int dead_status;        /* atomic */
     double dead_seen;

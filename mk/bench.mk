@@ -7,6 +7,7 @@
 #   make bench-hugepages random 8-byte accesses over 1 GiB on each kind of page
 #   make bench-putget    same-node puts and gets: direct copies against libfabric
 #   make bench-cluster   collective calls with PEs on 2 and 3 namespace nodes (root)
+#   make bench-floor     one cache line passed between two cpus: the floor under a barrier
 #
 # Run as root, it installs what it lacks (scripts/deps.sh bench); an
 # allocator whose library is still missing is skipped with a note.
@@ -37,7 +38,7 @@ BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
-.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster
+.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -59,6 +60,12 @@ bench-hugepages: $(BENCH_B)/hugepages
 
 bench-putget: $(BENCH_B)/putget
 	BENCH_BIN=$(BENCH_B) bash bench/putget.sh
+
+bench-floor: $(BENCH_B)/floor
+	$(BENCH_B)/floor
+
+$(BENCH_B)/floor: bench/floor.c | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) $< -pthread -o $@
 
 $(BENCH_B)/hugepages: bench/hugepages.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) $^ -pthread -o $@

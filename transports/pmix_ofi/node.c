@@ -1,13 +1,15 @@
 /* node.c - the node barrier.  PEs on one node synchronise through a small
-   shared segment instead of messages: each PE has a slot of its own cache
-   lines, publishes its values and then the barrier's number there.  When
-   every PE is on this node, each waits until every slot shows that number.
-   On several nodes the barrier is hierarchical: the node's leader (its
-   lowest rank) waits for its node's slots, runs the dissemination rounds
-   with the other nodes' leaders by messages, and publishes the result and
-   the number in the release slot that the node's other PEs wait on.
-   Values are double-buffered by the number's parity: a PE writes a buffer
-   again only two barriers later, after every PE has passed the barrier in
+   shared segment instead of messages, in dissemination rounds: in round k
+   each PE publishes what it has combined so far (its values, then the
+   barrier's number) in its round-k slot, of its own cache lines, and waits
+   for the slot of the PE 2^k before it, whose values it combines.  After
+   ceil(log2 P) rounds every PE has every PE's values, having read one slot
+   per round.  On several nodes the barrier is hierarchical: the node's
+   leader (its lowest rank) then runs the dissemination rounds with the
+   other nodes' leaders by messages, and publishes the result and the
+   number in the release slot that the node's other PEs wait on.  Values
+   are double-buffered by the number's parity: a PE writes a buffer again
+   only two barriers later, after every PE has passed the barrier in
    between and so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps
    messages among all PEs. */
 #include "pmix_ofi.h"
@@ -115,7 +117,10 @@ void shm__node_open(void)
     c->group_size = b->npes;
     c->group_me = b->me;
     if (!shm__node_wanted()) return;
-    shm__node_attach(leader, (size_t)(b->node_size + 1) * sizeof(shm__node_slot));
+    while ((1 << c->node_rounds) < b->node_size) c->node_rounds++;
+    /* a slot per PE per round (one round's worth for a PE alone), and the release slot */
+    shm__node_attach(leader, ((size_t)b->node_size * (size_t)(c->node_rounds ? c->node_rounds : 1) + 1) *
+                                 sizeof(shm__node_slot));
     /* Spin first only on one node with a cpu per PE: across nodes a
        barrier waits for the network anyway, and a spinning PE would hold
        the cpu its node's leader needs. */
@@ -162,23 +167,32 @@ static void shm__max_into(uint64_t *values, const uint64_t *theirs, int count)
         if (theirs[i] > values[i]) values[i] = theirs[i];
 }
 
+/* Round k of the node's dissemination: publish, then combine the slot of
+   the PE 2^k before this one. */
+static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shmalloc_wait *w)
+{
+    shm__collective *c = &shm__w.coll;
+    const shm__boot *b = &shm__w.boot;
+    int from = (b->node_me - (1 << k) + b->node_size) % b->node_size, i;
+    shm__node_slot *mine = &c->node[k * b->node_size + b->node_me], *theirs = &c->node[k * b->node_size + from];
+    unsigned buf = (unsigned)(epoch & 1u);
+    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
+    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
+    shm__node_wait(theirs, epoch, b->node_ranks[from], w);
+    shm__max_into(values, theirs->values[buf], count);
+}
+
 void shm__node_sync(uint64_t *values, int count)
 {
     shm__collective *c = &shm__w.coll;
     const shm__boot *b = &shm__w.boot;
     uint64_t epoch = ++c->node_epoch;
-    shm__node_slot *mine = &c->node[b->node_me], *release = &c->node[b->node_size];
+    shm__node_slot *release = &c->node[(size_t)b->node_size * (size_t)(c->node_rounds ? c->node_rounds : 1)];
     unsigned buf = (unsigned)(epoch & 1u);
     shmalloc_wait w;
-    int q, i;
+    int k, i;
     shmalloc_wait_begin(&w, shm__w.opt.timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
-    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
-    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
-    if (b->nodes == 1 || b->node_me == 0) /* everyone here, or the leader: gather the node */
-        for (q = 0; q < b->node_size; q++) {
-            shm__node_wait(&c->node[q], epoch, b->node_ranks[q], &w);
-            if (q != b->node_me) shm__max_into(values, c->node[q].values[buf], count);
-        }
+    for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
     if (b->nodes > 1 && b->node_me == 0) {
         shm__disseminate(values, count);
         for (i = 0; i < count; i++) release->values[buf][i] = values[i];

@@ -207,6 +207,7 @@ typedef struct shm__collective {
     size_t node_bytes;
     uint64_t node_epoch;
     int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
+    int node_rounds;        /* dissemination rounds among the node's PEs: ceil(log2 node_size) */
     char node_file[160];    /* its name until every PE has it open */
 } shm__collective;
 

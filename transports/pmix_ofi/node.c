@@ -107,6 +107,14 @@ static void shm__node_agree(int leader)
     }
 }
 
+/* The release slot's index: after a slot per PE per round (one round's
+   worth for a PE alone). */
+static size_t shm__node_release(void)
+{
+    int rounds = shm__w.coll.node_rounds;
+    return (size_t)shm__w.boot.node_size * (size_t)(rounds ? rounds : 1);
+}
+
 /* Sets the message group: every PE, or with node memory on several nodes
    only the leaders. */
 void shm__node_open(void)
@@ -118,9 +126,7 @@ void shm__node_open(void)
     c->group_me = b->me;
     if (!shm__node_wanted()) return;
     while ((1 << c->node_rounds) < b->node_size) c->node_rounds++;
-    /* a slot per PE per round (one round's worth for a PE alone), and the release slot */
-    shm__node_attach(leader, ((size_t)b->node_size * (size_t)(c->node_rounds ? c->node_rounds : 1) + 1) *
-                                 sizeof(shm__node_slot));
+    shm__node_attach(leader, (shm__node_release() + 1) * sizeof(shm__node_slot));
     /* Spin first only on one node with a cpu per PE: across nodes a
        barrier waits for the network anyway, and a spinning PE would hold
        the cpu its node's leader needs. */
@@ -187,7 +193,7 @@ void shm__node_sync(uint64_t *values, int count)
     shm__collective *c = &shm__w.coll;
     const shm__boot *b = &shm__w.boot;
     uint64_t epoch = ++c->node_epoch;
-    shm__node_slot *release = &c->node[(size_t)b->node_size * (size_t)(c->node_rounds ? c->node_rounds : 1)];
+    shm__node_slot *release = &c->node[shm__node_release()];
     unsigned buf = (unsigned)(epoch & 1u);
     shmalloc_wait w;
     int k, i;

@@ -222,6 +222,19 @@ int shmem_addr_accessible(const void *addr, int pe);
 /* Ends every PE of the job with status (PMIx_Abort), flushing stdio. */
 void shmem_global_exit(int status);
 
+#if defined(SHMALLOC_TESTING)
+/* What this PE's collective calls (barriers and the heap's all-reduces)
+   have done since shmem_init, in a transport built with SHMALLOC_TESTING:
+   the node barrier's slot reads and the cache lines they span (a poll
+   that finds an older barrier's number is not counted: the line is
+   fetched again only once its writer has stored), and the messages sent
+   and their bytes. */
+typedef struct shmalloc_pmix_ofi_counts {
+    unsigned long long calls, slot_reads, lines_read, messages, bytes;
+} shmalloc_pmix_ofi_counts;
+void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out);
+#endif
+
 #if defined(__cplusplus)
 }
 #endif

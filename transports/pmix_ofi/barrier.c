@@ -68,6 +68,8 @@ static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *v
     op->done = 0;
     iov.iov_base = m;
     iov.iov_len = SHM__MSG_HEADER + (size_t)count * sizeof *values;
+    SHM__COUNT(messages, 1);
+    SHM__COUNT(bytes, iov.iov_len);
     memset(&msg, 0, sizeof msg);
     msg.msg_iov = &iov;
     msg.desc = &desc;

@@ -273,25 +273,22 @@ static int shm__leaders(int *leader)
 void shm__map_nodes(void)
 {
     shm__boot *b = &shm__w.boot;
-    int *leader = (int *)malloc((size_t)b->npes * sizeof *leader), *count, q;
+    int *leader = (int *)malloc((size_t)b->npes * sizeof *leader), q;
     b->nodes = 0;
     if (!leader || shm__leaders(leader) != 0) {
         free(leader);
         shm__note("PE %d: PMIx gives no host names: nodes unknown, barriers by messages", b->me);
         return;
     }
-    count = (int *)calloc((size_t)b->npes, sizeof *count);
     b->leaders = (int *)malloc((size_t)b->npes * sizeof *b->leaders);
     b->node_ranks = (int *)malloc((size_t)b->npes * sizeof *b->node_ranks);
-    if (!count || !b->leaders || !b->node_ranks) shm__init_fail("out of memory for %d PEs", b->npes);
+    if (!b->leaders || !b->node_ranks) shm__init_fail("out of memory for %d PEs", b->npes);
     for (q = 0; q < b->npes; q++) {
         if (leader[q] == q) b->leaders[b->nodes++] = q;
-        if (++count[leader[q]] > b->node_size_max) b->node_size_max = count[leader[q]];
         if (leader[q] == leader[b->me]) {
             if (q == b->me) b->node_me = b->node_size;
             b->node_ranks[b->node_size++] = q;
         }
     }
-    free(count);
     free(leader);
 }

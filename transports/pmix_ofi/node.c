@@ -7,10 +7,11 @@
    per round.  On several nodes the barrier is hierarchical: the node's
    leader (its lowest rank) then runs the dissemination rounds with the
    other nodes' leaders by messages, and publishes the result and the
-   number in the release slot that the node's other PEs wait on.  Values
-   are double-buffered by the number's parity: a PE writes a buffer again
-   only two barriers later, after every PE has passed the barrier in
-   between and so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps
+   number in the release slot that the node's other PEs wait on.  A slot
+   is double-buffered by the number's parity, each half the number with
+   the values after it, so that a reader fetches the fewest lines: a PE
+   writes a half again only two barriers later, after every PE has passed
+   the barrier in between and so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps
    messages among all PEs. */
 #include "pmix_ofi.h"
 
@@ -25,18 +26,24 @@
 #define SHM__KEY_NODE "shmalloc.node"
 #define SHM__KEY_NODE_OK "shmalloc.node.ok"
 
+#define SHM__NODE_HALF 192 /* bytes: whole cache lines, >= the number and SHMALLOC_REDUCE_MAX values */
+
+typedef struct shm__node_half {
+    uint64_t epoch; /* atomic: the last barrier of this parity written here */
+    uint64_t values[SHMALLOC_REDUCE_MAX];
+    char pad[SHM__NODE_HALF - (1 + SHMALLOC_REDUCE_MAX) * sizeof(uint64_t)];
+} shm__node_half;
+
 struct shm__node_slot {
-    uint64_t epoch;                         /* atomic: the last barrier this PE reached */
-    uint64_t values[2][SHMALLOC_REDUCE_MAX];
-    char pad[64 - sizeof(uint64_t)];        /* a slot is whole cache lines */
+    shm__node_half half[2]; /* by the barrier's parity */
 };
 
 /* 1 when barriers may use node memory: allowed, and some node has
-   several PEs, none too many. */
+   several PEs. */
 static int shm__node_wanted(void)
 {
     const shm__boot *b = &shm__w.boot;
-    return shm__w.opt.node_barrier && b->nodes > 0 && b->nodes < b->npes && b->node_size_max <= SHM__NODE_MAX;
+    return shm__w.opt.node_barrier && b->nodes > 0 && b->nodes < b->npes;
 }
 
 /* The segment's name: its creator's PID first, which the sweep of stale
@@ -148,12 +155,22 @@ void shm__node_close(void)
     c->node_file[0] = '\0';
 }
 
-/* Waits until slot s shows barrier epoch; pe is the PE that writes it.
-   The wait never sleeps: past its pauses each step makes progress, which
-   a PE that is not here yet may need. */
-static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, shmalloc_wait *w)
+/* Publishes values and the barrier's number in its half of slot s. */
+static void shm__node_write(shm__node_slot *s, uint64_t epoch, const uint64_t *values, int count)
 {
-    while (__atomic_load_n(&s->epoch, __ATOMIC_ACQUIRE) < epoch) {
+    shm__node_half *h = &s->half[epoch & 1u];
+    int i;
+    for (i = 0; i < count; i++) h->values[i] = values[i];
+    __atomic_store_n(&h->epoch, epoch, __ATOMIC_RELEASE);
+}
+
+/* Waits until slot s shows barrier epoch, and returns its values; pe is
+   the PE that writes it.  The wait never sleeps: past its pauses each
+   step makes progress, which a PE that is not here yet may need. */
+static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, int count, int pe, shmalloc_wait *w)
+{
+    const shm__node_half *h = &s->half[epoch & 1u];
+    while (__atomic_load_n(&h->epoch, __ATOMIC_ACQUIRE) < epoch) {
         if (w->polls < w->pauses) {
             shmalloc_wait_step(w); /* a cpu pause */
             continue;
@@ -164,28 +181,23 @@ static void shm__node_wait(const shm__node_slot *s, uint64_t epoch, int pe, shma
         shm__leave();
         if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
     }
-}
-
-static void shm__max_into(uint64_t *values, const uint64_t *theirs, int count)
-{
-    int i;
-    for (i = 0; i < count; i++)
-        if (theirs[i] > values[i]) values[i] = theirs[i];
+    SHM__COUNT(slot_reads, 1);
+    SHM__COUNT(lines_read, ((uintptr_t)&h->values[count] - 1) / 64 - (uintptr_t)h / 64 + 1);
+    return h->values;
 }
 
 /* Round k of the node's dissemination: publish, then combine the slot of
-   the PE 2^k before this one. */
+   the PE 2^k before this one (max is idempotent: overlaps do no harm). */
 static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shmalloc_wait *w)
 {
     shm__collective *c = &shm__w.coll;
     const shm__boot *b = &shm__w.boot;
     int from = (b->node_me - (1 << k) + b->node_size) % b->node_size, i;
-    shm__node_slot *mine = &c->node[k * b->node_size + b->node_me], *theirs = &c->node[k * b->node_size + from];
-    unsigned buf = (unsigned)(epoch & 1u);
-    for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
-    __atomic_store_n(&mine->epoch, epoch, __ATOMIC_RELEASE);
-    shm__node_wait(theirs, epoch, b->node_ranks[from], w);
-    shm__max_into(values, theirs->values[buf], count);
+    const uint64_t *theirs;
+    shm__node_write(&c->node[k * b->node_size + b->node_me], epoch, values, count);
+    theirs = shm__node_read(&c->node[k * b->node_size + from], epoch, count, b->node_ranks[from], w);
+    for (i = 0; i < count; i++)
+        if (theirs[i] > values[i]) values[i] = theirs[i];
 }
 
 void shm__node_sync(uint64_t *values, int count)
@@ -194,18 +206,16 @@ void shm__node_sync(uint64_t *values, int count)
     const shm__boot *b = &shm__w.boot;
     uint64_t epoch = ++c->node_epoch;
     shm__node_slot *release = &c->node[shm__node_release()];
-    unsigned buf = (unsigned)(epoch & 1u);
     shmalloc_wait w;
     int k, i;
     shmalloc_wait_begin(&w, shm__w.opt.timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
     for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
     if (b->nodes > 1 && b->node_me == 0) {
         shm__disseminate(values, count);
-        for (i = 0; i < count; i++) release->values[buf][i] = values[i];
-        __atomic_store_n(&release->epoch, epoch, __ATOMIC_RELEASE);
+        shm__node_write(release, epoch, values, count);
     } else if (b->nodes > 1) {
-        shm__node_wait(release, epoch, b->node_ranks[0], &w);
-        for (i = 0; i < count; i++) values[i] = release->values[buf][i];
+        const uint64_t *all = shm__node_read(release, epoch, count, b->node_ranks[0], &w);
+        for (i = 0; i < count; i++) values[i] = all[i];
     } else {
         shm__enter();
         c->epoch = (uint32_t)epoch; /* names the barrier in messages */

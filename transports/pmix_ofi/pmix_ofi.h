@@ -58,7 +58,6 @@
 #define SHM__SLOT_BYTES 256       /* one message buffer */
 #define SHM__BOUNCE_BYTES ((size_t)1 << 20) /* FI_MR_LOCAL copies of unregistered buffers */
 #define SHM__RAW_KEY_MAX 64       /* FI_MR_RAW key bytes we can carry */
-#define SHM__NODE_MAX 64          /* PEs per node up to which the node barrier is used */
 #define SHM__NODE_PREFIX "shmalloc-" /* the node segment's name in /dev/shm, its creator's PID next */
 
 /* ---- options (options.c) ---------------------------------------------------
@@ -93,7 +92,6 @@ typedef struct shm__boot {
     int nodes;              /* nodes the PEs run on; 0: unknown */
     int node_size, node_me; /* PEs on this node, and our index among them */
     int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
-    int node_size_max;      /* on the most crowded node */
     int *leaders;           /* the node leaders' ranks, ascending */
 } shm__boot;
 
@@ -198,6 +196,12 @@ typedef struct shm__inbox {
 
 typedef struct shm__node_slot shm__node_slot;
 
+#if defined(SHMALLOC_TESTING)
+#  define SHM__COUNT(field, n) (shm__w.coll.counts.field += (n))
+#else
+#  define SHM__COUNT(field, n) ((void)(n))
+#endif
+
 typedef struct shm__collective {
     /* Barrier messages go among a group: every PE, or one leader per node. */
     int group_size, group_me, rounds;
@@ -209,6 +213,9 @@ typedef struct shm__collective {
     int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
     int node_rounds;        /* dissemination rounds among the node's PEs: ceil(log2 node_size) */
     char node_file[160];    /* its name until every PE has it open */
+#if defined(SHMALLOC_TESTING)
+    shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
+#endif
 } shm__collective;
 
 SHMALLOC_INTERNAL void shm__deliver(const void *message, size_t len);

@@ -22,24 +22,32 @@ static int shm__heap_unlock(void *user)
     return pthread_mutex_unlock(&((shm__world *)user)->heap_mutex) == 0 ? 0 : -1;
 }
 
+/* A barrier that combines count values by max on the way (none: a plain
+   barrier), through node memory or by messages. */
+static void shm__collective_call(const shm__world *w, uint64_t *values, int count)
+{
+    shmem_quiet();
+    SHM__COUNT(calls, 1);
+    if (w->coll.node) shm__node_sync(values, count);
+    else if (w->fab.ep) shm__disseminate(values, count);
+}
+
 static int shm__tp_barrier(void *user)
 {
-    const shm__world *w = (const shm__world *)user;
-    shmem_quiet();
-    if (w->coll.node) shm__node_sync(NULL, 0);
-    else if (w->fab.ep) shm__disseminate(NULL, 0);
+    shm__collective_call((const shm__world *)user, NULL, 0);
     return 0;
 }
 
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
-    const shm__world *w = (const shm__world *)user;
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shmem_quiet();
-    if (w->coll.node) shm__node_sync(values, bad ? 0 : count); /* synchronises even when bad */
-    else if (w->fab.ep) shm__disseminate(values, bad ? 0 : count);
+    shm__collective_call((const shm__world *)user, values, bad ? 0 : count); /* synchronises even when bad */
     return bad ? -1 : 0;
 }
+
+#if defined(SHMALLOC_TESTING)
+void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out) { *out = shm__w.coll.counts; }
+#endif
 
 static void shm__fill_transport(shm__world *w, shmalloc_transport *tp)
 {

@@ -94,7 +94,7 @@ $(B)/testing/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) -c $< -o $@
 $(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI_TESTING) $(ALLOC)
-	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/test_pmix_ofi: tests/test_pmix_ofi.c

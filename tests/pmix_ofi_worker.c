@@ -39,6 +39,11 @@
      grow       allocations far beyond the nominal size grow every heap
      bad_grow   one PE passes a bad argument while the others' calls need
                 growth: every PE gets its error, no heap grows (bad_grow.h)
+   and, to check the cost model:
+     counts     50 barriers, then 25 shmem_malloc and shmem_free pairs: each
+                call's slot reads, lines, messages and bytes (counted by
+                the test build) are what the model says for the layout
+                (SHMALLOC_TEST_EXPECT_NODE_SIZE, SHMALLOC_TEST_NODE_SIZE)
    and, run with SHMALLOC_DEBUG=1 on 2 PEs:
      reports    an allocation larger than the heap fails on every PE, then
                 PE 1 makes one SHMEMX_MALLOC_NO_BARRIER allocation more than
@@ -621,6 +626,97 @@ static void scenario_barrier(void)
     shmem_free(seen);
 }
 
+/* ---- counts: the cost of one collective call, against its model ---------- */
+#define COUNTED_CALLS 50
+
+typedef struct cost {
+    unsigned long long calls, slot_reads, lines, messages, bytes;
+} cost;
+
+static int ceil_log2(int n)
+{
+    int k = 0;
+    while ((1 << k) < n) k++;
+    return k;
+}
+
+/* What one collective call of count values costs this PE, from the layout
+   alone (bench/README.md, "The cost of one collective call"): nodes of
+   SHMALLOC_TEST_EXPECT_NODE_SIZE (or SHMALLOC_TEST_NODE_SIZE) consecutive
+   ranks, one node when neither is set. */
+static cost model(int count)
+{
+    const char *nb = getenv("SHMALLOC_PMIX_OFI_NODE_BARRIER"), *ns = getenv("SHMALLOC_TEST_EXPECT_NODE_SIZE");
+    int size, nodes, first, here;
+    unsigned long long message = 16 + 8 * (unsigned long long)count;
+    cost c = {1, 0, 0, 0, 0};
+    if (!ns) ns = getenv("SHMALLOC_TEST_NODE_SIZE");
+    size = ns ? atoi(ns) : npes;
+    if (size < 1 || size > npes) size = npes;
+    nodes = (npes + size - 1) / size;
+    first = me - me % size;
+    here = npes - first < size ? npes - first : size;
+    if ((nb && strcmp(nb, "0") == 0) || size == 1) { /* messages among all PEs */
+        c.messages = (unsigned long long)ceil_log2(npes);
+    } else {
+        c.slot_reads = (unsigned long long)ceil_log2(here) + (nodes > 1 && me != first); /* + the release */
+        c.lines = c.slot_reads * ((8 + 8 * (unsigned long long)count + 63) / 64);
+        c.messages = me == first ? (unsigned long long)ceil_log2(nodes) : 0;
+    }
+    c.bytes = c.messages * message;
+    return c;
+}
+
+static cost counted_since(const shmalloc_pmix_ofi_counts *a)
+{
+    shmalloc_pmix_ofi_counts b;
+    cost c;
+    shmalloc_pmix_ofi_counts_get(&b);
+    c.calls = b.calls - a->calls;
+    c.slot_reads = b.slot_reads - a->slot_reads;
+    c.lines = b.lines_read - a->lines_read;
+    c.messages = b.messages - a->messages;
+    c.bytes = b.bytes - a->bytes;
+    return c;
+}
+
+/* Checks n calls' counts against n times the model of one, and prints one's. */
+static void check_cost(const char *what, const cost *got, int n, int count)
+{
+    cost one = model(count);
+    unsigned long long k = (unsigned long long)n;
+    if (got->calls != k * one.calls || got->slot_reads != k * one.slot_reads || got->lines != k * one.lines ||
+        got->messages != k * one.messages || got->bytes != k * one.bytes)
+        fail(__LINE__, "%d %s: counted %llu calls, %llu slot reads, %llu lines, %llu messages, %llu bytes; "
+             "the model says %llu, %llu, %llu, %llu, %llu", n, what, got->calls, got->slot_reads, got->lines,
+             got->messages, got->bytes, k * one.calls, k * one.slot_reads, k * one.lines, k * one.messages,
+             k * one.bytes);
+    printf("PE %d of %d: per %s: %llu slot reads, %llu lines, %llu messages, %llu bytes\n", me, npes, what,
+           got->slot_reads / k, got->lines / k, got->messages / k, got->bytes / k);
+}
+
+/* Barriers, then allocations and frees (one all-reduce of the allocator's
+   values each), counted. */
+static void scenario_counts(void)
+{
+    const char *debug = getenv("SHMALLOC_DEBUG");
+    int values = debug && strcmp(debug, "0") != 0 ? 16 : 12, i;
+    shmalloc_pmix_ofi_counts at;
+    cost got;
+    shmalloc_pmix_ofi_counts_get(&at);
+    for (i = 0; i < COUNTED_CALLS; i++) shmem_barrier_all();
+    got = counted_since(&at);
+    check_cost("barrier", &got, COUNTED_CALLS, 0);
+    shmalloc_pmix_ofi_counts_get(&at);
+    for (i = 0; i < COUNTED_CALLS / 2; i++) {
+        void *p = shmem_malloc(64);
+        CHECK(p != NULL);
+        shmem_free(p);
+    }
+    got = counted_since(&at);
+    check_cost("shmem_malloc or shmem_free", &got, COUNTED_CALLS, values);
+}
+
 typedef struct slot {
     unsigned char *p;
     size_t size;
@@ -974,7 +1070,7 @@ static const scenario scenarios[] = {
     {"mismatch", scenario_mismatch, 1},   {"barrier", scenario_barrier, 1}, {"stress", scenario_stress, 1},
     {"direct", scenario_direct, 1},
     {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
-    {"reports", scenario_reports, 0},
+    {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},
 };
 
 static void run(const scenario *sc)

@@ -261,6 +261,47 @@ Test(pmix_ofi, all_scenarios_tcp_rxm_4pe_as_two_nodes_of_2, .timeout = TEST_TIME
     check_nodes("tcp;ofi_rxm", 4, 0, 2);
 }
 
+/* ---- scale: up to 32 PEs on one node, 16 as 4 "nodes" of 4 ---------------
+   The counts scenario checks every PE's slot reads, lines and messages per
+   call against the cost model; the test checks the figures PE 0 prints
+   (ceil(log2 PEs) rounds, by hand) and that every PE passed. */
+static void check_counts(int npes, int node_size, const char *provider, int flat, const char *pe0)
+{
+    static run r;
+    char prov[64], size[64];
+    const char *env[] = {prov, flat ? "SHMALLOC_PMIX_OFI_NODE_BARRIER=0" : "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                         size, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(size, sizeof size, "SHMALLOC_TEST_NODE_SIZE=%d", node_size);
+    if (node_size <= 0) env[2] = NULL;
+    launch(&r, npes, "counts", env);
+    cr_assert_eq(r.status, 0, "%d PEs: exit status %d after %.1f s:\n%s", npes, r.status, r.seconds, tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK counts\n"), npes, "not every PE passed:\n%s", tail(&r));
+    cr_assert_eq(count(&r, "per barrier: "), npes, "%s", tail(&r));
+    cr_assert(has(&r, pe0), "PE 0 does not print \"%s\":\n%s", pe0, tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+#define COUNTS_TEST(name, npes, node_size, provider, flat, pe0) \
+    Test(pmix_ofi, name, .timeout = TEST_TIMEOUT) { check_counts(npes, node_size, provider, flat, pe0); }
+
+COUNTS_TEST(counts_match_the_model_2pe, 2, 0, "shm", 0, "PE 0 of 2: per barrier: 1 slot reads, 1 lines, 0 messages")
+COUNTS_TEST(counts_match_the_model_3pe, 3, 0, "shm", 0, "PE 0 of 3: per barrier: 2 slot reads, 2 lines, 0 messages")
+COUNTS_TEST(counts_match_the_model_8pe, 8, 0, "shm", 0,
+            "PE 0 of 8: per shmem_malloc or shmem_free: 3 slot reads, 6 lines, 0 messages, 0 bytes")
+COUNTS_TEST(counts_match_the_model_16pe, 16, 0, "shm", 0, "PE 0 of 16: per barrier: 4 slot reads, 4 lines")
+COUNTS_TEST(counts_match_the_model_32pe, 32, 0, "shm", 0,
+            "PE 0 of 32: per shmem_malloc or shmem_free: 5 slot reads, 10 lines, 0 messages, 0 bytes")
+COUNTS_TEST(counts_match_the_model_16pe_as_4_nodes_of_4, 16, 4, "shm", 0,
+            "PE 0 of 16: per shmem_malloc or shmem_free: 2 slot reads, 4 lines, 2 messages, 224 bytes")
+COUNTS_TEST(counts_match_the_model_8pe_as_nodes_of_3_3_2, 8, 3, "shm", 0,
+            "PE 0 of 8: per barrier: 2 slot reads, 2 lines, 2 messages, 32 bytes")
+COUNTS_TEST(counts_match_the_model_5pe_each_alone, 5, 1, "shm", 0,
+            "PE 0 of 5: per barrier: 0 slot reads, 0 lines, 3 messages, 48 bytes")
+COUNTS_TEST(counts_match_the_model_8pe_by_messages_tcp_rxm, 8, 0, "tcp;ofi_rxm", 1,
+            "PE 0 of 8: per shmem_malloc or shmem_free: 0 slot reads, 0 lines, 3 messages, 336 bytes")
+
 /* ---- start-up ---------------------------------------------------------- */
 Test(pmix_ofi, singleton_without_launcher_runs_all_scenarios_as_one_pe_silently, .timeout = TEST_TIMEOUT)
 {
@@ -370,19 +411,23 @@ Test(pmix_ofi, bad_heap_max_names_the_variable, .timeout = TEST_TIMEOUT)
    Same-address runs map the peers' heaps, pieces they grow into included:
    the worker loads a peer's newest piece through shmem_ptr. */
 static void check_scenario_grows(const char *scenario, const char *provider, int npes, int any_address,
-                                 const char *fail_register)
+                                 const char *fail_register, int node_size)
 {
     static run r;
     char ok[64];
-    char prov[64], any[64], fail[64], direct[64], expect_direct[64];
+    char prov[64], any[64], fail[64], direct[64], expect_direct[64], size[64];
     const char *env[] = {prov, any, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M",
-                         "SHMALLOC_BARRIER_TIMEOUT=10", fail, NULL};
+                         "SHMALLOC_BARRIER_TIMEOUT=10", size, NULL, NULL};
+    snprintf(size, sizeof size, "SHMALLOC_TEST_NODE_SIZE=%d", node_size);
+    if (node_size <= 0) env[7] = NULL;
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
     snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
     snprintf(expect_direct, sizeof expect_direct, "SHMALLOC_TEST_EXPECT_DIRECT=%d", !any_address && npes > 1);
-    if (fail_register) snprintf(fail, sizeof fail, "SHMALLOC_TEST_FAIL_REGISTER=%s", fail_register);
-    else env[7] = NULL;
+    if (fail_register) {
+        snprintf(fail, sizeof fail, "SHMALLOC_TEST_FAIL_REGISTER=%s", fail_register);
+        env[env[7] ? 8 : 7] = fail;
+    }
     snprintf(ok, sizeof ok, ": OK %s\n", scenario);
     launch(&r, npes, scenario, env);
     cr_assert_eq(r.status, 0, "%s, %d PEs: exit status %d after %.1f s:\n%s", provider, npes, r.status, r.seconds,
@@ -396,7 +441,7 @@ static void check_scenario_grows(const char *scenario, const char *provider, int
 
 static void check_grow(const char *provider, int npes, int any_address, const char *fail_register)
 {
-    check_scenario_grows("grow", provider, npes, any_address, fail_register);
+    check_scenario_grows("grow", provider, npes, any_address, fail_register, 0);
 }
 
 Test(pmix_ofi, heap_grows_far_beyond_its_nominal_size_shm_4pe, .timeout = TEST_TIMEOUT)
@@ -423,13 +468,13 @@ Test(pmix_ofi, failed_growth_registration_fails_the_call_everywhere_then_growth_
    the error at once and no heap grows, by node memory and by messages. */
 Test(pmix_ofi, a_bad_argument_on_one_pe_fails_every_pes_call_and_grows_no_heap_shm_3pe, .timeout = TEST_TIMEOUT)
 {
-    check_scenario_grows("bad_grow", "shm", 3, 0, NULL);
+    check_scenario_grows("bad_grow", "shm", 3, 0, NULL, 0);
 }
 
 Test(pmix_ofi, a_bad_argument_on_one_pe_fails_every_pes_call_and_grows_no_heap_tcp_rxm_2pe_different_addresses,
      .timeout = TEST_TIMEOUT)
 {
-    check_scenario_grows("bad_grow", "tcp;ofi_rxm", 2, 1, NULL);
+    check_scenario_grows("bad_grow", "tcp;ofi_rxm", 2, 1, NULL, 0);
 }
 
 /* An address-space limit makes the heap unmappable.  ASan reserves
@@ -487,13 +532,15 @@ Test(pmix_ofi, a_program_calling_exit_3_without_finalize_exits_3, .timeout = TES
 }
 
 /* ---- a PE that dies or hangs: the others end, bounded, and say so -------- */
-static void check_death(const char *scenario, const char *provider)
+static void check_death_on(const char *scenario, const char *provider, int npes, int node_size)
 {
     static run r;
-    char prov[64];
-    const char *env[] = {prov, "SHMALLOC_BARRIER_TIMEOUT=5", "SHMALLOC_VERBOSE=1", NULL};
+    char prov[64], size[64];
+    const char *env[] = {prov, "SHMALLOC_BARRIER_TIMEOUT=5", "SHMALLOC_VERBOSE=1", size, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
-    launch(&r, 4, scenario, env);
+    snprintf(size, sizeof size, "SHMALLOC_TEST_NODE_SIZE=%d", node_size);
+    if (node_size <= 0) env[3] = NULL;
+    launch(&r, npes, scenario, env);
     cr_assert_neq(r.status, 0, "the job survived PE 1's death:\n%s", tail(&r));
     cr_assert(r.seconds < DEATH_LIMIT, "the job took %.1f s to end", r.seconds);
     cr_assert(!has(&r, "FAIL"), "a barrier returned without PE 1:\n%s", tail(&r));
@@ -502,10 +549,12 @@ static void check_death(const char *scenario, const char *provider)
               "nobody named the dead PE:\n%s", tail(&r));
     cr_assert(has(&r, "shmalloc: "), "no PE said why it ended:\n%s", tail(&r));
     if (strcmp(provider, "shm") == 0) { /* no leftovers: the dead PE's file went at start-up */
-        cr_assert_eq(count(&r, "endpoint fi_shm://"), 4, "not every endpoint is named:\n%s", tail(&r));
+        cr_assert_eq(count(&r, "endpoint fi_shm://"), npes, "not every endpoint is named:\n%s", tail(&r));
         cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
     }
 }
+
+static void check_death(const char *scenario, const char *provider) { check_death_on(scenario, provider, 4, 0); }
 
 Test(pmix_ofi, sigkilled_pe_ends_the_job_shm, .timeout = TEST_TIMEOUT) { check_death("kill", "shm"); }
 Test(pmix_ofi, sigkilled_pe_ends_the_job_tcp_rxm, .timeout = TEST_TIMEOUT) { check_death("kill", "tcp;ofi_rxm"); }
@@ -518,6 +567,22 @@ Test(pmix_ofi, pe_exiting_without_finalize_ends_the_job_tcp_rxm, .timeout = TEST
 Test(pmix_ofi, pe_killed_inside_a_collective_allocation_ends_the_job_shm, .timeout = TEST_TIMEOUT)
 {
     check_death("kill_in_malloc", "shm");
+}
+
+/* Every scenario, heap growth and a killed PE, oversubscribed. */
+Test(pmix_ofi, all_scenarios_shm_8pe, .timeout = TEST_TIMEOUT) { check_nodes("shm", 8, 0, 0); }
+Test(pmix_ofi, all_scenarios_shm_16pe, .timeout = TEST_TIMEOUT) { check_nodes("shm", 16, 0, 0); }
+Test(pmix_ofi, all_scenarios_shm_32pe, .timeout = TEST_TIMEOUT) { check_nodes("shm", 32, 0, 0); }
+Test(pmix_ofi, all_scenarios_shm_16pe_as_4_nodes_of_4, .timeout = TEST_TIMEOUT) { check_nodes("shm", 16, 0, 4); }
+Test(pmix_ofi, heap_grows_on_32pe, .timeout = TEST_TIMEOUT) { check_scenario_grows("grow", "shm", 32, 0, NULL, 0); }
+Test(pmix_ofi, heap_grows_on_16pe_as_4_nodes_of_4, .timeout = TEST_TIMEOUT)
+{
+    check_scenario_grows("grow", "shm", 16, 0, NULL, 4);
+}
+Test(pmix_ofi, sigkilled_pe_ends_the_job_of_32pe, .timeout = TEST_TIMEOUT) { check_death_on("kill", "shm", 32, 0); }
+Test(pmix_ofi, pe_killed_inside_an_allocation_ends_the_job_of_4_nodes_of_4, .timeout = TEST_TIMEOUT)
+{
+    check_death_on("kill_in_malloc", "shm", 16, 4);
 }
 
 /* 1 when the list in line ("... PE 1 has ended", "... PEs 0, 1 have

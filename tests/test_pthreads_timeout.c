@@ -59,7 +59,7 @@ Test(wait, the_deadline_is_the_timeout_after_the_first_yield, .timeout = TEST_TI
 typedef struct child_result {
     int status;        /* exit status, or -1 when killed or signalled */
     double seconds;    /* from fork to exit */
-    char text[4096];   /* its stderr */
+    char text[65536];  /* its stderr: 64 PEs' reports of a mismatch fit */
 } child_result;
 
 /* Reads fd into r->text until EOF or the deadline; 0 at EOF. */
@@ -159,7 +159,8 @@ static void expect_timeout_message(const char *text, const skip_case *c)
 static skip_case skip_cases[] = {
     {SKIP_MALLOC, 2, {1, -1}},  {SKIP_FREE, 2, {0, -1}},    {SKIP_BARRIER, 2, {1, -1}},
     {SKIP_MALLOC, 8, {5, -1}},  {SKIP_FREE, 8, {7, -1}},    {SKIP_BARRIER, 8, {0, -1}},
-    {SKIP_BARRIER, 4, {1, 3}},  {SKIP_MALLOC, 8, {2, 6}},
+    {SKIP_BARRIER, 4, {1, 3}},  {SKIP_MALLOC, 8, {2, 6}},   {SKIP_MALLOC, 64, {37, -1}},
+    {SKIP_BARRIER, 64, {0, 63}},
 };
 
 ParameterizedTestParameters(timeout, a_skipped_collective_ends_the_program_naming_the_pe)
@@ -263,7 +264,7 @@ static void pe_slow(void *arg)
     if (shmalloc_check(-1) != 0) __atomic_add_fetch(&pe_calls, 1000, __ATOMIC_RELAXED);
 }
 
-static int slow_pes[] = {2, 8};
+static int slow_pes[] = {2, 8, 64};
 
 ParameterizedTestParameters(timeout, a_slow_pe_that_arrives_within_the_timeout_does_not_trip_it)
 {

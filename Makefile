@@ -166,7 +166,7 @@ test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
 test-slurm: deps $(B)/pmix_ofi_worker
 	@$(SUITE) slurm-check tests/slurm_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
-# PEs on several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1), network
+# PEs on several nodes: 2 x 2 PEs, 3 nodes (2+1+1) and 4 x 4 PEs, network
 # namespaces on a private bridge that tests/cluster.sh builds (root),
 # under mpirun and under srun with one slurmd per node.
 test-cluster: deps $(B)/pmix_ofi_worker

@@ -1,37 +1,49 @@
 #!/usr/bin/env bash
 # tests/cluster_check.sh WORKER - the PMIx + libfabric worker with PEs on
-# several nodes: 2 nodes x 2 PEs and 3 nodes (2+1+1) built by
-# tests/cluster.sh (network namespaces on a private bridge, as root), with
-# tcp;ofi_rxm on each node's fab0 between nodes.  Every scenario of "all",
-# heaps at one address and at different ones, hierarchical and flat
-# barriers, heap growth, and a PE killed on one node: under mpirun, then
-# under Slurm's srun --mpi=pmix with one slurmd per node (and slurmctld
-# beside the bridge).  Prints PASS/FAIL per run and a final "cluster-check:
+# several nodes: 2 nodes x 2 PEs, 3 nodes (2+1+1) and 4 nodes x 4 PEs built
+# by tests/cluster.sh (network namespaces on a private bridge, as root),
+# with tcp;ofi_rxm on each node's fab0 between nodes.  Every scenario of
+# "all", heaps at one address and at different ones, hierarchical and flat
+# barriers, heap growth, the counts against the cost model, and a PE
+# killed on one node: under mpirun, then under Slurm's srun --mpi=pmix
+# with one slurmd per node (and slurmctld beside the bridge).  Prints PASS/FAIL per run and a final "cluster-check:
 # N passed, M failed" line; exits nonzero on any failure.
 set -u
 worker=$(readlink -f "${1:-build/pmix_ofi_worker}")
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/slurm_conf.sh"
 if [ -z "${SHMALLOC_TEST_CLUSTER_NS:-}" ]; then
-    exec timeout 600 "$here/cluster.sh" run 3 bash "$0" "$worker"
+    exec timeout 1200 "$here/cluster.sh" run 4 bash "$0" "$worker"
 fi
 
 DEATH_LIMIT=20 # seconds a job may take to end after a PE died
 launchers=${CLUSTER_LAUNCHERS:-mpirun srun}
-# Fewer random operations than on one node: the same calls, and 4 PEs on
+# Fewer random operations than on one node: the same calls, and 16 PEs on
 # 2 cores stay well inside the launch timeout.
 export SHMALLOC_TEST_WORKER_OPS=${SHMALLOC_TEST_WORKER_OPS:-3000}
 passed=0 failed=0 out= rc= seconds=
 
-# $via is mpirun or srun; WHERE is mpirun's --host list or srun's node list.
-launch() { # WHERE SCENARIO NAME=VALUE...
-    local where=$1 scenario=$2 start xs=() v cmd
+# A layout: its PEs, then per node "PES@HOST" (mpirun's --host entry is
+# HOST:PES, srun's node is nodeI for 10.77.0.I).
+TWO="4 2@10.77.0.1 2@10.77.0.2"
+THREE="4 2@10.77.0.1 1@10.77.0.2 1@10.77.0.3"
+FOUR="16 4@10.77.0.1 4@10.77.0.2 4@10.77.0.3 4@10.77.0.4"
+npes_of() { echo "${1%% *}"; }
+nodes_of() { set -- $1; echo $(($# - 1)); }
+
+# $via is mpirun or srun; LAYOUT as above.
+launch() { # LAYOUT SCENARIO NAME=VALUE...
+    local layout=$1 scenario=$2 start xs=() v cmd hosts= nodes= sizes= n
     shift 2
+    for v in ${layout#* }; do
+        hosts+=${hosts:+,}${v#*@}:${v%@*} nodes+=${nodes:+,}node${v##*.} sizes+=${sizes:+,}${v%@*}
+    done
+    n=$(npes_of "$layout")
     if [ "$via" = srun ]; then # srun passes the whole environment
-        cmd=(srun --mpi=pmix -n 4 -N "$(scontrol show hostnames "$where" | wc -l)" -w "$where" -m block --overcommit)
+        cmd=(srun --mpi=pmix -n "$n" -N "$(nodes_of "$layout")" -w "$nodes" -m block --overcommit)
     else
         for v in "$@"; do xs+=(-x "${v%%=*}"); done
-        cmd=(mpirun --oversubscribe --host "$where" -np 4 -x FI_TCP_IFACE -x SHMALLOC_VERBOSE -x IPATH_NO_BACKTRACE
+        cmd=(mpirun --oversubscribe --host "$hosts" -np "$n" -x FI_TCP_IFACE -x SHMALLOC_VERBOSE -x IPATH_NO_BACKTRACE
              "${xs[@]}")
     fi
     start=$(date +%s%N)
@@ -52,26 +64,28 @@ result() { # OK? WHAT
 }
 
 # Every PE passed SCENARIO and said how it synchronises; endpoints on fab0.
-check_run() { # WHAT HOSTS SCENARIO EXPECT_BARRIERS EXPECT_ADDRESSES NAME=VALUE...
-    local what=$1 hosts=$2 scenario=$3 barriers=$4 addresses=$5 ok=1
+check_run() { # WHAT LAYOUT SCENARIO EXPECT_BARRIERS EXPECT_ADDRESSES NAME=VALUE...
+    local what=$1 layout=$2 scenario=$3 barriers=$4 addresses=$5 ok=1 n v k
     shift 5
-    launch "$hosts" "$scenario" "$@"
+    n=$(npes_of "$layout")
+    launch "$layout" "$scenario" "$@"
     [ $rc -eq 0 ] || ok=0
-    [ "$(count ": OK $scenario\$")" -eq 4 ] || ok=0
+    [ "$(count ": OK $scenario\$")" -eq "$n" ] || ok=0
     [ "$(count FAIL)" -eq 0 ] || ok=0
-    [ "$(count "barriers $barriers")" -eq 4 ] || ok=0
-    [ "$(count "($addresses")" -eq 4 ] || ok=0
-    # direct copies only to a PE of the same node: 2x2 each has one, 2+1+1 two have one
-    if [ "$hosts" = "$TWO" ]; then local ones=4; else local ones=2; fi
-    [ "$(count "direct copies to 1 PEs of this node")" -eq $ones ] || ok=0
-    [ "$(count "direct copies to 0 PEs of this node")" -eq $((4 - ones)) ] || ok=0
-    [ "$(count "provider tcp;ofi_rxm, endpoint fi_sockaddr_in://10.77.0.")" -eq 4 ] || ok=0
+    [ "$(count "barriers $barriers")" -eq "$n" ] || ok=0
+    [ "$(count "($addresses")" -eq "$n" ] || ok=0
+    # direct copies only to the PEs of the same node: K others for each of its K + 1
+    for k in $(for v in ${layout#* }; do echo "${v%@*}"; done | sort -u); do
+        [ "$(count "direct copies to $((k - 1)) PEs of this node")" -eq \
+          $(($(for v in ${layout#* }; do [ "${v%@*}" = "$k" ] && echo "$k"; done | paste -sd+) + 0)) ] || ok=0
+    done
+    [ "$(count "provider tcp;ofi_rxm, endpoint fi_sockaddr_in://10.77.0.")" -eq "$n" ] || ok=0
     [ -z "$(ls /dev/shm | grep '^shmalloc-')" ] || ok=0
     result $ok "$what"
 }
 
 # PE 1 dies: the job ends in bounded time, someone names PE 1 and says why.
-check_death() { # WHAT HOSTS SCENARIO
+check_death() { # WHAT LAYOUT SCENARIO
     local ok=1
     launch "$2" "$3" SHMALLOC_BARRIER_TIMEOUT=5
     [ $rc -ne 0 ] || ok=0
@@ -87,6 +101,7 @@ check_death() { # WHAT HOSTS SCENARIO
 
 HIER2="through node memory on each of 2 nodes, messages between their leaders"
 HIER3="through node memory on each of 3 nodes, messages between their leaders"
+HIER4="through node memory on each of 4 nodes, messages between their leaders"
 SAME="same address on every PE" DIFFER="addresses differ"
 ALL=(SHMEM_SYMMETRIC_HEAP_SIZE=128M)
 GROW=(SHMEM_SYMMETRIC_HEAP_SIZE=1M SHMALLOC_HEAP_MAX=256M)
@@ -105,8 +120,17 @@ cases() {
         "${GROW[@]}" FI_PROVIDER="tcp;ofi_rxm" SHMALLOC_PMIX_OFI_ANY_ADDRESS=1
     check_run "3 nodes (2+1+1), heap growth 1 MiB -> 23 MiB, one heap address" "$THREE" grow "$HIER3" "$SAME" \
         "${GROW[@]}" FI_PROVIDER="tcp;ofi_rxm"
+    check_run "4 nodes x 4 PEs, all scenarios, one heap address, hierarchical barriers" "$FOUR" all "$HIER4" "$SAME" \
+        "${ALL[@]}" SHMALLOC_TEST_EXPECT_ADDRESSES=same
+    check_run "4 nodes x 4 PEs, heap growth 1 MiB -> 23 MiB, one heap address" "$FOUR" grow "$HIER4" "$SAME" \
+        "${GROW[@]}"
+    check_run "2 nodes x 2 PEs, slot reads and messages per call as the model says" "$TWO" counts "$HIER2" "$SAME" \
+        SHMALLOC_TEST_EXPECT_NODE_SIZE=2
+    check_run "4 nodes x 4 PEs, slot reads and messages per call as the model says" "$FOUR" counts "$HIER4" "$SAME" \
+        SHMALLOC_TEST_EXPECT_NODE_SIZE=4
     check_death "2 nodes x 2 PEs, PE 1 SIGKILLed in a barrier: the job ends" "$TWO" kill
     check_death "3 nodes (2+1+1), PE 1 SIGKILLed inside shmem_malloc: the job ends" "$THREE" kill_in_malloc
+    check_death "4 nodes x 4 PEs, PE 1 SIGKILLed inside shmem_malloc: the job ends" "$FOUR" kill_in_malloc
 }
 
 # One slurmd per node, each with the node's own host name and a private
@@ -130,20 +154,20 @@ SlurmdSpoolDir=$slurm/node/spool
 SlurmdPidFile=$slurm/node/d.pid
 SlurmdLogFile=$slurm/node/d.log
 TmpFS=$slurm/node/tmp
-NodeName=node[1-3] NodeAddr=10.77.0.[1-3] CPUs=2 State=UNKNOWN
-PartitionName=test Nodes=node[1-3] Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+NodeName=node[1-4] NodeAddr=10.77.0.[1-4] CPUs=2 State=UNKNOWN
+PartitionName=test Nodes=node[1-4] Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
 CONF
     } >"$SLURM_CONF"
     echo "PMIxCliTmpDirBase=$slurm/node/tmp" >"$slurm/mpi.conf"
     mkdir -p "$slurm/state" "$slurm/node"
     unshare --uts sh -c 'hostname ctl && exec slurmctld' || return 1
-    for i in 1 2 3; do
+    for i in 1 2 3 4; do
         mkdir -p "$slurm/n$i/spool" "$slurm/n$i/tmp"
         "$here/cluster.sh" on $i unshare --mount sh -c "mount --bind $slurm/n$i $slurm/node && exec slurmd -N node$i" ||
             return 1
     done
     for _ in $(seq 60); do
-        [ "$(sinfo -h -N -o %t 2>/dev/null | grep -c idle)" = 3 ] && return 0
+        [ "$(sinfo -h -N -o %t 2>/dev/null | grep -c idle)" = 4 ] && return 0
         sleep 0.5
     done
     return 1
@@ -161,11 +185,10 @@ slurm=
 trap slurm_stop EXIT # the daemons outlive their namespaces otherwise
 
 if [[ " $launchers " = *" mpirun "* ]]; then
-    via=mpirun TWO=10.77.0.1:2,10.77.0.2:2 THREE=10.77.0.1:2,10.77.0.2:1,10.77.0.3:1
-    cases
+    via=mpirun cases
 fi
 if [[ " $launchers " = *" srun "* ]]; then
-    via=srun TWO="node[1-2]" THREE="node[1-3]"
+    via=srun
     if slurm_start; then
         cases
     else

@@ -19,6 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tc
 export OMPI_MCA_opal_common_ucx_opal_mem_hooks=0 FI_TCP_IFACE=lo
 FLAGS="-std=c99 -O2 -I."
 runs=$(mktemp) floors=$(mktemp) rows=$(mktemp)
+source bench/rounds.sh
 
 make -s B="$B" "$B/libshmalloc.a" "$B/libshmalloc_pthreads.a" "$B/bench/floor" || exit 1
 cc $FLAGS -DBENCH_PTHREADS bench/collective.c "$B/libshmalloc_pthreads.a" "$B/libshmalloc.a" -pthread \
@@ -33,52 +34,25 @@ scripts/deps.sh bench >/dev/null 2>&1 || true # Open MPI's OpenSHMEM headers (li
 oshcc $FLAGS bench/collective.c -o "$B/bench/coll_oshmem" 2>/dev/null && have_osh=1
 [ $have_osh = 1 ] || echo "note: Open MPI's OpenSHMEM (oshcc, libopenmpi-dev) is not available: no ratios"
 
-floor() { # the probe's round trip, ns, to $floors
-  local out
-  out=$("$B/bench/floor") && echo "$out" && sed -n 's/.*round trip \([0-9]*\) ns.*/\1/p' <<<"$out" >>"$floors"
-}
-
-add() { # LABEL PES command...: each figure's median, to $runs
-  local label=$1 pes=$2 out
-  shift 2
-  if ! out=$(timeout 300 "$@" 2>/dev/null); then echo "note: $label with $pes PEs did not run"; return; fi
-  grep -E '^[a-z_0-9A-Z]+,[0-9]' <<<"$out" | awk -F, -v a="$label" -v p="$pes" '{ print a "," $1 "," p "," $2 }' >>"$runs"
-}
-
-floor
+floor_probe "$floors"
 for round in $(seq "$ROUNDS"); do
   echo "round $round of $ROUNDS"
   for pes in $PES; do
-    add shmalloc-pthreads "$pes" "$B/bench/coll_pthreads" "$pes"
+    rounds_run "$runs" shmalloc-pthreads "$pes" "$B/bench/coll_pthreads" "$pes"
     [ $have_pmix = 1 ] &&
-      add shmalloc-pmix-shm "$pes" env FI_PROVIDER=shm mpirun --oversubscribe -np "$pes" -x FI_PROVIDER "$B/bench/coll_pmix"
-    [ $have_osh = 1 ] && add openmpi-oshmem "$pes" oshrun --oversubscribe -np "$pes" "$B/bench/coll_oshmem"
+      rounds_run "$runs" shmalloc-pmix-shm "$pes" env FI_PROVIDER=shm mpirun --oversubscribe -np "$pes" -x FI_PROVIDER "$B/bench/coll_pmix"
+    [ $have_osh = 1 ] && rounds_run "$runs" openmpi-oshmem "$pes" oshrun --oversubscribe -np "$pes" "$B/bench/coll_oshmem"
   done
 done
-floor
+floor_probe "$floors"
 
-# label,call,pes,median,min,max over the rounds
-sort -t, -k1,3 -k4,4n "$runs" | awk -F, '
-  function flush() { if (n) printf "%s,%d,%d,%d\n", key, v[int((n + 1) / 2)], v[1], v[n]; n = 0 }
-  { k = $1 "," $2 "," $3; if (k != key) { flush(); key = k } v[++n] = $4 }
-  END { flush() }' >"$rows.agg"
-awk -F, '{ printf "collective,%s,%s,%s,%s,%s,%s,,,,,,\n", $1, $2, $3, $4, $5, $6 }' "$rows.agg" >"$rows"
 BENCH_LIB=1 source bench/run.sh
+rounds_median "$runs" >"$rows.agg"
+awk -F, '{ printf "collective,%s,%s,%s,%s,%s,%s,,,,,,\n", $1, $2, $3, $4, $5, $6 }' "$rows.agg" >"$rows"
 summary_put collective "$rows"
 
-trip=$(sort -n "$floors" | awk '{ v[++n] = $1 } END { print v[int((n + 1) / 2)] }')
+trip=$(floor_trip "$floors")
 echo
 echo "median ns per call over $ROUNDS rounds (min-max), x the one-way floor ($trip / 2 ns), x Open MPI's"
-awk -F, -v floor="$trip" '
-  { m[$1 "," $2 "," $3] = $4; r[$1 "," $2 "," $3] = $5 "-" $6; calls[$2] = 1; pes[$3] = 1; labels[$1] = 1 }
-  END {
-    for (c in calls) for (p in pes) for (l in labels) {
-      k = l "," c "," p
-      if (!(k in m)) continue
-      line = sprintf("%-40s %s PEs  %-18s %7d (%s)  x%.2f floor", c, p, l, m[k], r[k], m[k] / (floor / 2))
-      o = "openmpi-oshmem," c "," p
-      if (l != "openmpi-oshmem" && (o in m)) line = line sprintf("  x%.2f Open MPI", m[k] / m[o])
-      print line
-    }
-  }' "$rows.agg" | sort -k1,1 -k2,2n -k4,4
+rounds_table "$rows.agg" "$trip"
 rm -f "$runs" "$floors" "$rows" "$rows.agg"

@@ -6,7 +6,7 @@
 #   make bench-scaling   workload b over live sets 1k..1M and heaps 64 MiB..64 GiB
 #   make bench-hugepages random 8-byte accesses over 1 GiB on each kind of page
 #   make bench-putget    same-node puts and gets: direct copies against libfabric
-#   make bench-cluster   collective calls with PEs on 2 and 3 namespace nodes (root)
+#   make bench-cluster   collective calls with PEs on 2, 3 and 4 namespace nodes (root)
 #   make bench-floor     one cache line passed between two cpus: the floor under a barrier
 #
 # Run as root, it installs what it lacks (scripts/deps.sh bench); an

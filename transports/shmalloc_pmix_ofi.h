@@ -44,11 +44,12 @@
      heap keys through PMIx, and creates the heap collectively.  Remote
      addresses are computed from offsets, so heaps at different addresses
      work too.  When every PE is on one node, barriers and the allocator's
-     all-reduce go through a small shared-memory segment (each PE
-     publishes the barrier's number and its values in a cache line of its
-     own and polls the others'); on several nodes they are hierarchical:
-     each node's segment, then dissemination rounds of small libfabric
-     messages among one leader per node, then the segment again.
+     all-reduce go through a small shared-memory segment: a dissemination
+     barrier, in which each PE publishes the barrier's number beside the
+     values combined so far and, in each of ceil(log2 P) rounds, reads one
+     peer's; on several nodes they are hierarchical: the node's rounds,
+     then dissemination rounds of small libfabric messages among one
+     leader per node, then the leader's release through the segment.
      shmem_putmem / shmem_getmem are fi_write / fi_read, waited for on the
      completion queue, except to PEs on the same node: there each heap is
      a memfd that the node's other PEs map whole (growth room included)

@@ -8,7 +8,7 @@ floor_probe() { # FLOORS: runs the probe, prints it, adds its round trip (ns) to
     out=$("$B/bench/floor") && echo "$out" && sed -n 's/.*round trip \([0-9]*\) ns.*/\1/p' <<<"$out" >>"$1"
 }
 
-floor_trip() { # FLOORS: the median round trip
+floor_trip() { # FLOORS: the median round trip (of two, the lower)
     sort -n "$1" | awk '{ v[++n] = $1 } END { print v[int((n + 1) / 2)] }'
 }
 

@@ -10,8 +10,9 @@
 #define MAX_PES 64
 #define SMALL_HEAP ((size_t)1 << 20)
 /* Seconds: a hang fails instead of blocking the run.  One limit for every
-   test (Criterion leaks the timer of a test whose limit outlasts the run),
-   long enough for 64 PEs under Valgrind (53 s). */
+   test (with one test's limit longer than the others', LeakSanitizer
+   finds a timer of Criterion's leaked), long enough for 64 PEs under
+   Valgrind (53 s). */
 #define TEST_TIMEOUT 120
 
 /* State the PE threads of one test share; Criterion runs each test in a

@@ -371,25 +371,24 @@ static int shm__table_read(void)
 }
 
 /* After a failed fence, which PEs have ended, as this PE can tell: the
-   one an event named, else those the launcher's table says terminated and
+   one an event named, and those the launcher's table says terminated and
    those on this host whose process has ended (Open MPI's table keeps
-   every PE "connected" to the end).  Writes ": PE 1 has ended" or "". */
+   every PE "connected" to the end).  An event may name a PE that ended
+   because of another, which the table shows too.  Writes ": PE 1 has
+   ended", ": PEs 1, 2 have ended" or "". */
 void shm__gone_pes(char *out, size_t cap)
 {
     int dead = __atomic_load_n(&shm__w.faults.dead_pe, __ATOMIC_ACQUIRE), q, found = 0;
+    int table = shm__table_read() == 0;
     size_t n = 0;
     char list[96] = "";
     out[0] = '\0';
-    if (dead >= 0) {
-        snprintf(out, cap, ": PE %d has ended", dead);
-        return;
-    }
-    if (shm__table_read() != 0) return;
     for (q = 0; q < shm__w.boot.npes && n + 16 < sizeof list; q++) {
-        const shm__proc_row *r = &shm__table.rows[q];
-        if (q == shm__w.boot.me || !r->known ||
-            !(r->state >= PMIX_PROC_STATE_TERMINATED || (r->here && r->pid > 0 && shm__pid_gone(r->pid))))
-            continue;
+        const shm__proc_row *r = table ? &shm__table.rows[q] : NULL;
+        int ended = q == dead || (r && r->known &&
+                                  (r->state >= PMIX_PROC_STATE_TERMINATED ||
+                                   (r->here && r->pid > 0 && shm__pid_gone(r->pid))));
+        if (q == shm__w.boot.me || !ended) continue;
         n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", found++ ? ", " : "", q);
     }
     if (found) snprintf(out, cap, ": PE%s %s %s ended", found > 1 ? "s" : "", list, found > 1 ? "have" : "has");

@@ -261,7 +261,7 @@ Test(pmix_ofi, all_scenarios_tcp_rxm_4pe_as_two_nodes_of_2, .timeout = TEST_TIME
     check_nodes("tcp;ofi_rxm", 4, 0, 2);
 }
 
-/* ---- scale: up to 32 PEs on one node, 16 as 4 "nodes" of 4 ---------------
+/* ---- scale: up to 128 PEs on one node, 16 as 4 "nodes" of 4 --------------
    The counts scenario checks every PE's slot reads, lines and messages per
    call against the cost model; the test checks the figures PE 0 prints
    (ceil(log2 PEs) rounds, by hand) and that every PE passed. */
@@ -293,6 +293,9 @@ COUNTS_TEST(counts_match_the_model_8pe, 8, 0, "shm", 0,
 COUNTS_TEST(counts_match_the_model_16pe, 16, 0, "shm", 0, "PE 0 of 16: per barrier: 4 slot reads, 4 lines")
 COUNTS_TEST(counts_match_the_model_32pe, 32, 0, "shm", 0,
             "PE 0 of 32: per shmem_malloc or shmem_free: 5 slot reads, 10 lines, 0 messages, 0 bytes")
+COUNTS_TEST(counts_match_the_model_64pe, 64, 0, "shm", 0, "PE 0 of 64: per barrier: 6 slot reads, 6 lines, 0 messages")
+COUNTS_TEST(counts_match_the_model_128pe, 128, 0, "shm", 0,
+            "PE 0 of 128: per shmem_malloc or shmem_free: 7 slot reads, 14 lines, 0 messages, 0 bytes")
 COUNTS_TEST(counts_match_the_model_16pe_as_4_nodes_of_4, 16, 4, "shm", 0,
             "PE 0 of 16: per shmem_malloc or shmem_free: 2 slot reads, 4 lines, 2 messages, 224 bytes")
 COUNTS_TEST(counts_match_the_model_8pe_as_nodes_of_3_3_2, 8, 3, "shm", 0,

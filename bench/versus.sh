@@ -9,7 +9,10 @@
 # from another revision of shmalloc.h.  Prints, per workload, each
 # allocator's median ns/op (min-max of the processes' fastest) and its ratio
 # to the first one's, then the ratio of the minima (a workload whose
-# processes fall into a fast and a slow mode, as c's do, shows it there).  Pinned to cpu $CPU (1) at chrt -f 10 when root may.
+# processes fall into a fast and a slow mode, as c's do, shows it there),
+# then the median of the rounds' own ratios, with their range.  The order
+# rotates from round to round.  Pinned to cpu $CPU (1) at chrt -f 10 when
+# root may.
 set -eu
 W=bcd P=7 R=7 N=1
 while getopts w:p:r:n: o; do
@@ -30,22 +33,33 @@ for a in "$@"; do
   [ -x "$(path "$a")" ] || { echo "$0: no $(path "$a"): run ../shared/allocbench/anchors.sh first" >&2; exit 1; }
 done
 echo "# load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $P processes x $R repetitions, -n $N"
+stats() { # numbers, one a line -> "median min max"
+  sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1], v[NR] }'
+}
 for w in $(echo "$W" | sed 's/./& /g'); do
   i=0
   while [ $i -lt "$P" ]; do
-    k=0
-    for a in "$@"; do
+    n=$# k=0
+    while [ $k -lt "$n" ]; do
+      j=$(( (k + i) % n ))
+      eval "a=\${$((j + 1))}"
       # column 5 of allocbench's CSV line: the fastest repetition's ns/op
-      $PIN "$(path "$a")" -w "$w" -r "$R" -n "$N" 2>/dev/null | awk -F, 'NR == 1 { print $5 }' >> "$TMP/$w.$k"
+      $PIN "$(path "$a")" -w "$w" -r "$R" -n "$N" 2>/dev/null | awk -F, -v i=$i 'NR == 1 { print i, $5 }' >> "$TMP/$w.$j"
       k=$((k + 1))
     done
     i=$((i + 1))
   done
   k=0
   for a in "$@"; do
-    sort -g "$TMP/$w.$k" | awk -v a="$a" -v w="$w" -v base="$(sort -g "$TMP/$w.0" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)], v[1] }')" \
-      'BEGIN { split(base, b, " ") } { v[NR] = $1 }
-       END { m = v[int((NR + 1) / 2)]; printf "%s %-40s %7.1f (%.1f-%.1f)  x%.2f  minima x%.2f\n", w, a, m, v[1], v[NR], m / b[1], v[1] / b[2] }'
+    # the median (min-max), its ratio to the first allocator's, the ratio
+    # of the minima, and the median (min-max) of the rounds' own ratios:
+    # one round's runs are seconds apart, so a slow spell of the machine
+    # touches both sides of its ratio
+    base=$(cut -d' ' -f2 "$TMP/$w.0" | stats)
+    line=$(cut -d' ' -f2 "$TMP/$w.$k" | stats)
+    printf '%s %-40s %s\n' "$w" "$a" "$(echo "$line $base" | awk '{ printf "%7.1f (%.1f-%.1f)  x%.2f  minima x%.2f", $1, $2, $3, $1 / $4, $2 / $5 }')$(
+      [ $k = 0 ] || awk 'FNR == NR { b[$1] = $2; next } b[$1] > 0 { print $2 / b[$1] }' "$TMP/$w.0" "$TMP/$w.$k" |
+        stats | awk '{ printf "  rounds x%.2f (%.2f-%.2f)", $1, $2, $3 }')"
     k=$((k + 1))
   done
 done

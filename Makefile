@@ -43,7 +43,7 @@ include mk/install.mk
 include mk/bench.mk
 include mk/openmpi.mk
 
-.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps test \
+.PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps deps-openmpi test \
         run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
@@ -108,6 +108,8 @@ demo: $(B)/hello_pthreads
 # Every package a suite needs comes from scripts/deps.sh.
 deps:
 	@scripts/deps.sh test
+deps-openmpi:
+	@scripts/deps.sh test openmpi
 
 # Every suite runs through tests/run.sh: one line each, its output kept in
 # $(B)/logs and shown only when it fails, its counts added to RESULTS, and
@@ -207,7 +209,7 @@ test-valgrind: deps
 # declarations (with the transport's) as C++17 under g++ and clang++.
 CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
             examples/vendor_runtime.c integrations/sos/shmalloc_sos.c
-compile-check:
+compile-check: deps-openmpi
 	@set -e; for cc in gcc clang; do for std in c99 c11; do \
 	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4"; do \
 	    echo "$$cc -std=$$std $$v"; \
@@ -222,10 +224,9 @@ compile-check:
 	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
 	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
 	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
-	@set -e; if [ -n "$(OMPI_TOP)" ]; then \
-	  $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
+	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
 	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
-	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done; fi
+	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done
 	@echo "compile-check: all clean"
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.

@@ -32,8 +32,7 @@ $(OMPI_B)/oshmem_heap: integrations/openmpi/tests/oshmem_heap.c
 	@mkdir -p $(OMPI_B)
 	oshcc $(STD) -O2 -g $(WARN) $< -o $@
 
-test-openmpi:
-	@scripts/deps.sh test openmpi
+test-openmpi: deps-openmpi
 	@$(MAKE) --no-print-directory openmpi-component
 	integrations/openmpi/test-openmpi.sh $(OMPI_B)
 

@@ -42,6 +42,7 @@ TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $
 include mk/install.mk
 include mk/bench.mk
 include mk/openmpi.mk
+include mk/deb.mk
 
 .PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps deps-openmpi test \
         run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean

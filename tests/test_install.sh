@@ -452,6 +452,21 @@ if [ "$HAVE_PMIX_OFI" = 1 ]; then
         echo "$out" | grep -qx "PE 0 of 2 received 1 from PE 1" && echo "$out" | grep -qx "PE 1 of 2 received 0 from PE 0"
     }
     step "shmalloc-cc --transport=pmix_ofi: build, run on 2 PEs under mpirun" check_wrapper_pmix
+
+    check_readme_wrapper() {
+        # The README's first block of shmalloc-cc commands as written,
+        # /opt/shmalloc replaced by the moved tree, run where examples/ is.
+        sed -n '/^## Compiling with shmalloc-cc/,/^## /p' README.md | awk '/^    /{ b = 1; print; next } b { exit }' |
+            sed -e 's/^    //' -e "s|/opt/shmalloc|$moved|g" -e "s|prog\.c|examples/hello_pthreads.c|g" >"$work/readme-cc.sh"
+        cat "$work/readme-cc.sh"
+        [ "$(grep -c 'shmalloc-cc' "$work/readme-cc.sh")" -ge 3 ] || { echo "the README's commands were not found"; return 1; }
+        mkdir -p "$work/readme-cc" && ln -sf "$SRC/examples" "$work/readme-cc/examples" &&
+        out=$(cd "$work/readme-cc" && env -u LD_LIBRARY_PATH $MPIRUN_ENV timeout 240 sh -e "$work/readme-cc.sh" 2>&1)
+        status=$?
+        echo "$out"
+        [ $status = 0 ] && [ "$(echo "$out" | grep -c ' received ')" = 6 ]
+    }
+    step "the README's shmalloc-cc commands, as written, build and run both programs" check_readme_wrapper
 fi
 
 echo "install-check: $passed passed, $failed failed"

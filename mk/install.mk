@@ -182,8 +182,9 @@ install: $(shm_static) $(shm_shared) shm-generate
 	$(INSTALL) -m 755 $(shm_gen)/shmalloc-cc $(DESTDIR)$(bindir)/
 	$(INSTALL) -m 644 man/shmalloc-cc.1 $(DESTDIR)$(mandir)/man1/
 
-# Then each directory install made, and its parents, while empty: never
-# PREFIX's parents (with DESTDIR, those inside DESTDIR, which install made).
+# install's files, then each directory install made and its parents while
+# they are empty, up to PREFIX (with DESTDIR, up to DESTDIR: install made
+# the parents inside it); a directory that holds another file stays.
 shm_dirs = $(bindir) $(includedir)/shmalloc/transports $(libdir) $(pkgconfigdir) $(cmakedir) \
            $(mandir)/man1 $(mandir)/man3 $(mandir)/man7
 shm_top  = $(if $(DESTDIR),$(DESTDIR)/*,$(PREFIX)|$(PREFIX)/*)

@@ -8,8 +8,8 @@
 # the build dependencies, `dpkg-buildpackage -us -uc -b`, every package of
 # debian/control built, lintian with no error and no warning, the packages
 # extracted with dpkg -x (nothing is installed on the machine), programs
-# built against the extracted tree with pkg-config (shared and static) and
-# with the packaged shmalloc-cc, and run (the PMIx one on 2 PEs under
+# built against the extracted tree with pkg-config (shared and static),
+# CMake and the packaged shmalloc-cc, and run (the PMIx one on 2 PEs under
 # mpirun: run test-deb under the mpirun lock, as CI runs it alone).
 #
 # Each step prints PASS or FAIL; the last line counts them.  The exit status
@@ -121,6 +121,21 @@ check_pc_static() (
     run_ring 3 "$work/hello_pc_static" 3
 )
 step "pkg-config --static shmalloc-pthreads of the packages: build and run" check_pc_static
+
+check_cmake() {
+    mkdir -p "$work/cmake" &&
+    printf '%s\n' 'cmake_minimum_required(VERSION 3.13)' 'project(deb_check C)' \
+        'find_package(shmalloc REQUIRED COMPONENTS pthreads)' 'message(STATUS "shmalloc_DIR: ${shmalloc_DIR}")' \
+        "add_executable(hello \"$SRC/examples/hello_pthreads.c\")" \
+        'target_link_libraries(hello PRIVATE shmalloc::pthreads)' >"$work/cmake/CMakeLists.txt" &&
+    cmake -S "$work/cmake" -B "$work/cmake/b" -DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_C_COMPILER="$(command -v "$CC")" >"$work/cmake/configure.log" 2>&1 ||
+        { cat "$work/cmake/configure.log"; return 1; }
+    grep "shmalloc_DIR:" "$work/cmake/configure.log" | grep -qF "$libdir/cmake/shmalloc" &&
+    cmake --build "$work/cmake/b" &&
+    LD_LIBRARY_PATH="$libdir" run_ring 4 "$work/cmake/b/hello" 4
+}
+step "CMake find_package(shmalloc) of the packages: build and run" check_cmake
 
 wrapper=$root/usr/bin/shmalloc-cc
 check_wrapper() {

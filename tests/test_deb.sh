@@ -74,6 +74,15 @@ copy_tree() {
 }
 step "copy of the tree in $B/deb/shmalloc" copy_tree
 
+check_version() {
+    # A new version needs a debian/changelog entry, and a new soname new
+    # library package names in debian/control (lintian checks those).
+    header=$(sed -n 's/^#define SHMALLOC_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' shmalloc.h | paste -sd.)
+    deb=$(cd "$tree" && dpkg-parsechangelog -S Version)
+    echo "shmalloc.h: $header; debian/changelog: $deb"
+    [ "$header" = "$deb" ]
+}
+step "debian/changelog's version is the header's" check_version
 step "build dependencies (dpkg-checkbuilddeps)" sh -c "cd '$tree' && dpkg-checkbuilddeps"
 step "dpkg-buildpackage -us -uc -b" sh -c "cd '$tree' && dpkg-buildpackage -us -uc -b"
 changes=$(ls "$work"/*.changes 2>/dev/null)

@@ -6,8 +6,9 @@
 # The documents: README.md, integrations/*/README.md and the EXAMPLES of
 # every man page in man/.  Their blocks, by kind:
 #   ```sh (shell, bash) and indented Markdown blocks, and a man page's .EX
-#       blocks that are not code: commands, run one by one, in order, by one
-#       shell per document (an `export` or `cd` holds for what follows);
+#       blocks that are not code: commands, run one by one, in order, as
+#       one shell per document would (a cd or a variable holds for what
+#       follows);
 #   ```console: `$ ` lines are commands, the lines after each its whole
 #       output (compared; in any order, since PEs print concurrently; `...`
 #       stands for any text, and a line of `...` alone for any further lines);
@@ -50,7 +51,7 @@ mkdir -p "$B" && B=$(cd "$B" && pwd)
 TIMEOUT=${DOCS_TIMEOUT:-120}
 
 # Commands not run here: a glob matched against the whole command (its
-# continuation lines joined), then why.
+# continuation lines joined, its trailing comment left out), then why.
 SKIP=(
     'make test'
     'the suite this check is part of'

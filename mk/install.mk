@@ -10,6 +10,9 @@
 #   make man-check       lints the man pages and renders each with man -l
 #   make cpp-check       the headers as C++11..C++20 with g++ and clang++,
 #                  then builds and runs examples/hello_cpp.cpp
+#   make docs-check      runs every command block of the READMEs and the man
+#                  pages' EXAMPLES as written, and compares their variables
+#                  and transport contract with the header (tests/docs_check.sh)
 #
 # Included by the top-level Makefile, which provides CC, CFLAGS, B, the
 # transports' source lists and the rules for the static libraries.  The PMIx + libfabric transport is
@@ -118,7 +121,7 @@ shm_gen = $(B)/gen
 shm_pcdir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 shm_relpath = $(shell realpath -m --relative-to=$(2) $(1))
 
-.PHONY: install uninstall install-check man-check cpp-check shared-libs static-libs \
+.PHONY: install uninstall install-check man-check cpp-check docs-check shared-libs static-libs \
         shm-generate print-install-files
 
 static-libs: $(shm_static)
@@ -203,6 +206,12 @@ install-check: $(shm_static) $(shm_shared)
 	@scripts/deps.sh test
 	@MAKE="$(MAKE)" MAKEFILE="$(firstword $(MAKEFILE_LIST))" B="$(B)" CC="$(CC)" \
 	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
+
+# The documents' commands reuse the libraries and examples built here; their
+# mpirun runs with the Makefile's loopback settings and FI_PROVIDER=shm.
+docs-check: $(shm_static) $(shm_shared) $(B)/hello_pthreads
+	@scripts/deps.sh test
+	@$(MPIRUN_ENV) MAKE="$(MAKE)" B="$(B)" CC="$(CC)" tests/docs_check.sh
 
 # ---- man pages ------------------------------------------------------------
 # The pages are staged as a man3/man7 tree, aliases as the links install

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.." || exit 1
 B=${B:-build}
 CC=${CC:-cc}
 SRC=$(pwd)
-work=$SRC/$B/deb
+mkdir -p "$B" && work=$(cd "$B" && pwd)/deb
 tree=$work/shmalloc
 root=$work/root
 log=$work/step.log

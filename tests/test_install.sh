@@ -371,20 +371,6 @@ if [ "$HAVE_PMIX_OFI" = 1 ]; then
     unset PKG_CONFIG_PATH
 fi
 
-check_readme_commands() {
-    # The README's build lines after "make install PREFIX=/opt/shmalloc",
-    # as written: the prefix and prog.c replaced, LD_LIBRARY_PATH unset.
-    sed -n '/^## Installing/,/^## /p' README.md | sed -n '/^    export PKG_CONFIG_PATH/,/^$/p' |
-        sed -e 's/^    //' -e "s|/opt/shmalloc|$pre|g" -e "s|prog\.c|$SRC/examples/hello_pthreads.c|g" >"$work/readme.sh"
-    cat "$work/readme.sh"
-    [ "$(grep -c '^cc ' "$work/readme.sh")" -ge 2 ] || { echo "the README's build lines were not found"; return 1; }
-    (cd "$work" && env -u LD_LIBRARY_PATH sh -e "$work/readme.sh") >"$work/readme.out" 2>&1
-    status=$?
-    cat "$work/readme.out"
-    [ $status = 0 ] && [ "$(grep -c 'received' "$work/readme.out")" -ge 8 ]
-}
-step "the README's install commands, as written, build programs that run without LD_LIBRARY_PATH" check_readme_commands
-
 check_prefix_uninstall() {
     # A directory that holds something else stays, with that file.
     mkdir -p "$pre/share/doc" && echo mine >"$pre/share/doc/other" &&

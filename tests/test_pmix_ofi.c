@@ -136,8 +136,11 @@ static int remove_leftovers(const char *before)
 
 /* Launches the worker with scenario on npes PEs (0: alone, no launcher),
    with env ("NAME=value" strings, NULL-terminated) on top of the loopback
-   settings.  FI_PROVIDER is unset unless env sets it. */
-static void launch(run *r, int npes, const char *scenario, const char *const *env)
+   settings.  FI_PROVIDER is unset unless env sets it.  outer and inner,
+   when not NULL, are shell commands that end by running their arguments:
+   outer around the whole launch, inner around each PE. */
+static void launch_in(run *r, int npes, const char *scenario, const char *const *env, const char *outer,
+                      const char *inner)
 {
     static const char *const loopback[] = {
         "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_oob_tcp_if_include=lo",
@@ -153,6 +156,10 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
     double start;
 
     if (netns && strcmp(netns, "1") == 0) append(cmd, sizeof cmd, "unshare -n sh -c 'ip link set lo up && exec \"$0\" \"$@\"' ");
+    if (outer) {
+        append(cmd, sizeof cmd, outer);
+        append(cmd, sizeof cmd, " ");
+    }
     append(cmd, sizeof cmd, "env -u FI_PROVIDER");
     for (e = loopback; *e; e++) {
         snprintf(word, sizeof word, " %s", *e);
@@ -174,6 +181,10 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
             append(cmd, sizeof cmd, word);
         }
     }
+    if (inner) {
+        append(cmd, sizeof cmd, " ");
+        append(cmd, sizeof cmd, inner);
+    }
     snprintf(word, sizeof word, " %s %s 2>&1 </dev/null", worker(), scenario);
     append(cmd, sizeof cmd, word);
 
@@ -194,6 +205,11 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
               "could not run %s (build it, or set SHMALLOC_TEST_WORKER): %s", worker(), tail(r));
     cr_assert(r->status != 124, "%s on %d PEs did not end within %d s:\n%s", scenario, npes, LAUNCH_TIMEOUT,
               tail(r));
+}
+
+static void launch(run *r, int npes, const char *scenario, const char *const *env)
+{
+    launch_in(r, npes, scenario, env, NULL, NULL);
 }
 
 /* ---- the scenarios, over providers x PE counts x address modes ---------- */
@@ -506,6 +522,33 @@ Test(pmix_ofi, unmappable_heap_names_size_and_variable, .timeout = TEST_TIMEOUT)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d:\n%s", status, r.out);
     cr_assert(has(&r, "shmalloc: cannot map ") && has(&r, "SHMEM_SYMMETRIC_HEAP_SIZE=64G asks for 68719476736 bytes"),
               "%s", r.out);
+}
+
+/* The open-file limit of PE 1 alone (ulimit -n), around each PE. */
+static const char *fd_limit_on_pe1(char *buf, size_t cap, int limit)
+{
+    snprintf(buf, cap, "sh -c 'if [ \"$PMIX_RANK\" = 1 ]; then ulimit -n %d || exit 9; fi; exec \"$0\" \"$@\"'",
+             limit);
+    return buf;
+}
+
+/* Too few file descriptors for the heap's memfd: the message says to raise
+   the limit, not to ask for less memory; raised, the job runs. */
+Test(pmix_ofi, too_few_open_files_for_the_heap_says_raise_ulimit_n, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", NULL};
+    char inner[200];
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on_pe1(inner, sizeof inner, 8));
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert(has(&r, "shmalloc: cannot map ") && has(&r, "Too many open files; raise this process's limit on "
+              "open files (ulimit -n, now 8)"), "%s", tail(&r));
+    cr_assert(!has(&r, "ask for less"), "the advice is about size:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on_pe1(inner, sizeof inner, 64));
+    cr_assert_eq(r.status, 0, "the raised limit did not help:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 
 /* ---- programs that end without shmem_finalize ------------------------------

@@ -141,6 +141,11 @@
      shmalloc: cannot map N bytes for the symmetric heap (VAR=value) ...
          the heap does not fit the address space or the limits (ulimit -v):
          ask for less with the variable named.
+     shmalloc: cannot map N bytes for the symmetric heap: Too many open
+         files; raise this process's limit on open files (ulimit -n, now L)
+         the heap of a PE with peers on its node is a memfd, which needs a
+         file descriptor: raise the limit (with ENFILE, the system's:
+         fs.file-max).
      shmalloc: no libfabric provider matches FI_PROVIDER=... ...
          the provider named is not installed, not usable here, or lacks
          RMA plus messages on FI_EP_RDM endpoints.

@@ -524,11 +524,11 @@ Test(pmix_ofi, unmappable_heap_names_size_and_variable, .timeout = TEST_TIMEOUT)
               "%s", r.out);
 }
 
-/* The open-file limit of PE 1 alone (ulimit -n), around each PE. */
-static const char *fd_limit_on_pe1(char *buf, size_t cap, int limit)
+/* The open-file limit of PE pe alone (ulimit -n), around each PE. */
+static const char *fd_limit_on(char *buf, size_t cap, int pe, int limit)
 {
-    snprintf(buf, cap, "sh -c 'if [ \"$PMIX_RANK\" = 1 ]; then ulimit -n %d || exit 9; fi; exec \"$0\" \"$@\"'",
-             limit);
+    snprintf(buf, cap, "sh -c 'if [ \"$PMIX_RANK\" = %d ]; then ulimit -n %d || exit 9; fi; exec \"$0\" \"$@\"'",
+             pe, limit);
     return buf;
 }
 
@@ -539,13 +539,13 @@ Test(pmix_ofi, too_few_open_files_for_the_heap_says_raise_ulimit_n, .timeout = T
     static run r;
     const char *env[] = {"FI_PROVIDER=shm", NULL};
     char inner[200];
-    launch_in(&r, 2, "init", env, NULL, fd_limit_on_pe1(inner, sizeof inner, 8));
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 1, 8));
     cr_assert_neq(r.status, 0, "%s", tail(&r));
     cr_assert(has(&r, "shmalloc: cannot map ") && has(&r, "Too many open files; raise this process's limit on "
               "open files (ulimit -n, now 8)"), "%s", tail(&r));
     cr_assert(!has(&r, "ask for less"), "the advice is about size:\n%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
-    launch_in(&r, 2, "init", env, NULL, fd_limit_on_pe1(inner, sizeof inner, 64));
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 1, 64));
     cr_assert_eq(r.status, 0, "the raised limit did not help:\n%s", tail(&r));
     cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
@@ -705,6 +705,53 @@ Test(pmix_ofi, a_pe_killed_with_the_node_segment_mapped_leaves_no_dev_shm_file, 
 Test(pmix_ofi, a_pe_killed_at_the_heap_keys_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
 {
     check_killed_at("heap keys");
+}
+
+Test(pmix_ofi, a_pe_killed_with_its_endpoint_open_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    check_killed_at("endpoint open"); /* before this PE knows its file's name */
+}
+
+/* PE 1 fails start-up for want of file descriptors (ulimit -n: 8, its
+   heap's memfd; 9, the endpoint), while PE 0 waits at a step of its own
+   start-up (SHMALLOC_TEST_STALL_AT) until the launcher's SIGTERM ends it:
+   with its endpoint open but its name not known yet, and at the fence
+   that swaps the names.  Neither leaves a file. */
+Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    static const char *const steps[] = {"endpoint open", "endpoint names"};
+    char stall[64], inner[200];
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=20", stall, NULL};
+    int limit;
+    size_t i;
+    for (limit = 8; limit <= 9; limit++)
+        for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            snprintf(stall, sizeof stall, "SHMALLOC_TEST_STALL_AT=%s:0", steps[i]);
+            launch_in(&r, 3, "init", env, NULL, fd_limit_on(inner, sizeof inner, 1, limit));
+            cr_assert_neq(r.status, 0, "ulimit -n %d on PE 1 went unnoticed:\n%s", limit, tail(&r));
+            cr_assert(has(&r, "Too many open files"), "PE 1 did not fail for want of files:\n%s", tail(&r));
+            cr_assert(r.seconds < DEATH_LIMIT, "took %.1f s", r.seconds);
+            cr_assert_eq(r.leftovers, 0, "ulimit -n %d on PE 1, PE 0 ended at \"%s\": %d /dev/shm files left:\n%s",
+                         limit, steps[i], r.leftovers, tail(&r));
+        }
+}
+
+/* PE 1 is killed with its endpoint open, and PE 0's start-up then fails
+   for want of files (ulimit -n 9: its endpoint), the launcher ending
+   nobody (orte_enable_recovery): PE 0's failed start-up removes PE 1's
+   file as it ends. */
+Test(pmix_ofi, a_start_up_that_fails_after_a_peer_was_killed_removes_its_files, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=endpoint open:1", "SHMALLOC_TEST_STALL_AT=endpoint:0",
+                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    char inner[200];
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 0, 9));
+    cr_assert(has(&r, "shmalloc: fi_enable failed: Too many open files"), "PE 0 did not fail at its endpoint:\n%s",
+              tail(&r));
+    cr_assert(!has(&r, ": OK init"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
 }
 
 /* A start-up fence that fails names the PE that is gone.  Under

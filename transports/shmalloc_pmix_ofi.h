@@ -57,8 +57,9 @@
      shmem_ptr gives the peer's address.  Heaps, the shm provider's
      files and the node segment leave nothing in /dev/shm: the latter two
      carry their creator's PID and are unlinked once every peer has
-     opened them, and a PE that ends abnormally, and every start-up,
-     removes this user's such files whose process has ended.
+     opened them; a PE whose start-up fails or that ends abnormally
+     removes its own, and it and every start-up remove this user's such
+     files whose process has ended.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -100,11 +101,14 @@
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
                                  Test builds only (-DSHMALLOC_TESTING).
-     SHMALLOC_TEST_KILL_AT       STEP:K: PE K kills itself (SIGKILL) as it
-                                 enters the start-up fence named STEP
-                                 ("endpoint names", "node segment", "node
-                                 segment mapped", "heap keys").  Test
-                                 builds only.
+     SHMALLOC_TEST_KILL_AT       STEP:K: PE K kills itself (SIGKILL) at
+                                 the step of start-up named STEP: "endpoint"
+                                 and "endpoint open" (before and after
+                                 opening it), or the fence "endpoint names",
+                                 "node segment", "node segment mapped" or
+                                 "heap keys".  Test builds only.
+     SHMALLOC_TEST_STALL_AT      STEP:K: PE K waits 2 s at STEP (as above).
+                                 Test builds only.
      SHMALLOC_PMIX_OFI_DIRECT    0: private heaps, puts and gets to every
                                  PE by libfabric, shmem_ptr NULL for peers
                                  (1, the default: same-node peers' heaps

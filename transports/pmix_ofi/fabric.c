@@ -203,7 +203,13 @@ void shm__fabric_open(void)
     char name[256];
     size_t name_len = sizeof name;
     shm__choose_provider();
+#if defined(SHMALLOC_TESTING)
+    shm__test_step("endpoint");
+#endif
     shm__open_endpoint();
+#if defined(SHMALLOC_TESTING)
+    shm__test_step("endpoint open"); /* its file exists, its name is not known yet */
+#endif
     shm__ofi_check(fi_getname(&shm__w.fab.ep->fid, name, &name_len), "fi_getname");
     if (shm__is_shm(shm__w.fab.prov)) shm__remember_shm_file(name, name_len);
     shm__open_buffers();

@@ -47,15 +47,19 @@ void shm__fatal(const char *fmt, ...)
     _exit(1);
 }
 
-/* A failure during start-up, the same on every PE (a bad variable, no
-   provider): close what is open and end cleanly. */
+/* A failure during start-up (a bad variable, no provider, a limit): close
+   what is open and end cleanly.  Peers may have died meanwhile, or will
+   be ended by the launcher: the files of start-up go as with a fatal
+   error. */
 void shm__init_fail(const char *fmt, ...)
 {
     va_list ap;
+    int launched = shm__w.boot.have_pmix;
     va_start(ap, fmt);
     shm__vsay(fmt, ap);
     va_end(ap);
     shm__teardown();
+    if (launched) shm__remove_files();
     fflush(NULL);
     exit(1);
 }
@@ -192,9 +196,12 @@ static int shm__pid_gone(long pid)
     return field == 9 && (flags & 0x4) != 0; /* PF_EXITING */
 }
 
-/* Removes the stale files; returns how many. */
-static int shm__sweep(void)
+/* Removes the stale files, and with mine this process's own (whatever
+   their names: the shm provider names its file before fi_getname tells
+   us); returns how many. */
+static int shm__sweep(int mine)
 {
+    long self = (long)getpid();
     uint64_t buf[512]; /* aligned for the records */
     int dir = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC), removed = 0;
     ssize_t n, at;
@@ -205,7 +212,7 @@ static int shm__sweep(void)
             struct stat st;
             long pid = shm__creator(name);
             if (!pid || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-                st.st_uid != geteuid() || !shm__pid_gone(pid))
+                st.st_uid != geteuid() || !((mine && pid == self) || shm__pid_gone(pid)))
                 continue;
             removed += unlinkat(dir, name, 0) == 0;
         }
@@ -214,7 +221,8 @@ static int shm__sweep(void)
 }
 
 /* A PE that ends abnormally: its own files of start-up (the node
-   segment's name is known to every PE of the node), then the stale ones. */
+   segment's name is known to every PE of the node), then those its PID
+   names and the stale ones. */
 void shm__remove_files(void)
 {
     const char *segment = shm__w.coll.node_file;
@@ -227,13 +235,13 @@ void shm__remove_files(void)
         path[n] = '\0';
         unlink(path);
     }
-    shm__sweep();
+    shm__sweep(1);
 }
 
 /* At start-up: what an earlier job that was killed outright left. */
 void shm__sweep_stale_files(void)
 {
-    int removed = shm__sweep();
+    int removed = shm__sweep(0);
     if (removed)
         shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__w.boot.me, removed, removed > 1 ? "s" : "");
 }

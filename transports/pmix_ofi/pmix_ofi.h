@@ -77,6 +77,7 @@ typedef struct shm__options {
     const char *fail_register;  /* SHMALLOC_TEST_FAIL_REGISTER */
     const char *test_node_size; /* SHMALLOC_TEST_NODE_SIZE */
     const char *kill_at;        /* SHMALLOC_TEST_KILL_AT */
+    const char *stall_at;       /* SHMALLOC_TEST_STALL_AT */
 #endif
 } shm__options;
 
@@ -102,6 +103,9 @@ SHMALLOC_INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out,
 SHMALLOC_INTERNAL void shm__fence(const char *what);
 SHMALLOC_INTERNAL void shm__map_nodes(void);
 SHMALLOC_INTERNAL void shm__pmix_close(void);
+#if defined(SHMALLOC_TESTING)
+SHMALLOC_INTERNAL void shm__test_step(const char *what);
+#endif
 
 /* ---- fabric (fabric.c, progress.c) ------------------------------------- */
 enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };

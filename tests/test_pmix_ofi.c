@@ -551,6 +551,63 @@ Test(pmix_ofi, too_few_open_files_for_the_heap_says_raise_ulimit_n, .timeout = T
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 
+/* ---- a full /dev/shm ------------------------------------------------------
+   The launch runs in a mount namespace (unshare -m, root) whose /dev/shm
+   is a tmpfs of `size`, filled to the brim when full. */
+static const char *dev_shm_of(char *buf, size_t cap, const char *size, int full)
+{
+    snprintf(buf, cap, "unshare -m sh -c 'mount -t tmpfs -o size=%s tmpfs /dev/shm && %s; exec \"$0\" \"$@\"'",
+             size, full ? "{ head -c 1G /dev/zero >/dev/shm/fill 2>/dev/null; true; }" : "true");
+    return buf;
+}
+
+static int can_unshare_mounts(void)
+{
+    return getuid() == 0 && system("unshare -m true 2>/dev/null") == 0;
+}
+
+/* tcp;ofi_rxm: the node barrier's segment cannot be reserved, so every PE
+   uses messages, said once, and the job runs (it died of SIGBUS). */
+Test(pmix_ofi, a_full_dev_shm_makes_barriers_go_by_messages_said_once, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=tcp;ofi_rxm", "SHMEM_SYMMETRIC_HEAP_SIZE=128M", "SHMALLOC_VERBOSE=1",
+                         "SHMALLOC_TEST_EXPECT_ADDRESSES=same", NULL};
+    char outer[300];
+    if (!can_unshare_mounts()) cr_skip_test("needs root and unshare -m");
+    launch_in(&r, 4, "all", env, dev_shm_of(outer, sizeof outer, "1M", 1), NULL);
+    cr_assert_eq(r.status, 0, "exit status %d:\n%s", r.status, tail(&r));
+    cr_assert_eq(count(&r, ": OK all"), 4, "%s", tail(&r));
+    cr_assert_eq(count(&r, "shmalloc: PE 0 cannot reserve "), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, "bytes in /dev/shm for the node barrier (No space left on device; /dev/shm has 0 KiB free "
+                       "of 1024 KiB): barriers go by messages\n"), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, "barriers by messages\n"), 4, "not every PE uses messages:\n%s", tail(&r));
+}
+
+/* shm: the provider refuses; the message names /dev/shm and its free
+   space, and following either advice works: tcp;ofi_rxm in the same
+   full /dev/shm, or shm with room in /dev/shm. */
+Test(pmix_ofi, a_full_dev_shm_is_named_when_the_shm_provider_refuses, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *shm[] = {"FI_PROVIDER=shm", NULL}, *tcp[] = {"FI_PROVIDER=tcp;ofi_rxm", NULL};
+    char outer[300];
+    if (!can_unshare_mounts()) cr_skip_test("needs root and unshare -m");
+    launch_in(&r, 2, "init", shm, dev_shm_of(outer, sizeof outer, "1M", 1), NULL);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "shmalloc: no libfabric provider matches FI_PROVIDER=shm with RMA and messages on "
+                       "FI_EP_RDM endpoints: No data available; the likely cause: /dev/shm has 0 KiB free of 1024 "
+                       "KiB, and the shm provider needs room there"), 2, "%s", tail(&r));
+    cr_assert(has(&r, ": free space in /dev/shm, or use FI_PROVIDER=\"tcp;ofi_rxm\"\n"), "%s", tail(&r));
+    launch_in(&r, 2, "init", tcp, dev_shm_of(outer, sizeof outer, "1M", 1), NULL);
+    cr_assert_eq(r.status, 0, "FI_PROVIDER=tcp;ofi_rxm did not help:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
+    launch_in(&r, 2, "init", shm, dev_shm_of(outer, sizeof outer, "256M", 0), NULL);
+    cr_assert_eq(r.status, 0, "room in /dev/shm did not help:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
+    cr_assert(!has(&r, "/dev/shm"), "%s", tail(&r));
+}
+
 /* ---- programs that end without shmem_finalize ------------------------------
    Returning from main, or exit(3) on PE 1, without shmem_finalize: the PEs
    finalize at exit, so mpirun sees a clean end and the exit status. */

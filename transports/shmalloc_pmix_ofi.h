@@ -152,7 +152,15 @@
          fs.file-max).
      shmalloc: no libfabric provider matches FI_PROVIDER=... ...
          the provider named is not installed, not usable here, or lacks
-         RMA plus messages on FI_EP_RDM endpoints.
+         RMA plus messages on FI_EP_RDM endpoints.  For shm, when
+         /dev/shm is short of room, it says so ("the likely cause: /dev/shm
+         has N KiB free of M KiB ..."): free space there, or use
+         FI_PROVIDER="tcp;ofi_rxm".
+     shmalloc: PE k cannot reserve N bytes in /dev/shm for the node
+         barrier (...): barriers go by messages
+         not an error: /dev/shm is full (or refuses the file), so every PE
+         of the job synchronises by messages instead; the node's leader
+         says so once.  The PE goes on.
      shmalloc: <libfabric call> failed: ...
          a libfabric object could not be opened or registered.
      shmalloc: PMIx_Init failed ... / PMIx_Get(...) failed / PMIx_Fence ...

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -236,6 +237,21 @@ void shm__remove_files(void)
         unlink(path);
     }
     shm__sweep(1);
+}
+
+/* "N KiB free of M KiB" for /dev/shm, the place of our files (the node
+   segment, the shm provider's), or "its free space unknown". */
+void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes)
+{
+    struct statvfs v;
+    *free_bytes = ~0ull;
+    if (statvfs("/dev/shm", &v) != 0) {
+        snprintf(out, cap, "its free space unknown");
+        return;
+    }
+    *free_bytes = (unsigned long long)v.f_bavail * v.f_frsize;
+    snprintf(out, cap, "%llu KiB free of %llu KiB", *free_bytes >> 10,
+             ((unsigned long long)v.f_blocks * v.f_frsize) >> 10);
 }
 
 /* At start-up: what an earlier job that was killed outright left. */

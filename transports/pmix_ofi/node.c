@@ -17,8 +17,10 @@
 
 #include <limits.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -58,6 +60,27 @@ static void shm__node_name(long creator, int leader)
             *p = '_';
 }
 
+/* The leader's segment, its space reserved: a full /dev/shm takes a
+   size it cannot back (ftruncate), and the first barrier would die of
+   SIGBUS.  -1, said once, when it cannot: barriers go by messages. */
+static int shm__node_create(size_t bytes)
+{
+    const char *file = shm__w.coll.node_file;
+    int fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600), e = fd < 0 ? errno : 0;
+    char space[96];
+    unsigned long long free_bytes;
+    if (fd >= 0 && (e = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+        close(fd);
+        shm_unlink(file);
+        fd = -1;
+    }
+    if (fd >= 0) return fd;
+    shm__dev_shm_space(space, sizeof space, &free_bytes);
+    shmalloc_print(2, "shmalloc: PE %d cannot reserve %zu bytes in /dev/shm for the node barrier (%s; /dev/shm has "
+                   "%s): barriers go by messages\n", shm__w.boot.me, bytes, strerror(e), space);
+    return -1;
+}
+
 /* The leader creates the segment and says whether it could (its PID, or
    0); the others open it after a fence.  Maps it; an fd < 0 maps nothing. */
 static void shm__node_attach(int leader, size_t bytes)
@@ -67,11 +90,7 @@ static void shm__node_attach(int leader, size_t bytes)
     int fd = -1;
     if (shm__w.boot.me == leader) {
         shm__node_name((long)getpid(), leader);
-        fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
-            close(fd);
-            fd = -1;
-        }
+        fd = shm__node_create(bytes);
         creator = fd >= 0 ? (uint64_t)getpid() : 0;
         shm__pmix_put(SHM__KEY_NODE, &creator, sizeof creator);
     }

@@ -248,6 +248,7 @@ SHMALLOC_INTERNAL void shm__install_signals(void);
 SHMALLOC_INTERNAL void shm__restore_signals(void);
 SHMALLOC_INTERNAL void shm__remove_files(void);
 SHMALLOC_INTERNAL void shm__sweep_stale_files(void);
+SHMALLOC_INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
 SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                                    size_t ninfo, pmix_info_t results[], size_t nresults,
                                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);

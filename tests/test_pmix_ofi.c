@@ -857,6 +857,71 @@ Test(pmix_ofi, without_the_launchers_event_a_pe_that_exits_is_seen_gone_by_messa
     check_death_seen_on_the_node("exit", 1);
 }
 
+/* PE 0 skips a shmem_malloc, then finalizes and ends while PE 1 waits:
+   PE 1 says PE 0 finalized, with each PE's count of collective calls.
+   Without node memory nothing says whether PE 0 finalized, and PE 1 does
+   not claim it did not. */
+Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    launch(&r, 2, "skip_malloc", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert(has(&r, "shmalloc: PE 0 called shmem_finalize after ") &&
+              has(&r, "while PE 1 waits in its collective call ") && has(&r, "the PEs' collective calls differ"),
+              "%s", tail(&r));
+    cr_assert(!has(&r, "without shmem_finalize"), "%s", tail(&r));
+    env[2] = "SHMALLOC_PMIX_OFI_NODE_BARRIER=0";
+    launch(&r, 2, "skip_malloc", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert(has(&r, "shmalloc: PE 0 ended (its process ") && has(&r, "while PE 1 waits in its collective call "),
+              "%s", tail(&r));
+    cr_assert(!has(&r, "without shmem_finalize"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+}
+
+/* The line of r's output that holds needle, into line; 0 when none. */
+static int line_with(const run *r, const char *needle, char *line, size_t cap)
+{
+    const char *p = strstr(r->out, needle), *start;
+    if (!p) return 0;
+    for (start = p; start > r->out && start[-1] != '\n'; start--) continue;
+    snprintf(line, cap, "%.*s", (int)strcspn(start, "\n"), start);
+    return 1;
+}
+
+/* PE 2 of 4 stops (SIGSTOP) before a barrier, and is continued 8 s later:
+   every other PE's barrier times out or is ended by the launcher, and
+   each names PE 2, not the PE it waited for in its round (which was
+   itself waiting).  Under orte_enable_recovery mpirun ends nobody, and
+   PE 2, continued, says that a PE gave up waiting for it. */
+Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=0", NULL};
+    char line[512], timed_out[64], signalled[64];
+    int recovery, pe;
+    for (recovery = 0; recovery <= 1; recovery++) {
+        env[2] = recovery ? "OMPI_MCA_orte_enable_recovery=1" : "OMPI_MCA_orte_enable_recovery=0";
+        launch(&r, 4, "stop", env);
+        for (pe = 0; pe < 4; pe++) {
+            if (pe == 2) continue;
+            snprintf(timed_out, sizeof timed_out, "(PE %d of 4, barrier", pe);
+            snprintf(signalled, sizeof signalled, "shmalloc: PE %d of 4 ended by signal", pe);
+            cr_assert(line_with(&r, timed_out, line, sizeof line) || line_with(&r, signalled, line, sizeof line),
+                      "PE %d said nothing:\n%s", pe, tail(&r));
+            cr_assert(strstr(line, "PE 2, which has not arrived"), "PE %d names another PE: %s\n%s", pe, line,
+                      tail(&r));
+        }
+        cr_assert(!has(&r, "without shmem_finalize") && !has(&r, "FAIL"), "%s", tail(&r));
+        if (recovery)
+            cr_assert(has(&r, "gave up waiting for this PE (its barrier timed out after 3 s; ") &&
+                      has(&r, "PE 2 was stopped or busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; "
+                          "PE 2 of 4 stops"), "%s", tail(&r));
+        cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+    }
+}
+
 /* One PE's heap registration fails: shmalloc_heap_create's all-reduce
    makes every PE fail start-up, none waits forever. */
 Test(pmix_ofi, failed_registration_on_one_pe_fails_start_up_everywhere, .timeout = TEST_TIMEOUT)

@@ -165,20 +165,44 @@
          a libfabric object could not be opened or registered.
      shmalloc: PMIx_Init failed ... / PMIx_Get(...) failed / PMIx_Fence ...
          the launcher's PMIx server misbehaved or went away.
-     shmalloc: barrier timed out after N s waiting for PE k
+     shmalloc: barrier timed out after N s waiting for PE k, which has
+         not arrived
          PE k did not reach the barrier within SHMALLOC_BARRIER_TIMEOUT:
-         it hangs, computes without calling shmem, or died.
+         it hangs, is stopped, computes without calling shmem, or died.
+         Through node memory every waiting PE names the PEs that have not
+         entered the barrier ("PEs j, k, which have not arrived"), not the
+         PE its round waits for; by messages a PE knows only whose message
+         it lacks: "waiting for PE k's message (PE k, or a PE it waits
+         for, has not arrived ...)".
      shmalloc: PMIx fence (...) timed out after N s
          start-up could not complete: a PE died or hangs before its fence.
      shmalloc: shmem_putmem to PE k not complete after N s ...
          (or shmem_getmem, shmem_quiet): PE k makes no progress.
      shmalloc: PE k ended without shmem_finalize (PMIx event ...)
-         the launcher reported the death of PE k; every PE that waits for
-         something ends with this message.
+         the launcher reported the death of PE k (or, on its node, a
+         barrier waiting for it found "its process P is gone"); every PE
+         that waits for something ends with this message.  Node memory
+         tells how PE k ended, and the message says so instead:
+     shmalloc: PE k called shmem_finalize after N collective calls and
+         ended (...) while PE i waits in its collective call M: the PEs'
+         collective calls differ
+         the PEs did not make the same collective calls (barriers and the
+         allocator's agreements: shmem_malloc, shmem_free, ... make one or
+         two each): PE k skipped one, or PE i made one too many.
+     shmalloc: PE k gave up waiting for this PE (its barrier timed out
+         ...): PE i was stopped or busy outside shmem for longer than
+         SHMALLOC_BARRIER_TIMEOUT
+     shmalloc: PE k gave up waiting for PE j, which has not arrived (...)
+         PE k's barrier timed out, and PE j is the one missing.
+     shmalloc: PE k ended (...) while PE i waits in its collective call M
+         without node memory (barriers by messages) nothing says whether
+         PE k finalized: it ended early, or made fewer collective calls.
      shmalloc: lost the connection to the PMIx server
      shmalloc: PE i of n ended by signal S while waiting for PE k ...
          the launcher killed this PE (Open MPI's mpirun does so to every
-         PE when one dies); PE k is the one it was waiting for.
+         PE when one dies); PE k is the one it was waiting for ("PE k,
+         which has not arrived" when node memory shows the PEs missing
+         from its barrier).
      shmalloc: <libfabric operation> to/from PE k failed: ...
          a completion reported an error (the peer died, a bad key, ...).
      shmem_putmem: N bytes at P on PE k are not a symmetric range ...

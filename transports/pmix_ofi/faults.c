@@ -65,12 +65,6 @@ void shm__init_fail(const char *fmt, ...)
     exit(1);
 }
 
-void shm__barrier_timeout(int pe)
-{
-    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.opt.timeout, pe,
-               shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
-}
-
 /* >> signals --------------------------------------------------------------------
    Open MPI's mpirun ends every PE with SIGTERM when one dies, and PMIx
    events do not reach its clients: say which PE we were waiting for, and
@@ -91,6 +85,46 @@ static void shm__append_int(char *line, size_t *n, size_t cap, long v)
     while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
 }
 
+/* ", which has not arrived" after the PEs of this node that have not
+   entered the node barrier this PE waits in: "PE 2, which has not
+   arrived", "PEs 1, 2, which have not arrived".  Nothing, and 0, when
+   none is known.  Async-signal-safe. */
+static int shm__append_absent(char *line, size_t *n, size_t cap)
+{
+    int pes[8], i, count = shm__node_absent(pes, 8);
+    if (count <= 0) return 0;
+    shm__append(line, n, cap, count > 1 ? "PEs " : "PE ");
+    for (i = 0; i < count; i++) {
+        if (i) shm__append(line, n, cap, ", ");
+        shm__append_int(line, n, cap, pes[i]);
+    }
+    shm__append(line, n, cap, count > 1 ? ", which have not arrived" : ", which has not arrived");
+    return count;
+}
+
+/* A barrier that waited too long for PE pe names those that have not
+   arrived, when node memory shows them (pe may only wait for them), and
+   leaves a word for the node's peers: it gave up. */
+void shm__barrier_timeout(int pe)
+{
+    char absent[128];
+    size_t n = 0;
+    int pes[1];
+    if (shm__node_absent(pes, 1) > 0) pe = pes[0];
+    shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
+    if (shm__append_absent(absent, &n, sizeof absent)) {
+        absent[n] = '\0';
+        shm__fatal("barrier timed out after %d s waiting for %s (PE %d of %d, barrier %u)", shm__w.opt.timeout,
+                   absent, shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
+    }
+    if (!shm__w.coll.node)
+        shm__fatal("barrier timed out after %d s waiting for PE %d's message (PE %d, or a PE it waits for, has not "
+                   "arrived; PE %d of %d, barrier %u)", shm__w.opt.timeout, pe, pe, shm__w.boot.me,
+                   shm__w.boot.npes, shm__w.coll.epoch);
+    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.opt.timeout, pe,
+               shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
+}
+
 static void shm__on_signal(int sig)
 {
     char line[256];
@@ -108,8 +142,11 @@ static void shm__on_signal(int sig)
     shm__append(line, &n, sizeof line, " ended by signal ");
     shm__append_int(line, &n, sizeof line, sig);
     if (waiting >= 0) {
-        shm__append(line, &n, sizeof line, " while waiting for PE ");
-        shm__append_int(line, &n, sizeof line, waiting);
+        shm__append(line, &n, sizeof line, " while waiting for ");
+        if (!shm__append_absent(line, &n, sizeof line)) {
+            shm__append(line, &n, sizeof line, "PE ");
+            shm__append_int(line, &n, sizeof line, waiting);
+        }
     }
     shm__append(line, &n, sizeof line, " (a launcher ends every PE when one fails)\n");
     if (write(2, line, n) < 0) { /* nothing more to do */ }
@@ -289,6 +326,38 @@ void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source
     if (cbfunc) cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
+/* PE pe has ended (evidence says how this PE knows) while this PE waits
+   for it: what it left in node memory says whether it finalized (the PEs'
+   collective calls then differ) or gave up waiting for another PE, which
+   is the one to name.  Without node memory nothing says whether it
+   finalized. */
+static void shm__peer_ended(int pe, const char *evidence)
+{
+    uint64_t how = shm__node_end_of(pe);
+    int me = shm__w.boot.me, npes = shm__w.boot.npes;
+    unsigned long calls = shm__w.coll.calls;
+    char absent[128];
+    size_t n = 0;
+    if ((how & 3u) == SHM__END_FINALIZED)
+        shm__fatal("PE %d called shmem_finalize after %lu collective calls and ended (%s) while PE %d waits in its "
+                   "collective call %lu: the PEs' collective calls differ; PE %d of %d stops", pe,
+                   (unsigned long)(how >> 2), evidence, me, calls, me, npes);
+    if ((how & 3u) == SHM__END_GAVE_UP && (int)(how >> 2) == me)
+        shm__fatal("PE %d gave up waiting for this PE (its barrier timed out after %d s; %s): PE %d was stopped or "
+                   "busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops", pe,
+                   shm__w.opt.timeout, evidence, me, me, npes);
+    if ((how & 3u) == SHM__END_GAVE_UP) {
+        if (shm__append_absent(absent, &n, sizeof absent)) absent[n] = '\0';
+        else snprintf(absent, sizeof absent, "PE %d", (int)(how >> 2));
+        shm__fatal("PE %d gave up waiting for %s (its barrier timed out; %s); PE %d of %d stops", pe, absent,
+                   evidence, me, npes);
+    }
+    if (shm__w.coll.node)
+        shm__fatal("PE %d ended without shmem_finalize (%s); PE %d of %d stops", pe, evidence, me, npes);
+    shm__fatal("PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d stops", pe, evidence, me,
+               calls, me, npes);
+}
+
 /* The peer a barrier waits for, when it shares this node: its process
    looked at every 0.1 s, for launchers that send no event when a PE dies
    (Open MPI under --enable-recovery fails to). */
@@ -301,9 +370,11 @@ static void shm__check_awaited(shm__faults *f)
     now = shmalloc_wait_now();
     if (now - f->awaited_checked < 0.1) return;
     f->awaited_checked = now;
-    if (shm__pid_gone(pid))
-        shm__fatal("PE %d ended without shmem_finalize (its process %ld is gone); PE %d of %d stops", pe, pid,
-                   shm__w.boot.me, shm__w.boot.npes);
+    if (shm__pid_gone(pid)) {
+        char evidence[64];
+        snprintf(evidence, sizeof evidence, "its process %ld is gone", pid);
+        shm__peer_ended(pe, evidence);
+    }
 }
 
 /* A death the launcher reported, once a message in flight had its chance,
@@ -313,6 +384,7 @@ void shm__check_deaths(void)
     shm__faults *f = &shm__w.faults;
     int dead = __atomic_load_n(&f->dead_pe, __ATOMIC_ACQUIRE);
     double now;
+    char evidence[96];
     shm__check_awaited(f);
     if (dead == -1 || f->finalizing) return;
     now = shmalloc_wait_now();
@@ -322,9 +394,9 @@ void shm__check_deaths(void)
     }
     if (now - f->dead_seen < SHM__DEATH_GRACE) return;
     if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__w.boot.me, shm__w.boot.npes);
-    shm__fatal("PE %d ended without shmem_finalize (PMIx event %s); PE %d of %d stops", dead,
-               PMIx_Error_string((pmix_status_t)__atomic_load_n(&f->dead_status, __ATOMIC_RELAXED)),
-               shm__w.boot.me, shm__w.boot.npes);
+    snprintf(evidence, sizeof evidence, "PMIx event %s",
+             PMIx_Error_string((pmix_status_t)__atomic_load_n(&f->dead_status, __ATOMIC_RELAXED)));
+    shm__peer_ended(dead, evidence);
 }
 
 /* The launcher's process table as this PE needs it: for each rank, its

@@ -217,6 +217,7 @@ typedef struct shm__collective {
     int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
     int node_rounds;        /* dissemination rounds among the node's PEs: ceil(log2 node_size) */
     char node_file[160];    /* its name until every PE has it open */
+    unsigned long calls;    /* barriers and all-reduces so far: named when a peer has gone */
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
@@ -227,6 +228,13 @@ SHMALLOC_INTERNAL void shm__disseminate(uint64_t *values, int count);
 SHMALLOC_INTERNAL void shm__node_open(void);
 SHMALLOC_INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHMALLOC_INTERNAL void shm__node_close(void);
+/* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
+   of collective calls, or SHM__END_GAVE_UP with the PE its barrier timed
+   out waiting for, each shifted left by 2. */
+enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2 };
+SHMALLOC_INTERNAL void shm__node_note_end(uint64_t how);
+SHMALLOC_INTERNAL uint64_t shm__node_end_of(int pe);
+SHMALLOC_INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- faults (faults.c) ------------------------------------------------- */
 typedef struct shm__faults {

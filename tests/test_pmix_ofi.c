@@ -892,9 +892,12 @@ static int line_with(const run *r, const char *needle, char *line, size_t cap)
 
 /* PE 2 of 4 stops (SIGSTOP) before a barrier, and is continued 8 s later:
    every other PE's barrier times out or is ended by the launcher, and
-   each names PE 2, not the PE it waited for in its round (which was
-   itself waiting).  Under orte_enable_recovery mpirun ends nobody, and
-   PE 2, continued, says that a PE gave up waiting for it. */
+   each names PE 2 ("which has not arrived", or "which PE k gave up
+   waiting for" once PE k did), not the PE it waited for in its round
+   (which was itself waiting).  Under orte_enable_recovery mpirun ends
+   nobody, and PE 2, continued, says that a PE gave up waiting for it.
+   By messages (node barrier off) a PE cannot see who has arrived, but
+   sees a stopped peer on its node. */
 Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIMEOUT)
 {
     static run r;
@@ -910,8 +913,8 @@ Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIM
             snprintf(signalled, sizeof signalled, "shmalloc: PE %d of 4 ended by signal", pe);
             cr_assert(line_with(&r, timed_out, line, sizeof line) || line_with(&r, signalled, line, sizeof line),
                       "PE %d said nothing:\n%s", pe, tail(&r));
-            cr_assert(strstr(line, "PE 2, which has not arrived"), "PE %d names another PE: %s\n%s", pe, line,
-                      tail(&r));
+            cr_assert(strstr(line, "PE 2, which has not arrived") || strstr(line, "PE 2, which PE "),
+                      "PE %d names another PE: %s\n%s", pe, line, tail(&r));
         }
         cr_assert(!has(&r, "without shmem_finalize") && !has(&r, "FAIL"), "%s", tail(&r));
         if (recovery)
@@ -920,6 +923,24 @@ Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIM
                           "PE 2 of 4 stops"), "%s", tail(&r));
         cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
     }
+}
+
+Test(pmix_ofi, a_stopped_pe_is_named_by_message_barriers_too, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=1",
+                         "SHMALLOC_PMIX_OFI_NODE_BARRIER=0", NULL};
+    char line[512], timed_out[64];
+    int pe;
+    launch(&r, 4, "stop", env);
+    for (pe = 0; pe < 4; pe++) {
+        if (pe == 2) continue;
+        snprintf(timed_out, sizeof timed_out, "(PE %d of 4, barrier", pe);
+        cr_assert(line_with(&r, timed_out, line, sizeof line), "PE %d said nothing:\n%s", pe, tail(&r));
+        cr_assert(strstr(line, "barrier timed out after 3 s waiting for PE 2, which is stopped"),
+                  "PE %d names another PE: %s\n%s", pe, line, tail(&r));
+    }
+    cr_assert(!has(&r, "without shmem_finalize") && !has(&r, "FAIL"), "%s", tail(&r));
 }
 
 /* One PE's heap registration fails: shmalloc_heap_create's all-reduce

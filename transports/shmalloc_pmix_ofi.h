@@ -170,10 +170,12 @@
          PE k did not reach the barrier within SHMALLOC_BARRIER_TIMEOUT:
          it hangs, is stopped, computes without calling shmem, or died.
          Through node memory every waiting PE names the PEs that have not
-         entered the barrier ("PEs j, k, which have not arrived"), not the
-         PE its round waits for; by messages a PE knows only whose message
-         it lacks: "waiting for PE k's message (PE k, or a PE it waits
-         for, has not arrived ...)".
+         entered the barrier ("PEs j, k, which have not arrived"), or the
+         one another PE gave up waiting for ("PE k, which PE j gave up
+         waiting for"), not the PE its round waits for.  By messages a PE
+         sees only a stopped peer of its node ("PE k, which is stopped"),
+         else only whose message it lacks: "waiting for PE k's message
+         (PE k, or a PE it waits for, has not arrived ...)".
      shmalloc: PMIx fence (...) timed out after N s
          start-up could not complete: a PE died or hangs before its fence.
      shmalloc: shmem_putmem to PE k not complete after N s ...
@@ -194,15 +196,17 @@
          SHMALLOC_BARRIER_TIMEOUT
      shmalloc: PE k gave up waiting for PE j, which has not arrived (...)
          PE k's barrier timed out, and PE j is the one missing.
+     shmalloc: PE k was ended by signal S (...) while PE i waits ...
+         the launcher ended PE k (after another PE failed) while this PE
+         was stopped or late.
      shmalloc: PE k ended (...) while PE i waits in its collective call M
          without node memory (barriers by messages) nothing says whether
          PE k finalized: it ended early, or made fewer collective calls.
      shmalloc: lost the connection to the PMIx server
      shmalloc: PE i of n ended by signal S while waiting for PE k ...
          the launcher killed this PE (Open MPI's mpirun does so to every
-         PE when one dies); PE k is the one it was waiting for ("PE k,
-         which has not arrived" when node memory shows the PEs missing
-         from its barrier).
+         PE when one dies); PE k is the one it was waiting for, or the
+         one missing, named as in "barrier timed out" above.
      shmalloc: <libfabric operation> to/from PE k failed: ...
          a completion reported an error (the peer died, a bad key, ...).
      shmem_putmem: N bytes at P on PE k are not a symmetric range ...

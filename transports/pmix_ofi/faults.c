@@ -85,20 +85,38 @@ static void shm__append_int(char *line, size_t *n, size_t cap, long v)
     while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
 }
 
-/* ", which has not arrived" after the PEs of this node that have not
-   entered the node barrier this PE waits in: "PE 2, which has not
-   arrived", "PEs 1, 2, which have not arrived".  Nothing, and 0, when
-   none is known.  Async-signal-safe. */
+static int shm__stopped_peers(int *pes, int max);
+
+/* The PEs that have not arrived at the barrier this PE waits in, as far
+   as it can tell: first the one a PE of this node gave up waiting for
+   (the first cause; it may have come since, and the PEs that gave up are
+   now missing: "PE 2, which PE 3 gave up waiting for"), then through
+   node memory those of this node that have not entered it ("PE 2, which
+   has not arrived", "PEs 1, 2, which have not arrived"); by messages
+   only peers of this node that are stopped ("PE 2, which is stopped").
+   Nothing, and 0, when none is known.  Async-signal-safe. */
 static int shm__append_absent(char *line, size_t *n, size_t cap)
 {
-    int pes[8], i, count = shm__node_absent(pes, 8);
+    int pes[8], i, count, stopped = 0, by;
+    if ((pes[0] = shm__node_gave_up(&by)) >= 0) {
+        shm__append(line, n, cap, "PE ");
+        shm__append_int(line, n, cap, pes[0]);
+        shm__append(line, n, cap, ", which PE ");
+        shm__append_int(line, n, cap, by);
+        shm__append(line, n, cap, " gave up waiting for");
+        return 1;
+    }
+    count = shm__node_absent(pes, 8);
+    if (count < 0 && __atomic_load_n(&shm__w.faults.waiting_for, __ATOMIC_RELAXED) >= 0)
+        stopped = count = shm__stopped_peers(pes, 8);
     if (count <= 0) return 0;
     shm__append(line, n, cap, count > 1 ? "PEs " : "PE ");
     for (i = 0; i < count; i++) {
         if (i) shm__append(line, n, cap, ", ");
         shm__append_int(line, n, cap, pes[i]);
     }
-    shm__append(line, n, cap, count > 1 ? ", which have not arrived" : ", which has not arrived");
+    if (stopped) shm__append(line, n, cap, count > 1 ? ", which are stopped" : ", which is stopped");
+    else shm__append(line, n, cap, count > 1 ? ", which have not arrived" : ", which has not arrived");
     return count;
 }
 
@@ -110,7 +128,7 @@ void shm__barrier_timeout(int pe)
     char absent[128];
     size_t n = 0;
     int pes[1];
-    if (shm__node_absent(pes, 1) > 0) pe = pes[0];
+    if (shm__node_absent(pes, 1) > 0 || (!shm__w.coll.node && shm__stopped_peers(pes, 1) > 0)) pe = pes[0];
     shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
@@ -150,6 +168,7 @@ static void shm__on_signal(int sig)
     }
     shm__append(line, &n, sizeof line, " (a launcher ends every PE when one fails)\n");
     if (write(2, line, n) < 0) { /* nothing more to do */ }
+    if (!shm__node_end_of(shm__w.boot.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
     shm__remove_files();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -210,28 +229,54 @@ static long shm__creator(const char *name)
    the 9th field of /proc/PID/stat: a killed PE's peers may learn of its
    death before it is a zombie) or is a zombie: nobody will remove its
    files but us. */
-static int shm__pid_gone(long pid)
+/* Process pid's /proc/PID/stat read into text, and where its state
+   letter is there (after the name), or NULL. */
+static const char *shm__proc_state(long pid, char *text, size_t cap)
 {
-    char path[48], text[512];
+    char path[48];
     const char *p;
     size_t n = 0;
     ssize_t got;
-    unsigned long flags = 0;
-    int fd, field;
-    if (kill((pid_t)pid, 0) == -1) return errno == ESRCH; /* EPERM: alive, another user's */
+    int fd;
     shm__append(path, &n, sizeof path, "/proc/");
     shm__append_int(path, &n, sizeof path, pid);
     shm__append(path, &n, sizeof path, "/stat");
     path[n] = '\0';
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return 0;
-    got = read(fd, text, sizeof text - 1);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return NULL;
+    got = read(fd, text, cap - 1);
     close(fd);
     text[got > 0 ? got : 0] = '\0';
-    if ((p = strrchr(text, ')')) == NULL || p[1] != ' ') return 0; /* the state follows the name */
-    if (p[2] == 'Z' || p[2] == 'X') return 1;
-    for (field = 3, p += 2; *p && field < 9; p++) field += *p == ' ';
+    p = strrchr(text, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+static int shm__pid_gone(long pid)
+{
+    char text[512];
+    const char *p;
+    unsigned long flags = 0;
+    int field;
+    if (kill((pid_t)pid, 0) == -1) return errno == ESRCH; /* EPERM: alive, another user's */
+    if ((p = shm__proc_state(pid, text, sizeof text)) == NULL) return 0;
+    if (*p == 'Z' || *p == 'X') return 1;
+    for (field = 3; *p && field < 9; p++) field += *p == ' ';
     while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
     return field == 9 && (flags & 0x4) != 0; /* PF_EXITING */
+}
+
+/* The same-node peers whose process is stopped (SIGSTOP, a debugger), up
+   to max of them into pes: what a barrier by messages can tell of a PE
+   that has not arrived. */
+static int shm__stopped_peers(int *pes, int max)
+{
+    char text[512];
+    const char *p;
+    int q, n = 0;
+    for (q = 0; shm__w.fab.peers && q < shm__w.boot.npes && n < max; q++)
+        if (shm__w.fab.peers[q].pid > 0 && (p = shm__proc_state(shm__w.fab.peers[q].pid, text, sizeof text)) &&
+            (*p == 'T' || *p == 't'))
+            pes[n++] = q;
+    return n;
 }
 
 /* Removes the stale files, and with mine this process's own (whatever
@@ -346,7 +391,11 @@ static void shm__peer_ended(int pe, const char *evidence)
         shm__fatal("PE %d gave up waiting for this PE (its barrier timed out after %d s; %s): PE %d was stopped or "
                    "busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops", pe,
                    shm__w.opt.timeout, evidence, me, me, npes);
+    if ((how & 3u) == SHM__END_SIGNALLED)
+        shm__fatal("PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) while PE %d waits in "
+                   "its collective call %lu; PE %d of %d stops", pe, (int)(how >> 2), evidence, me, calls, me, npes);
     if ((how & 3u) == SHM__END_GAVE_UP) {
+        shm__node_note_end(how); /* the same cause ends this PE */
         if (shm__append_absent(absent, &n, sizeof absent)) absent[n] = '\0';
         else snprintf(absent, sizeof absent, "PE %d", (int)(how >> 2));
         shm__fatal("PE %d gave up waiting for %s (its barrier timed out; %s); PE %d of %d stops", pe, absent,

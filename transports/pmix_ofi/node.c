@@ -199,6 +199,22 @@ uint64_t shm__node_end_of(int pe)
     return shm__w.coll.node && i >= 0 ? __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE) : 0;
 }
 
+/* The PE other than this one that a PE of this node gave up waiting
+   for, and *by that PE; -1 when none did.  Only reads memory. */
+int shm__node_gave_up(int *by)
+{
+    const shm__boot *b = &shm__w.boot;
+    int i;
+    for (i = 0; shm__w.coll.node && i < b->node_size; i++) {
+        uint64_t how = __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE);
+        if ((how & 3u) == SHM__END_GAVE_UP && i != b->node_me && (int)(how >> 2) != b->me) {
+            *by = b->node_ranks[i];
+            return (int)(how >> 2);
+        }
+    }
+    return -1;
+}
+
 /* The PEs of this node that have not entered the node barrier this PE
    waits in (their round-0 slot does not show it yet), up to max of them
    into pes; -1 when no node barrier is under way.  Only reads memory:

@@ -229,11 +229,13 @@ SHMALLOC_INTERNAL void shm__node_open(void);
 SHMALLOC_INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHMALLOC_INTERNAL void shm__node_close(void);
 /* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
-   of collective calls, or SHM__END_GAVE_UP with the PE its barrier timed
-   out waiting for, each shifted left by 2. */
-enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2 };
+   of collective calls, SHM__END_GAVE_UP with the PE its barrier timed out
+   waiting for, or SHM__END_SIGNALLED with the signal, each shifted left
+   by 2. */
+enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3 };
 SHMALLOC_INTERNAL void shm__node_note_end(uint64_t how);
 SHMALLOC_INTERNAL uint64_t shm__node_end_of(int pe);
+SHMALLOC_INTERNAL int shm__node_gave_up(int *by);
 SHMALLOC_INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- faults (faults.c) ------------------------------------------------- */

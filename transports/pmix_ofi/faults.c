@@ -127,8 +127,10 @@ void shm__barrier_timeout(int pe)
 {
     char absent[128];
     size_t n = 0;
-    int pes[1];
-    if (shm__node_absent(pes, 1) > 0 || (!shm__w.coll.node && shm__stopped_peers(pes, 1) > 0)) pe = pes[0];
+    int pes[1], by;
+    if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
+        (!shm__w.coll.node && shm__stopped_peers(pes, 1) > 0))
+        pe = pes[0];
     shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
@@ -225,10 +227,6 @@ static long shm__creator(const char *name)
     return strspn(p, "0123456789:") == strlen(p) ? pid : 0;
 }
 
-/* 1 when process pid has ended, is ending (the kernel's PF_EXITING, in
-   the 9th field of /proc/PID/stat: a killed PE's peers may learn of its
-   death before it is a zombie) or is a zombie: nobody will remove its
-   files but us. */
 /* Process pid's /proc/PID/stat read into text, and where its state
    letter is there (after the name), or NULL. */
 static const char *shm__proc_state(long pid, char *text, size_t cap)
@@ -250,6 +248,10 @@ static const char *shm__proc_state(long pid, char *text, size_t cap)
     return p && p[1] == ' ' ? p + 2 : NULL;
 }
 
+/* 1 when process pid has ended, is ending (the kernel's PF_EXITING, in
+   the 9th field of /proc/PID/stat: a killed PE's peers may learn of its
+   death before it is a zombie) or is a zombie: nobody will remove its
+   files but us. */
 static int shm__pid_gone(long pid)
 {
     char text[512];
@@ -381,8 +383,6 @@ static void shm__peer_ended(int pe, const char *evidence)
     uint64_t how = shm__node_end_of(pe);
     int me = shm__w.boot.me, npes = shm__w.boot.npes;
     unsigned long calls = shm__w.coll.calls;
-    char absent[128];
-    size_t n = 0;
     if ((how & 3u) == SHM__END_FINALIZED)
         shm__fatal("PE %d called shmem_finalize after %lu collective calls and ended (%s) while PE %d waits in its "
                    "collective call %lu: the PEs' collective calls differ; PE %d of %d stops", pe,
@@ -396,10 +396,8 @@ static void shm__peer_ended(int pe, const char *evidence)
                    "its collective call %lu; PE %d of %d stops", pe, (int)(how >> 2), evidence, me, calls, me, npes);
     if ((how & 3u) == SHM__END_GAVE_UP) {
         shm__node_note_end(how); /* the same cause ends this PE */
-        if (shm__append_absent(absent, &n, sizeof absent)) absent[n] = '\0';
-        else snprintf(absent, sizeof absent, "PE %d", (int)(how >> 2));
-        shm__fatal("PE %d gave up waiting for %s (its barrier timed out; %s); PE %d of %d stops", pe, absent,
-                   evidence, me, npes);
+        shm__fatal("PE %d gave up waiting for PE %d, which has not arrived (its barrier timed out; %s); PE %d of %d "
+                   "stops", pe, (int)(how >> 2), evidence, me, npes);
     }
     if (shm__w.coll.node)
         shm__fatal("PE %d ended without shmem_finalize (%s); PE %d of %d stops", pe, evidence, me, npes);

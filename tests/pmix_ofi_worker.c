@@ -35,6 +35,9 @@
      hang       PE 1 sleeps 30 s while the others are in a barrier
      global_exit  PE 1 calls shmem_global_exit(7)
      kill_in_malloc  PE 1 kills itself while the others are in shmem_malloc
+     skip_malloc  PE 0 skips a shmem_malloc the others make, then finalizes
+     stop       PE 2 stops itself (SIGSTOP) while the others are in a barrier;
+                a child of it continues it (SIGCONT) 8 s later
    and, run with SHMALLOC_HEAP_MAX (see "grow" below):
      grow       allocations far beyond the nominal size grow every heap
      bad_grow   one PE passes a bad argument while the others' calls need
@@ -824,9 +827,32 @@ static void scenario_stress(void)
 }
 
 /* ---- faults --------------------------------------------------------------- */
+/* This PE stops; a child of it, holding none of its files, continues it
+   `seconds` later. */
+static void stop_for(unsigned seconds)
+{
+    pid_t parent = getpid(), child;
+    fflush(NULL);
+    child = fork();
+    if (child == 0) {
+        int fd;
+        for (fd = 0; fd < 1024; fd++) close(fd); /* the launcher's pipes too: the job's end waits for none */
+        sleep(seconds);
+        kill(parent, SIGCONT);
+        _exit(0);
+    }
+    if (child > 0) raise(SIGSTOP);
+}
+
 static void fault(const char *name)
 {
     shmem_barrier_all();
+    if (strcmp(name, "skip_malloc") == 0) {
+        void *p = me == 0 ? NULL : shmem_malloc(64); /* PE 0 then finalizes while the others wait */
+        shmem_free(p);
+        return;
+    }
+    if (strcmp(name, "stop") == 0 && me == 2) stop_for(8);
     if (me == 1) {
         fflush(stdout);
         if (strcmp(name, "kill") == 0) raise(SIGKILL);
@@ -838,7 +864,8 @@ static void fault(const char *name)
     if (strcmp(name, "kill_in_malloc") == 0 && shmem_malloc(4096) != NULL) /* PE 1 never arrives */
         fail(__LINE__, "shmem_malloc returned although PE 1 is gone");
     shmem_barrier_all();
-    if (npes > 1 && strcmp(name, "hang") != 0) fail(__LINE__, "the barrier returned although PE 1 is gone");
+    if (npes > 1 && strcmp(name, "hang") != 0 && strcmp(name, "stop") != 0)
+        fail(__LINE__, "the barrier returned although PE 1 is gone");
 }
 
 /* ---- reports --------------------------------------------------------------- */
@@ -1116,7 +1143,8 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (strcmp(name, "kill") == 0 || strcmp(name, "exit") == 0 || strcmp(name, "hang") == 0 ||
-        strcmp(name, "global_exit") == 0 || strcmp(name, "kill_in_malloc") == 0) {
+        strcmp(name, "global_exit") == 0 || strcmp(name, "kill_in_malloc") == 0 || strcmp(name, "skip_malloc") == 0 ||
+        strcmp(name, "stop") == 0) {
         fault(name);
         known = 1;
     }

@@ -136,8 +136,11 @@ static int remove_leftovers(const char *before)
 
 /* Launches the worker with scenario on npes PEs (0: alone, no launcher),
    with env ("NAME=value" strings, NULL-terminated) on top of the loopback
-   settings.  FI_PROVIDER is unset unless env sets it. */
-static void launch(run *r, int npes, const char *scenario, const char *const *env)
+   settings.  FI_PROVIDER is unset unless env sets it.  outer and inner,
+   when not NULL, are shell commands that end by running their arguments:
+   outer around the whole launch, inner around each PE. */
+static void launch_in(run *r, int npes, const char *scenario, const char *const *env, const char *outer,
+                      const char *inner)
 {
     static const char *const loopback[] = {
         "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_oob_tcp_if_include=lo",
@@ -153,6 +156,10 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
     double start;
 
     if (netns && strcmp(netns, "1") == 0) append(cmd, sizeof cmd, "unshare -n sh -c 'ip link set lo up && exec \"$0\" \"$@\"' ");
+    if (outer) {
+        append(cmd, sizeof cmd, outer);
+        append(cmd, sizeof cmd, " ");
+    }
     append(cmd, sizeof cmd, "env -u FI_PROVIDER");
     for (e = loopback; *e; e++) {
         snprintf(word, sizeof word, " %s", *e);
@@ -174,6 +181,10 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
             append(cmd, sizeof cmd, word);
         }
     }
+    if (inner) {
+        append(cmd, sizeof cmd, " ");
+        append(cmd, sizeof cmd, inner);
+    }
     snprintf(word, sizeof word, " %s %s 2>&1 </dev/null", worker(), scenario);
     append(cmd, sizeof cmd, word);
 
@@ -194,6 +205,11 @@ static void launch(run *r, int npes, const char *scenario, const char *const *en
               "could not run %s (build it, or set SHMALLOC_TEST_WORKER): %s", worker(), tail(r));
     cr_assert(r->status != 124, "%s on %d PEs did not end within %d s:\n%s", scenario, npes, LAUNCH_TIMEOUT,
               tail(r));
+}
+
+static void launch(run *r, int npes, const char *scenario, const char *const *env)
+{
+    launch_in(r, npes, scenario, env, NULL, NULL);
 }
 
 /* ---- the scenarios, over providers x PE counts x address modes ---------- */
@@ -508,6 +524,90 @@ Test(pmix_ofi, unmappable_heap_names_size_and_variable, .timeout = TEST_TIMEOUT)
               "%s", r.out);
 }
 
+/* The open-file limit of PE pe alone (ulimit -n), around each PE. */
+static const char *fd_limit_on(char *buf, size_t cap, int pe, int limit)
+{
+    snprintf(buf, cap, "sh -c 'if [ \"$PMIX_RANK\" = %d ]; then ulimit -n %d || exit 9; fi; exec \"$0\" \"$@\"'",
+             pe, limit);
+    return buf;
+}
+
+/* Too few file descriptors for the heap's memfd: the message says to raise
+   the limit, not to ask for less memory; raised, the job runs. */
+Test(pmix_ofi, too_few_open_files_for_the_heap_says_raise_ulimit_n, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", NULL};
+    char inner[200];
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 1, 8));
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert(has(&r, "shmalloc: cannot map ") && has(&r, "Too many open files; raise this process's limit on "
+              "open files (ulimit -n, now 8)"), "%s", tail(&r));
+    cr_assert(!has(&r, "ask for less"), "the advice is about size:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 1, 64));
+    cr_assert_eq(r.status, 0, "the raised limit did not help:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+/* ---- a full /dev/shm ------------------------------------------------------
+   The launch runs in a mount namespace (unshare -m, root) whose /dev/shm
+   is a tmpfs of `size`, filled to the brim when full. */
+static const char *dev_shm_of(char *buf, size_t cap, const char *size, int full)
+{
+    snprintf(buf, cap, "unshare -m sh -c 'mount -t tmpfs -o size=%s tmpfs /dev/shm && %s; exec \"$0\" \"$@\"'",
+             size, full ? "{ head -c 1G /dev/zero >/dev/shm/fill 2>/dev/null; true; }" : "true");
+    return buf;
+}
+
+static int can_unshare_mounts(void)
+{
+    return getuid() == 0 && system("unshare -m true 2>/dev/null") == 0;
+}
+
+/* tcp;ofi_rxm: the node barrier's segment cannot be reserved, so every PE
+   uses messages, said once, and the job runs (it died of SIGBUS). */
+Test(pmix_ofi, a_full_dev_shm_makes_barriers_go_by_messages_said_once, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=tcp;ofi_rxm", "SHMEM_SYMMETRIC_HEAP_SIZE=128M", "SHMALLOC_VERBOSE=1",
+                         "SHMALLOC_TEST_EXPECT_ADDRESSES=same", NULL};
+    char outer[300];
+    if (!can_unshare_mounts()) cr_skip_test("needs root and unshare -m");
+    launch_in(&r, 4, "all", env, dev_shm_of(outer, sizeof outer, "1M", 1), NULL);
+    cr_assert_eq(r.status, 0, "exit status %d:\n%s", r.status, tail(&r));
+    cr_assert_eq(count(&r, ": OK all"), 4, "%s", tail(&r));
+    cr_assert_eq(count(&r, "shmalloc: PE 0 cannot reserve "), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, "bytes in /dev/shm for the node barrier (No space left on device; /dev/shm has 0 KiB free "
+                       "of 1024 KiB): barriers go by messages\n"), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, "barriers by messages\n"), 4, "not every PE uses messages:\n%s", tail(&r));
+}
+
+/* shm: the provider refuses; the message names /dev/shm and its free
+   space, and following either advice works: tcp;ofi_rxm in the same
+   full /dev/shm, or shm with room in /dev/shm. */
+Test(pmix_ofi, a_full_dev_shm_is_named_when_the_shm_provider_refuses, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *shm[] = {"FI_PROVIDER=shm", NULL}, *tcp[] = {"FI_PROVIDER=tcp;ofi_rxm", NULL};
+    char outer[300];
+    if (!can_unshare_mounts()) cr_skip_test("needs root and unshare -m");
+    launch_in(&r, 2, "init", shm, dev_shm_of(outer, sizeof outer, "1M", 1), NULL);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "shmalloc: no libfabric provider matches FI_PROVIDER=shm with RMA and messages on "
+                       "FI_EP_RDM endpoints: No data available; the likely cause: /dev/shm has 0 KiB free of 1024 "
+                       "KiB, and the shm provider needs room there"), 2, "%s", tail(&r));
+    cr_assert(has(&r, ": free space in /dev/shm, or use FI_PROVIDER=\"tcp;ofi_rxm\"\n"), "%s", tail(&r));
+    launch_in(&r, 2, "init", tcp, dev_shm_of(outer, sizeof outer, "1M", 1), NULL);
+    cr_assert_eq(r.status, 0, "FI_PROVIDER=tcp;ofi_rxm did not help:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
+    launch_in(&r, 2, "init", shm, dev_shm_of(outer, sizeof outer, "256M", 0), NULL);
+    cr_assert_eq(r.status, 0, "room in /dev/shm did not help:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 2, "%s", tail(&r));
+    cr_assert(!has(&r, "/dev/shm"), "%s", tail(&r));
+}
+
 /* ---- programs that end without shmem_finalize ------------------------------
    Returning from main, or exit(3) on PE 1, without shmem_finalize: the PEs
    finalize at exit, so mpirun sees a clean end and the exit status. */
@@ -664,6 +764,53 @@ Test(pmix_ofi, a_pe_killed_at_the_heap_keys_leaves_no_dev_shm_file, .timeout = T
     check_killed_at("heap keys");
 }
 
+Test(pmix_ofi, a_pe_killed_with_its_endpoint_open_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    check_killed_at("endpoint open"); /* before this PE knows its file's name */
+}
+
+/* PE 1 fails start-up for want of file descriptors (ulimit -n: 8, its
+   heap's memfd; 9, the endpoint), while PE 0 waits at a step of its own
+   start-up (SHMALLOC_TEST_STALL_AT) until the launcher's SIGTERM ends it:
+   with its endpoint open but its name not known yet, and at the fence
+   that swaps the names.  Neither leaves a file. */
+Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    static const char *const steps[] = {"endpoint open", "endpoint names"};
+    char stall[64], inner[200];
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=20", stall, NULL};
+    int limit;
+    size_t i;
+    for (limit = 8; limit <= 9; limit++)
+        for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            snprintf(stall, sizeof stall, "SHMALLOC_TEST_STALL_AT=%s:0", steps[i]);
+            launch_in(&r, 3, "init", env, NULL, fd_limit_on(inner, sizeof inner, 1, limit));
+            cr_assert_neq(r.status, 0, "ulimit -n %d on PE 1 went unnoticed:\n%s", limit, tail(&r));
+            cr_assert(has(&r, "Too many open files"), "PE 1 did not fail for want of files:\n%s", tail(&r));
+            cr_assert(r.seconds < DEATH_LIMIT, "took %.1f s", r.seconds);
+            cr_assert_eq(r.leftovers, 0, "ulimit -n %d on PE 1, PE 0 ended at \"%s\": %d /dev/shm files left:\n%s",
+                         limit, steps[i], r.leftovers, tail(&r));
+        }
+}
+
+/* PE 1 is killed with its endpoint open, and PE 0's start-up then fails
+   for want of files (ulimit -n 9: its endpoint), the launcher ending
+   nobody (orte_enable_recovery): PE 0's failed start-up removes PE 1's
+   file as it ends. */
+Test(pmix_ofi, a_start_up_that_fails_after_a_peer_was_killed_removes_its_files, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=endpoint open:1", "SHMALLOC_TEST_STALL_AT=endpoint:0",
+                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    char inner[200];
+    launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 0, 9));
+    cr_assert(has(&r, "shmalloc: fi_enable failed: Too many open files"), "PE 0 did not fail at its endpoint:\n%s",
+              tail(&r));
+    cr_assert(!has(&r, ": OK init"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
+}
+
 /* A start-up fence that fails names the PE that is gone.  Under
    orte_enable_recovery mpirun lets the others go on, so their fence fails
    rather than their being ended (or completes without the dead PE, and
@@ -708,6 +855,93 @@ Test(pmix_ofi, without_the_launchers_event_a_killed_pe_is_seen_gone_by_node_memo
 Test(pmix_ofi, without_the_launchers_event_a_pe_that_exits_is_seen_gone_by_message_barriers, .timeout = TEST_TIMEOUT)
 {
     check_death_seen_on_the_node("exit", 1);
+}
+
+/* PE 0 skips a shmem_malloc, then finalizes and ends while PE 1 waits:
+   PE 1 says PE 0 finalized, with each PE's count of collective calls.
+   Without node memory nothing says whether PE 0 finalized, and PE 1 does
+   not claim it did not. */
+Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    launch(&r, 2, "skip_malloc", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert(has(&r, "shmalloc: PE 0 called shmem_finalize after ") &&
+              has(&r, "while PE 1 waits in its collective call ") && has(&r, "the PEs' collective calls differ"),
+              "%s", tail(&r));
+    cr_assert(!has(&r, "without shmem_finalize"), "%s", tail(&r));
+    env[2] = "SHMALLOC_PMIX_OFI_NODE_BARRIER=0";
+    launch(&r, 2, "skip_malloc", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert(has(&r, "shmalloc: PE 0 ended (its process ") && has(&r, "while PE 1 waits in its collective call "),
+              "%s", tail(&r));
+    cr_assert(!has(&r, "without shmem_finalize"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+}
+
+/* The line of r's output that holds needle, into line; 0 when none. */
+static int line_with(const run *r, const char *needle, char *line, size_t cap)
+{
+    const char *p = strstr(r->out, needle), *start;
+    if (!p) return 0;
+    for (start = p; start > r->out && start[-1] != '\n'; start--) continue;
+    snprintf(line, cap, "%.*s", (int)strcspn(start, "\n"), start);
+    return 1;
+}
+
+/* PE 2 of 4 stops (SIGSTOP) before a barrier, and is continued 8 s later:
+   every other PE's barrier times out or is ended by the launcher, and
+   each names PE 2 ("which has not arrived", or "which PE k gave up
+   waiting for" once PE k did), not the PE it waited for in its round
+   (which was itself waiting).  Under orte_enable_recovery mpirun ends
+   nobody, and PE 2, continued, says that a PE gave up waiting for it.
+   By messages (node barrier off) a PE cannot see who has arrived, but
+   sees a stopped peer on its node. */
+Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=0", NULL};
+    char line[512], timed_out[64], signalled[64], stops[64];
+    int recovery, pe;
+    for (recovery = 0; recovery <= 1; recovery++) {
+        env[2] = recovery ? "OMPI_MCA_orte_enable_recovery=1" : "OMPI_MCA_orte_enable_recovery=0";
+        launch(&r, 4, "stop", env);
+        for (pe = 0; pe < 4; pe++) {
+            if (pe == 2) continue;
+            snprintf(timed_out, sizeof timed_out, "(PE %d of 4, barrier", pe);
+            snprintf(signalled, sizeof signalled, "shmalloc: PE %d of 4 ended by signal", pe);
+            snprintf(stops, sizeof stops, "; PE %d of 4 stops", pe); /* a peer that gave up went first */
+            cr_assert(line_with(&r, timed_out, line, sizeof line) || line_with(&r, signalled, line, sizeof line) ||
+                      line_with(&r, stops, line, sizeof line), "PE %d said nothing:\n%s", pe, tail(&r));
+            cr_assert(strstr(line, "PE 2, which has not arrived") || strstr(line, "PE 2, which PE "),
+                      "PE %d names another PE: %s\n%s", pe, line, tail(&r));
+        }
+        cr_assert(!has(&r, "without shmem_finalize") && !has(&r, "FAIL"), "%s", tail(&r));
+        if (recovery)
+            cr_assert(has(&r, "gave up waiting for this PE (its barrier timed out after 3 s; ") &&
+                      has(&r, "PE 2 was stopped or busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; "
+                          "PE 2 of 4 stops"), "%s", tail(&r));
+        cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+    }
+}
+
+Test(pmix_ofi, a_stopped_pe_is_named_by_message_barriers_too, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=1",
+                         "SHMALLOC_PMIX_OFI_NODE_BARRIER=0", NULL};
+    char line[512], timed_out[64];
+    int pe;
+    launch(&r, 4, "stop", env);
+    for (pe = 0; pe < 4; pe++) {
+        if (pe == 2) continue;
+        snprintf(timed_out, sizeof timed_out, "(PE %d of 4, barrier", pe);
+        cr_assert(line_with(&r, timed_out, line, sizeof line), "PE %d said nothing:\n%s", pe, tail(&r));
+        cr_assert(strstr(line, "barrier timed out after 3 s waiting for PE 2, which is stopped"),
+                  "PE %d names another PE: %s\n%s", pe, line, tail(&r));
+    }
+    cr_assert(!has(&r, "without shmem_finalize") && !has(&r, "FAIL"), "%s", tail(&r));
 }
 
 /* One PE's heap registration fails: shmalloc_heap_create's all-reduce

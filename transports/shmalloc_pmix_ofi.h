@@ -57,8 +57,9 @@
      shmem_ptr gives the peer's address.  Heaps, the shm provider's
      files and the node segment leave nothing in /dev/shm: the latter two
      carry their creator's PID and are unlinked once every peer has
-     opened them, and a PE that ends abnormally, and every start-up,
-     removes this user's such files whose process has ended.
+     opened them; a PE whose start-up fails or that ends abnormally
+     removes its own, and it and every start-up remove this user's such
+     files whose process has ended.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -100,11 +101,14 @@
                                  its first growth) fails, to test that every
                                  PE then fails start-up, or the allocation.
                                  Test builds only (-DSHMALLOC_TESTING).
-     SHMALLOC_TEST_KILL_AT       STEP:K: PE K kills itself (SIGKILL) as it
-                                 enters the start-up fence named STEP
-                                 ("endpoint names", "node segment", "node
-                                 segment mapped", "heap keys").  Test
-                                 builds only.
+     SHMALLOC_TEST_KILL_AT       STEP:K: PE K kills itself (SIGKILL) at
+                                 the step of start-up named STEP: "endpoint"
+                                 and "endpoint open" (before and after
+                                 opening it), or the fence "endpoint names",
+                                 "node segment", "node segment mapped" or
+                                 "heap keys".  Test builds only.
+     SHMALLOC_TEST_STALL_AT      STEP:K: PE K waits 2 s at STEP (as above).
+                                 Test builds only.
      SHMALLOC_PMIX_OFI_DIRECT    0: private heaps, puts and gets to every
                                  PE by libfabric, shmem_ptr NULL for peers
                                  (1, the default: same-node peers' heaps
@@ -141,27 +145,68 @@
      shmalloc: cannot map N bytes for the symmetric heap (VAR=value) ...
          the heap does not fit the address space or the limits (ulimit -v):
          ask for less with the variable named.
+     shmalloc: cannot map N bytes for the symmetric heap: Too many open
+         files; raise this process's limit on open files (ulimit -n, now L)
+         the heap of a PE with peers on its node is a memfd, which needs a
+         file descriptor: raise the limit (with ENFILE, the system's:
+         fs.file-max).
      shmalloc: no libfabric provider matches FI_PROVIDER=... ...
          the provider named is not installed, not usable here, or lacks
-         RMA plus messages on FI_EP_RDM endpoints.
+         RMA plus messages on FI_EP_RDM endpoints.  For shm, when
+         /dev/shm is short of room, it says so ("the likely cause: /dev/shm
+         has N KiB free of M KiB ..."): free space there, or use
+         FI_PROVIDER="tcp;ofi_rxm".
+     shmalloc: PE k cannot reserve N bytes in /dev/shm for the node
+         barrier (...): barriers go by messages
+         not an error: /dev/shm is full (or refuses the file), so every PE
+         of the job synchronises by messages instead; the node's leader
+         says so once.  The PE goes on.
      shmalloc: <libfabric call> failed: ...
          a libfabric object could not be opened or registered.
      shmalloc: PMIx_Init failed ... / PMIx_Get(...) failed / PMIx_Fence ...
          the launcher's PMIx server misbehaved or went away.
-     shmalloc: barrier timed out after N s waiting for PE k
+     shmalloc: barrier timed out after N s waiting for PE k, which has
+         not arrived
          PE k did not reach the barrier within SHMALLOC_BARRIER_TIMEOUT:
-         it hangs, computes without calling shmem, or died.
+         it hangs, is stopped, computes without calling shmem, or died.
+         Through node memory every waiting PE names the PEs that have not
+         entered the barrier ("PEs j, k, which have not arrived"), or the
+         one another PE gave up waiting for ("PE k, which PE j gave up
+         waiting for"), not the PE its round waits for.  By messages a PE
+         sees only a stopped peer of its node ("PE k, which is stopped"),
+         else only whose message it lacks: "waiting for PE k's message
+         (PE k, or a PE it waits for, has not arrived ...)".
      shmalloc: PMIx fence (...) timed out after N s
          start-up could not complete: a PE died or hangs before its fence.
      shmalloc: shmem_putmem to PE k not complete after N s ...
          (or shmem_getmem, shmem_quiet): PE k makes no progress.
      shmalloc: PE k ended without shmem_finalize (PMIx event ...)
-         the launcher reported the death of PE k; every PE that waits for
-         something ends with this message.
+         the launcher reported the death of PE k (or, on its node, a
+         barrier waiting for it found "its process P is gone"); every PE
+         that waits for something ends with this message.  Node memory
+         tells how PE k ended, and the message says so instead:
+     shmalloc: PE k called shmem_finalize after N collective calls and
+         ended (...) while PE i waits in its collective call M: the PEs'
+         collective calls differ
+         the PEs did not make the same collective calls (barriers and the
+         allocator's agreements: shmem_malloc, shmem_free, ... make one or
+         two each): PE k skipped one, or PE i made one too many.
+     shmalloc: PE k gave up waiting for this PE (its barrier timed out
+         ...): PE i was stopped or busy outside shmem for longer than
+         SHMALLOC_BARRIER_TIMEOUT
+     shmalloc: PE k gave up waiting for PE j, which has not arrived (...)
+         PE k's barrier timed out, and PE j is the one missing.
+     shmalloc: PE k was ended by signal S (...) while PE i waits ...
+         the launcher ended PE k (after another PE failed) while this PE
+         was stopped or late.
+     shmalloc: PE k ended (...) while PE i waits in its collective call M
+         without node memory (barriers by messages) nothing says whether
+         PE k finalized: it ended early, or made fewer collective calls.
      shmalloc: lost the connection to the PMIx server
      shmalloc: PE i of n ended by signal S while waiting for PE k ...
          the launcher killed this PE (Open MPI's mpirun does so to every
-         PE when one dies); PE k is the one it was waiting for.
+         PE when one dies); PE k is the one it was waiting for, or the
+         one missing, named as in "barrier timed out" above.
      shmalloc: <libfabric operation> to/from PE k failed: ...
          a completion reported an error (the peer died, a bad key, ...).
      shmem_putmem: N bytes at P on PE k are not a symmetric range ...

@@ -157,15 +157,24 @@ static void shm__fence_done(pmix_status_t status, void *cbdata)
 }
 
 #if defined(SHMALLOC_TESTING)
-/* SHMALLOC_TEST_KILL_AT=STEP:K: PE K kills itself (SIGKILL) as it enters
-   the fence named STEP, to test what a death at each step of start-up
-   leaves behind. */
-static void shm__test_kill_at(const char *what)
+/* 1 when setting (STEP:K) names step what and this PE. */
+static int shm__test_step_is(const char *setting, const char *what)
 {
-    const char *v = shm__w.opt.kill_at, *colon = v ? strrchr(v, ':') : NULL;
-    if (colon && (size_t)(colon - v) == strlen(what) && strncmp(v, what, strlen(what)) == 0 &&
-        atoi(colon + 1) == shm__w.boot.me)
-        raise(SIGKILL);
+    const char *colon = setting ? strrchr(setting, ':') : NULL;
+    return colon && (size_t)(colon - setting) == strlen(what) && strncmp(setting, what, strlen(what)) == 0 &&
+           atoi(colon + 1) == shm__w.boot.me;
+}
+
+/* SHMALLOC_TEST_KILL_AT=STEP:K: PE K kills itself (SIGKILL) at the step
+   of start-up named STEP; SHMALLOC_TEST_STALL_AT=STEP:K: PE K waits there
+   2 s (a signal may end it meanwhile).  To test what an end at each step
+   of start-up leaves behind. */
+void shm__test_step(const char *what)
+{
+    unsigned left = 2;
+    if (shm__test_step_is(shm__w.opt.kill_at, what)) raise(SIGKILL);
+    if (shm__test_step_is(shm__w.opt.stall_at, what))
+        while (left) left = sleep(left);
 }
 #endif
 
@@ -179,7 +188,7 @@ void shm__fence(const char *what)
     pmix_status_t rc;
     shmalloc_wait w;
 #if defined(SHMALLOC_TESTING)
-    shm__test_kill_at(what);
+    shm__test_step(what);
 #endif
     shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     PMIX_INFO_CONSTRUCT(&info);

@@ -42,15 +42,36 @@ static struct fi_info *shm__hints(const char *want)
     return hints;
 }
 
+#define SHM__SHM_ROOM_PER_CPU ((unsigned long long)32 << 20) /* above what shm (1.17) checks for in /dev/shm */
+
+/* Why the shm provider refused, when /dev/shm is the likely cause: it
+   offers no endpoint (FI_ENODATA) unless /dev/shm has room for one per
+   cpu (libfabric 1.17 on 2 cpus: 32 MiB is too little, 40 MiB enough).
+   Else "". */
+static void shm__shm_refusal(char *out, size_t cap, const char *prov, int rc)
+{
+    char space[96];
+    unsigned long long free_bytes;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    out[0] = '\0';
+    if (!shm__is_shm(prov) || rc != -FI_ENODATA) return;
+    shm__dev_shm_space(space, sizeof space, &free_bytes);
+    if (free_bytes >= SHM__SHM_ROOM_PER_CPU * (unsigned long long)(cpus > 0 ? cpus : 1)) return;
+    snprintf(out, cap, "; the likely cause: /dev/shm has %s, and the shm provider needs room there for an "
+             "endpoint per cpu (%ld here): free space in /dev/shm, or use FI_PROVIDER=\"tcp;ofi_rxm\"", space, cpus);
+}
+
 static void shm__no_provider(const char *want, int rc)
 {
+    char why[320];
+    shm__shm_refusal(why, sizeof why, want ? want : shm__w.opt.provider, rc);
     if (want)
         shm__init_fail("no libfabric provider matches FI_PROVIDER=%s (chosen because FI_PROVIDER is unset and "
-                       "%s) with RMA and messages on FI_EP_RDM endpoints: %s", want,
+                       "%s) with RMA and messages on FI_EP_RDM endpoints: %s%s", want,
                        strcmp(want, "shm") == 0 ? "every PE is on this node" : "PEs are on several nodes",
-                       fi_strerror(-rc));
+                       fi_strerror(-rc), why);
     shm__init_fail("no libfabric provider matches FI_PROVIDER=%s with RMA and messages on FI_EP_RDM "
-                   "endpoints: %s", shm__w.opt.provider, fi_strerror(-rc));
+                   "endpoints: %s%s", shm__w.opt.provider, fi_strerror(-rc), why);
 }
 
 static void shm__choose_provider(void)
@@ -203,7 +224,13 @@ void shm__fabric_open(void)
     char name[256];
     size_t name_len = sizeof name;
     shm__choose_provider();
+#if defined(SHMALLOC_TESTING)
+    shm__test_step("endpoint");
+#endif
     shm__open_endpoint();
+#if defined(SHMALLOC_TESTING)
+    shm__test_step("endpoint open"); /* its file exists, its name is not known yet */
+#endif
     shm__ofi_check(fi_getname(&shm__w.fab.ep->fid, name, &name_len), "fi_getname");
     if (shm__is_shm(shm__w.fab.prov)) shm__remember_shm_file(name, name_len);
     shm__open_buffers();

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,23 +48,21 @@ void shm__fatal(const char *fmt, ...)
     _exit(1);
 }
 
-/* A failure during start-up, the same on every PE (a bad variable, no
-   provider): close what is open and end cleanly. */
+/* A failure during start-up (a bad variable, no provider, a limit): close
+   what is open and end cleanly.  Peers may have died meanwhile, or will
+   be ended by the launcher: the files of start-up go as with a fatal
+   error. */
 void shm__init_fail(const char *fmt, ...)
 {
     va_list ap;
+    int launched = shm__w.boot.have_pmix;
     va_start(ap, fmt);
     shm__vsay(fmt, ap);
     va_end(ap);
     shm__teardown();
+    if (launched) shm__remove_files();
     fflush(NULL);
     exit(1);
-}
-
-void shm__barrier_timeout(int pe)
-{
-    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.opt.timeout, pe,
-               shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
 }
 
 /* >> signals --------------------------------------------------------------------
@@ -86,6 +85,66 @@ static void shm__append_int(char *line, size_t *n, size_t cap, long v)
     while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
 }
 
+static int shm__stopped_peers(int *pes, int max);
+
+/* The PEs that have not arrived at the barrier this PE waits in, as far
+   as it can tell: first the one a PE of this node gave up waiting for
+   (the first cause; it may have come since, and the PEs that gave up are
+   now missing: "PE 2, which PE 3 gave up waiting for"), then through
+   node memory those of this node that have not entered it ("PE 2, which
+   has not arrived", "PEs 1, 2, which have not arrived"); by messages
+   only peers of this node that are stopped ("PE 2, which is stopped").
+   Nothing, and 0, when none is known.  Async-signal-safe. */
+static int shm__append_absent(char *line, size_t *n, size_t cap)
+{
+    int pes[8], i, count, stopped = 0, by;
+    if ((pes[0] = shm__node_gave_up(&by)) >= 0) {
+        shm__append(line, n, cap, "PE ");
+        shm__append_int(line, n, cap, pes[0]);
+        shm__append(line, n, cap, ", which PE ");
+        shm__append_int(line, n, cap, by);
+        shm__append(line, n, cap, " gave up waiting for");
+        return 1;
+    }
+    count = shm__node_absent(pes, 8);
+    if (count < 0 && __atomic_load_n(&shm__w.faults.waiting_for, __ATOMIC_RELAXED) >= 0)
+        stopped = count = shm__stopped_peers(pes, 8);
+    if (count <= 0) return 0;
+    shm__append(line, n, cap, count > 1 ? "PEs " : "PE ");
+    for (i = 0; i < count; i++) {
+        if (i) shm__append(line, n, cap, ", ");
+        shm__append_int(line, n, cap, pes[i]);
+    }
+    if (stopped) shm__append(line, n, cap, count > 1 ? ", which are stopped" : ", which is stopped");
+    else shm__append(line, n, cap, count > 1 ? ", which have not arrived" : ", which has not arrived");
+    return count;
+}
+
+/* A barrier that waited too long for PE pe names those that have not
+   arrived, when node memory shows them (pe may only wait for them), and
+   leaves a word for the node's peers: it gave up. */
+void shm__barrier_timeout(int pe)
+{
+    char absent[128];
+    size_t n = 0;
+    int pes[1], by;
+    if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
+        (!shm__w.coll.node && shm__stopped_peers(pes, 1) > 0))
+        pe = pes[0];
+    shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
+    if (shm__append_absent(absent, &n, sizeof absent)) {
+        absent[n] = '\0';
+        shm__fatal("barrier timed out after %d s waiting for %s (PE %d of %d, barrier %u)", shm__w.opt.timeout,
+                   absent, shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
+    }
+    if (!shm__w.coll.node)
+        shm__fatal("barrier timed out after %d s waiting for PE %d's message (PE %d, or a PE it waits for, has not "
+                   "arrived; PE %d of %d, barrier %u)", shm__w.opt.timeout, pe, pe, shm__w.boot.me,
+                   shm__w.boot.npes, shm__w.coll.epoch);
+    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.opt.timeout, pe,
+               shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
+}
+
 static void shm__on_signal(int sig)
 {
     char line[256];
@@ -103,11 +162,15 @@ static void shm__on_signal(int sig)
     shm__append(line, &n, sizeof line, " ended by signal ");
     shm__append_int(line, &n, sizeof line, sig);
     if (waiting >= 0) {
-        shm__append(line, &n, sizeof line, " while waiting for PE ");
-        shm__append_int(line, &n, sizeof line, waiting);
+        shm__append(line, &n, sizeof line, " while waiting for ");
+        if (!shm__append_absent(line, &n, sizeof line)) {
+            shm__append(line, &n, sizeof line, "PE ");
+            shm__append_int(line, &n, sizeof line, waiting);
+        }
     }
     shm__append(line, &n, sizeof line, " (a launcher ends every PE when one fails)\n");
     if (write(2, line, n) < 0) { /* nothing more to do */ }
+    if (!shm__node_end_of(shm__w.boot.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
     shm__remove_files();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -164,37 +227,66 @@ static long shm__creator(const char *name)
     return strspn(p, "0123456789:") == strlen(p) ? pid : 0;
 }
 
+/* Process pid's /proc/PID/stat read into text, and where its state
+   letter is there (after the name), or NULL. */
+static const char *shm__proc_state(long pid, char *text, size_t cap)
+{
+    char path[48];
+    const char *p;
+    size_t n = 0;
+    ssize_t got;
+    int fd;
+    shm__append(path, &n, sizeof path, "/proc/");
+    shm__append_int(path, &n, sizeof path, pid);
+    shm__append(path, &n, sizeof path, "/stat");
+    path[n] = '\0';
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return NULL;
+    got = read(fd, text, cap - 1);
+    close(fd);
+    text[got > 0 ? got : 0] = '\0';
+    p = strrchr(text, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
 /* 1 when process pid has ended, is ending (the kernel's PF_EXITING, in
    the 9th field of /proc/PID/stat: a killed PE's peers may learn of its
    death before it is a zombie) or is a zombie: nobody will remove its
    files but us. */
 static int shm__pid_gone(long pid)
 {
-    char path[48], text[512];
+    char text[512];
     const char *p;
-    size_t n = 0;
-    ssize_t got;
     unsigned long flags = 0;
-    int fd, field;
+    int field;
     if (kill((pid_t)pid, 0) == -1) return errno == ESRCH; /* EPERM: alive, another user's */
-    shm__append(path, &n, sizeof path, "/proc/");
-    shm__append_int(path, &n, sizeof path, pid);
-    shm__append(path, &n, sizeof path, "/stat");
-    path[n] = '\0';
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return 0;
-    got = read(fd, text, sizeof text - 1);
-    close(fd);
-    text[got > 0 ? got : 0] = '\0';
-    if ((p = strrchr(text, ')')) == NULL || p[1] != ' ') return 0; /* the state follows the name */
-    if (p[2] == 'Z' || p[2] == 'X') return 1;
-    for (field = 3, p += 2; *p && field < 9; p++) field += *p == ' ';
+    if ((p = shm__proc_state(pid, text, sizeof text)) == NULL) return 0;
+    if (*p == 'Z' || *p == 'X') return 1;
+    for (field = 3; *p && field < 9; p++) field += *p == ' ';
     while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
     return field == 9 && (flags & 0x4) != 0; /* PF_EXITING */
 }
 
-/* Removes the stale files; returns how many. */
-static int shm__sweep(void)
+/* The same-node peers whose process is stopped (SIGSTOP, a debugger), up
+   to max of them into pes: what a barrier by messages can tell of a PE
+   that has not arrived. */
+static int shm__stopped_peers(int *pes, int max)
 {
+    char text[512];
+    const char *p;
+    int q, n = 0;
+    for (q = 0; shm__w.fab.peers && q < shm__w.boot.npes && n < max; q++)
+        if (shm__w.fab.peers[q].pid > 0 && (p = shm__proc_state(shm__w.fab.peers[q].pid, text, sizeof text)) &&
+            (*p == 'T' || *p == 't'))
+            pes[n++] = q;
+    return n;
+}
+
+/* Removes the stale files, and with mine this process's own (whatever
+   their names: the shm provider names its file before fi_getname tells
+   us); returns how many. */
+static int shm__sweep(int mine)
+{
+    long self = (long)getpid();
     uint64_t buf[512]; /* aligned for the records */
     int dir = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC), removed = 0;
     ssize_t n, at;
@@ -205,7 +297,7 @@ static int shm__sweep(void)
             struct stat st;
             long pid = shm__creator(name);
             if (!pid || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-                st.st_uid != geteuid() || !shm__pid_gone(pid))
+                st.st_uid != geteuid() || !((mine && pid == self) || shm__pid_gone(pid)))
                 continue;
             removed += unlinkat(dir, name, 0) == 0;
         }
@@ -214,7 +306,8 @@ static int shm__sweep(void)
 }
 
 /* A PE that ends abnormally: its own files of start-up (the node
-   segment's name is known to every PE of the node), then the stale ones. */
+   segment's name is known to every PE of the node), then those its PID
+   names and the stale ones. */
 void shm__remove_files(void)
 {
     const char *segment = shm__w.coll.node_file;
@@ -227,13 +320,28 @@ void shm__remove_files(void)
         path[n] = '\0';
         unlink(path);
     }
-    shm__sweep();
+    shm__sweep(1);
+}
+
+/* "N KiB free of M KiB" for /dev/shm, the place of our files (the node
+   segment, the shm provider's), or "its free space unknown". */
+void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes)
+{
+    struct statvfs v;
+    *free_bytes = ~0ull;
+    if (statvfs("/dev/shm", &v) != 0) {
+        snprintf(out, cap, "its free space unknown");
+        return;
+    }
+    *free_bytes = (unsigned long long)v.f_bavail * v.f_frsize;
+    snprintf(out, cap, "%llu KiB free of %llu KiB", *free_bytes >> 10,
+             ((unsigned long long)v.f_blocks * v.f_frsize) >> 10);
 }
 
 /* At start-up: what an earlier job that was killed outright left. */
 void shm__sweep_stale_files(void)
 {
-    int removed = shm__sweep();
+    int removed = shm__sweep(0);
     if (removed)
         shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__w.boot.me, removed, removed > 1 ? "s" : "");
 }
@@ -265,6 +373,38 @@ void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source
     if (cbfunc) cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
+/* PE pe has ended (evidence says how this PE knows) while this PE waits
+   for it: what it left in node memory says whether it finalized (the PEs'
+   collective calls then differ) or gave up waiting for another PE, which
+   is the one to name.  Without node memory nothing says whether it
+   finalized. */
+static void shm__peer_ended(int pe, const char *evidence)
+{
+    uint64_t how = shm__node_end_of(pe);
+    int me = shm__w.boot.me, npes = shm__w.boot.npes;
+    unsigned long calls = shm__w.coll.calls;
+    if ((how & 3u) == SHM__END_FINALIZED)
+        shm__fatal("PE %d called shmem_finalize after %lu collective calls and ended (%s) while PE %d waits in its "
+                   "collective call %lu: the PEs' collective calls differ; PE %d of %d stops", pe,
+                   (unsigned long)(how >> 2), evidence, me, calls, me, npes);
+    if ((how & 3u) == SHM__END_GAVE_UP && (int)(how >> 2) == me)
+        shm__fatal("PE %d gave up waiting for this PE (its barrier timed out after %d s; %s): PE %d was stopped or "
+                   "busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops", pe,
+                   shm__w.opt.timeout, evidence, me, me, npes);
+    if ((how & 3u) == SHM__END_SIGNALLED)
+        shm__fatal("PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) while PE %d waits in "
+                   "its collective call %lu; PE %d of %d stops", pe, (int)(how >> 2), evidence, me, calls, me, npes);
+    if ((how & 3u) == SHM__END_GAVE_UP) {
+        shm__node_note_end(how); /* the same cause ends this PE */
+        shm__fatal("PE %d gave up waiting for PE %d, which has not arrived (its barrier timed out; %s); PE %d of %d "
+                   "stops", pe, (int)(how >> 2), evidence, me, npes);
+    }
+    if (shm__w.coll.node)
+        shm__fatal("PE %d ended without shmem_finalize (%s); PE %d of %d stops", pe, evidence, me, npes);
+    shm__fatal("PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d stops", pe, evidence, me,
+               calls, me, npes);
+}
+
 /* The peer a barrier waits for, when it shares this node: its process
    looked at every 0.1 s, for launchers that send no event when a PE dies
    (Open MPI under --enable-recovery fails to). */
@@ -277,9 +417,11 @@ static void shm__check_awaited(shm__faults *f)
     now = shmalloc_wait_now();
     if (now - f->awaited_checked < 0.1) return;
     f->awaited_checked = now;
-    if (shm__pid_gone(pid))
-        shm__fatal("PE %d ended without shmem_finalize (its process %ld is gone); PE %d of %d stops", pe, pid,
-                   shm__w.boot.me, shm__w.boot.npes);
+    if (shm__pid_gone(pid)) {
+        char evidence[64];
+        snprintf(evidence, sizeof evidence, "its process %ld is gone", pid);
+        shm__peer_ended(pe, evidence);
+    }
 }
 
 /* A death the launcher reported, once a message in flight had its chance,
@@ -289,6 +431,7 @@ void shm__check_deaths(void)
     shm__faults *f = &shm__w.faults;
     int dead = __atomic_load_n(&f->dead_pe, __ATOMIC_ACQUIRE);
     double now;
+    char evidence[96];
     shm__check_awaited(f);
     if (dead == -1 || f->finalizing) return;
     now = shmalloc_wait_now();
@@ -298,9 +441,9 @@ void shm__check_deaths(void)
     }
     if (now - f->dead_seen < SHM__DEATH_GRACE) return;
     if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__w.boot.me, shm__w.boot.npes);
-    shm__fatal("PE %d ended without shmem_finalize (PMIx event %s); PE %d of %d stops", dead,
-               PMIx_Error_string((pmix_status_t)__atomic_load_n(&f->dead_status, __ATOMIC_RELAXED)),
-               shm__w.boot.me, shm__w.boot.npes);
+    snprintf(evidence, sizeof evidence, "PMIx event %s",
+             PMIx_Error_string((pmix_status_t)__atomic_load_n(&f->dead_status, __ATOMIC_RELAXED)));
+    shm__peer_ended(dead, evidence);
 }
 
 /* The launcher's process table as this PE needs it: for each rank, its

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
@@ -40,11 +41,32 @@ static int shm__shared_heap(void)
     return shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) != 0 || local > 1;
 }
 
-/* Names the variable that asked for too much. */
+/* Advice that follows the error: too many open files (the heap is a
+   memfd when peers share the node) is a limit to raise, not a size. */
+static int shm__fd_limit_advice(char *out, size_t cap, int e)
+{
+    struct rlimit rl;
+    if (e == ENFILE) {
+        snprintf(out, cap, "the system's open files are at its limit: raise fs.file-max (sysctl), or close files");
+        return 1;
+    }
+    if (e != EMFILE) return 0;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(out, cap, "raise this process's limit on open files (ulimit -n, now %llu)",
+                 (unsigned long long)rl.rlim_cur);
+    else
+        snprintf(out, cap, "raise this process's limit on open files (ulimit -n)");
+    return 1;
+}
+
+/* Names the variable that asked for too much, or the limit to raise. */
 static void shm__unmappable(size_t max, size_t bytes, int e)
 {
     const shm__options *o = &shm__w.opt;
     size_t nominal = shm__w.heap.nominal;
+    char advice[160];
+    if (shm__fd_limit_advice(advice, sizeof advice, e))
+        shm__init_fail("cannot map %zu bytes for the symmetric heap: %s; %s", bytes, strerror(e), advice);
     if (max != nominal)
         shm__init_fail("cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; ask for less",
                        bytes, o->heap_max, strerror(e));

@@ -17,8 +17,10 @@
 
 #include <limits.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -58,6 +60,27 @@ static void shm__node_name(long creator, int leader)
             *p = '_';
 }
 
+/* The leader's segment, its space reserved: a full /dev/shm takes a
+   size it cannot back (ftruncate), and the first barrier would die of
+   SIGBUS.  -1, said once, when it cannot: barriers go by messages. */
+static int shm__node_create(size_t bytes)
+{
+    const char *file = shm__w.coll.node_file;
+    int fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600), e = fd < 0 ? errno : 0;
+    char space[96];
+    unsigned long long free_bytes;
+    if (fd >= 0 && (e = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+        close(fd);
+        shm_unlink(file);
+        fd = -1;
+    }
+    if (fd >= 0) return fd;
+    shm__dev_shm_space(space, sizeof space, &free_bytes);
+    shmalloc_print(2, "shmalloc: PE %d cannot reserve %zu bytes in /dev/shm for the node barrier (%s; /dev/shm has "
+                   "%s): barriers go by messages\n", shm__w.boot.me, bytes, strerror(e), space);
+    return -1;
+}
+
 /* The leader creates the segment and says whether it could (its PID, or
    0); the others open it after a fence.  Maps it; an fd < 0 maps nothing. */
 static void shm__node_attach(int leader, size_t bytes)
@@ -67,11 +90,7 @@ static void shm__node_attach(int leader, size_t bytes)
     int fd = -1;
     if (shm__w.boot.me == leader) {
         shm__node_name((long)getpid(), leader);
-        fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600);
-        if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
-            close(fd);
-            fd = -1;
-        }
+        fd = shm__node_create(bytes);
         creator = fd >= 0 ? (uint64_t)getpid() : 0;
         shm__pmix_put(SHM__KEY_NODE, &creator, sizeof creator);
     }
@@ -122,6 +141,19 @@ static size_t shm__node_release(void)
     return (size_t)shm__w.boot.node_size * (size_t)(rounds ? rounds : 1);
 }
 
+/* Each PE's last word, after the release slot: how it ended (a
+   SHM__END_* value with its detail above), or 0, so that a peer that
+   finds it gone can say what happened. */
+static uint64_t *shm__node_ends(void)
+{
+    return (uint64_t *)(void *)&shm__w.coll.node[shm__node_release() + 1];
+}
+
+static size_t shm__node_bytes(void)
+{
+    return (shm__node_release() + 1) * sizeof(shm__node_slot) + (size_t)shm__w.boot.node_size * sizeof(uint64_t);
+}
+
 /* Sets the message group: every PE, or with node memory on several nodes
    only the leaders. */
 void shm__node_open(void)
@@ -133,7 +165,7 @@ void shm__node_open(void)
     c->group_me = b->me;
     if (!shm__node_wanted()) return;
     while ((1 << c->node_rounds) < b->node_size) c->node_rounds++;
-    shm__node_attach(leader, (shm__node_release() + 1) * sizeof(shm__node_slot));
+    shm__node_attach(leader, shm__node_bytes());
     /* Spin first only on one node with a cpu per PE: across nodes a
        barrier waits for the network anyway, and a spinning PE would hold
        the cpu its node's leader needs. */
@@ -144,6 +176,61 @@ void shm__node_open(void)
         for (q = 0; q < b->nodes; q++)
             if (b->leaders[q] == leader) c->group_me = q;
     }
+}
+
+/* Index of PE pe among this node's PEs, or -1. */
+static int shm__node_index(int pe)
+{
+    const shm__boot *b = &shm__w.boot;
+    int i;
+    for (i = 0; b->node_ranks && i < b->node_size; i++)
+        if (b->node_ranks[i] == pe) return i;
+    return -1;
+}
+
+void shm__node_note_end(uint64_t how)
+{
+    if (shm__w.coll.node) __atomic_store_n(&shm__node_ends()[shm__w.boot.node_me], how, __ATOMIC_RELEASE);
+}
+
+uint64_t shm__node_end_of(int pe)
+{
+    int i = shm__node_index(pe);
+    return shm__w.coll.node && i >= 0 ? __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* The PE other than this one that a PE of this node gave up waiting
+   for, and *by that PE; -1 when none did.  Only reads memory. */
+int shm__node_gave_up(int *by)
+{
+    const shm__boot *b = &shm__w.boot;
+    int i;
+    for (i = 0; shm__w.coll.node && i < b->node_size; i++) {
+        uint64_t how = __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE);
+        if ((how & 3u) == SHM__END_GAVE_UP && i != b->node_me && (int)(how >> 2) != b->me) {
+            *by = b->node_ranks[i];
+            return (int)(how >> 2);
+        }
+    }
+    return -1;
+}
+
+/* The PEs of this node that have not entered the node barrier this PE
+   waits in (their round-0 slot does not show it yet), up to max of them
+   into pes; -1 when no node barrier is under way.  Only reads memory:
+   the signal handler calls it. */
+int shm__node_absent(int *pes, int max)
+{
+    const shm__collective *c = &shm__w.coll;
+    const shm__boot *b = &shm__w.boot;
+    uint64_t epoch = c->node_epoch;
+    int i, n = 0;
+    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__w.faults.waiting_for, __ATOMIC_RELAXED) < 0)
+        return -1;
+    for (i = 0; i < b->node_size && n < max; i++)
+        if (i != b->node_me && __atomic_load_n(&c->node[i].half[epoch & 1u].epoch, __ATOMIC_ACQUIRE) < epoch)
+            pes[n++] = b->node_ranks[i];
+    return n;
 }
 
 void shm__node_close(void)

@@ -29,5 +29,6 @@ void shm__read_options(shm__options *o)
     o->fail_register = getenv("SHMALLOC_TEST_FAIL_REGISTER");
     o->test_node_size = getenv("SHMALLOC_TEST_NODE_SIZE");
     o->kill_at = getenv("SHMALLOC_TEST_KILL_AT");
+    o->stall_at = getenv("SHMALLOC_TEST_STALL_AT");
 #endif
 }

@@ -77,6 +77,7 @@ typedef struct shm__options {
     const char *fail_register;  /* SHMALLOC_TEST_FAIL_REGISTER */
     const char *test_node_size; /* SHMALLOC_TEST_NODE_SIZE */
     const char *kill_at;        /* SHMALLOC_TEST_KILL_AT */
+    const char *stall_at;       /* SHMALLOC_TEST_STALL_AT */
 #endif
 } shm__options;
 
@@ -102,6 +103,9 @@ SHMALLOC_INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out,
 SHMALLOC_INTERNAL void shm__fence(const char *what);
 SHMALLOC_INTERNAL void shm__map_nodes(void);
 SHMALLOC_INTERNAL void shm__pmix_close(void);
+#if defined(SHMALLOC_TESTING)
+SHMALLOC_INTERNAL void shm__test_step(const char *what);
+#endif
 
 /* ---- fabric (fabric.c, progress.c) ------------------------------------- */
 enum { SHM__OP_SEND, SHM__OP_RECV, SHM__OP_WRITE, SHM__OP_READ };
@@ -213,6 +217,7 @@ typedef struct shm__collective {
     int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
     int node_rounds;        /* dissemination rounds among the node's PEs: ceil(log2 node_size) */
     char node_file[160];    /* its name until every PE has it open */
+    unsigned long calls;    /* barriers and all-reduces so far: named when a peer has gone */
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
@@ -223,6 +228,15 @@ SHMALLOC_INTERNAL void shm__disseminate(uint64_t *values, int count);
 SHMALLOC_INTERNAL void shm__node_open(void);
 SHMALLOC_INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHMALLOC_INTERNAL void shm__node_close(void);
+/* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
+   of collective calls, SHM__END_GAVE_UP with the PE its barrier timed out
+   waiting for, or SHM__END_SIGNALLED with the signal, each shifted left
+   by 2. */
+enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3 };
+SHMALLOC_INTERNAL void shm__node_note_end(uint64_t how);
+SHMALLOC_INTERNAL uint64_t shm__node_end_of(int pe);
+SHMALLOC_INTERNAL int shm__node_gave_up(int *by);
+SHMALLOC_INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- faults (faults.c) ------------------------------------------------- */
 typedef struct shm__faults {
@@ -244,6 +258,7 @@ SHMALLOC_INTERNAL void shm__install_signals(void);
 SHMALLOC_INTERNAL void shm__restore_signals(void);
 SHMALLOC_INTERNAL void shm__remove_files(void);
 SHMALLOC_INTERNAL void shm__sweep_stale_files(void);
+SHMALLOC_INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
 SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                                    size_t ninfo, pmix_info_t results[], size_t nresults,
                                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);

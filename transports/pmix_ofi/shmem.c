@@ -27,6 +27,7 @@ static int shm__heap_unlock(void *user)
 static void shm__collective_call(const shm__world *w, uint64_t *values, int count)
 {
     shmem_quiet();
+    shm__w.coll.calls++; /* one thread at a time: collective calls are */
     SHM__COUNT(calls, 1);
     if (w->coll.node) shm__node_sync(values, count);
     else if (w->fab.ep) shm__disseminate(values, count);
@@ -175,6 +176,7 @@ void shmem_query_thread(int *provided)
 void shmem_finalize(void)
 {
     if (!shm__w.running) return;
+    shm__node_note_end((uint64_t)shm__w.coll.calls << 2 | SHM__END_FINALIZED); /* for peers still waiting */
     shmem_barrier_all();
     shmalloc_heap_destroy(shm__w.heap.heap); /* collective; deregisters the heap */
     shmalloc_set_process_heap(NULL);

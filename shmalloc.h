@@ -124,8 +124,8 @@
 #define SHMEM_MALLOC_BAD_SIZE         (-1L)  /* size too large, count*size overflow */
 #define SHMEM_MALLOC_FAIL             (-2L)  /* no block large enough */
 #define SHMEM_MALLOC_NOT_IN_SYMM_HEAP (-3L)  /* pointer outside the heap */
-#define SHMEM_MALLOC_ALREADY_FREE     (-4L)  /* pointer to a free block */
-#define SHMEM_MALLOC_NOT_ALIGNED      (-5L)  /* pointer inside the heap, not a block start */
+#define SHMEM_MALLOC_ALREADY_FREE     (-4L)  /* pointer into a free block */
+#define SHMEM_MALLOC_NOT_ALIGNED      (-5L)  /* pointer inside a used block, not its start */
 #define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
@@ -168,7 +168,7 @@ typedef struct shmalloc_tlsf shmalloc_tlsf;
 enum {
     SHMALLOC_TLSF_OK = 0,
     SHMALLOC_TLSF_NOT_IN_HEAP,  /* pointer outside the blocks and the spec area */
-    SHMALLOC_TLSF_ALREADY_FREE, /* pointer to a free block */
+    SHMALLOC_TLSF_ALREADY_FREE, /* pointer into a free block: a double free */
     SHMALLOC_TLSF_NOT_A_BLOCK,  /* pointer inside the heap, not a used block's start */
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
     SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
@@ -1432,21 +1432,61 @@ static void shm__untake(shmalloc_tlsf *t, shm__block *b)
     shm__to_head(t, f);
 }
 
-/* Why ptr, which is not the user pointer of a used block, is not; reads
-   the block's header only to tell a double free from a wild pointer. */
-static int shm__invalid(const shmalloc_tlsf *t, const void *ptr)
+/* Start-map bits after a bad pointer searched for the next used block's
+   start (64 KiB of heap): past them only a free block of more than that
+   can hold the pointer, and the lists of those are walked. */
+#define SHM__SCAN_BITS ((size_t)4096)
+
+/* Is q, below the zeroed map's end, in a free block of more than
+   SHM__SCAN_BITS * 16 bytes?  Those number at most the capacity over that
+   size, and hold every free byte out of the search's reach. */
+static int shm__in_large_free(const shmalloc_tlsf *t, uintptr_t q)
+{
+    unsigned fl, sl;
+    size_t i, lists = (size_t)t->fl_count << SHMALLOC_SL_LOG2;
+    if (shm__has_top(t) && (uintptr_t)t->sentinel->prev_phys <= q) return 1;
+    shm__mapping_insert(SHM__SCAN_BITS * 16, &fl, &sl);
+    for (i = shm__list_index(fl, 0); i < lists; i++) {
+        const shm__block *list = shm__list(t, i), *b;
+        for (b = list->next_free; b != list; b = b->next_free)
+            if ((uintptr_t)b <= q && q - (uintptr_t)b < shm__free_size(b->header)) return 1;
+    }
+    return 0;
+}
+
+/* Is q, a block address below the zeroed map's end, in a free block?
+   The next used block's start (or the sentinel) says, with its flag and
+   link for the block before it: free blocks never touch, so that one
+   holds q or q is in a used block.  Only the map and used blocks' headers
+   are read, never bytes a user may have written. */
+static int shm__in_free(const shmalloc_tlsf *t, uintptr_t q)
+{
+    size_t bit = (q - (uintptr_t)t->base) / 16, stop = bit + 1 + SHM__SCAN_BITS, i = bit + 1;
+    const shm__block *next = t->sentinel;
+    uint64_t word;
+    stop = stop < t->mapped_bits ? stop : t->mapped_bits; /* no block ever started above mapped_bits */
+    for (; i < stop; i = (i | 63) + 1) {
+        word = t->start_map[i >> 6] >> (i & 63);
+        if (word && i + shm__ctz(word) < stop) {
+            next = shm__at(t->base, (i + shm__ctz(word)) * 16);
+            break;
+        }
+    }
+    if (i >= stop && stop < t->mapped_bits) return shm__in_large_free(t, q);
+    return shm__is_prev_free(next) && (uintptr_t)next->prev_phys <= q;
+}
+
+/* Why ptr, which is not the user pointer of a used block, is not: in a
+   free block it is memory already freed (a double free, even of a block
+   that has since merged with a neighbour), elsewhere in the blocks it is
+   not a block's start.  Off the hot path, and out of line to keep it so. */
+static SHM__NOINLINE int shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
-    const shm__block *b = shm__of_user(ptr);
     if (u < lo || (u - lo) / 16 >= t->mapped_bits) /* where no block ever started, or the spec area */
         return u >= lo && u < (uintptr_t)t->limit ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_NOT_IN_HEAP;
-    if (u & 15) return SHMALLOC_TLSF_NOT_A_BLOCK;
-    if (SHM__IS_POISONED(&b->header)) return SHMALLOC_TLSF_NOT_A_BLOCK; /* inside a free block */
-    if (shm__is_free(b) && shm__size(b) >= SHM__MIN_BLOCK &&
-        shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
-        !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
-        return SHMALLOC_TLSF_ALREADY_FREE;
-    return SHMALLOC_TLSF_NOT_A_BLOCK;
+    if (shm__offset(t, ptr) >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
+    return shm__in_free(t, u - 16) ? SHMALLOC_TLSF_ALREADY_FREE : SHMALLOC_TLSF_NOT_A_BLOCK;
 }
 
 /* Is ptr the user pointer of a used block?  The start map answers: ptr

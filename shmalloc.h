@@ -390,10 +390,13 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
                                                                        const shmalloc_transport *tp, long *err);
 /* What a heap is created with: shmalloc_heap_create and _growable take
    debug from the options table (SHMALLOC_DEBUG, as shmalloc_options_read
-   last found it). */
+   last found it), and size_var too: the variable in force there
+   (SHMALLOC_HEAP_MAX for a heap that grows), or NULL when the program set
+   the size (shmalloc_option_set) or the table was never read. */
 typedef struct shmalloc_heap_config {
     size_t nominal; /* bytes used and registered at first (SIZE_MAX: all of mem); the rest is room to grow */
     int debug;      /* debug mode: asymmetric calls reported, leaks listed, fill patterns */
+    const char *size_var; /* the variable an out-of-memory report says to raise; NULL: the program sets the size */
 } shmalloc_heap_config;
 /* Collective: shmalloc_heap_create_growable with a config. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
@@ -2345,6 +2348,7 @@ struct shmalloc_heap {
     shmalloc_transport tp;
     int debug;
     int growable;   /* room to grow and an all-reduce to agree on it */
+    const char *size_var; /* shmalloc_heap_config's */
     int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
     size_t ends[SHMALLOC_MAX_REGIONS];
     size_t calls[SHM__CALLS];
@@ -2706,11 +2710,22 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
+    h->size_var = config ? config->size_var : NULL;
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
     h->ends[0] = first;
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
+}
+
+/* The variable in force for a heap's size (its largest, when it grows), as
+   the options table last found it: NULL when the program set it or the
+   table was never read; a growth the program chose has no variable. */
+static const char *shm__size_var(int growable)
+{
+    const shmalloc_option *o = &shmalloc_options()[growable ? SHMALLOC_OPT_HEAP_MAX : SHMALLOC_OPT_HEAP_SIZE];
+    if (!o->text || (o->source && !strcmp(o->source, "program"))) return NULL;
+    return o->source ? o->source : growable ? NULL : o->name;
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
@@ -2719,6 +2734,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     shmalloc_heap_config config;
     config.nominal = nominal;
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    config.size_var = shm__size_var(nominal != SIZE_MAX);
     return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
 
@@ -2801,6 +2817,17 @@ static const char *shm__size_text(char *buf, size_t n, size_t bytes)
     return buf;
 }
 
+/* What to do for a heap of `advised` bytes: raise the variable that sets
+   the size, or, when the program sets it, have the program ask for more. */
+static const char *shm__raise_text(const shmalloc_heap *h, char *buf, size_t n, size_t advised)
+{
+    char size[32];
+    shm__size_text(size, sizeof size, advised);
+    if (h->size_var) snprintf(buf, n, "set %s to at least %s", h->size_var, size);
+    else snprintf(buf, n, "the program sets the heap's size, not a variable: have it ask for at least %s", size);
+    return buf;
+}
+
 /* This PE could not serve a request of `size` bytes: what the heap holds,
    whether fragmentation is the cause, and the variable to change, with
    the smallest value that serves the call.  The first time on each heap,
@@ -2809,8 +2836,7 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
 {
     shmalloc_info i;
     size_t need = shmalloc_tlsf_block_need(size, align), advised;
-    const char *var = h->growable ? "SHMALLOC_HEAP_MAX" : "SHMEM_SYMMETRIC_HEAP_SIZE";
-    char text[32];
+    char text[32], raise[160];
     int pe = h->tp.pe, fragmented;
     h->failures++;
     if (align < SHMALLOC_ALIGNMENT) align = SHMALLOC_ALIGNMENT; /* what a smaller alignment gets */
@@ -2831,11 +2857,11 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
                    SHMALLOC_MAX_LOG2);
     else if (fragmented)
         shmalloc_print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
-                   "set %s to at least %s, or free blocks sooner\n", pe, var, shm__size_text(text, sizeof text, advised));
+                   "%s, or free blocks sooner\n", pe, shm__raise_text(h, raise, sizeof raise, advised));
     else
-        shmalloc_print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
-                   shm__size_text(text, sizeof text, advised),
-                   h->growable ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
+        shmalloc_print(2, "shmalloc: PE %d: the heap is too small: %s%s\n", pe,
+                   shm__raise_text(h, raise, sizeof raise, advised),
+                   h->growable || !h->size_var ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
     if (!h->debug)
         shmalloc_print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
                    "each)\n", pe);

@@ -71,7 +71,6 @@ static void *shm__pe_thread(void *arg)
     shm__pe *pe = (shm__pe *)arg;
     shm__world *w = pe->world;
     shmalloc_transport tp;
-    shmalloc_heap_config config;
 
     if (!shm__wait_gate(w)) return NULL;
     memset(&tp, 0, sizeof tp);
@@ -82,9 +81,8 @@ static void *shm__pe_thread(void *arg)
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
     tp.npes = w->npes;
-    config.nominal = w->nominal;
-    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    pe->heap = shmalloc_heap_create_with(pe->map.base, pe->map.bytes, &config, &tp, &pe->create_err);
+    /* debug and the size's variable (none when the program passed heap_size) from the options table */
+    pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;

@@ -150,8 +150,9 @@ extern "C" {
    Passing NULL restores the default. */
 typedef void (*shmalloc_output_fn)(void *user, int stream, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* printf through the output hook, one line of at most 511 bytes: what
-   transports print goes the same way as the allocator's own messages. */
+/* printf through the output hook, one line of at most 511 bytes (a longer
+   one is cut and ends in "...\n"): what transports print goes the same way
+   as the allocator's own messages. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
@@ -682,7 +683,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
     char line[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    if (vsnprintf(line, sizeof line, fmt, ap) >= (int)sizeof line)
+        memcpy(line + sizeof line - 5, "...\n", 5); /* cut: still one whole line */
     va_end(ap);
     shm__output(shm__output_user, stream, line);
 }
@@ -3393,14 +3395,25 @@ static const char *const shm__kind_text[][2] = {
     {"a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false"},
 };
 
+/* A value for a message, between the quotes `quote`: cut short when long,
+   with its length, so that what follows it in the line is kept. */
+static const char *shm__value_text(char *buf, size_t n, const char *value, const char *quote)
+{
+    size_t len = strlen(value);
+    if (len <= 64) snprintf(buf, n, "%s%s%s", quote, value, quote);
+    else snprintf(buf, n, "%s%.40s...%s (%zu characters)", quote, value, quote, len);
+    return buf;
+}
+
 /* o->text checked; a bad value is refused with a message, and the
    fallback stands. */
 static int shm__option_report(shmalloc_option *o)
 {
-    char expected[160];
+    char expected[160], value[96];
     if (!shm__option_parse(o)) return 0;
     snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
-    shmalloc_print(2, "shmalloc: %s=\"%s\" is not %s%s\n", o->source, o->text, shm__kind_text[o->kind][0], expected);
+    shmalloc_print(2, "shmalloc: %s=%s is not %s%s\n", o->source, shm__value_text(value, sizeof value, o->text, "\""),
+                   shm__kind_text[o->kind][0], expected);
     o->text = o->fallback;
     shm__option_parse(o);
     return -1;
@@ -3503,12 +3516,14 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out)
 {
     const shmalloc_option *o = &shm__options[SHMALLOC_OPT_HEAP_MAX];
+    char value[96];
     *out = nominal;
     if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
     if (!o->value) return 0;
     if (o->value >= nominal) return *out = (size_t)o->value, 0;
-    shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%llu bytes) is below the heap size of %zu bytes: the "
-                   "heap would have no room to grow\n", o->text, (unsigned long long)o->value, nominal);
+    shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: the "
+                   "heap would have no room to grow\n", shm__value_text(value, sizeof value, o->text, "\""),
+                   (unsigned long long)o->value, nominal);
     return -1;
 }
 
@@ -3521,7 +3536,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
     if (!shm__options[SHMALLOC_OPT_SHMEM_INFO].value) return;
     for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
         const shmalloc_option *o = &shm__options[id];
-        shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name, o->text ? o->text : o->fallback,
+        char value[96];
+        shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name,
+                       shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);
     }
 }

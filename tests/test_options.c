@@ -224,3 +224,35 @@ Test(options, shmem_debug_version_and_info_are_read_and_announced_by_pe_0)
     unsetenv("SHMEM_INFO");
     cr_assert(read_quietly() == 0);
 }
+
+/* A value of 10 000 characters: the message quotes it cut short, with its
+   length, and keeps the reason and the line's end; so does SHMEM_INFO's
+   listing, and a line shmalloc_print has to cut still ends. */
+Test(options, a_long_value_is_quoted_short_and_the_message_kept)
+{
+    static char value[10001];
+    memset(value, 'x', 10000);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1);
+    cr_assert(read_quietly() == -1);
+    cr_assert(strstr(out_text[2], "shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE=\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\" "
+                                  "(10000 characters) is not a heap size: expected a positive number"),
+              "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "e.g. 512M or 1.5G\n"), "the reason or the newline is cut: %s", out_text[2]);
+    unsetenv("SHMEM_SYMMETRIC_HEAP_SIZE");
+    setenv("SHMALLOC_HUGE_PAGES", value, 1); /* a word, checked by its reader: listed as it is */
+    setenv("SHMEM_INFO", "1", 1);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    capture_start();
+    shmalloc_options_announce(0);
+    capture_stop();
+    cr_assert(strstr(out_text[1], "  SHMALLOC_HUGE_PAGES=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (10000 "
+                                  "characters) (from SHMALLOC_HUGE_PAGES)\n      off, auto"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  SHMEM_INFO=1 (from SHMEM_INFO)\n"), "the listing is cut: %s", out_text[1]);
+    capture_start();
+    shmalloc_print(2, "shmalloc: %s: the end\n", value);
+    capture_stop();
+    cr_assert_eq(out_len[2], 511, "%zu bytes", (size_t)out_len[2]);
+    cr_assert(!strcmp(out_text[2] + 507, "...\n"), "%s", out_text[2] + 480);
+    unsetenv("SHMALLOC_HUGE_PAGES");
+    unsetenv("SHMEM_INFO");
+}

@@ -130,6 +130,10 @@
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
 #define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no heap yet: shmem_init first (shmalloc's own) */
+/* shmalloc_heap_create's own failures, each with a message naming it */
+#define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
+#define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
+#define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
 
 /* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
    SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
@@ -374,7 +378,9 @@ typedef struct shmalloc_heap shmalloc_heap;
    succeeds on a fresh heap. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal);
 /* Collective.  The heap lives inside mem (16-byte aligned); the transport is
-   copied.  NULL (with *err set when err is not NULL) on failure. */
+   copied.  NULL on failure, after a line naming the cause, with *err (when
+   err is not NULL) SHMEMX_MALLOC_BAD_TRANSPORT, _BAD_MEMORY or
+   _REGISTER_FAILED on every PE (the worst, with an all-reduce). */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes,
                                                               const shmalloc_transport *tp,
                                                               long *err);
@@ -709,6 +715,9 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
     case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap: call shmem_init first";
+    case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
+    case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
+    case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
     default: return "unknown error code";
     }
 }
@@ -2662,13 +2671,45 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
 static long shm__register(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
 {
     if (!tp->register_region) return SHMEM_MALLOC_OK;
-    return tp->register_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from) ? SHMEM_MALLOC_FAIL
-                                                                                        : SHMEM_MALLOC_OK;
+    return tp->register_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from)
+               ? SHMEMX_MALLOC_REGISTER_FAILED
+               : SHMEM_MALLOC_OK;
 }
 
 static void shm__deregister(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
 {
     if (tp->deregister_region) tp->deregister_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from);
+}
+
+/* Why a transport cannot carry a heap, said once: 0 when it can. */
+static long shm__transport_fault(const shmalloc_transport *tp)
+{
+    if (!tp)
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: no transport (shmalloc_transport_single() is the one for "
+                       "one PE)\n");
+    else if (!tp->barrier)
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport has no barrier, which every heap needs\n");
+    else if (tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes)
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PEs: its pe and npes "
+                       "must satisfy 0 <= pe < npes\n", tp->pe, tp->npes);
+    else return SHMEM_MALLOC_OK;
+    return SHMEMX_MALLOC_BAD_TRANSPORT;
+}
+
+/* Why mem, bytes holds no heap (the core refused it): said, and the code. */
+static long shm__memory_fault(int pe, const void *mem, size_t bytes)
+{
+    size_t least = shmalloc_heap_bytes(SHM__MIN_BLOCK);
+    if (!mem || ((uintptr_t)mem & 15))
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: the memory at %p is not 16-byte aligned\n", pe,
+                       mem);
+    else if (bytes < least)
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory hold no heap: give it at least "
+                       "%zu (shmalloc_heap_bytes of the size wanted)\n", pe, bytes, least);
+    else
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory are more than a heap can span "
+                       "(SHMALLOC_MAX_LOG2 %d)\n", pe, bytes, SHMALLOC_MAX_LOG2);
+    return SHMEMX_MALLOC_BAD_MEMORY;
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
@@ -2683,11 +2724,8 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     int debug = config && config->debug;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
     shm__order order = {0, 0, 0, 0};
-    if (!tp || !tp->barrier || tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes) {
-        if (tp && tp->barrier)
-            shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PEs: its pe and "
-                           "npes must satisfy 0 <= pe < npes\n", tp->pe, tp->npes);
-        shm__set(err, SHMEM_MALLOC_FAIL);
+    if ((e = shm__transport_fault(tp))) {
+        shm__set(err, e);
         return NULL;
     }
     if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
@@ -2695,9 +2733,11 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
         t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);
     }
-    if (!t) e = SHMEM_MALLOC_BAD_SIZE;
+    if (!t) e = shm__memory_fault(tp->pe, mem, bytes);
     else first = shmalloc_tlsf_size(t);
-    if (!e) e = registered = shm__register(tp, t, 0, first);
+    if (!e && (e = registered = shm__register(tp, t, 0, first)))
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: the transport's register_region failed for the "
+                       "first %zu bytes of the heap\n", tp->pe, first);
     call.size = bytes; /* the same reservation, */
     e = shm__agree(tp, debug, &order, &call, e);
     call.size = first; /* and the same first piece, on every PE */
@@ -2736,7 +2776,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     shmalloc_heap_config config;
     config.nominal = nominal;
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    config.size_var = shm__size_var(nominal != SIZE_MAX);
+    config.size_var = shm__size_var(nominal != SIZE_MAX && tp && tp->allreduce_max); /* growth needs it */
     return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
 

@@ -182,8 +182,8 @@ static void shm__report_create_failure(const shm__world *w)
     int q;
     for (q = 0; q < w->npes; q++) {
         if (w->pes[q].heap == NULL) {
-            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap "
-                    "(malloc_error %ld)\n", q, w->pes[q].create_err);
+            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap: %s (malloc_error %ld)\n", q,
+                    shmalloc_strerror(w->pes[q].create_err), w->pes[q].create_err);
             return;
         }
     }

@@ -2339,9 +2339,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
 enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__GROW,
-       SHM__CALLS };
-static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
-                                                        "calloc", "sbreak", "create",  "grow"};
+       SHM__DESTROY, SHM__CALLS };
+static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",   "calloc",
+                                                        "sbreak", "create", "grow",    "finalize"};
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -2533,20 +2533,55 @@ static int shm__same_named(const uint64_t *v) { return shm__same(v) || !(v[0] | 
    mode the call number and hints are this PE's own, so they never show as
    different); the call numbers carry the PE number in their low 24 bits,
    so the PEs with the most and the fewest calls are named. */
+/* The arguments of call c that it has, as a message gives them. */
+static void shm__call_args(char *buf, size_t n, const shm__call *c)
+{
+    char hints[32] = "";
+    if (c->hints) snprintf(hints, sizeof hints, ", hints %ld", c->hints);
+    if (c->kind == SHM__FREE_CALL) snprintf(buf, n, "the block at offset %zu", c->offset);
+    else if (c->kind == SHM__REALLOC && c->align > SHMALLOC_ALIGNMENT)
+        snprintf(buf, n, "the block at offset %zu, alignment %zu, %zu bytes%s", c->offset, c->align, c->size, hints);
+    else if (c->kind == SHM__REALLOC) snprintf(buf, n, "the block at offset %zu, %zu bytes%s", c->offset, c->size, hints);
+    else if (c->kind == SHM__ALIGN) snprintf(buf, n, "alignment %zu, %zu bytes%s", c->align, c->size, hints);
+    else if (c->kind == SHM__DESTROY) buf[0] = '\0';
+    else snprintf(buf, n, "%zu bytes%s", c->size, hints);
+}
+
+/* "the calls, the sizes and the blocks": what differs, from the agreed v. */
+static void shm__differences(char *buf, size_t n, const uint64_t *v, const char *order)
+{
+    const char *what[6];
+    int k = 0, i;
+    size_t len = 0;
+    if (!shm__same(v + 6)) what[k++] = "the calls";
+    if (!shm__same_named(v)) what[k++] = "the sizes";
+    if (!shm__same_named(v + 8)) what[k++] = "the alignments";
+    if (!shm__same_named(v + 10)) what[k++] = "the blocks";
+    if (!shm__same(v + 14)) what[k++] = "the hints";
+    if (*order) what[k++] = order;
+    buf[0] = '\0';
+    for (i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", what[i]);
+}
+
+/* This PE's call c (its call number `calls`; a finalize counts none)
+   differs from another PE's: the call and what differs. */
 static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
 {
-    char order[128] = "";
+    char order[128] = "", args[128], what[320];
     uint64_t most = v[12], fewest = ~v[13];
     if (most >> 24 != fewest >> 24)
-        snprintf(order, sizeof order, " the call numbers (PE %d has made %llu calls, PE %d %llu)",
-                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), (int)(fewest & 0xffffff),
-                 (unsigned long long)(fewest >> 24));
-    shmalloc_print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
-               "differs from another PE's call:%s%s%s%s%s%s\n",
-               pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
-               shm__same(v + 6) ? "" : " the calls", shm__same_named(v) ? "" : " the sizes",
-               shm__same_named(v + 8) ? "" : " the alignments", shm__same_named(v + 10) ? "" : " the blocks",
-               shm__same(v + 14) ? "" : " the hints", order);
+        snprintf(order, sizeof order, "the call numbers (PE %d has made %llu call%s, PE %d %llu)",
+                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), most >> 24 == 1 ? "" : "s",
+                 (int)(fewest & 0xffffff), (unsigned long long)(fewest >> 24));
+    shm__call_args(args, sizeof args, c);
+    shm__differences(what, sizeof what, v, order);
+    if (c->kind == SHM__DESTROY)
+        shmalloc_print(2, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n", pe,
+                       (unsigned long long)calls, what);
+    else
+        shmalloc_print(2, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n", pe,
+                       shm__call_names[c->kind], args, (unsigned long long)calls, what);
 }
 
 /* How much an error tells, as the agreement ranks it: a bad argument on
@@ -2569,9 +2604,10 @@ static void shm__pair_named(uint64_t *v, uint64_t x, int bad)
 static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const shm__order *o, const shm__call *c,
                               long err, uint64_t digest)
 {
-    int bad_block = err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE ||
+    int none = c->kind == SHM__DESTROY; /* a finalize has no size, alignment or block to compare */
+    int bad_block = none || err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE ||
                     err == SHMEM_MALLOC_NOT_ALIGNED;
-    shm__pair_named(v, c->size, err == SHMEM_MALLOC_BAD_SIZE);
+    shm__pair_named(v, c->size, none || err == SHMEM_MALLOC_BAD_SIZE);
     v[2] = shm__rank(err);
     shm__pair(v + 3, digest);
     v[5] = (uint64_t)c->again;
@@ -2786,15 +2822,18 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     return shmalloc_heap_create_growable(mem, bytes, SIZE_MAX, tp, err);
 }
 
+/* Agreed as a call, not counted as one: a PE that made fewer calls meets
+   the others' last ones here, and the reports give the true counts. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 {
+    shm__call call = {SHM__DESTROY, 0, 0, 0, 0, 0};
     int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
     free(h->hint_slots);
     h->hint_slots = NULL;
     h->hint_cap = h->hint_count = 0;
-    h->tp.barrier(h->tp.user);
+    shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
 

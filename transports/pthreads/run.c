@@ -90,8 +90,8 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
-    shm__tp_barrier(pe); /* peers may still read this heap */
-    shmalloc_heap_destroy(pe->heap);
+    shmalloc_heap_destroy(pe->heap); /* collective: peers may still read this heap until every PE is here */
+    shm__barrier_leave(&w->barrier, pe->index);
     shmalloc_set_current(NULL);
     shm__self = NULL;
     return NULL;

@@ -489,8 +489,13 @@ enum {
     SHMALLOC_OPT_PMIX_NODE_BARRIER,  /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
     SHMALLOC_OPT_SHMEM_VERSION,      /* SHMEM_VERSION (OpenSHMEM's): print the version at start-up */
     SHMALLOC_OPT_SHMEM_INFO,         /* SHMEM_INFO (OpenSHMEM's): print the variables at start-up */
+    SHMALLOC_OPT_FI_PROVIDER,        /* FI_PROVIDER (libfabric's), as the PMIx transport reads it */
     SHMALLOC_OPT_COUNT
 };
+/* The transports that read an entry (shmalloc_option.transports). */
+#define SHMALLOC_TRANSPORT_PTHREADS 1u
+#define SHMALLOC_TRANSPORT_PMIX_OFI 2u
+#define SHMALLOC_TRANSPORT_ALL      3u
 /* How a value is checked, and what `value` then holds. */
 enum {
     SHMALLOC_KIND_SIZE,        /* "512M", "1.5G", "4096": bytes */
@@ -506,6 +511,7 @@ typedef struct shmalloc_option {
     const char *alias[2]; /* read in turn when name is unset (older runtimes' names), or NULL */
     int kind;             /* SHMALLOC_KIND_* */
     const char *fallback; /* the value when none of them is set */
+    unsigned transports;  /* SHMALLOC_TRANSPORT_* bits of those that read it */
     const char *meaning;  /* one line, as the README's tables give it */
     /* what shmalloc_options_read found: */
     const char *source;   /* the variable the value came from; NULL: the fallback; "program": set */
@@ -518,7 +524,9 @@ SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void);
 /* Reads every entry: 0, or -1 after a message for each bad value (each
    other entry is still read).  env (environ, or NULL) is searched for
    SHMALLOC_* variables the table lacks (SHMALLOC_TEST_* are the test
-   suite's own), each reported once per process with the nearest name.
+   suite's own) and for near misses of any entry's names (an edit per 8
+   characters: SHMEM_SYMMETRIC_HEAP_SZE), each reported once per process
+   with the nearest name.
    Not thread-safe: a transport calls it at start-up, before PEs run. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env);
 /* Reads one entry again: 0, or -1 after its message. */
@@ -541,9 +549,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out 
    nominal. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
 /* What SHMEM_VERSION and SHMEM_INFO ask for, to stream 1: a transport
-   calls it once start-up is done, on the PE that prints (pe 0); others
-   print nothing. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe);
+   calls it once start-up is done, on the PE that prints (pe 0; others
+   print nothing), with its SHMALLOC_TRANSPORT_* bit: SHMEM_INFO lists the
+   entries that transport reads. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe, unsigned transport);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
@@ -3348,31 +3357,33 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 #define SHM__SIZE_HINT "K, M, G or T suffix (powers of 1024)"
 static shmalloc_option shm__options[SHMALLOC_OPT_COUNT] = {
     {"SHMEM_SYMMETRIC_HEAP_SIZE", {"SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"}, SHMALLOC_KIND_SIZE, "512M",
-     "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
-    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0",
+     SHMALLOC_TRANSPORT_ALL, "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
+    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0", SHMALLOC_TRANSPORT_ALL,
      "size the heap may grow to, e.g. 64G; 0: no growth", NULL, NULL, 0},
-    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0",
+    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0", SHMALLOC_TRANSPORT_ALL,
      "1: debug mode (asymmetric calls reported, leaks listed, fill patterns)", NULL, NULL, 0},
-    {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off",
+    {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off", SHMALLOC_TRANSPORT_ALL,
      "off, auto, 2M or 1G: the heap's pages", NULL, NULL, 0},
-    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
      "SOS's switch for huge pages, read when SHMALLOC_HUGE_PAGES is unset", NULL, NULL, 0},
-    {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M",
+    {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M", SHMALLOC_TRANSPORT_ALL,
      "SOS's huge page size, with the switch above", NULL, NULL, 0},
-    {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
+    {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60", SHMALLOC_TRANSPORT_ALL,
      "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0},
-    {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0",
+    {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0", SHMALLOC_TRANSPORT_PMIX_OFI,
      "1: each PE prints its provider, registration mode and heap address", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0",
+    {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0", SHMALLOC_TRANSPORT_PMIX_OFI,
      "1: heaps at any address, translated by offset", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+    {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1", SHMALLOC_TRANSPORT_PMIX_OFI,
      "0: private heaps, every put and get through libfabric", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+    {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1", SHMALLOC_TRANSPORT_PMIX_OFI,
      "0: barriers by libfabric messages among all PEs, not through node memory", NULL, NULL, 0},
-    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
      "yes: PE 0 prints the library's version at start-up", NULL, NULL, 0},
-    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
-     "yes: PE 0 prints every variable the library reads, its value and meaning, at start-up", NULL, NULL, 0},
+    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
+     "yes: PE 0 prints every variable its transport reads, its value and meaning, at start-up", NULL, NULL, 0},
+    {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "", SHMALLOC_TRANSPORT_PMIX_OFI,
+     "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
 };
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void) { return shm__options; }
@@ -3552,25 +3563,47 @@ static size_t shm__distance(const char *a, const char *b)
     return row[n];
 }
 
-/* A SHMALLOC_* variable of env that no entry has: said once per process. */
+/* The entry name or alias nearest `name`, *distance edits away. */
+static const char *shm__nearest(const char *name, size_t *distance)
+{
+    const char *best = NULL;
+    size_t k, j, d;
+    *distance = SIZE_MAX;
+    for (k = 0; k < SHMALLOC_OPT_COUNT; k++)
+        for (j = 0; j < 3; j++) {
+            const char *known = j ? shm__options[k].alias[j - 1] : shm__options[k].name;
+            if (known && (d = shm__distance(name, known)) < *distance) *distance = d, best = known;
+        }
+    return best;
+}
+
+static int shm__ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), m = strlen(end);
+    return n > m && !strcmp(s + n - m, end);
+}
+
+/* Variables of env that no entry has but that look like ours: every
+   SHMALLOC_* one, and any other within an edit per 8 characters of an
+   entry's name (SHMEM_SYMMETRIC_HEAP_SZE), which other libraries' names
+   (SHMEM_BOUNCE_SIZE, FI_PROVIDER_PATH, OMPI_*, SLURM_*) are not, nor an
+   entry's name under another's prefix (OSHMEM_VERSION).  Said once per
+   process. */
 static void shm__report_unknown(char *const *env)
 {
     static int reported;
-    size_t best_d;
-    int k;
     for (; *env && !reported; env++) {
         char name[64];
-        const char *best = NULL;
-        size_t n = strcspn(*env, "=");
-        if (strncmp(*env, "SHMALLOC_", 9) || !strncmp(*env, "SHMALLOC_TEST_", 14) || n >= sizeof name) continue;
+        const char *best;
+        size_t n = strcspn(*env, "="), d;
+        int ours = !strncmp(*env, "SHMALLOC_", 9);
+        if (n >= sizeof name || !strncmp(*env, "SHMALLOC_TEST_", 14)) continue;
         memcpy(name, *env, n);
         name[n] = '\0';
-        for (k = 0, best_d = 4; k < SHMALLOC_OPT_COUNT; k++) {
-            size_t d = shm__distance(name, shm__options[k].name);
-            if (d == 0) break;
-            if (d < best_d) best_d = d, best = shm__options[k].name;
-        }
-        if (k < SHMALLOC_OPT_COUNT) continue;
+        best = shm__nearest(name, &d);
+        if (d == 0 || (!ours && (d > (strlen(best) / 8 ? strlen(best) / 8 : 1) || shm__ends_with(name, best))))
+            continue;
+        if (d >= 4) best = NULL; /* too far to suggest */
         shmalloc_print(2, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n", name,
                        best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
     }
@@ -3606,7 +3639,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     return -1;
 }
 
-SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe, unsigned transport)
 {
     int id;
     if (pe != 0) return;
@@ -3616,6 +3649,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
     for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
         const shmalloc_option *o = &shm__options[id];
         char value[96];
+        if (!(o->transports & transport)) continue;
         shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name,
                        shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);

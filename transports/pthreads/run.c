@@ -242,7 +242,7 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         return 1;
     }
     w.nominal = nominal;
-    shmalloc_options_announce(0); /* the process speaks for its PEs */
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PTHREADS); /* the process speaks for its PEs */
     rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
     if (rc == 0 && w.create_failed) {
         shm__report_create_failure(&w);

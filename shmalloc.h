@@ -181,8 +181,9 @@ enum {
 };
 #define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
 /* A one-line description of a SHMALLOC_TLSF_* status, the words of the
-   SHMEM_MALLOC_* code of the same meaning: for runtimes that call the core
-   directly and report a refused pointer or size themselves. */
+   SHMEM_MALLOC_* code of the same meaning but of no symmetric heap: for
+   runtimes that call the core directly and report a refused pointer or
+   size themselves. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status);
 
 typedef struct shmalloc_counters {
@@ -2396,6 +2397,9 @@ static void shm__set(long *err, long e)
     if (err) *err = e;
 }
 
+/* "s" after a count other than 1: "1 block", "2 blocks". */
+static const char *shm__s(size_t n) { return n == 1 ? "" : "s"; }
+
 /* The malloc_error of a TLSF status: the one place the core's statuses
    become SHMEM codes.  No room is a failed realloc when resizing. */
 static long shm__malloc_error(int status, int resizing)
@@ -2413,7 +2417,11 @@ static long shm__malloc_error(int status, int resizing)
 
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
 {
-    return shmalloc_strerror(shm__malloc_error(status, 0));
+    switch (status) { /* a core's heap need not be symmetric */
+    case SHMALLOC_TLSF_NOT_IN_HEAP: return "pointer is not in the heap";
+    case SHMALLOC_TLSF_NO_ROOM: return "no free block is large enough";
+    default: return shmalloc_strerror(shm__malloc_error(status, 0));
+    }
 }
 
 /* The transport's lock: SHMEM_MALLOC_OK when held.  A call that could not
@@ -2585,7 +2593,9 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
                  (int)(fewest & 0xffffff), (unsigned long long)(fewest >> 24));
     shm__call_args(args, sizeof args, c);
     shm__differences(what, sizeof what, v, order);
-    if (c->kind == SHM__DESTROY)
+    if (c->kind == SHM__DESTROY && !calls)
+        shmalloc_print(2, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n", pe, what);
+    else if (c->kind == SHM__DESTROY)
         shmalloc_print(2, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n", pe,
                        (unsigned long long)calls, what);
     else
@@ -2678,8 +2688,9 @@ static int shm__leak_block(void *user, const shmalloc_block_info *b)
     shm__leaks *l = (shm__leaks *)user;
     if (!b->used) return 0;
     if (++l->count <= 16)
-        shmalloc_print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes\n", l->h->tp.pe, b->offset, b->size - 8);
-    l->bytes += b->size - 8;
+        shmalloc_print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes usable, %zu with its header\n", l->h->tp.pe,
+                       b->offset, b->size - 8, b->size);
+    l->bytes += b->size;
     return 0;
 }
 
@@ -2691,10 +2702,11 @@ static void shm__report_leaks(const shmalloc_heap *h)
     l.h = h;
     shmalloc_tlsf_counters(h->tlsf, &c);
     if (!c.used_blocks) return;
-    shmalloc_print(2, "shmalloc: PE %d: %zu blocks still allocated at finalize:\n", h->tp.pe, c.used_blocks);
+    shmalloc_print(2, "shmalloc: PE %d: %zu block%s still allocated at finalize:\n", h->tp.pe, c.used_blocks,
+                   shm__s(c.used_blocks));
     shmalloc_tlsf_walk(h->tlsf, shm__leak_block, &l);
-    shmalloc_print(2, "shmalloc: PE %d: %zu blocks, %zu bytes leaked%s\n", h->tp.pe, l.count, l.bytes,
-               l.count > 16 ? " (first 16 shown)" : "");
+    shmalloc_print(2, "shmalloc: PE %d: %zu block%s, %zu bytes with headers, leaked%s\n", h->tp.pe, l.count,
+                   shm__s(l.count), l.bytes, l.count > 16 ? " (first 16 shown)" : "");
 }
 
 static void shm__debug_check(const shmalloc_heap *h)
@@ -2735,8 +2747,8 @@ static long shm__transport_fault(const shmalloc_transport *tp)
     else if (!tp->barrier)
         shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport has no barrier, which every heap needs\n");
     else if (tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes)
-        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PEs: its pe and npes "
-                       "must satisfy 0 <= pe < npes\n", tp->pe, tp->npes);
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PE%s: its pe and npes "
+                       "must satisfy 0 <= pe < npes\n", tp->pe, tp->npes, tp->npes == 1 ? "" : "s");
     else return SHMEM_MALLOC_OK;
     return SHMEMX_MALLOC_BAD_TRANSPORT;
 }
@@ -2968,6 +2980,14 @@ static void shm__misuse_text(char *arg, size_t n, const shm__call *c, const void
     else snprintf(arg, n, "%zu bytes", c->size);
 }
 
+/* Which of SHMEM_MALLOC_MEMALIGN_FAILED's causes `align` has. */
+static const char *shm__align_fault(size_t align)
+{
+    if (!align) return "alignment is 0";
+    if (align & (align - 1)) return "alignment is not a power of two";
+    return "alignment is larger than the largest heap (SHMALLOC_MAX_LOG2)";
+}
+
 /* This PE passed a bad argument (a size, pointer or alignment): the call,
    the argument and what is wrong, in one line.  Every time in debug mode,
    else the heap's first. */
@@ -2977,7 +2997,7 @@ static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void 
     if (h->misuse_reported && !h->debug) return;
     shm__misuse_text(arg, sizeof arg, c, ptr, e);
     shmalloc_print(2, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n", h->tp.pe, shm__call_names[c->kind],
-                   arg, shmalloc_strerror(e));
+                   arg, e == SHMEM_MALLOC_MEMALIGN_FAILED ? shm__align_fault(c->align) : shmalloc_strerror(e));
     if (!h->debug && !h->misuse_reported)
         shmalloc_print(2, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 "
                        "reports each)\n", h->tp.pe);
@@ -3283,7 +3303,8 @@ static int shm__tally_block(void *user, const shmalloc_block_info *b)
     s->count[b->used]++;
     s->bytes[b->used] += b->size;
     if (s->level >= 2)
-        shmalloc_print(1, "  block at offset %zu: %zu bytes, %s\n", b->offset, b->size, b->used ? "busy" : "free");
+        shmalloc_print(1, "  block at offset %zu: %zu bytes with its header, %s\n", b->offset, b->size,
+                       b->used ? "busy" : "free");
     return 0;
 }
 
@@ -3318,9 +3339,11 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
         shmalloc_print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
     if (level >= 2) shmalloc_print(1, "  blocks:\n");
     shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
-    shmalloc_print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
-               s.count[0], s.bytes[0], c.largest_free);
-    shmalloc_print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
+    shmalloc_print(1, "  busy: %zu block%s, %zu bytes with headers\n  free: %zu block%s, %zu bytes with headers, "
+                   "largest %zu\n", s.count[1], shm__s(s.count[1]), s.bytes[1], s.count[0], shm__s(s.count[0]),
+                   s.bytes[0], c.largest_free);
+    shmalloc_print(1, "  spec: %d block%s, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, shm__s(c.spec != 0),
+                   c.spec, c.high_water);
     if (h->growable)
         shmalloc_print(1, "  grown %zu time%s, %d piece%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
                    h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, h->regions == 1 ? "" : "s",
@@ -3476,14 +3499,22 @@ static int shm__option_parse(shmalloc_option *o)
    accepted. */
 static const char *const shm__kind_text[][2] = {
     {"a heap size", ": expected a positive number, decimals allowed, with an optional " SHM__SIZE_HINT
-                    ", at most %lluG, e.g. 512M or 1.5G"},
+                    ", at most %s, e.g. 512M or 1.5G"},
     {"a heap size", ": expected 0 (no growth) or a size such as 64G, with an optional " SHM__SIZE_HINT
-                    ", at most %lluG"},
+                    ", at most %s"},
     {"a timeout", ": expected a whole number of seconds from 1 to 1000000"},
     {"a switch", ": expected 0 (off) or 1 to 9 (on)"},
     {"0 or 1", ""},
     {"a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false"},
 };
+
+/* The largest heap, as the docs write it: "64T", or "512G" below 1T. */
+static const char *shm__largest_text(char *buf, size_t n)
+{
+    unsigned shift = SHMALLOC_MAX_LOG2 >= 40 ? SHMALLOC_MAX_LOG2 - 40 : SHMALLOC_MAX_LOG2 - 30;
+    snprintf(buf, n, "%llu%c", 1ull << shift, SHMALLOC_MAX_LOG2 >= 40 ? 'T' : 'G');
+    return buf;
+}
 
 /* A value for a message, between the quotes `quote`: cut short when long,
    with its length, so that what follows it in the line is kept. */
@@ -3499,9 +3530,9 @@ static const char *shm__value_text(char *buf, size_t n, const char *value, const
    fallback stands. */
 static int shm__option_report(shmalloc_option *o)
 {
-    char expected[160], value[96];
+    char expected[160], value[96], largest[32];
     if (!shm__option_parse(o)) return 0;
-    snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
+    snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], shm__largest_text(largest, sizeof largest));
     shmalloc_print(2, "shmalloc: %s=%s is not %s%s\n", o->source, shm__value_text(value, sizeof value, o->text, "\""),
                    shm__kind_text[o->kind][0], expected);
     o->text = o->fallback;

@@ -305,7 +305,8 @@ static void misuse_every_way(char want[MISUSES][200])
              shmalloc_tlsf_offset(t, a + 16));
     snprintf(want[2], 200, "shmalloc: PE 0: free(the pointer at offset %zu): block is already free;",
              shmalloc_tlsf_offset(t, b));
-    snprintf(want[3], 200, "shmalloc: PE 0: align(alignment 3, 8 bytes): alignment is 0, not a power of two");
+    snprintf(want[3], 200, "shmalloc: PE 0: align(alignment 3, 8 bytes): alignment is not a power of two; the call "
+             "fails on every PE\n"); /* the one cause that applies */
     snprintf(want[4], 200, "shmalloc: PE 0: malloc(%zu bytes): size too large", (size_t)1 << 62);
     snprintf(want[5], 200, "shmalloc: PE 0: calloc(count * size overflows): size too large");
     snprintf(want[6], 200, "shmalloc: PE 0: realloc(%p, outside the heap): pointer is not in", (void *)&x);

@@ -113,6 +113,23 @@ Test(debug, blocks_left_allocated_are_reported_with_offsets)
     cr_assert(count_in(out_text[2], "2 blocks, ") == 2, "%s", out_text[2]);
 }
 
+static void pe_leaks_48_bytes(void *arg)
+{
+    (void)arg;
+    PE_CHECK(shmem_malloc(48) != NULL);
+}
+
+/* One block, in the singular, with its usable bytes and its bytes with
+   the header told apart. */
+Test(debug, a_leak_says_whether_the_header_is_counted)
+{
+    cr_assert(run(1, pe_leaks_48_bytes) == 0);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0: 1 block still allocated at finalize:\n"), "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0:   block at offset 16, 56 bytes usable, 64 with its header\n"), "%s",
+              out_text[2]);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0: 1 block, 64 bytes with headers, leaked\n"), "%s", out_text[2]);
+}
+
 Test(debug, a_clean_program_reports_nothing)
 {
     cr_assert(run(2, pe_frees_everything) == 0);

@@ -326,6 +326,7 @@ Test(options, a_long_value_is_quoted_short_and_the_message_kept)
                                   "(10000 characters) is not a heap size: expected a positive number"),
               "%s", out_text[2]);
     cr_assert(strstr(out_text[2], "e.g. 512M or 1.5G\n"), "the reason or the newline is cut: %s", out_text[2]);
+    cr_assert(strstr(out_text[2], ", at most 64T, "), "the docs' words for the largest heap: %s", out_text[2]);
     unsetenv("SHMEM_SYMMETRIC_HEAP_SIZE");
     setenv("SHMALLOC_HUGE_PAGES", value, 1); /* a word, checked by its reader: listed as it is */
     setenv("SHMEM_INFO", "1", 1);

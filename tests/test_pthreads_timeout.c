@@ -235,30 +235,52 @@ Test(timeout, a_timeout_waiting_for_many_pes_names_them_in_one_line, .timeout = 
 }
 
 /* ---- a PE that made one call more, in debug mode ------------------------- */
+typedef struct extra_case {
+    int common;         /* calls both PEs make: 3 or 0 */
+    char pe0[160];      /* what PE 0 says of its extra call */
+    char pe1[160];      /* and PE 1 of its finalize */
+} extra_case;
+
 static void pe_0_makes_one_call_more(void *arg)
 {
-    void *a = shmem_malloc(64);
-    (void)arg;
-    shmem_free(a);
-    a = shmem_malloc(64); /* left allocated: listed at finalize */
-    if (shmem_my_pe() == 0) shmem_malloc(64); /* its call 4, which PE 1, finalizing after 3, never makes */
+    const extra_case *c = (const extra_case *)arg;
+    if (c->common) {
+        void *a = shmem_malloc(64);
+        shmem_free(a);
+        shmem_malloc(64); /* left allocated: listed at finalize */
+    }
+    if (shmem_my_pe() == 0) shmem_malloc(64); /* a call PE 1, finalizing, never makes */
+}
+
+static extra_case extra_cases[] = {
+    {3, "shmalloc: PE 0: malloc(64 bytes), its call 4, differs from another PE's call: the calls and the call numbers "
+        "(PE 0 has made 4 calls, PE 1 3)\n",
+     "shmalloc: PE 1: finalize, after its call 3, meets another PE's call: the calls and the call numbers (PE 0 has "
+     "made 4 calls, PE 1 3)\n"},
+    {0, "shmalloc: PE 0: malloc(64 bytes), its call 1, differs from another PE's call: the calls and the call numbers "
+        "(PE 0 has made 1 call, PE 1 0)\n",
+     "shmalloc: PE 1: finalize, before any call, meets another PE's call: the calls and the call numbers (PE 0 has "
+     "made 1 call, PE 1 0)\n"},
+};
+
+ParameterizedTestParameters(timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits)
+{
+    return cr_make_param_array(extra_case, extra_cases, sizeof extra_cases / sizeof extra_cases[0]);
 }
 
 /* The reports give the calls each PE truly made, and PE 0 does not wait
    out the timeout for PE 1, which has returned. */
-Test(timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits,
-     .timeout = TEST_TIMEOUT)
+ParameterizedTest(extra_case *c, timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits,
+                  .timeout = TEST_TIMEOUT)
 {
     child_result r;
     setenv("SHMALLOC_DEBUG", "1", 1);
-    run_child(2, "60", pe_0_makes_one_call_more, NULL, &r);
+    run_child(2, "60", pe_0_makes_one_call_more, c, &r);
     unsetenv("SHMALLOC_DEBUG");
     cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
     cr_assert(r.seconds < 5.0, "ended after %.2f s: waited for a PE that had returned", r.seconds);
-    cr_assert(strstr(r.text, "shmalloc: PE 0: malloc(64 bytes), its call 4, differs from another PE's call: the calls "
-                             "and the call numbers (PE 0 has made 4 calls, PE 1 3)\n"), "%s", r.text);
-    cr_assert(strstr(r.text, "shmalloc: PE 1: finalize, after its call 3, meets another PE's call: the calls and the "
-                             "call numbers (PE 0 has made 4 calls, PE 1 3)\n"), "%s", r.text);
+    cr_assert(strstr(r.text, c->pe0), "expected\n%s\nin\n%s", c->pe0, r.text);
+    cr_assert(strstr(r.text, c->pe1), "expected\n%s\nin\n%s", c->pe1, r.text);
     cr_assert(strstr(r.text, "shmalloc: PE 0 waits in barrier "), "%s", r.text);
     cr_assert(strstr(r.text, " for PE 1, which has returned from pe_main"), "%s", r.text);
 }

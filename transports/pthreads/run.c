@@ -238,7 +238,7 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
     if (shm__world_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
-        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
+        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
         return 1;
     }
     w.nominal = nominal;

@@ -2546,10 +2546,6 @@ static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
    bad leaves at 0, 0: the same on every PE that named one. */
 static int shm__same_named(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
 
-/* This PE's side of a mismatch.  v holds the agreed values (outside debug
-   mode the call number and hints are this PE's own, so they never show as
-   different); the call numbers carry the PE number in their low 24 bits,
-   so the PEs with the most and the fewest calls are named. */
 /* The arguments of call c that it has, as a message gives them. */
 static void shm__call_args(char *buf, size_t n, const shm__call *c)
 {
@@ -2581,8 +2577,11 @@ static void shm__differences(char *buf, size_t n, const uint64_t *v, const char 
         len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", what[i]);
 }
 
-/* This PE's call c (its call number `calls`; a finalize counts none)
-   differs from another PE's: the call and what differs. */
+/* This PE's side of a mismatch: its call c (its call number `calls`; a
+   finalize counts none) and what differs.  v holds the agreed values
+   (outside debug mode the call number and hints are this PE's own, so they
+   never show as different); the call numbers carry the PE number in their
+   low 24 bits, so the PEs with the most and the fewest calls are named. */
 static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
 {
     char order[128] = "", args[128], what[320];

@@ -2662,9 +2662,10 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
     if (same) return shm__ranked(v[2]);
     if (!shm__same(v + 3))
-        shmalloc_print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
-                   "call differ from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
-                   tp->pe, (unsigned long long)pending, shm__call_names[c->kind]);
+        shmalloc_print(2, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last synchronising "
+                   "call differ%s from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
+                   tp->pe, (unsigned long long)pending, shm__s(pending), pending == 1 ? "s" : "",
+                   shm__call_names[c->kind]);
     if (debug) {
         shm__report_mismatch(tp->pe, c, o->calls, v);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */

@@ -753,7 +753,7 @@ Test(pmix_ofi, reports_name_the_pe_that_prints_them, .timeout = TEST_TIMEOUT)
     for (pe = 0; pe < 2; pe++) {
         snprintf(line, sizeof line, "rank %d says shmalloc: PE %d: out of symmetric memory: malloc of ", pe, pe);
         cr_assert_eq(count(&r, line), 1, "no \"%s\" in:\n%s", line, tail(&r));
-        snprintf(line, sizeof line, "rank %d says shmalloc: PE %d: malloc(size 128, ", pe, pe);
+        snprintf(line, sizeof line, "rank %d says shmalloc: PE %d: malloc(128 bytes), ", pe, pe);
         cr_assert_eq(count(&r, line), 1, "no \"%s\" in:\n%s", line, tail(&r));
         snprintf(line, sizeof line, "rank %d says shmalloc: PE %d:", pe, 1 - pe);
         cr_assert_eq(count(&r, line), 0, "PE %d speaks for PE %d:\n%s", pe, 1 - pe, tail(&r));

@@ -42,9 +42,10 @@ TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $
 include mk/install.mk
 include mk/bench.mk
 include mk/openmpi.mk
+include mk/deb.mk
 
 .PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps deps-openmpi test \
-        run-tests test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+        run-tests run-check test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime
@@ -111,8 +112,9 @@ deps:
 deps-openmpi:
 	@scripts/deps.sh test openmpi
 
-# Every suite runs through tests/run.sh: one line each, its output kept in
-# $(B)/logs and shown only when it fails, its counts added to RESULTS, and
+# Every suite runs through tests/run.sh: a line as it starts, one with its
+# result and time as it ends, its output kept in $(B)/logs and shown only
+# when it fails, its counts added to RESULTS, and
 # a last line "N passed, M failed".  TOTAL=0 (as make test passes it) adds
 # the counts without the last line and lets a failing suite not stop the
 # others; a target that fails then could not build or run its suites.
@@ -145,11 +147,16 @@ ROOT_SUITES = test-slurm test-cluster
 SUB = $(MAKE) --no-print-directory -s TOTAL=0
 test: deps
 	@rm -f $(RESULTS)
+	@echo "---- building $(words $(TESTS)) test programs and the examples (quiet unless one fails)"
 	@+$(SUB) run-tests || $(SUITE) --failed run-tests
 	@+$(SUB) test-pmix || $(SUITE) --failed test-pmix
 	@+for t in $(ROOT_SUITES) poison-check; do $(SUB) $$t || $(SUITE) --failed $$t; done
-	@for t in cpp-check man-check install-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
+	@for t in cpp-check man-check install-check run-check docs-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
 	@tests/run.sh $(RESULTS) --total
+
+# tests/run.sh itself: its start and result lines, its counts.
+run-check:
+	@sh tests/run_check.sh
 
 # ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1

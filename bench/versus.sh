@@ -4,8 +4,8 @@
 # alternating run by run, each process's fastest repetition, the median of
 # those over the processes.
 #   bench/versus.sh [-w WORKLOADS] [-p PROCESSES] [-r REPS] [-n SCALE] ALLOC...
-# An ALLOC is a name under $ALLOCBENCH_OUT/bin (rlsf, shmalloc: what
-# ./anchors.sh built) or the path of any allocbench binary, such as one built
+# An ALLOC is a name under $ALLOCBENCH_OUT/bin (bench_NAME, as allocbench's
+# Makefile builds it; bench/README.md shows how) or the path of any allocbench binary, such as one built
 # from another revision of shmalloc.h.  Prints, per workload, each
 # allocator's median ns/op (min-max of the processes' fastest) and its ratio
 # to the first one's, then the ratio of the minima (a workload whose
@@ -30,7 +30,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 path() { case $1 in */*) echo "$1" ;; *) echo "$BIN/bench_$1" ;; esac; }
 for a in "$@"; do
-  [ -x "$(path "$a")" ] || { echo "$0: no $(path "$a"): run ../shared/allocbench/anchors.sh first" >&2; exit 1; }
+  [ -x "$(path "$a")" ] || { echo "$0: no $(path "$a"): build it with ../shared/allocbench/Makefile (see bench/README.md, \"versus.sh\")" >&2; exit 1; }
 done
 echo "# load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); $P processes x $R repetitions, -n $N"
 stats() { # numbers, one a line -> "median min max"

@@ -1,13 +1,18 @@
 # mk/install.mk - installing shmalloc, and the checks that go with it.
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=]   headers, libraries (static
-#                  and shared), pkg-config files, CMake package, man pages
-#   make uninstall [PREFIX=...] [DESTDIR=]          removes exactly those files
+#                  and shared), pkg-config files, CMake package, man pages,
+#                  the compiler wrapper shmalloc-cc
+#   make uninstall [PREFIX=...] [DESTDIR=]          removes exactly those files,
+#                  then the directories install made that are left empty
 #   make install-check   installs into a temporary DESTDIR and builds, links
 #                  and runs programs against it (tests/test_install.sh)
 #   make man-check       lints the man pages and renders each with man -l
 #   make cpp-check       the headers as C++11..C++20 with g++ and clang++,
 #                  then builds and runs examples/hello_cpp.cpp
+#   make docs-check      runs every command block of the READMEs and the man
+#                  pages' EXAMPLES as written, and compares their variables
+#                  and transport contract with the header (tests/docs_check.sh)
 #
 # Included by the top-level Makefile, which provides CC, CFLAGS, B, the
 # transports' source lists and the rules for the static libraries.  The PMIx + libfabric transport is
@@ -31,6 +36,7 @@ shm_saved_goal := $(.DEFAULT_GOAL)
 B           ?= build
 PREFIX      ?= /usr/local
 DESTDIR     ?=
+bindir      ?= $(PREFIX)/bin
 includedir  ?= $(PREFIX)/include
 libdir      ?= $(PREFIX)/lib
 mandir      ?= $(PREFIX)/share/man
@@ -44,8 +50,10 @@ shm_version_part = $(shell sed -n 's/^\#define SHMALLOC_VERSION_$(1) \([0-9][0-9
 shm_major := $(call shm_version_part,MAJOR)
 shm_minor := $(call shm_version_part,MINOR)
 SHMALLOC_VERSION := $(shm_major).$(shm_minor).$(call shm_version_part,PATCH)
-# The soname carries the major version: libshmalloc.so.0.
-SHMALLOC_SOVERSION ?= $(shm_major)
+# The soname changes whenever the ABI may: before 1.0 a minor version may
+# change it (CHANGELOG.md), so the soname carries it (libshmalloc.so.0.1);
+# from 1.0 on, the major version alone.
+SHMALLOC_SOVERSION ?= $(if $(filter 0,$(shm_major)),0.$(shm_minor),$(shm_major))
 
 ifeq ($(origin HAVE_PMIX_OFI),undefined)
 HAVE_PMIX_OFI := $(shell $(PKG_CONFIG) --exists pmix libfabric 2>/dev/null && echo 1)
@@ -77,7 +85,7 @@ $(B)/pic/%.o: %.c $(HEADERS)
 shm_pic = $(addprefix $(B)/pic/,$(patsubst %.c,%.o,$(shm_objs_$(1))))
 $(B)/lib%.so.$(SHMALLOC_VERSION): $$(call shm_pic,$$*) \
                                   $$(if $$(filter-out shmalloc,$$*),$(B)/libshmalloc.so.$(SHMALLOC_VERSION))
-	$(CC) $(CFLAGS) -shared -Wl,-soname,lib$*.so.$(SHMALLOC_SOVERSION) -Wl,-z,defs \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,lib$*.so.$(SHMALLOC_SOVERSION) -Wl,-z,defs \
 	  $(call shm_pic,$*) $(shm_ldlibs_$*) -o $@
 
 # ---- what gets installed --------------------------------------------------
@@ -102,7 +110,8 @@ shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
             $(addprefix $(libdir)/,$(call shm_lib_files,shmalloc $(1))) \
             $(pkgconfigdir)/shmalloc.pc $(foreach t,$(1),$(pkgconfigdir)/$(shm_pc_name_$(t)).pc) \
             $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
-            $(foreach p,$(2),$(mandir)/man3/$(p).3) $(foreach p,$(shm_man7_pages),$(mandir)/man7/$(p).7)
+            $(foreach p,$(2),$(mandir)/man3/$(p).3) $(foreach p,$(shm_man7_pages),$(mandir)/man7/$(p).7) \
+            $(bindir)/shmalloc-cc $(mandir)/man1/shmalloc-cc.1
 shm_installed     = $(call shm_files,$(shm_transports),$(shm_man3_pages))
 shm_all_installed = $(call shm_files,$(shm_all_transports),$(sort $(shm_man3_pages)))
 
@@ -112,7 +121,7 @@ shm_gen = $(B)/gen
 shm_pcdir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 shm_relpath = $(shell realpath -m --relative-to=$(2) $(1))
 
-.PHONY: install uninstall install-check man-check cpp-check shared-libs static-libs \
+.PHONY: install uninstall install-check man-check cpp-check docs-check shared-libs static-libs \
         shm-generate print-install-files
 
 static-libs: $(shm_static)
@@ -148,10 +157,14 @@ shm-generate:
 	      -e 's|@SHMALLOC_REL_INCLUDEDIR@|$(call shm_relpath,$(includedir),$(cmakedir))|g' \
 	      -e 's|@SHMALLOC_REL_LIBDIR@|$(call shm_relpath,$(libdir),$(cmakedir))|g' \
 	      cmake/$$f.cmake.in > $(shm_gen)/$$f.cmake || exit 1; done
+	@sed -e 's|@SHMALLOC_VERSION@|$(SHMALLOC_VERSION)|g' \
+	    -e 's|@SHMALLOC_TRANSPORTS@|$(patsubst shmalloc_%,%,$(shm_transports))|g' \
+	    -e 's|@SHMALLOC_REL_INCLUDEDIR@|$(call shm_relpath,$(includedir),$(bindir))|g' \
+	    -e 's|@SHMALLOC_REL_LIBDIR@|$(call shm_relpath,$(libdir),$(bindir))|g' \
+	    scripts/shmalloc-cc.in > $(shm_gen)/shmalloc-cc
 
 install: $(shm_static) $(shm_shared) shm-generate
-	$(INSTALL) -d $(DESTDIR)$(includedir)/shmalloc/transports $(DESTDIR)$(libdir) \
-	  $(DESTDIR)$(pkgconfigdir) $(DESTDIR)$(cmakedir) $(DESTDIR)$(mandir)/man3 $(DESTDIR)$(mandir)/man7
+	$(INSTALL) -d $(addprefix $(DESTDIR),$(shm_dirs))
 	$(INSTALL) -m 644 shmalloc.h $(DESTDIR)$(includedir)/shmalloc.h
 	$(INSTALL) -m 644 $(shm_gen)/shmalloc-forward.h $(DESTDIR)$(includedir)/shmalloc/shmalloc.h
 	$(INSTALL) -m 644 $(foreach t,$(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
@@ -169,12 +182,19 @@ install: $(shm_static) $(shm_shared) shm-generate
 	  echo "ln -sf $$(readlink man/$$p.3) $(DESTDIR)$(mandir)/man3/$$p.3"; \
 	  ln -sf $$(readlink man/$$p.3) $(DESTDIR)$(mandir)/man3/$$p.3; done
 	$(INSTALL) -m 644 $(foreach p,$(shm_man7_pages),man/$(p).7) $(DESTDIR)$(mandir)/man7/
+	$(INSTALL) -m 755 $(shm_gen)/shmalloc-cc $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 man/shmalloc-cc.1 $(DESTDIR)$(mandir)/man1/
 
-# Only shmalloc's own directories are removed, and only when empty.
+# install's files, then each directory install made and its parents while
+# they are empty, up to PREFIX (with DESTDIR, up to DESTDIR: install made
+# the parents inside it); a directory that holds another file stays.
+shm_dirs = $(bindir) $(includedir)/shmalloc/transports $(libdir) $(pkgconfigdir) $(cmakedir) \
+           $(mandir)/man1 $(mandir)/man3 $(mandir)/man7
+shm_top  = $(if $(DESTDIR),$(DESTDIR)/*,$(PREFIX)|$(PREFIX)/*)
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(shm_all_installed))
-	-@rmdir $(DESTDIR)$(includedir)/shmalloc/transports $(DESTDIR)$(includedir)/shmalloc \
-	  $(DESTDIR)$(cmakedir) 2>/dev/null || true
+	@for d in $(addprefix $(DESTDIR),$(shm_dirs)); do \
+	  while case $$d in $(shm_top)) rmdir "$$d" 2>/dev/null;; *) false;; esac; do d=$${d%/*}; done; done
 
 # The files install puts, one per line, with DESTDIR (for install-check).
 print-install-files:
@@ -187,23 +207,29 @@ install-check: $(shm_static) $(shm_shared)
 	@MAKE="$(MAKE)" MAKEFILE="$(firstword $(MAKEFILE_LIST))" B="$(B)" CC="$(CC)" \
 	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
 
+# The documents' commands reuse the libraries and examples built here; their
+# mpirun runs with the Makefile's loopback settings and FI_PROVIDER=shm.
+docs-check: $(shm_static) $(shm_shared) $(B)/hello_pthreads
+	@scripts/deps.sh test
+	@$(MPIRUN_ENV) MAKE="$(MAKE)" B="$(B)" CC="$(CC)" tests/docs_check.sh
+
 # ---- man pages ------------------------------------------------------------
 # The pages are staged as a man3/man7 tree, aliases as the links install
 # makes, linted, and rendered with man -l from another directory, as a
 # reader of an installed page would.  Without mandoc (not root, nothing
 # installed) groff's warnings stand in for its lint.
-shm_man_sources = $(wildcard man/*.3 man/*.7)
+shm_man_sources = $(wildcard man/*.1 man/*.3 man/*.7)
 man-check:
 	@scripts/deps.sh test
 	@set -e; stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; fail=0; \
-	mkdir -p "$$stage/man3" "$$stage/man7"; \
+	mkdir -p "$$stage/man1" "$$stage/man3" "$$stage/man7"; \
 	for p in $(sort $(shm_man3_pages)); do \
 	  [ -f man/$$p.3 ] || { echo "FAIL man/$$p.3 is missing"; fail=1; continue; }; cp -P man/$$p.3 "$$stage/man3/"; done; \
-	cp man/shmalloc.7 "$$stage/man7/"; \
-	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages)) shmalloc.7 " in \
+	cp man/shmalloc.7 "$$stage/man7/"; cp man/shmalloc-cc.1 "$$stage/man1/"; \
+	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages)) shmalloc.7 shmalloc-cc.1 " in \
 	  *" $$(basename $$f .3) "*|*" $$(basename $$f) "*) ;; \
 	  *) echo "FAIL $$f is not in mk/install.mk's lists, so install would leave it out"; fail=1;; esac; done; \
-	for f in "$$stage"/man3/*.3 "$$stage"/man7/*.7; do \
+	for f in "$$stage"/man1/*.1 "$$stage"/man3/*.3 "$$stage"/man7/*.7; do \
 	  page=$${f#$$stage/}; \
 	  if command -v mandoc >/dev/null 2>&1; then \
 	    out=$$(cd "$$stage" && mandoc -Tlint -Wall $$page 2>&1 || true); \
@@ -212,7 +238,7 @@ man-check:
 	  out=$$(cd "$$stage" && groff -man -ww -z -Tutf8 $$page 2>&1 || true); \
 	  if [ -n "$$out" ]; then echo "FAIL groff -ww -z $$page:"; echo "$$out"; fail=1; fi; \
 	  text=$$(cd / && MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$$f" 2>/dev/null | col -b); \
-	  name=$$(basename $$page | sed 's/\.[37]$$//'); \
+	  name=$$(basename $$page | sed 's/\.[137]$$//'); \
 	  if ! printf '%s\n' "$$text" | grep -q "^NAME" || ! printf '%s\n' "$$text" | grep -qw -- "$$name"; then \
 	    echo "FAIL man -l $$page does not render a page naming $$name"; fail=1; \
 	  else echo "ok   $$page ($$(printf '%s\n' "$$text" | wc -l) lines)"; fi; \

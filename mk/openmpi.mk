@@ -32,9 +32,14 @@ $(OMPI_B)/oshmem_heap: integrations/openmpi/tests/oshmem_heap.c
 	@mkdir -p $(OMPI_B)
 	oshcc $(STD) -O2 -g $(WARN) $< -o $@
 
+# Then the commands of integrations/openmpi/README.md as written, which
+# make test's docs-check lists as not run (tests/docs_check.sh).
 test-openmpi: deps-openmpi
 	@$(MAKE) --no-print-directory openmpi-component
 	integrations/openmpi/test-openmpi.sh $(OMPI_B)
+	@$(MAKE) --no-print-directory $(shm_static) $(shm_shared)
+	$(MPIRUN_ENV) OMPI_MCA_btl_tcp_if_include=lo UCX_TLS=self,sm DOCS_OPENMPI=1 MAKE="$(MAKE)" B="$(B)" CC="$(CC)" \
+	  tests/docs_check.sh integrations/openmpi/README.md
 
 # shmem_malloc + shmem_free, a malloc-heavy program and the fragmentation
 # of one random sequence under ptmalloc, buddy and shmalloc (prints figures).

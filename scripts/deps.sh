@@ -5,12 +5,15 @@
 #   test   make test and the sanitizer, Valgrind and fuzz builds
 #   bench  make bench's system allocators and plots
 #   openmpi  make test-openmpi: Open MPI's oshmem, its headers, oshrun
+#   deb    make test-deb: dpkg-buildpackage, debhelper, lintian and the
+#          packages' build dependencies
 # Not root and something missing: says what to install, exits 1.
 set -u
 pkgs_test="libcriterion-dev pkgconf libpmix-dev libfabric-dev openmpi-bin slurm-wlm iproute2 valgrind clang
   mandoc groff-base man-db bsdextrautils cmake binutils"
 pkgs_bench="libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev gnuplot-nox valgrind libopenmpi-dev"
 pkgs_openmpi="libopenmpi-dev openmpi-bin"
+pkgs_deb="dpkg-dev debhelper lintian fakeroot libpmix-dev libfabric-dev pkgconf"
 
 want=
 for group in "$@"; do
@@ -18,7 +21,8 @@ for group in "$@"; do
     test) want="$want $pkgs_test" ;;
     bench) want="$want $pkgs_bench" ;;
     openmpi) want="$want $pkgs_openmpi" ;;
-    *) echo "deps.sh: unknown group '$group' (test, bench, openmpi)" >&2; exit 2 ;;
+    deb) want="$want $pkgs_deb" ;;
+    *) echo "deps.sh: unknown group '$group' (test, bench, openmpi, deb)" >&2; exit 2 ;;
     esac
 done
 

@@ -6,7 +6,8 @@
 #   tests/run.sh RESULTS --total                 print "N passed, M failed"
 #
 # A suite's output goes to a log beside RESULTS (logs/NAME.log) and is
-# shown only when it fails; the suite gets one line.  Its counts come from
+# shown only when it fails; the suite gets a line when it starts (some run
+# for minutes) and one with its result and time when it ends.  Its counts come from
 # Criterion's summary lines (or the stand-in runner's, in the same form),
 # else from its last "N passed, M failed" line, else from its exit status
 # (one check).  A suite that exits non-zero fails even if its counts do
@@ -39,6 +40,7 @@ shift
 log=$(dirname "$results")/logs/$name.log
 mkdir -p "$(dirname "$log")"
 start=$(date +%s)
+printf -- '---- %-28s started at %s\n' "$name" "$(date +%H:%M:%S)"
 "$@" >"$log" 2>&1 </dev/null
 rc=$?
 seconds=$(($(date +%s) - start))

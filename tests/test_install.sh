@@ -5,10 +5,14 @@
 # Part A installs with DESTDIR (PREFIX /usr/local inside it) and builds
 # examples/hello_pthreads.c against that tree with pkg-config (shared and
 # static) and with CMake (shared and static), checks the header layout, the
-# header-only package and the man pages, then uninstalls and requires an
-# empty tree.  Part B installs to a plain PREFIX (no DESTDIR), where
-# pkg-config needs no sysroot, builds a PMIx + libfabric program when that
-# transport is built, runs it as a single PE, and uninstalls again.
+# header-only package, the sonames and the man pages, then uninstalls and
+# requires that nothing is left, directories included.  Part B installs to
+# a plain PREFIX (no DESTDIR), where pkg-config needs no sysroot, builds a
+# PMIx + libfabric program when that transport is built, runs it as a
+# single PE, and uninstalls again.  Part C installs to a PREFIX, moves the
+# tree, and builds and runs programs with the moved tree's shmalloc-cc
+# (the PMIx one on 2 PEs under mpirun: run install-check under the mpirun
+# lock, as make test).
 #
 # Each step prints PASS or FAIL; the last line counts them.  The exit status
 # is nonzero when a step failed.  The temporary tree is kept on failure.
@@ -65,7 +69,7 @@ run_ring() {
     done
 }
 
-shared_linked() { needed "$1" | grep -qx 'libshmalloc_pthreads.so.[0-9]*'; }
+shared_linked() { needed "$1" | grep -qx 'libshmalloc_pthreads\.so\.[0-9.]*'; }
 static_linked() { [ -f "$1" ] && ! needed "$1" | grep -q libshmalloc; }
 
 for tool in "$CC" $PKG_CONFIG cmake readelf man col; do
@@ -254,7 +258,7 @@ check_both_transports() {
     [ "$HAVE_PMIX_OFI" = 1 ] || { echo "no PMIx transport built: nothing to check"; return 0; }
     $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" examples/hello_pthreads.c -L"$root/lib" \
         -Wl,--no-as-needed -lshmalloc_pthreads -lshmalloc_pmix_ofi -lshmalloc -pthread -o "$work/hello_both" &&
-    needed "$work/hello_both" | grep -qx 'libshmalloc_pmix_ofi.so.[0-9]*' &&
+    needed "$work/hello_both" | grep -qx 'libshmalloc_pmix_ofi\.so\.[0-9.]*' &&
     LD_LIBRARY_PATH="$root/lib" run_ring "$work/hello_both" &&
     # Static: the archives share the helper units; each comes in once.
     $CC -std=c99 -Wall -Werror -I"$root/include/shmalloc" examples/hello_pthreads.c "$root/lib/libshmalloc_pthreads.a" \
@@ -303,6 +307,20 @@ check_cmake_missing_component() {
 }
 step "CMake: a missing component fails find_package" check_cmake_missing_component
 
+check_sonames() {
+    # The soname changes whenever the ABI may: with the minor version
+    # before 1.0 (CHANGELOG.md), with the major version from 1.0 on.
+    major=${version%%.*}
+    minor=${version#*.}; minor=${minor%%.*}
+    if [ "$major" = 0 ]; then so=0.$minor; else so=$major; fi
+    for t in shmalloc $transports; do
+        got=$(readelf -d "$root/lib/lib$t.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+        echo "lib$t.so.$version: soname $got"
+        [ "$got" = "lib$t.so.$so" ] && [ "$(readlink "$root/lib/lib$t.so.$so")" = "lib$t.so.$version" ] || return 1
+    done
+}
+step "each library's soname carries the version that may change its ABI" check_sonames
+
 check_man() {
     for page in shmem_malloc shfree shmalloc_stats shmalloc_pthreads; do
         MANWIDTH=80 man -M "$root/share/man" 3 "$page" 2>&1 | col -b >"$work/page.txt"
@@ -319,10 +337,10 @@ step "man -M <DESTDIR>/share/man finds and renders the pages and aliases" check_
 
 check_uninstall() {
     mk uninstall DESTDIR="$dest" PREFIX="$prefix" || return 1
-    left=$(files_under "$dest")
+    left=$(find "$dest" -mindepth 1)
     [ -z "$left" ] || { echo "left behind:"; echo "$left"; return 1; }
 }
-step "make uninstall DESTDIR=... leaves no file" check_uninstall
+step "make uninstall DESTDIR=... leaves nothing, no empty directory either" check_uninstall
 
 # ---- part B: PREFIX only --------------------------------------------------
 pre=$work/prefix
@@ -353,25 +371,89 @@ if [ "$HAVE_PMIX_OFI" = 1 ]; then
     unset PKG_CONFIG_PATH
 fi
 
-check_readme_commands() {
-    # The README's build lines after "make install PREFIX=/opt/shmalloc",
-    # as written: the prefix and prog.c replaced, LD_LIBRARY_PATH unset.
-    sed -n '/^## Installing/,/^## /p' README.md | sed -n '/^    export PKG_CONFIG_PATH/,/^$/p' |
-        sed -e 's/^    //' -e "s|/opt/shmalloc|$pre|g" -e "s|prog\.c|$SRC/examples/hello_pthreads.c|g" >"$work/readme.sh"
-    cat "$work/readme.sh"
-    [ "$(grep -c '^cc ' "$work/readme.sh")" -ge 2 ] || { echo "the README's build lines were not found"; return 1; }
-    (cd "$work" && env -u LD_LIBRARY_PATH sh -e "$work/readme.sh") >"$work/readme.out" 2>&1
-    status=$?
-    cat "$work/readme.out"
-    [ $status = 0 ] && [ "$(grep -c 'received' "$work/readme.out")" -ge 8 ]
-}
-step "the README's install commands, as written, build programs that run without LD_LIBRARY_PATH" check_readme_commands
-
 check_prefix_uninstall() {
+    # A directory that holds something else stays, with that file.
+    mkdir -p "$pre/share/doc" && echo mine >"$pre/share/doc/other" &&
     mk uninstall PREFIX="$pre" || return 1
-    [ ! -d "$pre" ] || { left=$(files_under "$pre"); [ -z "$left" ] || { echo "left behind:"; echo "$left"; return 1; }; }
+    left=$(find "$pre" -mindepth 1)
+    [ "$left" = "$(printf '%s\n' "$pre/share" "$pre/share/doc" "$pre/share/doc/other")" ] ||
+        { echo "left behind:"; echo "$left"; return 1; }
+    rm -r "$pre/share" && mk install PREFIX="$pre" >/dev/null && mk uninstall PREFIX="$pre" &&
+    if [ -e "$pre" ]; then echo "left behind:"; find "$pre"; return 1; fi
 }
-step "make uninstall PREFIX=<tmp> leaves no file" check_prefix_uninstall
+step "make uninstall PREFIX=<tmp> leaves nothing but another's file" check_prefix_uninstall
+
+# ---- part C: shmalloc-cc from a tree moved after install -------------------
+staged=$work/staged
+moved=$work/moved
+MPIRUN_ENV="OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm"
+check_wrapper_moved() {
+    mk install PREFIX="$staged" >/dev/null && mv "$staged" "$moved" || return 1
+    cmd=$("$moved/bin/shmalloc-cc" --showme -std=c99 examples/hello_pthreads.c -o "$work/hello cc") || return 1
+    echo "--showme: $cmd"
+    case $cmd in *"$staged"*) echo "it names the tree's old place"; return 1 ;; esac
+    case $cmd in *"-I$moved/include/shmalloc "*"'$work/hello cc' -L$moved/lib -Wl,-rpath,$moved/lib "*) ;;
+    *) echo "not the moved tree's flags around the arguments"; return 1 ;; esac
+    "$moved/bin/shmalloc-cc" -std=c99 -Wall -Werror examples/hello_pthreads.c -o "$work/hello cc" &&
+    shared_linked "$work/hello cc" && (unset LD_LIBRARY_PATH; run_ring "$work/hello cc")
+}
+step "shmalloc-cc of a tree moved after install: --showme, build, run without LD_LIBRARY_PATH" check_wrapper_moved
+
+check_wrapper_link_and_compile_only() {
+    # Through a symbolic link on PATH it still uses its own tree; with -c
+    # it compiles only.
+    mkdir -p "$work/path" && ln -sf "$moved/bin/shmalloc-cc" "$work/path/shmalloc-cc" &&
+    cmd=$(PATH="$work/path:$PATH" shmalloc-cc --showme -c prog.c) &&
+    echo "$cmd" && [ "$cmd" = "cc -I$moved/include/shmalloc -pthread -c prog.c" ] &&
+    PATH="$work/path:$PATH" shmalloc-cc -c examples/hello_pthreads.c -o "$work/hello_cc.o" &&
+    "$moved/bin/shmalloc-cc" "$work/hello_cc.o" -o "$work/hello_cc_linked" && run_ring "$work/hello_cc_linked"
+}
+step "shmalloc-cc through a link on PATH, and -c then a link step" check_wrapper_link_and_compile_only
+
+check_wrapper_errors() {
+    out=$("$moved/bin/shmalloc-cc" --transport=mpi prog.c 2>&1)
+    status=$?
+    echo "exit status $status: $out"
+    [ $status = 2 ] && echo "$out" | grep -qF "unknown transport 'mpi': use --transport=pthreads or --transport=pmix_ofi" ||
+        return 1
+    # A wrapper copied out of its tree says where it looked.
+    cp "$moved/bin/shmalloc-cc" "$work/lone-cc" || return 1
+    out=$("$work/lone-cc" prog.c 2>&1)
+    status=$?
+    echo "exit status $status: $out"
+    [ $status = 2 ] && echo "$out" | grep -qF "no shmalloc.h in $work/../include" &&
+    "$moved/bin/shmalloc-cc" --version | grep -qxF "shmalloc-cc (shmalloc) $version"
+}
+step "shmalloc-cc: an unknown transport and a wrapper out of its tree are refused with the reason" check_wrapper_errors
+
+if [ "$HAVE_PMIX_OFI" = 1 ]; then
+    check_wrapper_pmix() {
+        # examples/hello_pmix_ofi.c: the ring's lines, on 2 PEs.
+        "$moved/bin/shmalloc-cc" --transport=pmix_ofi -std=c99 -Wall -Werror examples/hello_pmix_ofi.c \
+            -o "$work/hello_pmix_cc" &&
+        needed "$work/hello_pmix_cc" | grep -q libshmalloc_pmix_ofi || return 1
+        out=$(env -u LD_LIBRARY_PATH $MPIRUN_ENV timeout 120 mpirun --oversubscribe -np 2 -x FI_PROVIDER \
+            "$work/hello_pmix_cc" 2>&1) || { echo "$out"; return 1; }
+        echo "$out"
+        echo "$out" | grep -qx "PE 0 of 2 received 1 from PE 1" && echo "$out" | grep -qx "PE 1 of 2 received 0 from PE 0"
+    }
+    step "shmalloc-cc --transport=pmix_ofi: build, run on 2 PEs under mpirun" check_wrapper_pmix
+
+    check_readme_wrapper() {
+        # The README's first block of shmalloc-cc commands as written,
+        # /opt/shmalloc replaced by the moved tree, run where examples/ is.
+        sed -n '/^## Compiling with shmalloc-cc/,/^## /p' README.md | awk '/^    /{ b = 1; print; next } b { exit }' |
+            sed -e 's/^    //' -e "s|/opt/shmalloc|$moved|g" -e "s|prog\.c|examples/hello_pthreads.c|g" >"$work/readme-cc.sh"
+        cat "$work/readme-cc.sh"
+        [ "$(grep -c 'shmalloc-cc' "$work/readme-cc.sh")" -ge 3 ] || { echo "the README's commands were not found"; return 1; }
+        mkdir -p "$work/readme-cc" && ln -sf "$SRC/examples" "$work/readme-cc/examples" &&
+        out=$(cd "$work/readme-cc" && env -u LD_LIBRARY_PATH $MPIRUN_ENV timeout 240 sh -e "$work/readme-cc.sh" 2>&1)
+        status=$?
+        echo "$out"
+        [ $status = 0 ] && [ "$(echo "$out" | grep -c ' received ')" = 6 ]
+    }
+    step "the README's shmalloc-cc commands, as written, build and run both programs" check_readme_wrapper
+fi
 
 echo "install-check: $passed passed, $failed failed"
 if [ "$failed" = 0 ]; then

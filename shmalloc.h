@@ -124,12 +124,16 @@
 #define SHMEM_MALLOC_BAD_SIZE         (-1L)  /* size too large, count*size overflow */
 #define SHMEM_MALLOC_FAIL             (-2L)  /* no block large enough */
 #define SHMEM_MALLOC_NOT_IN_SYMM_HEAP (-3L)  /* pointer outside the heap */
-#define SHMEM_MALLOC_ALREADY_FREE     (-4L)  /* pointer to a free block */
-#define SHMEM_MALLOC_NOT_ALIGNED      (-5L)  /* pointer inside the heap, not a block start */
+#define SHMEM_MALLOC_ALREADY_FREE     (-4L)  /* pointer into a free block */
+#define SHMEM_MALLOC_NOT_ALIGNED      (-5L)  /* pointer inside a used block, not its start */
 #define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
 #define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no heap yet: shmem_init first (shmalloc's own) */
+/* shmalloc_heap_create's own failures, each with a message naming it */
+#define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
+#define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
+#define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
 
 /* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
    SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
@@ -150,8 +154,9 @@ extern "C" {
    Passing NULL restores the default. */
 typedef void (*shmalloc_output_fn)(void *user, int stream, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* printf through the output hook, one line of at most 511 bytes: what
-   transports print goes the same way as the allocator's own messages. */
+/* printf through the output hook, one line of at most 511 bytes (a longer
+   one is cut and ends in "...\n"): what transports print goes the same way
+   as the allocator's own messages. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
@@ -168,7 +173,7 @@ typedef struct shmalloc_tlsf shmalloc_tlsf;
 enum {
     SHMALLOC_TLSF_OK = 0,
     SHMALLOC_TLSF_NOT_IN_HEAP,  /* pointer outside the blocks and the spec area */
-    SHMALLOC_TLSF_ALREADY_FREE, /* pointer to a free block */
+    SHMALLOC_TLSF_ALREADY_FREE, /* pointer into a free block: a double free */
     SHMALLOC_TLSF_NOT_A_BLOCK,  /* pointer inside the heap, not a used block's start */
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
     SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
@@ -176,8 +181,9 @@ enum {
 };
 #define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
 /* A one-line description of a SHMALLOC_TLSF_* status, the words of the
-   SHMEM_MALLOC_* code of the same meaning: for runtimes that call the core
-   directly and report a refused pointer or size themselves. */
+   SHMEM_MALLOC_* code of the same meaning but of no symmetric heap: for
+   runtimes that call the core directly and report a refused pointer or
+   size themselves. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status);
 
 typedef struct shmalloc_counters {
@@ -373,7 +379,9 @@ typedef struct shmalloc_heap shmalloc_heap;
    succeeds on a fresh heap. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal);
 /* Collective.  The heap lives inside mem (16-byte aligned); the transport is
-   copied.  NULL (with *err set when err is not NULL) on failure. */
+   copied.  NULL on failure, after a line naming the cause, with *err (when
+   err is not NULL) SHMEMX_MALLOC_BAD_TRANSPORT, _BAD_MEMORY or
+   _REGISTER_FAILED on every PE (the worst, with an all-reduce). */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t bytes,
                                                               const shmalloc_transport *tp,
                                                               long *err);
@@ -390,10 +398,13 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
                                                                        const shmalloc_transport *tp, long *err);
 /* What a heap is created with: shmalloc_heap_create and _growable take
    debug from the options table (SHMALLOC_DEBUG, as shmalloc_options_read
-   last found it). */
+   last found it), and size_var too: the variable in force there
+   (SHMALLOC_HEAP_MAX for a heap that grows), or NULL when the program set
+   the size (shmalloc_option_set) or the table was never read. */
 typedef struct shmalloc_heap_config {
     size_t nominal; /* bytes used and registered at first (SIZE_MAX: all of mem); the rest is room to grow */
     int debug;      /* debug mode: asymmetric calls reported, leaks listed, fill patterns */
+    const char *size_var; /* the variable an out-of-memory report says to raise; NULL: the program sets the size */
 } shmalloc_heap_config;
 /* Collective: shmalloc_heap_create_growable with a config. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
@@ -479,8 +490,13 @@ enum {
     SHMALLOC_OPT_PMIX_NODE_BARRIER,  /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
     SHMALLOC_OPT_SHMEM_VERSION,      /* SHMEM_VERSION (OpenSHMEM's): print the version at start-up */
     SHMALLOC_OPT_SHMEM_INFO,         /* SHMEM_INFO (OpenSHMEM's): print the variables at start-up */
+    SHMALLOC_OPT_FI_PROVIDER,        /* FI_PROVIDER (libfabric's), as the PMIx transport reads it */
     SHMALLOC_OPT_COUNT
 };
+/* The transports that read an entry (shmalloc_option.transports). */
+#define SHMALLOC_TRANSPORT_PTHREADS 1u
+#define SHMALLOC_TRANSPORT_PMIX_OFI 2u
+#define SHMALLOC_TRANSPORT_ALL      3u
 /* How a value is checked, and what `value` then holds. */
 enum {
     SHMALLOC_KIND_SIZE,        /* "512M", "1.5G", "4096": bytes */
@@ -496,6 +512,7 @@ typedef struct shmalloc_option {
     const char *alias[2]; /* read in turn when name is unset (older runtimes' names), or NULL */
     int kind;             /* SHMALLOC_KIND_* */
     const char *fallback; /* the value when none of them is set */
+    unsigned transports;  /* SHMALLOC_TRANSPORT_* bits of those that read it */
     const char *meaning;  /* one line, as the README's tables give it */
     /* what shmalloc_options_read found: */
     const char *source;   /* the variable the value came from; NULL: the fallback; "program": set */
@@ -508,7 +525,9 @@ SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void);
 /* Reads every entry: 0, or -1 after a message for each bad value (each
    other entry is still read).  env (environ, or NULL) is searched for
    SHMALLOC_* variables the table lacks (SHMALLOC_TEST_* are the test
-   suite's own), each reported once per process with the nearest name.
+   suite's own) and for near misses of any entry's names (an edit per 8
+   characters: SHMEM_SYMMETRIC_HEAP_SZE), each reported once per process
+   with the nearest name.
    Not thread-safe: a transport calls it at start-up, before PEs run. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env);
 /* Reads one entry again: 0, or -1 after its message. */
@@ -531,9 +550,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out 
    nominal. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
 /* What SHMEM_VERSION and SHMEM_INFO ask for, to stream 1: a transport
-   calls it once start-up is done, on the PE that prints (pe 0); others
-   print nothing. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe);
+   calls it once start-up is done, on the PE that prints (pe 0; others
+   print nothing), with its SHMALLOC_TRANSPORT_* bit: SHMEM_INFO lists the
+   entries that transport reads. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe, unsigned transport);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
@@ -679,7 +699,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
     char line[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    if (vsnprintf(line, sizeof line, fmt, ap) >= (int)sizeof line)
+        memcpy(line + sizeof line - 5, "...\n", 5); /* cut: still one whole line */
     va_end(ap);
     shm__output(shm__output_user, stream, line);
 }
@@ -704,6 +725,9 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
     case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap: call shmem_init first";
+    case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
+    case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
+    case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
     default: return "unknown error code";
     }
 }
@@ -1432,21 +1456,61 @@ static void shm__untake(shmalloc_tlsf *t, shm__block *b)
     shm__to_head(t, f);
 }
 
-/* Why ptr, which is not the user pointer of a used block, is not; reads
-   the block's header only to tell a double free from a wild pointer. */
-static int shm__invalid(const shmalloc_tlsf *t, const void *ptr)
+/* Start-map bits after a bad pointer searched for the next used block's
+   start (64 KiB of heap): past them only a free block of more than that
+   can hold the pointer, and the lists of those are walked. */
+#define SHM__SCAN_BITS ((size_t)4096)
+
+/* Is q, below the zeroed map's end, in a free block of more than
+   SHM__SCAN_BITS * 16 bytes?  Those number at most the capacity over that
+   size, and hold every free byte out of the search's reach. */
+static int shm__in_large_free(const shmalloc_tlsf *t, uintptr_t q)
+{
+    unsigned fl, sl;
+    size_t i, lists = (size_t)t->fl_count << SHMALLOC_SL_LOG2;
+    if (shm__has_top(t) && (uintptr_t)t->sentinel->prev_phys <= q) return 1;
+    shm__mapping_insert(SHM__SCAN_BITS * 16, &fl, &sl);
+    for (i = shm__list_index(fl, 0); i < lists; i++) {
+        const shm__block *list = shm__list(t, i), *b;
+        for (b = list->next_free; b != list; b = b->next_free)
+            if ((uintptr_t)b <= q && q - (uintptr_t)b < shm__free_size(b->header)) return 1;
+    }
+    return 0;
+}
+
+/* Is q, a block address below the zeroed map's end, in a free block?
+   The next used block's start (or the sentinel) says, with its flag and
+   link for the block before it: free blocks never touch, so that one
+   holds q or q is in a used block.  Only the map and used blocks' headers
+   are read, never bytes a user may have written. */
+static int shm__in_free(const shmalloc_tlsf *t, uintptr_t q)
+{
+    size_t bit = (q - (uintptr_t)t->base) / 16, stop = bit + 1 + SHM__SCAN_BITS, i = bit + 1;
+    const shm__block *next = t->sentinel;
+    uint64_t word;
+    stop = stop < t->mapped_bits ? stop : t->mapped_bits; /* no block ever started above mapped_bits */
+    for (; i < stop; i = (i | 63) + 1) {
+        word = t->start_map[i >> 6] >> (i & 63);
+        if (word && i + shm__ctz(word) < stop) {
+            next = shm__at(t->base, (i + shm__ctz(word)) * 16);
+            break;
+        }
+    }
+    if (i >= stop && stop < t->mapped_bits) return shm__in_large_free(t, q);
+    return shm__is_prev_free(next) && (uintptr_t)next->prev_phys <= q;
+}
+
+/* Why ptr, which is not the user pointer of a used block, is not: in a
+   free block it is memory already freed (a double free, even of a block
+   that has since merged with a neighbour), elsewhere in the blocks it is
+   not a block's start.  Off the hot path, and out of line to keep it so. */
+static SHM__NOINLINE int shm__invalid(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, lo = (uintptr_t)t->base + 16;
-    const shm__block *b = shm__of_user(ptr);
     if (u < lo || (u - lo) / 16 >= t->mapped_bits) /* where no block ever started, or the spec area */
         return u >= lo && u < (uintptr_t)t->limit ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_NOT_IN_HEAP;
-    if (u & 15) return SHMALLOC_TLSF_NOT_A_BLOCK;
-    if (SHM__IS_POISONED(&b->header)) return SHMALLOC_TLSF_NOT_A_BLOCK; /* inside a free block */
-    if (shm__is_free(b) && shm__size(b) >= SHM__MIN_BLOCK &&
-        shm__size(b) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) &&
-        !SHM__IS_POISONED(shm__at(b, shm__size(b))) && shm__at(b, shm__size(b))->prev_phys == b)
-        return SHMALLOC_TLSF_ALREADY_FREE;
-    return SHMALLOC_TLSF_NOT_A_BLOCK;
+    if (shm__offset(t, ptr) >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
+    return shm__in_free(t, u - 16) ? SHMALLOC_TLSF_ALREADY_FREE : SHMALLOC_TLSF_NOT_A_BLOCK;
 }
 
 /* Is ptr the user pointer of a used block?  The start map answers: ptr
@@ -2285,9 +2349,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
 enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__GROW,
-       SHM__CALLS };
-static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",
-                                                        "calloc", "sbreak", "create",  "grow"};
+       SHM__DESTROY, SHM__CALLS };
+static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",   "calloc",
+                                                        "sbreak", "create", "grow",    "finalize"};
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -2305,6 +2369,7 @@ struct shmalloc_heap {
     shmalloc_transport tp;
     int debug;
     int growable;   /* room to grow and an all-reduce to agree on it */
+    const char *size_var; /* shmalloc_heap_config's */
     int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
     size_t ends[SHMALLOC_MAX_REGIONS];
     size_t calls[SHM__CALLS];
@@ -2332,6 +2397,9 @@ static void shm__set(long *err, long e)
     if (err) *err = e;
 }
 
+/* "s" after a count other than 1: "1 block", "2 blocks". */
+static const char *shm__s(size_t n) { return n == 1 ? "" : "s"; }
+
 /* The malloc_error of a TLSF status: the one place the core's statuses
    become SHMEM codes.  No room is a failed realloc when resizing. */
 static long shm__malloc_error(int status, int resizing)
@@ -2349,7 +2417,11 @@ static long shm__malloc_error(int status, int resizing)
 
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
 {
-    return shmalloc_strerror(shm__malloc_error(status, 0));
+    switch (status) { /* a core's heap need not be symmetric */
+    case SHMALLOC_TLSF_NOT_IN_HEAP: return "pointer is not in the heap";
+    case SHMALLOC_TLSF_NO_ROOM: return "no free block is large enough";
+    default: return shmalloc_strerror(shm__malloc_error(status, 0));
+    }
 }
 
 /* The transport's lock: SHMEM_MALLOC_OK when held.  A call that could not
@@ -2474,24 +2546,60 @@ static int shm__same(const uint64_t *v) { return v[0] == ~v[1]; }
    bad leaves at 0, 0: the same on every PE that named one. */
 static int shm__same_named(const uint64_t *v) { return shm__same(v) || !(v[0] | v[1]); }
 
-/* This PE's side of a mismatch.  v holds the agreed values (outside debug
-   mode the call number and hints are this PE's own, so they never show as
-   different); the call numbers carry the PE number in their low 24 bits,
-   so the PEs with the most and the fewest calls are named. */
+/* The arguments of call c that it has, as a message gives them. */
+static void shm__call_args(char *buf, size_t n, const shm__call *c)
+{
+    char hints[32] = "";
+    if (c->hints) snprintf(hints, sizeof hints, ", hints %ld", c->hints);
+    if (c->kind == SHM__FREE_CALL) snprintf(buf, n, "the block at offset %zu", c->offset);
+    else if (c->kind == SHM__REALLOC && c->align > SHMALLOC_ALIGNMENT)
+        snprintf(buf, n, "the block at offset %zu, alignment %zu, %zu bytes%s", c->offset, c->align, c->size, hints);
+    else if (c->kind == SHM__REALLOC) snprintf(buf, n, "the block at offset %zu, %zu bytes%s", c->offset, c->size, hints);
+    else if (c->kind == SHM__ALIGN) snprintf(buf, n, "alignment %zu, %zu bytes%s", c->align, c->size, hints);
+    else if (c->kind == SHM__DESTROY) buf[0] = '\0';
+    else snprintf(buf, n, "%zu bytes%s", c->size, hints);
+}
+
+/* "the calls, the sizes and the blocks": what differs, from the agreed v. */
+static void shm__differences(char *buf, size_t n, const uint64_t *v, const char *order)
+{
+    const char *what[6];
+    int k = 0, i;
+    size_t len = 0;
+    if (!shm__same(v + 6)) what[k++] = "the calls";
+    if (!shm__same_named(v)) what[k++] = "the sizes";
+    if (!shm__same_named(v + 8)) what[k++] = "the alignments";
+    if (!shm__same_named(v + 10)) what[k++] = "the blocks";
+    if (!shm__same(v + 14)) what[k++] = "the hints";
+    if (*order) what[k++] = order;
+    buf[0] = '\0';
+    for (i = 0; i < k && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", what[i]);
+}
+
+/* This PE's side of a mismatch: its call c (its call number `calls`; a
+   finalize counts none) and what differs.  v holds the agreed values
+   (outside debug mode the call number and hints are this PE's own, so they
+   never show as different); the call numbers carry the PE number in their
+   low 24 bits, so the PEs with the most and the fewest calls are named. */
 static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
 {
-    char order[128] = "";
+    char order[128] = "", args[128], what[320];
     uint64_t most = v[12], fewest = ~v[13];
     if (most >> 24 != fewest >> 24)
-        snprintf(order, sizeof order, " the call numbers (PE %d has made %llu calls, PE %d %llu)",
-                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), (int)(fewest & 0xffffff),
-                 (unsigned long long)(fewest >> 24));
-    shmalloc_print(2, "shmalloc: PE %d: %s(size %zu, alignment %zu, block at offset %zu, hints %ld), its call %llu, "
-               "differs from another PE's call:%s%s%s%s%s%s\n",
-               pe, shm__call_names[c->kind], c->size, c->align, c->offset, c->hints, (unsigned long long)calls,
-               shm__same(v + 6) ? "" : " the calls", shm__same_named(v) ? "" : " the sizes",
-               shm__same_named(v + 8) ? "" : " the alignments", shm__same_named(v + 10) ? "" : " the blocks",
-               shm__same(v + 14) ? "" : " the hints", order);
+        snprintf(order, sizeof order, "the call numbers (PE %d has made %llu call%s, PE %d %llu)",
+                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), most >> 24 == 1 ? "" : "s",
+                 (int)(fewest & 0xffffff), (unsigned long long)(fewest >> 24));
+    shm__call_args(args, sizeof args, c);
+    shm__differences(what, sizeof what, v, order);
+    if (c->kind == SHM__DESTROY && !calls)
+        shmalloc_print(2, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n", pe, what);
+    else if (c->kind == SHM__DESTROY)
+        shmalloc_print(2, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n", pe,
+                       (unsigned long long)calls, what);
+    else
+        shmalloc_print(2, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n", pe,
+                       shm__call_names[c->kind], args, (unsigned long long)calls, what);
 }
 
 /* How much an error tells, as the agreement ranks it: a bad argument on
@@ -2514,9 +2622,10 @@ static void shm__pair_named(uint64_t *v, uint64_t x, int bad)
 static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const shm__order *o, const shm__call *c,
                               long err, uint64_t digest)
 {
-    int bad_block = err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE ||
+    int none = c->kind == SHM__DESTROY; /* a finalize has no size, alignment or block to compare */
+    int bad_block = none || err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE ||
                     err == SHMEM_MALLOC_NOT_ALIGNED;
-    shm__pair_named(v, c->size, err == SHMEM_MALLOC_BAD_SIZE);
+    shm__pair_named(v, c->size, none || err == SHMEM_MALLOC_BAD_SIZE);
     v[2] = shm__rank(err);
     shm__pair(v + 3, digest);
     v[5] = (uint64_t)c->again;
@@ -2553,9 +2662,10 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
     if (same) return shm__ranked(v[2]);
     if (!shm__same(v + 3))
-        shmalloc_print(2, "shmalloc: PE %d: the %llu allocations made without a barrier since the last synchronising "
-                   "call differ from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
-                   tp->pe, (unsigned long long)pending, shm__call_names[c->kind]);
+        shmalloc_print(2, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last synchronising "
+                   "call differ%s from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
+                   tp->pe, (unsigned long long)pending, shm__s(pending), pending == 1 ? "s" : "",
+                   shm__call_names[c->kind]);
     if (debug) {
         shm__report_mismatch(tp->pe, c, o->calls, v);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
@@ -2578,8 +2688,9 @@ static int shm__leak_block(void *user, const shmalloc_block_info *b)
     shm__leaks *l = (shm__leaks *)user;
     if (!b->used) return 0;
     if (++l->count <= 16)
-        shmalloc_print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes\n", l->h->tp.pe, b->offset, b->size - 8);
-    l->bytes += b->size - 8;
+        shmalloc_print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes usable, %zu with its header\n", l->h->tp.pe,
+                       b->offset, b->size - 8, b->size);
+    l->bytes += b->size;
     return 0;
 }
 
@@ -2591,10 +2702,11 @@ static void shm__report_leaks(const shmalloc_heap *h)
     l.h = h;
     shmalloc_tlsf_counters(h->tlsf, &c);
     if (!c.used_blocks) return;
-    shmalloc_print(2, "shmalloc: PE %d: %zu blocks still allocated at finalize:\n", h->tp.pe, c.used_blocks);
+    shmalloc_print(2, "shmalloc: PE %d: %zu block%s still allocated at finalize:\n", h->tp.pe, c.used_blocks,
+                   shm__s(c.used_blocks));
     shmalloc_tlsf_walk(h->tlsf, shm__leak_block, &l);
-    shmalloc_print(2, "shmalloc: PE %d: %zu blocks, %zu bytes leaked%s\n", h->tp.pe, l.count, l.bytes,
-               l.count > 16 ? " (first 16 shown)" : "");
+    shmalloc_print(2, "shmalloc: PE %d: %zu block%s, %zu bytes with headers, leaked%s\n", h->tp.pe, l.count,
+                   shm__s(l.count), l.bytes, l.count > 16 ? " (first 16 shown)" : "");
 }
 
 static void shm__debug_check(const shmalloc_heap *h)
@@ -2616,13 +2728,45 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
 static long shm__register(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
 {
     if (!tp->register_region) return SHMEM_MALLOC_OK;
-    return tp->register_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from) ? SHMEM_MALLOC_FAIL
-                                                                                        : SHMEM_MALLOC_OK;
+    return tp->register_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from)
+               ? SHMEMX_MALLOC_REGISTER_FAILED
+               : SHMEM_MALLOC_OK;
 }
 
 static void shm__deregister(const shmalloc_transport *tp, shmalloc_tlsf *t, size_t from, size_t to)
 {
     if (tp->deregister_region) tp->deregister_region(tp->user, (char *)shmalloc_tlsf_base(t) + from, to - from);
+}
+
+/* Why a transport cannot carry a heap, said once: 0 when it can. */
+static long shm__transport_fault(const shmalloc_transport *tp)
+{
+    if (!tp)
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: no transport (shmalloc_transport_single() is the one for "
+                       "one PE)\n");
+    else if (!tp->barrier)
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport has no barrier, which every heap needs\n");
+    else if (tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes)
+        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PE%s: its pe and npes "
+                       "must satisfy 0 <= pe < npes\n", tp->pe, tp->npes, tp->npes == 1 ? "" : "s");
+    else return SHMEM_MALLOC_OK;
+    return SHMEMX_MALLOC_BAD_TRANSPORT;
+}
+
+/* Why mem, bytes holds no heap (the core refused it): said, and the code. */
+static long shm__memory_fault(int pe, const void *mem, size_t bytes)
+{
+    size_t least = shmalloc_heap_bytes(SHM__MIN_BLOCK);
+    if (!mem || ((uintptr_t)mem & 15))
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: the memory at %p is not 16-byte aligned\n", pe,
+                       mem);
+    else if (bytes < least)
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory hold no heap: give it at least "
+                       "%zu (shmalloc_heap_bytes of the size wanted)\n", pe, bytes, least);
+    else
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory are more than a heap can span "
+                       "(SHMALLOC_MAX_LOG2 %d)\n", pe, bytes, SHMALLOC_MAX_LOG2);
+    return SHMEMX_MALLOC_BAD_MEMORY;
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
@@ -2637,11 +2781,8 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     int debug = config && config->debug;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
     shm__order order = {0, 0, 0, 0};
-    if (!tp || !tp->barrier || tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes) {
-        if (tp && tp->barrier)
-            shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PEs: its pe and "
-                           "npes must satisfy 0 <= pe < npes\n", tp->pe, tp->npes);
-        shm__set(err, SHMEM_MALLOC_FAIL);
+    if ((e = shm__transport_fault(tp))) {
+        shm__set(err, e);
         return NULL;
     }
     if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
@@ -2649,9 +2790,11 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
         t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);
     }
-    if (!t) e = SHMEM_MALLOC_BAD_SIZE;
+    if (!t) e = shm__memory_fault(tp->pe, mem, bytes);
     else first = shmalloc_tlsf_size(t);
-    if (!e) e = registered = shm__register(tp, t, 0, first);
+    if (!e && (e = registered = shm__register(tp, t, 0, first)))
+        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: the transport's register_region failed for the "
+                       "first %zu bytes of the heap\n", tp->pe, first);
     call.size = bytes; /* the same reservation, */
     e = shm__agree(tp, debug, &order, &call, e);
     call.size = first; /* and the same first piece, on every PE */
@@ -2666,11 +2809,22 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
+    h->size_var = config ? config->size_var : NULL;
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
     h->ends[0] = first;
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
+}
+
+/* The variable in force for a heap's size (its largest, when it grows), as
+   the options table last found it: NULL when the program set it or the
+   table was never read; a growth the program chose has no variable. */
+static const char *shm__size_var(int growable)
+{
+    const shmalloc_option *o = &shmalloc_options()[growable ? SHMALLOC_OPT_HEAP_MAX : SHMALLOC_OPT_HEAP_SIZE];
+    if (!o->text || (o->source && !strcmp(o->source, "program"))) return NULL;
+    return o->source ? o->source : growable ? NULL : o->name;
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
@@ -2679,6 +2833,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     shmalloc_heap_config config;
     config.nominal = nominal;
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    config.size_var = shm__size_var(nominal != SIZE_MAX && tp && tp->allreduce_max); /* growth needs it */
     return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
 
@@ -2688,15 +2843,18 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
     return shmalloc_heap_create_growable(mem, bytes, SIZE_MAX, tp, err);
 }
 
+/* Agreed as a call, not counted as one: a PE that made fewer calls meets
+   the others' last ones here, and the reports give the true counts. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 {
+    shm__call call = {SHM__DESTROY, 0, 0, 0, 0, 0};
     int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
     free(h->hint_slots);
     h->hint_slots = NULL;
     h->hint_cap = h->hint_count = 0;
-    h->tp.barrier(h->tp.user);
+    shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
 
@@ -2761,6 +2919,17 @@ static const char *shm__size_text(char *buf, size_t n, size_t bytes)
     return buf;
 }
 
+/* What to do for a heap of `advised` bytes: raise the variable that sets
+   the size, or, when the program sets it, have the program ask for more. */
+static const char *shm__raise_text(const shmalloc_heap *h, char *buf, size_t n, size_t advised)
+{
+    char size[32];
+    shm__size_text(size, sizeof size, advised);
+    if (h->size_var) snprintf(buf, n, "set %s to at least %s", h->size_var, size);
+    else snprintf(buf, n, "the program sets the heap's size, not a variable: have it ask for at least %s", size);
+    return buf;
+}
+
 /* This PE could not serve a request of `size` bytes: what the heap holds,
    whether fragmentation is the cause, and the variable to change, with
    the smallest value that serves the call.  The first time on each heap,
@@ -2769,8 +2938,7 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
 {
     shmalloc_info i;
     size_t need = shmalloc_tlsf_block_need(size, align), advised;
-    const char *var = h->growable ? "SHMALLOC_HEAP_MAX" : "SHMEM_SYMMETRIC_HEAP_SIZE";
-    char text[32];
+    char text[32], raise[160];
     int pe = h->tp.pe, fragmented;
     h->failures++;
     if (align < SHMALLOC_ALIGNMENT) align = SHMALLOC_ALIGNMENT; /* what a smaller alignment gets */
@@ -2791,11 +2959,11 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
                    SHMALLOC_MAX_LOG2);
     else if (fragmented)
         shmalloc_print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
-                   "set %s to at least %s, or free blocks sooner\n", pe, var, shm__size_text(text, sizeof text, advised));
+                   "%s, or free blocks sooner\n", pe, shm__raise_text(h, raise, sizeof raise, advised));
     else
-        shmalloc_print(2, "shmalloc: PE %d: the heap is too small: set %s to at least %s%s\n", pe, var,
-                   shm__size_text(text, sizeof text, advised),
-                   h->growable ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
+        shmalloc_print(2, "shmalloc: PE %d: the heap is too small: %s%s\n", pe,
+                   shm__raise_text(h, raise, sizeof raise, advised),
+                   h->growable || !h->size_var ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
     if (!h->debug)
         shmalloc_print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
                    "each)\n", pe);
@@ -2812,6 +2980,14 @@ static void shm__misuse_text(char *arg, size_t n, const shm__call *c, const void
     else snprintf(arg, n, "%zu bytes", c->size);
 }
 
+/* Which of SHMEM_MALLOC_MEMALIGN_FAILED's causes `align` has. */
+static const char *shm__align_fault(size_t align)
+{
+    if (!align) return "alignment is 0";
+    if (align & (align - 1)) return "alignment is not a power of two";
+    return "alignment is larger than the largest heap (SHMALLOC_MAX_LOG2)";
+}
+
 /* This PE passed a bad argument (a size, pointer or alignment): the call,
    the argument and what is wrong, in one line.  Every time in debug mode,
    else the heap's first. */
@@ -2821,7 +2997,7 @@ static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void 
     if (h->misuse_reported && !h->debug) return;
     shm__misuse_text(arg, sizeof arg, c, ptr, e);
     shmalloc_print(2, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n", h->tp.pe, shm__call_names[c->kind],
-                   arg, shmalloc_strerror(e));
+                   arg, e == SHMEM_MALLOC_MEMALIGN_FAILED ? shm__align_fault(c->align) : shmalloc_strerror(e));
     if (!h->debug && !h->misuse_reported)
         shmalloc_print(2, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 "
                        "reports each)\n", h->tp.pe);
@@ -3127,7 +3303,8 @@ static int shm__tally_block(void *user, const shmalloc_block_info *b)
     s->count[b->used]++;
     s->bytes[b->used] += b->size;
     if (s->level >= 2)
-        shmalloc_print(1, "  block at offset %zu: %zu bytes, %s\n", b->offset, b->size, b->used ? "busy" : "free");
+        shmalloc_print(1, "  block at offset %zu: %zu bytes with its header, %s\n", b->offset, b->size,
+                       b->used ? "busy" : "free");
     return 0;
 }
 
@@ -3162,9 +3339,11 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
         shmalloc_print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
     if (level >= 2) shmalloc_print(1, "  blocks:\n");
     shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
-    shmalloc_print(1, "  busy: %zu blocks, %zu bytes\n  free: %zu blocks, %zu bytes, largest %zu\n", s.count[1], s.bytes[1],
-               s.count[0], s.bytes[0], c.largest_free);
-    shmalloc_print(1, "  spec: %d blocks, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, c.spec, c.high_water);
+    shmalloc_print(1, "  busy: %zu block%s, %zu bytes with headers\n  free: %zu block%s, %zu bytes with headers, "
+                   "largest %zu\n", s.count[1], shm__s(s.count[1]), s.bytes[1], s.count[0], shm__s(s.count[0]),
+                   s.bytes[0], c.largest_free);
+    shmalloc_print(1, "  spec: %d block%s, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, shm__s(c.spec != 0),
+                   c.spec, c.high_water);
     if (h->growable)
         shmalloc_print(1, "  grown %zu time%s, %d piece%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
                    h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, h->regions == 1 ? "" : "s",
@@ -3201,31 +3380,33 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 #define SHM__SIZE_HINT "K, M, G or T suffix (powers of 1024)"
 static shmalloc_option shm__options[SHMALLOC_OPT_COUNT] = {
     {"SHMEM_SYMMETRIC_HEAP_SIZE", {"SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"}, SHMALLOC_KIND_SIZE, "512M",
-     "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
-    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0",
+     SHMALLOC_TRANSPORT_ALL, "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
+    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0", SHMALLOC_TRANSPORT_ALL,
      "size the heap may grow to, e.g. 64G; 0: no growth", NULL, NULL, 0},
-    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0",
+    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0", SHMALLOC_TRANSPORT_ALL,
      "1: debug mode (asymmetric calls reported, leaks listed, fill patterns)", NULL, NULL, 0},
-    {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off",
+    {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off", SHMALLOC_TRANSPORT_ALL,
      "off, auto, 2M or 1G: the heap's pages", NULL, NULL, 0},
-    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
      "SOS's switch for huge pages, read when SHMALLOC_HUGE_PAGES is unset", NULL, NULL, 0},
-    {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M",
+    {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M", SHMALLOC_TRANSPORT_ALL,
      "SOS's huge page size, with the switch above", NULL, NULL, 0},
-    {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
+    {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60", SHMALLOC_TRANSPORT_ALL,
      "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0},
-    {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0",
+    {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0", SHMALLOC_TRANSPORT_PMIX_OFI,
      "1: each PE prints its provider, registration mode and heap address", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0",
+    {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0", SHMALLOC_TRANSPORT_PMIX_OFI,
      "1: heaps at any address, translated by offset", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+    {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1", SHMALLOC_TRANSPORT_PMIX_OFI,
      "0: private heaps, every put and get through libfabric", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+    {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1", SHMALLOC_TRANSPORT_PMIX_OFI,
      "0: barriers by libfabric messages among all PEs, not through node memory", NULL, NULL, 0},
-    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
      "yes: PE 0 prints the library's version at start-up", NULL, NULL, 0},
-    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
-     "yes: PE 0 prints every variable the library reads, its value and meaning, at start-up", NULL, NULL, 0},
+    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
+     "yes: PE 0 prints every variable its transport reads, its value and meaning, at start-up", NULL, NULL, 0},
+    {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "", SHMALLOC_TRANSPORT_PMIX_OFI,
+     "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
 };
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void) { return shm__options; }
@@ -3318,23 +3499,42 @@ static int shm__option_parse(shmalloc_option *o)
    accepted. */
 static const char *const shm__kind_text[][2] = {
     {"a heap size", ": expected a positive number, decimals allowed, with an optional " SHM__SIZE_HINT
-                    ", at most %lluG, e.g. 512M or 1.5G"},
+                    ", at most %s, e.g. 512M or 1.5G"},
     {"a heap size", ": expected 0 (no growth) or a size such as 64G, with an optional " SHM__SIZE_HINT
-                    ", at most %lluG"},
+                    ", at most %s"},
     {"a timeout", ": expected a whole number of seconds from 1 to 1000000"},
     {"a switch", ": expected 0 (off) or 1 to 9 (on)"},
     {"0 or 1", ""},
     {"a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false"},
 };
 
+/* The largest heap, as the docs write it: "64T", or "512G" below 1T. */
+static const char *shm__largest_text(char *buf, size_t n)
+{
+    unsigned shift = SHMALLOC_MAX_LOG2 >= 40 ? SHMALLOC_MAX_LOG2 - 40 : SHMALLOC_MAX_LOG2 - 30;
+    snprintf(buf, n, "%llu%c", 1ull << shift, SHMALLOC_MAX_LOG2 >= 40 ? 'T' : 'G');
+    return buf;
+}
+
+/* A value for a message, between the quotes `quote`: cut short when long,
+   with its length, so that what follows it in the line is kept. */
+static const char *shm__value_text(char *buf, size_t n, const char *value, const char *quote)
+{
+    size_t len = strlen(value);
+    if (len <= 64) snprintf(buf, n, "%s%s%s", quote, value, quote);
+    else snprintf(buf, n, "%s%.40s...%s (%zu characters)", quote, value, quote, len);
+    return buf;
+}
+
 /* o->text checked; a bad value is refused with a message, and the
    fallback stands. */
 static int shm__option_report(shmalloc_option *o)
 {
-    char expected[160];
+    char expected[160], value[96], largest[32];
     if (!shm__option_parse(o)) return 0;
-    snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], (unsigned long long)1 << (SHMALLOC_MAX_LOG2 - 30));
-    shmalloc_print(2, "shmalloc: %s=\"%s\" is not %s%s\n", o->source, o->text, shm__kind_text[o->kind][0], expected);
+    snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], shm__largest_text(largest, sizeof largest));
+    shmalloc_print(2, "shmalloc: %s=%s is not %s%s\n", o->source, shm__value_text(value, sizeof value, o->text, "\""),
+                   shm__kind_text[o->kind][0], expected);
     o->text = o->fallback;
     shm__option_parse(o);
     return -1;
@@ -3394,25 +3594,47 @@ static size_t shm__distance(const char *a, const char *b)
     return row[n];
 }
 
-/* A SHMALLOC_* variable of env that no entry has: said once per process. */
+/* The entry name or alias nearest `name`, *distance edits away. */
+static const char *shm__nearest(const char *name, size_t *distance)
+{
+    const char *best = NULL;
+    size_t k, j, d;
+    *distance = SIZE_MAX;
+    for (k = 0; k < SHMALLOC_OPT_COUNT; k++)
+        for (j = 0; j < 3; j++) {
+            const char *known = j ? shm__options[k].alias[j - 1] : shm__options[k].name;
+            if (known && (d = shm__distance(name, known)) < *distance) *distance = d, best = known;
+        }
+    return best;
+}
+
+static int shm__ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), m = strlen(end);
+    return n > m && !strcmp(s + n - m, end);
+}
+
+/* Variables of env that no entry has but that look like ours: every
+   SHMALLOC_* one, and any other within an edit per 8 characters of an
+   entry's name (SHMEM_SYMMETRIC_HEAP_SZE), which other libraries' names
+   (SHMEM_BOUNCE_SIZE, FI_PROVIDER_PATH, OMPI_*, SLURM_*) are not, nor an
+   entry's name under another's prefix (OSHMEM_VERSION).  Said once per
+   process. */
 static void shm__report_unknown(char *const *env)
 {
     static int reported;
-    size_t best_d;
-    int k;
     for (; *env && !reported; env++) {
         char name[64];
-        const char *best = NULL;
-        size_t n = strcspn(*env, "=");
-        if (strncmp(*env, "SHMALLOC_", 9) || !strncmp(*env, "SHMALLOC_TEST_", 14) || n >= sizeof name) continue;
+        const char *best;
+        size_t n = strcspn(*env, "="), d;
+        int ours = !strncmp(*env, "SHMALLOC_", 9);
+        if (n >= sizeof name || !strncmp(*env, "SHMALLOC_TEST_", 14)) continue;
         memcpy(name, *env, n);
         name[n] = '\0';
-        for (k = 0, best_d = 4; k < SHMALLOC_OPT_COUNT; k++) {
-            size_t d = shm__distance(name, shm__options[k].name);
-            if (d == 0) break;
-            if (d < best_d) best_d = d, best = shm__options[k].name;
-        }
-        if (k < SHMALLOC_OPT_COUNT) continue;
+        best = shm__nearest(name, &d);
+        if (d == 0 || (!ours && (d > (strlen(best) / 8 ? strlen(best) / 8 : 1) || shm__ends_with(name, best))))
+            continue;
+        if (d >= 4) best = NULL; /* too far to suggest */
         shmalloc_print(2, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n", name,
                        best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
     }
@@ -3437,16 +3659,18 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out)
 {
     const shmalloc_option *o = &shm__options[SHMALLOC_OPT_HEAP_MAX];
+    char value[96];
     *out = nominal;
     if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
     if (!o->value) return 0;
     if (o->value >= nominal) return *out = (size_t)o->value, 0;
-    shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=\"%s\" (%llu bytes) is below the heap size of %zu bytes: the "
-                   "heap would have no room to grow\n", o->text, (unsigned long long)o->value, nominal);
+    shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: the "
+                   "heap would have no room to grow\n", shm__value_text(value, sizeof value, o->text, "\""),
+                   (unsigned long long)o->value, nominal);
     return -1;
 }
 
-SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe, unsigned transport)
 {
     int id;
     if (pe != 0) return;
@@ -3455,7 +3679,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
     if (!shm__options[SHMALLOC_OPT_SHMEM_INFO].value) return;
     for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
         const shmalloc_option *o = &shm__options[id];
-        shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name, o->text ? o->text : o->fallback,
+        char value[96];
+        if (!(o->transports & transport)) continue;
+        shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name,
+                       shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);
     }
 }

@@ -123,11 +123,45 @@ static void op_free(const op *o)
     if (!live[i].p) return;
     verify_tag(i, live[i].size);
     if (shmalloc_tlsf_free(heap, live[i].p) != SHMALLOC_TLSF_OK) fail("free of a live block refused", i);
-    if (shmalloc_tlsf_free(heap, live[i].p) == SHMALLOC_TLSF_OK) fail("double free accepted", i);
+    if (shmalloc_tlsf_free(heap, live[i].p) != SHMALLOC_TLSF_ALREADY_FREE) fail("double free not called one", i);
     live[i].p = NULL;
 }
 
-/* wild and interior pointers are refused */
+/* The block that holds block address q, found by walking the heap. */
+typedef struct holder {
+    uintptr_t q;
+    int found, used;
+} holder;
+
+static int find_holder(void *user, const shmalloc_block_info *b)
+{
+    holder *h = (holder *)user;
+    uintptr_t start = (uintptr_t)shmalloc_tlsf_base(heap) + b->offset - 16;
+    if (h->q < start || h->q - start >= b->size) return 0;
+    h->found = 1;
+    h->used = b->used;
+    return 1;
+}
+
+/* A refused pointer's status, from the walk: inside a free block below
+   the high-water mark it is a double free, inside a used block or above
+   the mark not a block (elsewhere the walk has no say). */
+static void expect_refusal(const unsigned char *p, int status, size_t i)
+{
+    shmalloc_counters c;
+    holder h = {(uintptr_t)p - 16, 0, 0};
+    if (p < region + 16) return;
+    shmalloc_tlsf_walk(heap, find_holder, &h);
+    if (!h.found) return;
+    shmalloc_tlsf_counters(heap, &c);
+    if (!h.used && shmalloc_tlsf_offset(heap, p) < c.high_water) {
+        if (status != SHMALLOC_TLSF_ALREADY_FREE) fail("a pointer into a free block not called a double free", i);
+    } else if (status != SHMALLOC_TLSF_NOT_A_BLOCK) {
+        fail("a pointer into a used block, or never handed out, not called not a block", i);
+    }
+}
+
+/* wild and interior pointers are refused, each with its reason */
 static void op_bad_pointer(const op *o)
 {
     unsigned char *p = live[o->i].p ? live[o->i].p + 1 + (o->a % 64) : region + (o->size % HEAP);
@@ -137,6 +171,7 @@ static void op_bad_pointer(const op *o)
         if (!owner) fail("a pointer that is not a block was accepted", o->i);
         return;
     }
+    expect_refusal(p, shmalloc_tlsf_validate(heap, p), o->i);
     if (shmalloc_tlsf_free(heap, p) == SHMALLOC_TLSF_OK) fail("bad free accepted", o->i);
 }
 

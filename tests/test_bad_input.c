@@ -175,3 +175,27 @@ Test(bad_input, every_bad_heap_size_value_is_refused_with_a_message_naming_it)
     printf("heap-size matrix: %zu values, %zu wrong\n", v * k, failures);
     cr_assert(failures == 0);
 }
+
+/* A refused alignment is told by the one cause it has. */
+Test(bad_input, a_bad_alignment_names_the_one_cause_it_has)
+{
+    static const struct { size_t align; const char *line; } cases[] = {
+        {0, "align(alignment 0, 8 bytes): alignment is 0; the call fails on every PE\n"},
+        {63, "align(alignment 63, 8 bytes): alignment is not a power of two; the call fails on every PE\n"},
+        {(size_t)1 << 50, "align(alignment 1125899906842624, 8 bytes): alignment is larger than the largest heap "
+                          "(SHMALLOC_MAX_LOG2); the call fails on every PE\n"},
+    };
+    size_t i;
+    setenv("SHMALLOC_DEBUG", "1", 1); /* every bad argument is reported */
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    make_counting_heap(MIB, 1);
+    unsetenv("SHMALLOC_DEBUG");
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        capture_start();
+        cr_assert_null(shmem_align(cases[i].align, 8));
+        capture_stop();
+        cr_assert_eq(malloc_error, SHMEM_MALLOC_MEMALIGN_FAILED);
+        cr_assert(strstr(out_text[2], cases[i].line), "expected\n%s\nin\n%s", cases[i].line, out_text[2]);
+    }
+    assert_heap_ok();
+}

@@ -26,6 +26,13 @@ enum make {
     MAKE_FREED,          /* a freed block between used ones */
     MAKE_MERGED_LOWER,   /* a freed block another one merged into */
     MAKE_MERGED_UPPER,   /* a freed block that merged into the one below */
+    MAKE_MERGED_ABOVE,   /* a freed block the one below it, freed later, merged with */
+    MAKE_MERGED_BELOW,   /* that one below, the start of the merged block */
+    MAKE_IN_FREE,        /* c + 8 (k + 1), inside a free block */
+    MAKE_IN_TOP,         /* freed blocks merged into the top: its start, then inside it */
+    MAKE_NEVER_USED,     /* in the top, above every block ever handed out */
+    MAKE_IN_LARGE_FREE,  /* near the start of a large free block, then near its end */
+    MAKE_IN_LARGE_USED,  /* the same in a large used block */
     MAKE_SPEC            /* the start of the spec area (sbreak) */
 };
 
@@ -61,8 +68,14 @@ static const bad_case cases[] = {
     {"core just before a block", CORE, MAKE_JUST_BEFORE, 3, INSIDE, 0},
     {"core double free", CORE, MAKE_FREED, 1, FREED, 0},
     {"core double free of a merged block", CORE, MAKE_MERGED_LOWER, 1, FREED, 0},
-    {"core double free merged into another", CORE, MAKE_MERGED_UPPER, 1,
-     EITHER(SHMALLOC_TLSF_ALREADY_FREE, SHMALLOC_TLSF_NOT_A_BLOCK), 0},
+    {"core double free merged into another", CORE, MAKE_MERGED_UPPER, 1, FREED, 0},
+    {"core double free merged with the one below", CORE, MAKE_MERGED_ABOVE, 1, FREED, 0},
+    {"core double free that merged upwards", CORE, MAKE_MERGED_BELOW, 1, FREED, 0},
+    {"core inside a free block", CORE, MAKE_IN_FREE, 8, FREED, 0},
+    {"core double free merged into the top", CORE, MAKE_IN_TOP, 2, FREED, 0},
+    {"core never handed out", CORE, MAKE_NEVER_USED, 2, INSIDE, 0},
+    {"core inside a large free block", CORE, MAKE_IN_LARGE_FREE, 2, FREED, 0},
+    {"core inside a large used block", CORE, MAKE_IN_LARGE_USED, 2, INSIDE, 0},
     {"core spec area", CORE, MAKE_SPEC, 1, INSIDE, 0},
     {"heap stack", HEAP, MAKE_STACK, 1, OUTSIDE, 0},
     {"heap static data", HEAP, MAKE_DATA, 1, OUTSIDE, 0},
@@ -75,16 +88,28 @@ static const bad_case cases[] = {
     {"heap double free", HEAP, MAKE_FREED, 1, FREED, 0},
     {"heap double free with an all-reduce", HEAP, MAKE_FREED, 1, FREED, 1},
     {"heap double free of a merged block", HEAP, MAKE_MERGED_LOWER, 1, FREED, 0},
+    {"heap double free merged into another", HEAP, MAKE_MERGED_UPPER, 1, FREED, 0},
+    {"heap double free merged with the one below", HEAP, MAKE_MERGED_ABOVE, 1, FREED, 0},
+    {"heap merged with the one below, all-reduce", HEAP, MAKE_MERGED_ABOVE, 1, FREED, 1},
+    {"heap double free that merged upwards", HEAP, MAKE_MERGED_BELOW, 1, FREED, 0},
+    {"heap inside a free block", HEAP, MAKE_IN_FREE, 8, FREED, 0},
+    {"heap double free merged into the top", HEAP, MAKE_IN_TOP, 2, FREED, 0},
+    {"heap inside a large free block", HEAP, MAKE_IN_LARGE_FREE, 2, FREED, 0},
+    {"heap inside a large used block", HEAP, MAKE_IN_LARGE_USED, 2, INSIDE, 0},
     {"heap spec area", HEAP, MAKE_SPEC, 1, INSIDE, 0},
 };
 
 /* first, a (1000 bytes), b, c (freed), w, m1 and m2 (freed, m2 merged
-   into m1), w2, in address order; a holds a copy of b's header. */
+   into m1), w2, u1 and u2 (freed, u1 merged with u2), w3, big1 (freed)
+   and big2 of 200 KiB, w4, t1 and t2 (freed into the top), in address
+   order; a holds a copy of b's header. */
 typedef struct fixture {
     shmalloc_tlsf *t;
     int heap; /* the calls go through the SHMEM names */
-    char *base, *end, *a, *b, *c, *m1, *m2;
+    char *base, *end, *a, *b, *c, *m1, *m2, *u1, *u2, *big1, *big2, *t1, *t2;
 } fixture;
+
+#define BIG ((size_t)200 * 1024)
 
 static void *fixture_malloc(const fixture *f, size_t n)
 {
@@ -114,9 +139,22 @@ static void make_fixture(fixture *f, const bad_case *c)
     f->m1 = fixture_malloc(f, 100);
     f->m2 = fixture_malloc(f, 100);
     fixture_malloc(f, 100);
+    f->u1 = fixture_malloc(f, 100);
+    f->u2 = fixture_malloc(f, 100);
+    fixture_malloc(f, 100);
+    f->big1 = fixture_malloc(f, BIG);
+    f->big2 = fixture_malloc(f, BIG);
+    fixture_malloc(f, 100);
+    f->t1 = fixture_malloc(f, 100);
+    f->t2 = fixture_malloc(f, 100);
     fixture_free(f, f->c);
     fixture_free(f, f->m1);
     fixture_free(f, f->m2);
+    fixture_free(f, f->u2);
+    fixture_free(f, f->u1);
+    fixture_free(f, f->big1);
+    fixture_free(f, f->t2);
+    fixture_free(f, f->t1);
     memcpy(f->a + 480, f->b - 16, 16);
     f->end = f->base + counters(f->t).capacity;
 }
@@ -142,6 +180,13 @@ static void *make_pointer(fixture *f, enum make how, int k, void *stack)
     case MAKE_FREED: return f->c;
     case MAKE_MERGED_LOWER: return f->m1;
     case MAKE_MERGED_UPPER: return f->m2;
+    case MAKE_MERGED_ABOVE: return f->u2;
+    case MAKE_MERGED_BELOW: return f->u1;
+    case MAKE_IN_FREE: return f->c + 8 * (k + 1);
+    case MAKE_IN_TOP: return k ? f->t2 : f->t1;
+    case MAKE_NEVER_USED: return f->t2 + (k ? 4096 : 160);
+    case MAKE_IN_LARGE_FREE: return k ? f->big1 + BIG - 64 : f->big1 + 16;
+    case MAKE_IN_LARGE_USED: return k ? f->big2 + BIG - 64 : f->big2 + 16;
     case MAKE_SPEC: {
         void *p = f->heap ? shsbreak(1024) : shmalloc_tlsf_sbreak(f->t, 1024);
         cr_assert(p, "sbreak(1024) failed");
@@ -260,7 +305,8 @@ static void misuse_every_way(char want[MISUSES][200])
              shmalloc_tlsf_offset(t, a + 16));
     snprintf(want[2], 200, "shmalloc: PE 0: free(the pointer at offset %zu): block is already free;",
              shmalloc_tlsf_offset(t, b));
-    snprintf(want[3], 200, "shmalloc: PE 0: align(alignment 3, 8 bytes): alignment is 0, not a power of two");
+    snprintf(want[3], 200, "shmalloc: PE 0: align(alignment 3, 8 bytes): alignment is not a power of two; the call "
+             "fails on every PE\n"); /* the one cause that applies */
     snprintf(want[4], 200, "shmalloc: PE 0: malloc(%zu bytes): size too large", (size_t)1 << 62);
     snprintf(want[5], 200, "shmalloc: PE 0: calloc(count * size overflows): size too large");
     snprintf(want[6], 200, "shmalloc: PE 0: realloc(%p, outside the heap): pointer is not in", (void *)&x);

@@ -66,7 +66,7 @@ Test(debug, different_alignments_fail_on_every_pe_and_say_so)
 {
     cr_assert(run(2, pe_different_alignments) == 0);
     cr_assert(count_in(out_text[2], "differs from another PE's call: the alignments") == 2, "%s", out_text[2]);
-    cr_assert(strstr(out_text[2], "PE 1: align(size 100, alignment 128") != NULL, "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "PE 1: align(alignment 128, 100 bytes), its call 1") != NULL, "%s", out_text[2]);
 }
 
 Test(debug, freeing_different_blocks_fails_on_every_pe_and_frees_nothing)
@@ -84,7 +84,9 @@ Test(debug, different_calls_with_the_same_size_are_caught)
 Test(debug, realloc_of_different_blocks_is_caught)
 {
     cr_assert(run(2, pe_different_realloc_blocks) == 0);
-    cr_assert(count_in(out_text[2], "realloc(size 200") == 2 && count_in(out_text[2], "the blocks") == 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "realloc(the block at offset ") == 2 &&
+                  count_in(out_text[2], ", 200 bytes), its call 3, differs from another PE's call: the blocks\n") == 2,
+              "%s", out_text[2]);
 }
 
 /* ---- leaks ---- */
@@ -109,6 +111,23 @@ Test(debug, blocks_left_allocated_are_reported_with_offsets)
     cr_assert(count_in(out_text[2], "2 blocks still allocated at finalize") == 2, "%s", out_text[2]);
     cr_assert(count_in(out_text[2], "block at offset 16, ") == 2, "%s", out_text[2]);
     cr_assert(count_in(out_text[2], "2 blocks, ") == 2, "%s", out_text[2]);
+}
+
+static void pe_leaks_48_bytes(void *arg)
+{
+    (void)arg;
+    PE_CHECK(shmem_malloc(48) != NULL);
+}
+
+/* One block, in the singular, with its usable bytes and its bytes with
+   the header told apart. */
+Test(debug, a_leak_says_whether_the_header_is_counted)
+{
+    cr_assert(run(1, pe_leaks_48_bytes) == 0);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0: 1 block still allocated at finalize:\n"), "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0:   block at offset 16, 56 bytes usable, 64 with its header\n"), "%s",
+              out_text[2]);
+    cr_assert(strstr(out_text[2], "shmalloc: PE 0: 1 block, 64 bytes with headers, leaked\n"), "%s", out_text[2]);
 }
 
 Test(debug, a_clean_program_reports_nothing)

@@ -212,9 +212,12 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
 {
     char *mem;
     size_t bytes, size;
-    shmalloc_heap *h = growing_heap(&mem, &bytes);
+    shmalloc_heap *h;
     void *p;
     long err = 0;
+    setenv("SHMALLOC_HEAP_MAX", "64M", 1); /* the variable that set MAX, as a transport reads it */
+    cr_assert(shmalloc_options_read(NULL) == 0);
+    h = growing_heap(&mem, &bytes);
     capture_start();
     cr_assert(shmalloc_heap_malloc(h, MAX + 4096, &err) == NULL && err == SHMEM_MALLOC_FAIL, "error %ld", err);
     size = shmalloc_heap_size(h);
@@ -268,6 +271,8 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
     shmalloc_transport tp = transport_for(0, 1);
     shmalloc_heap *h;
     long err;
+    clear_size_env();
+    cr_assert(shmalloc_options_read(NULL) == 0); /* the size variable's default in force */
     tp.barrier = rec_barrier; /* no all-reduce: PEs could not agree on growing */
     h = shmalloc_heap_create_growable(mem, bytes, NOMINAL, &tp, &err);
     cr_assert(h != NULL);

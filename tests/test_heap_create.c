@@ -37,7 +37,7 @@ Test(heap_create, failing_register_region_makes_create_fail_after_synchronising)
         cnt.fail_register = 1;
         cr_assert_null(shmalloc_heap_create(map_aligned(bytes, MIB), bytes, &tp, &err),
                        "create succeeded although register_region failed (all-reduce %d)", with_allreduce);
-        cr_assert_neq(err, SHMEM_MALLOC_OK, "err not set");
+        cr_assert_eq(err, SHMEMX_MALLOC_REGISTER_FAILED, "err %ld", err);
         cr_assert_eq(cnt.registers, 1);
         cr_assert(cnt.barriers + cnt.allreduces >= 1, "create failed without synchronising");
     }
@@ -60,23 +60,74 @@ Test(heap_create, create_registers_the_block_space_once_and_destroy_deregisters_
     cr_assert_eq(cnt.dereg_bytes, cnt.reg_bytes);
 }
 
-Test(heap_create, transport_without_barrier_is_refused)
+/* Each cause of a refused create: its own code, whose description names
+   it, and its own line on stream 2. */
+enum create_fault { NO_TRANSPORT, NO_BARRIER, PE_OUT_OF_RANGE, NO_PES, UNALIGNED, NO_MEMORY, TOO_SMALL, NO_REGISTER };
+typedef struct create_case {
+    enum create_fault fault;
+    long code;
+    char words[48];   /* in shmalloc_strerror(code) */
+    char message[96]; /* in what create printed */
+} create_case;
+
+static const create_case create_cases[] = {
+    {NO_TRANSPORT, SHMEMX_MALLOC_BAD_TRANSPORT, "transport", "shmalloc_heap_create: no transport"},
+    {NO_BARRIER, SHMEMX_MALLOC_BAD_TRANSPORT, "lacks a barrier", "the transport has no barrier"},
+    {PE_OUT_OF_RANGE, SHMEMX_MALLOC_BAD_TRANSPORT, "pe and npes", "the transport names PE 2 of 2 PEs"},
+    {NO_PES, SHMEMX_MALLOC_BAD_TRANSPORT, "pe and npes", "the transport names PE 0 of 0 PEs"},
+    {UNALIGNED, SHMEMX_MALLOC_BAD_MEMORY, "not 16-byte aligned", "is not 16-byte aligned"},
+    {NO_MEMORY, SHMEMX_MALLOC_BAD_MEMORY, "not 16-byte aligned", "the memory at (nil) is not 16-byte aligned"},
+    {TOO_SMALL, SHMEMX_MALLOC_BAD_MEMORY, "too small", "64 bytes of memory hold no heap: give it at least"},
+    {NO_REGISTER, SHMEMX_MALLOC_REGISTER_FAILED, "could not register", "register_region failed for the first"},
+};
+
+ParameterizedTestParameters(heap_create, each_refusal_has_its_own_code_and_message)
 {
-    shmalloc_transport tp = counting_transport(0);
-    tp.barrier = NULL;
-    size_t bytes = shmalloc_heap_bytes(MIB);
-    void *mem = map_aligned(bytes, MIB);
-    long err = SHMEM_MALLOC_OK;
-    cr_assert_null(shmalloc_heap_create(mem, bytes, &tp, &err));
-    cr_assert_neq(err, SHMEM_MALLOC_OK);
+    return cr_make_param_array(create_case, create_cases, sizeof create_cases / sizeof create_cases[0]);
 }
 
-Test(heap_create, region_too_small_is_refused)
+ParameterizedTest(create_case *c, heap_create, each_refusal_has_its_own_code_and_message)
+{
+    shmalloc_transport tp = counting_transport(1);
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    char *mem = map_aligned(bytes, MIB);
+    long err = SHMEM_MALLOC_OK;
+    memset(&cnt, 0, sizeof cnt);
+    if (c->fault == NO_BARRIER) tp.barrier = NULL;
+    if (c->fault == PE_OUT_OF_RANGE) tp.pe = 2, tp.npes = 2;
+    if (c->fault == NO_PES) tp.npes = 0;
+    if (c->fault == UNALIGNED) mem += 8, bytes -= 8;
+    if (c->fault == NO_MEMORY) mem = NULL;
+    if (c->fault == TOO_SMALL) bytes = 64;
+    cnt.fail_register = c->fault == NO_REGISTER;
+    capture_start();
+    cr_assert_null(shmalloc_heap_create(mem, bytes, c->fault == NO_TRANSPORT ? NULL : &tp, &err));
+    capture_stop();
+    cr_assert_eq(err, c->code, "%s: malloc_error %ld, expected %ld", c->message, err, c->code);
+    cr_assert(strstr(shmalloc_strerror(err), c->words), "the description of %ld is \"%s\", without \"%s\"", err,
+              shmalloc_strerror(err), c->words);
+    cr_assert(strstr(out_text[2], c->message), "expected \"%s\" in\n%s", c->message, out_text[2]);
+    cr_assert_eq(count_in(out_text[2], "shmalloc: "), 1, "one line:\n%s", out_text[2]);
+}
+
+/* Memory of the size the message asks for holds a heap. */
+Test(heap_create, memory_too_small_names_the_least_that_holds_a_heap)
 {
     static unsigned char buf[256] __attribute__((aligned(16)));
+    size_t least = 0;
     long err = SHMEM_MALLOC_OK;
+    const char *at;
+    shmalloc_heap *h;
+    capture_start();
     cr_assert_null(shmalloc_heap_create(buf, 64, shmalloc_transport_single(), &err));
-    cr_assert_neq(err, SHMEM_MALLOC_OK);
+    capture_stop();
+    at = strstr(out_text[2], "give it at least ");
+    cr_assert(at && sscanf(at, "give it at least %zu", &least) == 1, "%s", out_text[2]);
+    h = shmalloc_heap_create(map_aligned(least, MIB), least, shmalloc_transport_single(), &err);
+    cr_assert(h, "%zu bytes hold no heap either: %ld", least, err);
+    shmalloc_set_current(h);
+    cr_assert(shmem_malloc(16));
+    assert_heap_ok();
 }
 
 Test(heap_create, whole_nominal_size_is_one_allocation_on_a_fresh_heap, .timeout = 60)

@@ -156,4 +156,7 @@ Test(no_barrier, the_next_synchronising_call_fails_on_different_sizes_counts_or_
     cr_assert(strstr(msg, "PE 0: the 4 allocations made without a barrier"), "%s", msg);
     cr_assert_eq(replay_unsynced(same, 3, swapped, 3, msg, sizeof msg), SHMEM_MALLOC_SYMMSIZE_FAILED);
     cr_assert(strstr(msg, "the 3 allocations"), "%s", msg);
+    cr_assert_eq(replay_unsynced(same, 1, bigger + 2, 1, msg, sizeof msg), SHMEM_MALLOC_SYMMSIZE_FAILED);
+    cr_assert(strstr(msg, "shmalloc: PE 0: the 1 allocation made without a barrier since the last synchronising "
+                          "call differs from another PE's"), "one, in the singular: %s", msg);
 }

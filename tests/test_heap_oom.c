@@ -17,6 +17,29 @@ static void expect_oom_line(const char *text, const char *call, size_t size, siz
     cr_assert(strstr(text, want), "expected\n%s\nin\n%s", want, text);
 }
 
+/* The size an out-of-memory report advises ("at least 3M"): its text in
+   value, its bytes as the size variables read them. */
+static size_t advised_size(const char *text, char value[64])
+{
+    const char *at = strstr(text, "at least ");
+    size_t n = 0;
+    cr_assert(at, "no advice in\n%s", text);
+    cr_assert_eq(sscanf(at, "at least %63[0-9A-Za-z]", value), 1, "%s", text);
+    cr_assert_eq(shmalloc_parse_size(value, &n), 0, "advised %s, which no size variable takes:\n%s", value, text);
+    return n;
+}
+
+/* A heap of the size the options table holds, as a transport makes it;
+   300 KiB, then 900 KiB: 1 if the second fits. */
+static int table_heap_serves_both(shmalloc_heap **h)
+{
+    size_t nominal = 0;
+    cr_assert_eq(shmalloc_heap_size_from_env(&nominal), 0);
+    *h = make_counting_heap(nominal, 1);
+    cr_assert(shmem_malloc(300 * KIB));
+    return shmem_malloc(900 * KIB) != NULL;
+}
+
 Test(heap_info, figures_match_the_counters_and_largest_request_is_exact)
 {
     shmalloc_heap *h = make_counting_heap(MIB, 1);
@@ -58,6 +81,10 @@ Test(heap_info, no_heap_is_an_error)
 
 Test(oom, a_heap_too_small_is_reported_once_with_its_figures_and_the_size_variable)
 {
+    char value[64];
+    clear_size_env();
+    cr_assert_eq(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, "1M"), 0);
+    cr_assert_eq(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, NULL), 0); /* back to the environment: the default */
     shmalloc_heap *h = make_counting_heap(MIB, 1);
     void *a = shmem_malloc(300 * KIB);
     cr_assert(a);
@@ -82,12 +109,76 @@ Test(oom, a_heap_too_small_is_reported_once_with_its_figures_and_the_size_variab
     cr_assert_eq(info_of(h).failures, 3, "every failure is counted");
     shmem_free(a);
     assert_heap_ok();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", (advised_size(out_text[2], value), value), 1); /* the advice, followed */
+    cr_assert(table_heap_serves_both(&h), "SHMEM_SYMMETRIC_HEAP_SIZE=%s does not serve the call", value);
+    assert_heap_ok();
+}
+
+/* The variable in force is the one named, an older alias too. */
+Test(oom, the_advice_names_the_size_variable_in_force_and_following_it_serves_the_call)
+{
+    char value[64];
+    shmalloc_heap *h;
+    clear_size_env();
+    setenv("SMA_SYMMETRIC_SIZE", "1M", 1);
+    cr_assert_eq(shmalloc_options_read(NULL), 0);
+    capture_start();
+    cr_assert(!table_heap_serves_both(&h));
+    capture_stop();
+    cr_assert(strstr(out_text[2], "the heap is too small: set SMA_SYMMETRIC_SIZE to at least "), "%s", out_text[2]);
+    setenv("SMA_SYMMETRIC_SIZE", (advised_size(out_text[2], value), value), 1);
+    cr_assert_eq(shmalloc_options_read(NULL), 0);
+    cr_assert(table_heap_serves_both(&h), "SMA_SYMMETRIC_SIZE=%s does not serve the call", value);
+    assert_heap_ok();
+}
+
+/* A size the program sets wins over the environment (SHMEM_INFO says
+   "from program"): the advice names no variable, and the program asking
+   for the advised size serves the call. */
+Test(oom, a_size_the_program_sets_is_advised_to_the_program_not_to_a_variable)
+{
+    char value[64];
+    shmalloc_heap *h;
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "64M", 1); /* read by nobody: the program's value wins */
+    cr_assert_eq(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, "1M"), 0);
+    cr_assert_eq(shmalloc_options_read(NULL), 0);
+    capture_start();
+    cr_assert(!table_heap_serves_both(&h));
+    capture_stop();
+    cr_assert(strstr(out_text[2], "the heap is too small: the program sets the heap's size, not a variable: have "
+                                  "it ask for at least "), "%s", out_text[2]);
+    cr_assert(!strstr(out_text[2], "SHMEM_") && !strstr(out_text[2], "SHMALLOC_HEAP_MAX"), "%s", out_text[2]);
+    advised_size(out_text[2], value);
+    cr_assert_eq(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, value), 0);
+    cr_assert(table_heap_serves_both(&h), "a program's heap of %s does not serve the call", value);
+    assert_heap_ok();
+}
+
+/* A runtime that vendors the header and reads none of the variables. */
+Test(oom, a_runtime_that_reads_no_variable_is_advised_to_ask_for_more)
+{
+    char value[64];
+    clear_size_env();
+    make_counting_heap(MIB, 1);
+    capture_start();
+    cr_assert(shmem_malloc(300 * KIB));
+    cr_assert_null(shmem_malloc(900 * KIB));
+    capture_stop();
+    cr_assert(strstr(out_text[2], "the program sets the heap's size, not a variable: have it ask for at least "),
+              "%s", out_text[2]);
+    cr_assert(!strstr(out_text[2], "SHMEM_") && !strstr(out_text[2], "SHMALLOC_HEAP_MAX"), "%s", out_text[2]);
+    make_counting_heap(advised_size(out_text[2], value), 1);
+    cr_assert(shmem_malloc(300 * KIB) && shmem_malloc(900 * KIB), "a heap of %s does not serve the call", value);
+    assert_heap_ok();
 }
 
 /* Blocks of 64 KiB with every other one freed: half the heap is free, in
    pieces too small for 128 KiB. */
 Test(oom, fragmentation_is_named_when_the_bytes_are_free_but_not_in_one_block)
 {
+    clear_size_env();
+    cr_assert_eq(shmalloc_options_read(NULL), 0);
     shmalloc_heap *h = make_counting_heap(MIB, 1);
     void *p[15];
     int n = 15;
@@ -138,6 +229,9 @@ Test(oom, a_growable_heap_at_its_maximum_names_shmalloc_heap_max)
     shmalloc_transport tp = counting_transport(1);
     size_t max = 4 * MIB, bytes = shmalloc_heap_bytes(max);
     long err = 1;
+    clear_size_env();
+    setenv("SHMALLOC_HEAP_MAX", "4M", 1);
+    cr_assert_eq(shmalloc_options_read(NULL), 0);
     memset(&cnt, 0, sizeof cnt);
     shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, MIB, &tp, &err);
     cr_assert(h && err == SHMEM_MALLOC_OK);

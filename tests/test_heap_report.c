@@ -95,6 +95,23 @@ Test(stats, level_0_goes_to_stream_1_with_call_counts_and_block_counts)
     assert_heap_ok();
 }
 
+/* One busy block, in the singular, and the bytes say they count headers. */
+Test(stats, one_block_is_one_block_and_bytes_count_headers)
+{
+    make_counting_heap(MIB, 1);
+    void *p = shmem_malloc(48);
+    cr_assert(p);
+    capture_start();
+    shmalloc_stats(2);
+    capture_stop();
+    cr_assert(strstr(out_text[1], "  busy: 1 block, 64 bytes with headers\n"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  free: 1 block, "), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  spec: 0 blocks, 0 bytes\n"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  block at offset 16: 64 bytes with its header, busy\n"), "%s", out_text[1]);
+    shmem_free(p);
+    assert_heap_ok();
+}
+
 Test(stats, level_1_adds_a_map_line_with_a_star_per_busy_and_a_dot_per_free_block)
 {
     shmalloc_heap *h = stats_heap();

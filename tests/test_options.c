@@ -129,6 +129,93 @@ Test(options, a_misspelt_variable_is_reported_once_with_the_nearest_name)
     cr_assert_eq(out_text[2][0], 0, "reported a second time: %s", out_text[2]);
 }
 
+/* Near misses of every name in the table are reported with it; other
+   libraries' variables, SHMEM_* ones too, are not. */
+static const struct near_miss {
+    const char *set, *meant; /* meant NULL: not to be reported */
+} near_misses[] = {
+    {"SHMEM_SYMMETRIC_HEAP_SZE", "SHMEM_SYMMETRIC_HEAP_SIZE"},
+    {"SHMEN_SYMMETRIC_HEAP_SIZE", "SHMEM_SYMMETRIC_HEAP_SIZE"},
+    {"SHMEM_SYMETRIC_SIZE", "SHMEM_SYMMETRIC_SIZE"},
+    {"SMA_SYMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"},
+    {"SHMEM_DEBU", "SHMEM_DEBUG"},
+    {"SHMEM_INFOO", "SHMEM_INFO"},
+    {"SHMEM_VERSON", "SHMEM_VERSION"},
+    {"SHMEM_SYMMETRIC_HEAP_USE_HUGEPAGES", "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES"},
+    {"SHMEM_SYMMETRIC_HEAP_PAGESIZE", "SHMEM_SYMMETRIC_HEAP_PAGE_SIZE"},
+    {"FI_PROVIDR", "FI_PROVIDER"},
+    {"SHMEM_BOUNCE_SIZE", NULL},         /* Sandia OpenSHMEM's */
+    {"SHMEM_OFI_PROVIDER", NULL},
+    {"SHMEM_DEBUG_FILE", NULL},
+    {"SHMEM_TRAP_ON_ABORT", NULL},
+    {"SMA_VERSION", NULL},               /* Cray's */
+    {"SMA_INFO", NULL},
+    {"OMPI_MCA_memheap_base_size", NULL}, /* Open MPI's */
+    {"OSHMEM_VERSION", NULL},
+    {"FI_PROVIDER_PATH", NULL},          /* libfabric's */
+    {"FI_TCP_IFACE", NULL},
+    {"FI_LOG_LEVEL", NULL},
+    {"SLURM_JOB_ID", NULL},
+    {"PMIX_RANK", NULL},
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", NULL}, /* the table's own */
+    {"SMA_SYMMETRIC_SIZE", NULL},
+    {"FI_PROVIDER", NULL},
+};
+
+Test(options, near_misses_of_every_name_are_reported_and_other_libraries_variables_are_not)
+{
+    char *env[64], line[64][96], want[200];
+    size_t n = sizeof near_misses / sizeof near_misses[0], i;
+    cr_assert(n < 64);
+    for (i = 0; i < n; i++) {
+        snprintf(line[i], sizeof line[i], "%s=8M", near_misses[i].set);
+        env[i] = line[i];
+    }
+    env[n] = NULL;
+    capture_start();
+    shmalloc_options_read(env);
+    capture_stop();
+    for (i = 0; i < n; i++) {
+        snprintf(want, sizeof want, "shmalloc: %s is set, but shmalloc has no such variable (did you mean %s?)\n",
+                 near_misses[i].set, near_misses[i].meant ? near_misses[i].meant : "");
+        if (near_misses[i].meant) cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+        snprintf(want, sizeof want, "shmalloc: %s is set", near_misses[i].set);
+        if (!near_misses[i].meant) cr_assert_null(strstr(out_text[2], want), "%s was reported:\n%s", want, out_text[2]);
+    }
+}
+
+/* SHMEM_INFO lists what the running transport reads: FI_PROVIDER and the
+   PMIx transport's own variables under PMIx, none of them under pthreads. */
+Test(options, shmem_info_lists_the_variables_of_the_running_transport)
+{
+    static const char *const pmix_only[] = {"FI_PROVIDER", "SHMALLOC_PMIX_OFI_ANY_ADDRESS", "SHMALLOC_PMIX_OFI_DIRECT",
+                                            "SHMALLOC_PMIX_OFI_NODE_BARRIER", "SHMALLOC_VERBOSE"};
+    char want[64];
+    size_t i;
+    setenv("SHMEM_INFO", "1", 1);
+    setenv("FI_PROVIDER", "shm", 1);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    capture_start();
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PMIX_OFI);
+    capture_stop();
+    for (i = 0; i < sizeof pmix_only / sizeof pmix_only[0]; i++) {
+        snprintf(want, sizeof want, "  %s=", pmix_only[i]);
+        cr_assert(strstr(out_text[1], want), "PMIx leaves out %s:\n%s", pmix_only[i], out_text[1]);
+    }
+    cr_assert(strstr(out_text[1], "  FI_PROVIDER=shm (from FI_PROVIDER)\n"), "%s", out_text[1]);
+    capture_start();
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PTHREADS);
+    capture_stop();
+    for (i = 0; i < sizeof pmix_only / sizeof pmix_only[0]; i++) {
+        snprintf(want, sizeof want, "  %s=", pmix_only[i]);
+        cr_assert_null(strstr(out_text[1], want), "pthreads lists %s:\n%s", pmix_only[i], out_text[1]);
+    }
+    cr_assert(strstr(out_text[1], "  SHMALLOC_BARRIER_TIMEOUT=60 (the default)\n"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  SHMEM_SYMMETRIC_HEAP_SIZE=512M (the default)\n"), "%s", out_text[1]);
+    unsetenv("SHMEM_INFO");
+    unsetenv("FI_PROVIDER");
+}
+
 /* The variables named in the first cell of the README's tables. */
 static size_t readme_variables(char names[][64], size_t cap)
 {
@@ -143,7 +230,8 @@ static size_t readme_variables(char names[][64], size_t cap)
         while ((p = strchr(p, '`')) && n < cap) {
             size_t len = strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
             if (p[1 + len] == '`' && len < 64 &&
-                (!strncmp(p + 1, "SHMALLOC_", 9) || !strncmp(p + 1, "SHMEM_", 6) || !strncmp(p + 1, "SMA_", 4))) {
+                (!strncmp(p + 1, "SHMALLOC_", 9) || !strncmp(p + 1, "SHMEM_", 6) || !strncmp(p + 1, "SMA_", 4) ||
+                 !strncmp(p + 1, "FI_", 3))) {
                 memcpy(names[n], p + 1, len);
                 names[n++][len] = 0;
             }
@@ -200,17 +288,17 @@ Test(options, shmem_debug_version_and_info_are_read_and_announced_by_pe_0)
     cr_assert(!strcmp(opt(SHMALLOC_OPT_DEBUG)->source, "SHMEM_DEBUG"), "%s", opt(SHMALLOC_OPT_DEBUG)->source);
     snprintf(want, sizeof want, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n", shmalloc_version());
     capture_start();
-    shmalloc_options_announce(1);
+    shmalloc_options_announce(1, SHMALLOC_TRANSPORT_ALL);
     capture_stop();
     cr_assert_eq(out_len[1] + out_len[2], 0, "PE 1 printed: %s", out_text[1]);
     capture_start();
-    shmalloc_options_announce(0);
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_ALL);
     capture_stop();
     cr_assert(!strcmp(out_text[1], want), "%s", out_text[1]);
     setenv("SHMEM_INFO", "1", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
     capture_start();
-    shmalloc_options_announce(0);
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_ALL);
     capture_stop();
     cr_assert(strstr(out_text[1], want) == out_text[1], "%s", out_text[1]);
     for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
@@ -223,4 +311,37 @@ Test(options, shmem_debug_version_and_info_are_read_and_announced_by_pe_0)
     unsetenv("SHMEM_VERSION");
     unsetenv("SHMEM_INFO");
     cr_assert(read_quietly() == 0);
+}
+
+/* A value of 10 000 characters: the message quotes it cut short, with its
+   length, and keeps the reason and the line's end; so does SHMEM_INFO's
+   listing, and a line shmalloc_print has to cut still ends. */
+Test(options, a_long_value_is_quoted_short_and_the_message_kept)
+{
+    static char value[10001];
+    memset(value, 'x', 10000);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1);
+    cr_assert(read_quietly() == -1);
+    cr_assert(strstr(out_text[2], "shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE=\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\" "
+                                  "(10000 characters) is not a heap size: expected a positive number"),
+              "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "e.g. 512M or 1.5G\n"), "the reason or the newline is cut: %s", out_text[2]);
+    cr_assert(strstr(out_text[2], ", at most 64T, "), "the docs' words for the largest heap: %s", out_text[2]);
+    unsetenv("SHMEM_SYMMETRIC_HEAP_SIZE");
+    setenv("SHMALLOC_HUGE_PAGES", value, 1); /* a word, checked by its reader: listed as it is */
+    setenv("SHMEM_INFO", "1", 1);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    capture_start();
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_ALL);
+    capture_stop();
+    cr_assert(strstr(out_text[1], "  SHMALLOC_HUGE_PAGES=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (10000 "
+                                  "characters) (from SHMALLOC_HUGE_PAGES)\n      off, auto"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  SHMEM_INFO=1 (from SHMEM_INFO)\n"), "the listing is cut: %s", out_text[1]);
+    capture_start();
+    shmalloc_print(2, "shmalloc: %s: the end\n", value);
+    capture_stop();
+    cr_assert_eq(out_len[2], 511, "%zu bytes", (size_t)out_len[2]);
+    cr_assert(!strcmp(out_text[2] + 507, "...\n"), "%s", out_text[2] + 480);
+    unsetenv("SHMALLOC_HUGE_PAGES");
+    unsetenv("SHMEM_INFO");
 }

@@ -882,6 +882,28 @@ Test(pthreads, heap_size_comes_from_the_argument_then_each_variable_in_order,
     cr_assert(size >= SHMALLOC_DEFAULT_HEAP_SIZE, "the default gave %zu", size);
 }
 
+/* A heap_size the program passes wins over the environment: a heap too
+   small for a call is advised to the program, and passing the advised
+   size serves the call. */
+Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout = TEST_TIMEOUT)
+{
+    size_t want = (size_t)3 << 20, advised = 0;
+    char value[64];
+    const char *at;
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "64M", 1); /* never read: the argument wins */
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(1, (size_t)1 << 20, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert(!strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE"), "%s", out_text[2]);
+    at = strstr(out_text[2], "the program sets the heap's size, not a variable: have it ask for at least ");
+    cr_assert(at && sscanf(strstr(at, "at least "), "at least %63[0-9A-Za-z]", value) == 1, "%s", out_text[2]);
+    cr_assert_eq(shmalloc_parse_size(value, &advised), 0, "%s", value);
+    heap_size_with(advised, want); /* asserts the call is served */
+}
+
 /* ---- threads of one PE ------------------------------------------------------ */
 typedef struct helper_arg {
     shmalloc_heap *heap;

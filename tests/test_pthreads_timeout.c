@@ -1,7 +1,9 @@
 /* test_pthreads_timeout.c - the pthreads transport's barrier timeout: a PE
-   that skips a collective call ends the program within
-   SHMALLOC_BARRIER_TIMEOUT, naming the PE; a bad value is refused at
-   start-up; a slow PE that does arrive does not trip it.
+   that stalls before a collective call ends the program within
+   SHMALLOC_BARRIER_TIMEOUT, naming the PE, and one that skips a call (and
+   so returns from pe_main while the others still make calls) ends it at
+   once, naming it; a bad value is refused at start-up; a slow PE that
+   does arrive does not trip it.
 
    A run that should end the program runs in a forked child whose stderr
    the test reads; the child is killed if it outlives a bound, so a barrier
@@ -113,6 +115,7 @@ typedef struct skip_case {
     enum skipped_call call;
     int npes;
     int skippers[2];   /* the PEs that skip it; -1: none */
+    int stall;         /* they sleep past the timeout instead, then return */
 } skip_case;
 
 static int skips(const skip_case *c, int pe)
@@ -125,6 +128,10 @@ static void pe_skip(void *arg)
     const skip_case *c = (const skip_case *)arg;
     int skip = skips(c, shmem_my_pe());
     void *p = NULL;
+    if (skip && c->stall) {
+        sleep_seconds(CHILD_BOUND / 2);
+        return;
+    }
     if (c->call != SKIP_MALLOC || !skip) p = shmem_malloc(64);
     if (c->call != SKIP_FREE || !skip) shmem_free(p);
     if (c->call != SKIP_BARRIER || !skip) shmem_barrier_all();
@@ -139,6 +146,23 @@ static void expect_names(const char *text, const skip_case *c)
     else
         snprintf(want, sizeof want, "waiting for PEs %d, %d (PE ", c->skippers[0], c->skippers[1]);
     cr_assert(strstr(text, want) != NULL, "expected \"%s\" in: %s", want, text);
+}
+
+/* A PE that skipped a call ended first: a waiter names it (or them), once. */
+static void expect_ended_message(const char *text, const skip_case *c)
+{
+    const char *m = strstr(text, " waits in barrier "), *line = m;
+    int waiter = -1, first = -1, second = -1;
+    unsigned barrier = 0;
+    cr_assert(m != NULL, "no message in: %s", text);
+    while (line > text && line[-1] != '\n') line--;
+    cr_assert(sscanf(line, "shmalloc: PE %d waits in barrier %u for PE", &waiter, &barrier) == 2, "%s", text);
+    cr_assert(waiter >= 0 && waiter < c->npes && !skips(c, waiter), "waiter PE %d in: %s", waiter, text);
+    m = strstr(m, " for PE");
+    cr_assert(sscanf(m, " for PE %d", &first) == 1 || sscanf(m, " for PEs %d, %d", &first, &second) == 2, "%s", text);
+    cr_assert(skips(c, first) && (second < 0 || skips(c, second)), "names a PE that did not skip: %s", text);
+    cr_assert(strstr(m, "returned from pe_main: the PEs made different numbers of collective calls"), "%s", text);
+    cr_assert_eq(count_in(text, " waits in barrier "), 1, "more than one PE reported: %s", text);
 }
 
 static void expect_timeout_message(const char *text, const skip_case *c)
@@ -157,10 +181,11 @@ static void expect_timeout_message(const char *text, const skip_case *c)
 }
 
 static skip_case skip_cases[] = {
-    {SKIP_MALLOC, 2, {1, -1}},  {SKIP_FREE, 2, {0, -1}},    {SKIP_BARRIER, 2, {1, -1}},
-    {SKIP_MALLOC, 8, {5, -1}},  {SKIP_FREE, 8, {7, -1}},    {SKIP_BARRIER, 8, {0, -1}},
-    {SKIP_BARRIER, 4, {1, 3}},  {SKIP_MALLOC, 8, {2, 6}},   {SKIP_MALLOC, 64, {37, -1}},
-    {SKIP_BARRIER, 64, {0, 63}},
+    {SKIP_MALLOC, 2, {1, -1}, 0},  {SKIP_FREE, 2, {0, -1}, 0},  {SKIP_BARRIER, 2, {1, -1}, 0},
+    {SKIP_MALLOC, 8, {5, -1}, 0},  {SKIP_FREE, 8, {7, -1}, 0},  {SKIP_BARRIER, 8, {0, -1}, 0},
+    {SKIP_BARRIER, 4, {1, 3}, 0},  {SKIP_MALLOC, 8, {2, 6}, 0}, {SKIP_MALLOC, 64, {37, -1}, 0},
+    {SKIP_BARRIER, 64, {0, 63}, 0}, {SKIP_MALLOC, 2, {1, -1}, 1}, {SKIP_BARRIER, 8, {0, -1}, 1},
+    {SKIP_BARRIER, 4, {1, 3}, 1},  {SKIP_MALLOC, 64, {37, -1}, 1},
 };
 
 ParameterizedTestParameters(timeout, a_skipped_collective_ends_the_program_naming_the_pe)
@@ -172,18 +197,25 @@ ParameterizedTest(skip_case *c, timeout, a_skipped_collective_ends_the_program_n
                   .timeout = TEST_TIMEOUT)
 {
     child_result r;
-    run_child(c->npes, "1", pe_skip, c, &r);
+    run_child(c->npes, c->stall ? "1" : "60", pe_skip, c, &r);
     cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
-    cr_assert(r.seconds >= 1.0, "ended after %.2f s, before the timeout", r.seconds);
-    expect_timeout_message(r.text, c);
+    if (c->stall) {
+        cr_assert(r.seconds >= 1.0, "ended after %.2f s, before the timeout", r.seconds);
+        expect_timeout_message(r.text, c);
+    } else {
+        cr_assert(r.seconds < 5.0, "ended after %.2f s: waited for a PE that had returned", r.seconds);
+        expect_ended_message(r.text, c);
+    }
 }
 
-/* Only PE 0 makes an extra barrier: it waits for all the others, and the
-   message lists as many as fit in one line, then how many more. */
+/* Only PE 0 reaches a barrier while the others stall: it waits for all of
+   them, and the message lists as many as fit in one line, then how many
+   more. */
 static void pe_extra_barrier_on_pe_0(void *arg)
 {
     (void)arg;
     if (shmem_my_pe() == 0) shmem_barrier_all();
+    else sleep_seconds(CHILD_BOUND / 2);
 }
 
 Test(timeout, a_timeout_waiting_for_many_pes_names_them_in_one_line, .timeout = TEST_TIMEOUT)
@@ -200,6 +232,57 @@ Test(timeout, a_timeout_waiting_for_many_pes_names_them_in_one_line, .timeout = 
     m = strstr(m, " and ");
     cr_assert(m != NULL && m < end && sscanf(m, " and %d more (PE 0 of 100, barrier ", &more) == 1, "line: %s", r.text);
     cr_assert(more > 0 && more < 99, "%d more", more);
+}
+
+/* ---- a PE that made one call more, in debug mode ------------------------- */
+typedef struct extra_case {
+    int common;         /* calls both PEs make: 3 or 0 */
+    char pe0[160];      /* what PE 0 says of its extra call */
+    char pe1[160];      /* and PE 1 of its finalize */
+} extra_case;
+
+static void pe_0_makes_one_call_more(void *arg)
+{
+    const extra_case *c = (const extra_case *)arg;
+    if (c->common) {
+        void *a = shmem_malloc(64);
+        shmem_free(a);
+        shmem_malloc(64); /* left allocated: listed at finalize */
+    }
+    if (shmem_my_pe() == 0) shmem_malloc(64); /* a call PE 1, finalizing, never makes */
+}
+
+static extra_case extra_cases[] = {
+    {3, "shmalloc: PE 0: malloc(64 bytes), its call 4, differs from another PE's call: the calls and the call numbers "
+        "(PE 0 has made 4 calls, PE 1 3)\n",
+     "shmalloc: PE 1: finalize, after its call 3, meets another PE's call: the calls and the call numbers (PE 0 has "
+     "made 4 calls, PE 1 3)\n"},
+    {0, "shmalloc: PE 0: malloc(64 bytes), its call 1, differs from another PE's call: the calls and the call numbers "
+        "(PE 0 has made 1 call, PE 1 0)\n",
+     "shmalloc: PE 1: finalize, before any call, meets another PE's call: the calls and the call numbers (PE 0 has "
+     "made 1 call, PE 1 0)\n"},
+};
+
+ParameterizedTestParameters(timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits)
+{
+    return cr_make_param_array(extra_case, extra_cases, sizeof extra_cases / sizeof extra_cases[0]);
+}
+
+/* The reports give the calls each PE truly made, and PE 0 does not wait
+   out the timeout for PE 1, which has returned. */
+ParameterizedTest(extra_case *c, timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits,
+                  .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    run_child(2, "60", pe_0_makes_one_call_more, c, &r);
+    unsetenv("SHMALLOC_DEBUG");
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds < 5.0, "ended after %.2f s: waited for a PE that had returned", r.seconds);
+    cr_assert(strstr(r.text, c->pe0), "expected\n%s\nin\n%s", c->pe0, r.text);
+    cr_assert(strstr(r.text, c->pe1), "expected\n%s\nin\n%s", c->pe1, r.text);
+    cr_assert(strstr(r.text, "shmalloc: PE 0 waits in barrier "), "%s", r.text);
+    cr_assert(strstr(r.text, " for PE 1, which has returned from pe_main"), "%s", r.text);
 }
 
 /* ---- the variable ------------------------------------------------------- */

@@ -96,7 +96,7 @@ Test(sbreak, statistics_show_the_spec_area_as_one_at_sign_block)
     capture_start();
     shmalloc_stats(1);
     capture_stop();
-    cr_assert(strstr(out_text[1], "spec: 1 blocks, 2048 bytes") != NULL, "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "spec: 1 block, 2048 bytes") != NULL, "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "map: *.@\n") != NULL, "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "sbreak 1") != NULL, "%s", out_text[1]);
     shmem_free(a);

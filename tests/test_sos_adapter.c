@@ -125,7 +125,7 @@ Test(sos_bad_pointer, double_interior_and_outside_frees_and_reallocs_are_refused
     const struct { int realloc; void *ptr; const char *words; } cases[] = {
         {0, p, "free(%p) ignored, symmetric heap unchanged: block is already free"},
         {0, q + 16, "free(%p) ignored, symmetric heap unchanged: pointer is not the start of a block"},
-        {0, &on_stack, "free(%p) ignored, symmetric heap unchanged: pointer is not in the symmetric heap"},
+        {0, &on_stack, "free(%p) ignored, symmetric heap unchanged: pointer is not in the heap"},
         {1, p, "realloc(%p) ignored, symmetric heap unchanged: block is already free"},
         {1, q + 32, "realloc(%p) ignored, symmetric heap unchanged: pointer is not the start of a block"},
     };

@@ -147,7 +147,7 @@ static void shm__init(int level)
     shm__init_heap(nominal, max);
     if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
     shm__describe();
-    shmalloc_options_announce(shm__w.boot.me);
+    shmalloc_options_announce(shm__w.boot.me, SHMALLOC_TRANSPORT_PMIX_OFI);
 }
 
 void shmem_init(void)

@@ -27,6 +27,7 @@ int shm__barrier_init(shm__barrier *b, int parties, int timeout)
     void *slots = NULL;
     b->parties = parties;
     b->sleepers = 0;
+    b->leavers = 0;
     b->expired = 0;
     b->timeout = timeout;
     b->pauses = parties <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__SPIN_PAUSE : 0;
@@ -55,16 +56,19 @@ static int shm__arrived(const shm__barrier *b, int q, uint64_t epoch)
     return __atomic_load_n(&b->slots[q].epoch, __ATOMIC_ACQUIRE) >= epoch;
 }
 
+static int shm__ended(const shm__barrier *b, int q) { return __atomic_load_n(&b->slots[q].ended, __ATOMIC_SEQ_CST); }
+
 /* Ends the program: PE me waited too long for barrier epoch, unless every
-   PE arrived just now.  The first PE to time out names every PE not there;
-   the others wait for its exit. */
-static void shm__barrier_timeout(shm__barrier *b, int me, uint64_t epoch)
+   PE arrived just now, or (ended) waits for PEs that have ended and will
+   never arrive.  The first PE to say so names every such PE; the others
+   wait for its exit. */
+static void shm__barrier_timeout(shm__barrier *b, int me, uint64_t epoch, int ended)
 {
     char late[384];
     size_t n = 0;
     int q, missing = 0, listed = 0;
     for (q = 0; q < b->parties; q++) {
-        if (shm__arrived(b, q, epoch)) continue;
+        if (shm__arrived(b, q, epoch) || (ended && !shm__ended(b, q))) continue;
         missing++;
         if (n + 24 < sizeof late) {
             n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", q);
@@ -75,14 +79,29 @@ static void shm__barrier_timeout(shm__barrier *b, int me, uint64_t epoch)
     if (__atomic_exchange_n(&b->expired, 1, __ATOMIC_SEQ_CST))
         for (;;) pause();
     if (listed < missing) snprintf(late + n, sizeof late - n, " and %d more", missing - listed);
-    shmalloc_print(2, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, barrier %llu)\n",
-                   b->timeout, missing > 1 ? "s" : "", late, me, b->parties, (unsigned long long)epoch);
+    if (ended)
+        shmalloc_print(2, "shmalloc: PE %d waits in barrier %llu for PE%s %s, which ha%s returned from pe_main: the "
+                       "PEs made different numbers of collective calls (SHMALLOC_DEBUG=1 says which)\n", me,
+                       (unsigned long long)epoch, missing > 1 ? "s" : "", late, missing > 1 ? "ve" : "s");
+    else
+        shmalloc_print(2, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, barrier %llu)\n",
+                       b->timeout, missing > 1 ? "s" : "", late, me, b->parties, (unsigned long long)epoch);
     shmem_global_exit(1);
 }
 
-/* Sleeps until PE q reaches barrier epoch, an arriver wakes us, or the
-   wait's deadline.  A sleeper's increment and re-check are sequentially
-   consistent with an arriver's epoch store and sleepers load (shm__sync). */
+void shm__barrier_leave(shm__barrier *b, int me)
+{
+    __atomic_store_n(&b->slots[me].ended, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&b->leavers, 1u, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&b->mutex);
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->mutex);
+}
+
+/* Sleeps until PE q reaches barrier epoch, an arriver wakes us, a PE has
+   ended, or the wait's deadline.  A sleeper's increment and re-check are
+   sequentially consistent with an arriver's epoch store and sleepers load
+   (shm__sync). */
 static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shmalloc_wait *wait)
 {
     struct timespec deadline;
@@ -90,6 +109,7 @@ static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shmalloc_wa
     __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&b->mutex);
     while (__atomic_load_n(&b->slots[q].epoch, __ATOMIC_SEQ_CST) < epoch &&
+           !__atomic_load_n(&b->leavers, __ATOMIC_SEQ_CST) && /* then a PE waits for one that left: the end */
            pthread_cond_timedwait(&b->cond, &b->mutex, &deadline) != ETIMEDOUT) {
     }
     pthread_mutex_unlock(&b->mutex);
@@ -100,15 +120,18 @@ static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shmalloc_wa
 static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
 {
     shmalloc_wait wait;
+    int r;
     shmalloc_wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
     for (;;) {
         switch (shmalloc_wait_step(&wait)) {
-        case SHMALLOC_WAIT_EXPIRED: shm__barrier_timeout(b, me, epoch); break;
+        case SHMALLOC_WAIT_EXPIRED: shm__barrier_timeout(b, me, epoch, 0); break;
         case SHMALLOC_WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
         default: break;
         }
         while (q < b->parties && shm__arrived(b, q, epoch)) q++;
         if (q == b->parties) return;
+        for (r = q; r < b->parties; r++)
+            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__barrier_timeout(b, me, epoch, 1);
     }
 }
 
@@ -120,6 +143,7 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
     unsigned buf = (unsigned)(epoch & 1u);
     int q = 0, i;
     for (i = 0; i < count; i++) mine->values[buf][i] = values[i];
+    mine->counts[buf] = count;
     __atomic_store_n(&mine->epoch, epoch, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST)) {
         pthread_mutex_lock(&b->mutex);
@@ -128,8 +152,8 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
     }
     while (q < b->parties && shm__arrived(b, q, epoch)) q++;
     if (q < b->parties) shm__wait_all(b, me, epoch, q);
-    for (q = 0; q < b->parties; q++)
+    for (q = 0; q < b->parties; q++) /* a peer in a plain barrier (a skipped call) adds no values */
         if (q != me)
-            for (i = 0; i < count; i++)
+            for (i = 0; i < count && i < b->slots[q].counts[buf]; i++)
                 if (b->slots[q].values[buf][i] > values[i]) values[i] = b->slots[q].values[buf][i];
 }

@@ -29,14 +29,17 @@
    (shmalloc_wait.h), and an arriving PE wakes the sleepers only when there
    are any.  A PE that waits longer than the timeout ends the program,
    naming the PEs that did not arrive: one that skipped a collective call
-   would otherwise leave its peers waiting forever.  All-reduce values are
+   would otherwise leave its peers waiting forever; one that has ended
+   (shm__barrier_leave) ends it at once.  All-reduce values are
    double-buffered by the number's parity: a PE writes a buffer again two
    barriers later, once every PE has passed the barrier in between and so
    has read it.  One barrier per call suffices. */
 typedef struct shm__slot {
     uint64_t epoch;                  /* atomic: the last barrier this PE reached */
     uint64_t values[2][SHMALLOC_REDUCE_MAX];
-    char pad[64 - sizeof(uint64_t)]; /* whole cache lines */
+    int counts[2];                   /* values published with them: 0 for a plain barrier */
+    int ended;                       /* atomic: this PE reaches no more barriers */
+    char pad[64 - sizeof(uint64_t) - 3 * sizeof(int)]; /* whole cache lines */
 } shm__slot;
 
 typedef struct shm__barrier {
@@ -45,6 +48,7 @@ typedef struct shm__barrier {
     int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
     int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_BARRIER_TIMEOUT) */
     unsigned sleepers;   /* atomic: PEs waiting on cond */
+    unsigned leavers;    /* atomic: PEs that have ended (shm__barrier_leave) */
     int expired;         /* atomic: a PE has timed out and reports it */
     pthread_mutex_t mutex;
     pthread_cond_t cond; /* on CLOCK_MONOTONIC, the clock of the wait's deadline */
@@ -55,6 +59,10 @@ SHMALLOC_INTERNAL void shm__barrier_fini(shm__barrier *b);
 /* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
    (count of them) become their maximum over the PEs. */
 SHMALLOC_INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count);
+/* PE me has returned from pe_main and destroyed its heap: a peer waiting
+   for it in a barrier ends the program at once, naming it, rather than at
+   the timeout. */
+SHMALLOC_INTERNAL void shm__barrier_leave(shm__barrier *b, int me);
 
 /* >> world (run.c) -------------------------------------------------------------
    One run of shmalloc_pthreads_run: the PEs, their heaps, the shared state

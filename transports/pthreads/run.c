@@ -71,7 +71,6 @@ static void *shm__pe_thread(void *arg)
     shm__pe *pe = (shm__pe *)arg;
     shm__world *w = pe->world;
     shmalloc_transport tp;
-    shmalloc_heap_config config;
 
     if (!shm__wait_gate(w)) return NULL;
     memset(&tp, 0, sizeof tp);
@@ -82,9 +81,8 @@ static void *shm__pe_thread(void *arg)
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
     tp.npes = w->npes;
-    config.nominal = w->nominal;
-    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    pe->heap = shmalloc_heap_create_with(pe->map.base, pe->map.bytes, &config, &tp, &pe->create_err);
+    /* debug and the size's variable (none when the program passed heap_size) from the options table */
+    pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;
@@ -92,8 +90,8 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
-    shm__tp_barrier(pe); /* peers may still read this heap */
-    shmalloc_heap_destroy(pe->heap);
+    shmalloc_heap_destroy(pe->heap); /* collective: peers may still read this heap until every PE is here */
+    shm__barrier_leave(&w->barrier, pe->index);
     shmalloc_set_current(NULL);
     shm__self = NULL;
     return NULL;
@@ -184,8 +182,8 @@ static void shm__report_create_failure(const shm__world *w)
     int q;
     for (q = 0; q < w->npes; q++) {
         if (w->pes[q].heap == NULL) {
-            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap "
-                    "(malloc_error %ld)\n", q, w->pes[q].create_err);
+            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap: %s (malloc_error %ld)\n", q,
+                    shmalloc_strerror(w->pes[q].create_err), w->pes[q].create_err);
             return;
         }
     }
@@ -240,11 +238,11 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
     if (shm__world_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
-        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PEs\n", npes);
+        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
         return 1;
     }
     w.nominal = nominal;
-    shmalloc_options_announce(0); /* the process speaks for its PEs */
+    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PTHREADS); /* the process speaks for its PEs */
     rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
     if (rc == 0 && w.create_failed) {
         shm__report_create_failure(&w);

@@ -72,18 +72,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/shmalloc-docs-check.XXXXXX") || exit 1
 prefix=$work/prefix
 log=$work/log
 
-# Counts go to a file: each document runs in a subshell of its own.
-counts=$work/counts
-pass() { echo pass >>"$counts"; echo "PASS: $1"; }
-fail() {
-    echo fail >>"$counts"; echo "FAIL: $1"
-    [ -s "$log" ] && sed 's/^/    | /' "$log" | tail -n 40
-    return 0
-}
-step() {
-    local name=$1; shift
-    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name"; fi
-}
+. tests/steps.sh   # counted in a file: each document runs in a subshell of its own
 
 # ---- reading the documents ------------------------------------------------
 # Each block as records on stdout: "@@ KIND LINE", then its lines.
@@ -490,10 +479,7 @@ if [ $# = 0 ]; then
     done
 fi
 
-passed=$(grep -cx pass "$counts" 2>/dev/null)
-failed=$(grep -cx fail "$counts" 2>/dev/null)
-echo "docs-check: ${passed:-0} passed, ${failed:-0} failed ($(grep -c . "$work/skips-used" 2>/dev/null || echo 0) commands not run, see SKIP)"
-if [ "${failed:-0}" = 0 ]; then
+if steps_total docs-check "($(grep -c . "$work/skips-used" 2>/dev/null || echo 0) commands not run, see SKIP)"; then
     rm -rf "$work"
     exit 0
 fi

@@ -26,22 +26,9 @@ mkdir -p "$B" && work=$(cd "$B" && pwd)/deb
 tree=$work/shmalloc
 root=$work/root
 log=$work/step.log
-passed=0
-failed=0
-
-pass() { passed=$((passed + 1)); echo "PASS: $1"; }
-fail() {
-    failed=$((failed + 1)); echo "FAIL: $1"
-    [ -s "$log" ] && sed 's/^/    | /' "$log" | tail -n 40
-    return 0
-}
-step() {
-    name=$1; shift
-    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name"; fi
-}
+. tests/steps.sh
 finish() {
-    echo "test-deb: $passed passed, $failed failed"
-    [ "$failed" = 0 ]
+    steps_total test-deb
     exit
 }
 

@@ -33,25 +33,13 @@ SRC=$(pwd)
 version_part() { sed -n "s/^#define SHMALLOC_VERSION_$1 \\([0-9][0-9]*\\)\$/\\1/p" shmalloc.h; }
 version=$(version_part MAJOR).$(version_part MINOR).$(version_part PATCH)
 
-passed=0
-failed=0
 work=$(mktemp -d "${TMPDIR:-/tmp}/shmalloc-install-check.XXXXXX") || exit 1
 log=$work/log
 dest=$work/dest
 prefix=/usr/local
 root=$dest$prefix
 
-pass() { passed=$((passed + 1)); echo "PASS: $1"; }
-fail() {
-    failed=$((failed + 1)); echo "FAIL: $1"
-    [ -s "$log" ] && sed 's/^/    | /' "$log" | tail -n 30
-    return 0
-}
-# step NAME COMMAND...: runs the command with its output in $log.
-step() {
-    name=$1; shift
-    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name"; fi
-}
+. tests/steps.sh
 mk() { "$MAKE" --no-print-directory -f "$MAKEFILE" B="$B" "$@"; }
 
 # Files (and symbolic links) left under a directory, one per line.
@@ -79,8 +67,7 @@ done
 # ---- part A: DESTDIR ------------------------------------------------------
 step "make install DESTDIR=... (PREFIX=$prefix)" mk install DESTDIR="$dest" PREFIX="$prefix"
 if [ ! -f "$root/include/shmalloc.h" ]; then
-    [ "$failed" -gt 0 ] || failed=1
-    echo "install-check: $passed passed, $failed failed (nothing to check without an installation; kept $work)"
+    steps_total install-check "(nothing to check without an installation; kept $work)"
     exit 1
 fi
 
@@ -455,8 +442,7 @@ if [ "$HAVE_PMIX_OFI" = 1 ]; then
     step "the README's shmalloc-cc commands, as written, build and run both programs" check_readme_wrapper
 fi
 
-echo "install-check: $passed passed, $failed failed"
-if [ "$failed" = 0 ]; then
+if steps_total install-check; then
     rm -rf "$work"
     exit 0
 fi

@@ -88,14 +88,15 @@ $(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HE
 $(B)/test_sos_adapter: tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
-# The worker links the transport built with its test hooks (SHMALLOC_TESTING),
-# which the library leaves out.
+# The worker (a main and its scenarios' files) links the transport built with
+# its test hooks (SHMALLOC_TESTING), which the library leaves out.
 PMIX_OFI_TESTING = $(PMIX_OFI_SRC:%.c=$(B)/testing/%.o)
+PMIX_OFI_WORKER  = $(wildcard tests/pmix_ofi_worker*.c)
 $(B)/testing/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) -c $< -o $@
-$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI_TESTING) $(ALLOC)
-	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
+$(B)/pmix_ofi_worker: $(PMIX_OFI_WORKER) $(PMIX_OFI_TESTING) $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) $(filter-out %.h,$^) $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/test_pmix_ofi: tests/test_pmix_ofi.c

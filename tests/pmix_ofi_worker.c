@@ -1,5 +1,6 @@
-/* pmix_ofi_worker.c - the program the tests/test_pmix_ofi_*.c suites launch: one PE of
-   the PMIx + libfabric transport, running the scenario named by argv[1].
+/* pmix_ofi_worker.c - the program the tests/test_pmix_ofi_*.c suites launch:
+   one PE of the PMIx + libfabric transport, running the scenario named by
+   argv[1].
 
        mpirun -np 4 ./build/pmix_ofi_worker all
        ./build/pmix_ofi_worker all          (no launcher: one PE)
@@ -216,9 +217,9 @@ static void fault(const char *name)
 }
 
 /* ---- reports --------------------------------------------------------------- */
-/* What each PE prints is checked by test_pmix_ofi_scenarios.c: every line names the
-   PE that prints it, and the mismatch names the PEs of the most and the
-   fewest calls.  The output hook tags each line with the rank that
+/* What each PE prints is checked by test_pmix_ofi_scenarios.c: every line
+   names the PE that prints it, and the mismatch names the PEs of the most
+   and the fewest calls.  The output hook tags each line with the rank that
    printed it, as the launcher merges the PEs' output. */
 static void tag_output(void *user, int stream, const char *text)
 {

@@ -88,17 +88,21 @@ $(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HE
 $(B)/test_sos_adapter: tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
-# The worker links the transport built with its test hooks (SHMALLOC_TESTING),
-# which the library leaves out.
+# The worker (a main and its scenarios' files) links the transport built with
+# its test hooks (SHMALLOC_TESTING), which the library leaves out.
 PMIX_OFI_TESTING = $(PMIX_OFI_SRC:%.c=$(B)/testing/%.o)
+PMIX_OFI_WORKER  = $(wildcard tests/pmix_ofi_worker*.c)
 $(B)/testing/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) -c $< -o $@
-$(B)/pmix_ofi_worker: tests/pmix_ofi_worker.c $(PMIX_OFI_TESTING) $(ALLOC)
-	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
+$(B)/pmix_ofi_worker: $(PMIX_OFI_WORKER) $(PMIX_OFI_TESTING) $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) $(filter-out %.h,$^) $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
-$(B)/test_pmix_ofi: tests/test_pmix_ofi.c
+# The tests that launch the worker, one suite per concern (pmix_ofi_launch.h).
+PMIX_OFI_TESTS = test_pmix_ofi_scenarios test_pmix_ofi_start test_pmix_ofi_faults test_pmix_ofi_threads \
+                 test_pmix_ofi_counts
+$(addprefix $(B)/,$(PMIX_OFI_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< -lcriterion -o $@
 
@@ -165,8 +169,10 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi
 
 # One mpirun at a time: the tests count the files the shm provider leaves.
-test-pmix: $(B)/pmix_ofi_worker $(B)/test_pmix_ofi $(B)/hello_pmix_ofi
-	@$(SUITE) test_pmix_ofi env SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi --jobs 1 $(NOSTOP)
+test-pmix: $(addprefix $(B)/,pmix_ofi_worker $(PMIX_OFI_TESTS) hello_pmix_ofi)
+	@status=0; for t in $(PMIX_OFI_TESTS); do \
+	  $(SUITE) $$t env SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/$$t --jobs 1 || status=1; done; \
+	  test $$status = 0 $(NOSTOP)
 	@$(SUITE) hello_pmix_ofi env $(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER \
 	  ./$(B)/hello_pmix_ofi $(NOSTOP)
 
@@ -182,27 +188,29 @@ test-cluster: deps $(B)/pmix_ofi_worker
 	@$(SUITE) cluster-check tests/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # ---- the same tests under the sanitizers and Valgrind ----------------------
-# Also the PMIx transport's thread tests, worker and transport built with
-# ASan and UBSan (under the mpirun lock, as make test).
+# Also the PMIx transport's thread tests (test_pmix_ofi_threads), worker and
+# transport built with ASan and UBSan (under the mpirun lock, as make test).
 ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan: deps
 	@rm -f build/asan/results
 	@+$(SUB) run-tests $(ASAN) || tests/run.sh build/asan/results --failed run-tests
-	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi $(ASAN) || tests/run.sh build/asan/results --failed test_pmix_ofi
-	@tests/run.sh build/asan/results test_pmix_ofi-threads env SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker \
-	  ./build/asan/test_pmix_ofi --jobs 1 --filter '*thread*'; true
+	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi_threads $(ASAN) || \
+	  tests/run.sh build/asan/results --failed test_pmix_ofi_threads
+	@tests/run.sh build/asan/results test_pmix_ofi_threads env SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker \
+	  ./build/asan/test_pmix_ofi_threads --jobs 1; true
 	@tests/run.sh build/asan/results --total
 
-# Also the PMIx transport's thread tests (4 threads per PE under mpirun),
-# worker and transport built with TSan; the stand-in runner selects them by
-# the substring "thread".  Run it under the mpirun lock, as make test.
+# Also the PMIx transport's thread tests (test_pmix_ofi_threads: 4 threads
+# per PE under mpirun), worker and transport built with TSan, under the
+# stand-in runner.  Run it under the mpirun lock, as make test.
 TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
 	@rm -f build/tsan/results
 	@+$(SUB) run-tests $(TSAN) || tests/run.sh build/tsan/results --failed run-tests
-	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi $(TSAN) || tests/run.sh build/tsan/results --failed test_pmix_ofi
-	@tests/run.sh build/tsan/results test_pmix_ofi-threads env SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker \
-	  ./build/tsan/test_pmix_ofi --jobs 1 thread; true
+	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi_threads $(TSAN) || \
+	  tests/run.sh build/tsan/results --failed test_pmix_ofi_threads
+	@tests/run.sh build/tsan/results test_pmix_ofi_threads env SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker \
+	  ./build/tsan/test_pmix_ofi_threads --jobs 1; true
 	@tests/run.sh build/tsan/results --total
 
 # Criterion's worker protocol can time out under Valgrind on a loaded

@@ -479,7 +479,8 @@ if [ $# = 0 ]; then
     done
 fi
 
-if steps_total docs-check "($(grep -c . "$work/skips-used" 2>/dev/null || echo 0) commands not run, see SKIP)"; then
+skipped=$(grep -c . "$work/skips-used" 2>/dev/null || echo 0)
+if steps_total docs-check "($skipped command$([ "$skipped" = 1 ] || echo s) not run, see SKIP)"; then
     rm -rf "$work"
     exit 0
 fi

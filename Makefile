@@ -34,7 +34,7 @@ HEAP_TESTS     = test_heap_create test_heap_api test_heap_realloc test_heap_sync
                  test_heap_stress
 CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
-WHITEBOX_TESTS = test_corrupt test_mapping
+WHITEBOX_TESTS = test_corrupt test_mapping test_alloc_hooks
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
@@ -231,6 +231,10 @@ compile-check: deps-openmpi
 	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
 	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
 	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
+	@set -e; for cc in gcc clang; do for hook in MALLOC FREE; do echo "$$cc: SHMALLOC_$$hook alone is an #error"; \
+	  err=$$(printf '#define SHMALLOC_%s(x) (x)\n#define SHMALLOC_IMPLEMENTATION\n#include "shmalloc.h"\n' $$hook | \
+	    $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null 2>&1) && exit 1; \
+	  echo "$$err" | grep -q 'define SHMALLOC_MALLOC and SHMALLOC_FREE together'; done; done
 	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
 	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
 	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done

@@ -57,6 +57,9 @@
                              runtimes with their own.
    SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG_LEVEL >= 2.
    SHMALLOC_MEMCPY, SHMALLOC_MEMMOVE, SHMALLOC_MEMSET   the libc routines used.
+   SHMALLOC_MALLOC(n), SHMALLOC_FREE(p)   a pair, both or neither: where the
+                             library's private memory comes from and goes
+                             back to (malloc and free); see shmalloc_mem_alloc.
    SHMALLOC_DEBUG_LEVEL      0 none; 1 argument validation (the default: bad
                              pointers are always caught); 2 internal
                              assertions; 3 a full heap check after every call.
@@ -164,6 +167,15 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
 /* "MAJOR.MINOR.PATCH" of the compiled library, which a program built
    against another header can compare with SHMALLOC_VERSION_*. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void);
+
+/* ---- private memory -------------------------------------------------------
+   The library's own memory (not symmetric: the hint table, a transport's
+   arrays) comes from the SHMALLOC_MALLOC/SHMALLOC_FREE pair of the file
+   that expands the implementation; transports built apart reach it here.
+   count zeroed objects of size bytes, or NULL when count * size overflows
+   or memory runs out; shmalloc_mem_free(NULL) does nothing. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p);
 
 /* ---- TLSF core -------------------------------------------------------- */
 typedef struct shmalloc_tlsf shmalloc_tlsf;
@@ -612,6 +624,13 @@ SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 #if !defined(SHMALLOC_MEMSET)
 #  define SHMALLOC_MEMSET(d, c, n) memset((d), (c), (n))
 #endif
+#if defined(SHMALLOC_MALLOC) != defined(SHMALLOC_FREE)
+#  error "define SHMALLOC_MALLOC and SHMALLOC_FREE together, or neither: memory from one goes back to the other"
+#endif
+#if !defined(SHMALLOC_MALLOC)
+#  define SHMALLOC_MALLOC(n) malloc(n)
+#  define SHMALLOC_FREE(p) free(p)
+#endif
 #if defined(SHMALLOC_DEBUG)
 #  error "SHMALLOC_DEBUG is the environment's switch for debug mode; the compile-time level is SHMALLOC_DEBUG_LEVEL"
 #endif
@@ -703,6 +722,21 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
         memcpy(line + sizeof line - 5, "...\n", 5); /* cut: still one whole line */
     va_end(ap);
     shm__output(shm__output_user, stream, line);
+}
+
+/* ---- private memory: every byte of it through the hook pair ---- */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size)
+{
+    void *p;
+    if (size && count > SIZE_MAX / size) return NULL;
+    p = SHMALLOC_MALLOC(count * size);
+    if (p) SHMALLOC_MEMSET(p, 0, count * size);
+    return p;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p)
+{
+    if (p) SHMALLOC_FREE(p);
 }
 
 #define SHM__STR(x) #x
@@ -2475,7 +2509,7 @@ static int shm__hints_reserve(shmalloc_heap *h)
     uint64_t *old = h->hint_slots;
     size_t i, cap = h->hint_cap;
     if ((h->hint_count + 1) * 2 <= cap) return 0;
-    h->hint_slots = (uint64_t *)calloc(cap ? cap * 2 : 64, sizeof *old);
+    h->hint_slots = (uint64_t *)shmalloc_mem_alloc(cap ? cap * 2 : 64, sizeof *old);
     if (!h->hint_slots) {
         h->hint_slots = old;
         return -1;
@@ -2483,7 +2517,7 @@ static int shm__hints_reserve(shmalloc_heap *h)
     h->hint_cap = cap ? cap * 2 : 64;
     for (i = 0; i < cap; i++)
         if (old[i]) h->hint_slots[shm__hint_slot(h, (size_t)(old[i] & ~(uint64_t)15) - 16)] = old[i];
-    free(old);
+    shmalloc_mem_free(old);
     return 0;
 }
 
@@ -2851,7 +2885,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
-    free(h->hint_slots);
+    shmalloc_mem_free(h->hint_slots);
     h->hint_slots = NULL;
     h->hint_cap = h->hint_count = 0;
     shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */

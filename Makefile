@@ -34,10 +34,11 @@ HEAP_TESTS     = test_heap_create test_heap_api test_heap_realloc test_heap_sync
                  test_heap_stress
 CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
-WHITEBOX_TESTS = test_corrupt test_mapping test_alloc_hooks
+HOOKS_TESTS    = test_alloc_hooks
+WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
-TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
+TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
@@ -83,6 +84,11 @@ $(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 $(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSHMALLOC_SL_LOG2=$* $< -lcriterion $(LDLIBS) -o $@
+
+# The allocator hooks' test expands the header with counting hooks, which
+# the pthreads transport linked with it reaches too.
+$(B)/test_alloc_hooks: tests/test_alloc_hooks.c $(PTHREADS) $(HEADERS)
+	$(CC) $(CFLAGS) -Wno-missing-prototypes $< $(PTHREADS) -lcriterion $(LDLIBS) -o $@
 
 # The SOS adapter expands the header privately; the test's helpers use the library.
 $(B)/test_sos_adapter: tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)

@@ -2,15 +2,18 @@
    SHMALLOC_FREE gets every byte of the library's private memory through
    them.  This file expands the implementation with counting hooks, and with
    the libc allocator's names redirected to a counter of their own, so a raw
-   call left in the implementation is counted as well.  (One hook alone is
-   an #error: the Makefile's compile-check tries it.) */
+   call left in the implementation is counted as well; the pthreads
+   transport, linked in, reaches the same hooks.  (One hook alone is an
+   #error: the Makefile's compile-check tries it.) */
 #include "test_support.h" /* before the redirection: the libc headers it includes keep their names */
 #include <assert.h>
 #include <float.h>
 #include <stdarg.h>
 
 /* The hooks: each block carries its size in front, so the live bytes are
-   known and a pointer that did not come from hook_malloc is caught. */
+   known and a pointer that did not come from hook_malloc is caught.  PE
+   threads call them at once: the counts are atomic. */
+#define ADD(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
 #define HOOK_MAGIC 0x5eedf00du
 static size_t hook_allocs, hook_frees, hook_live;
 static int hook_refuse; /* the next allocation fails */
@@ -26,8 +29,8 @@ static void *hook_malloc(size_t n)
     if (!b) return NULL;
     b[0] = n;
     b[1] = HOOK_MAGIC;
-    hook_allocs++;
-    hook_live += n;
+    ADD(hook_allocs, 1);
+    ADD(hook_live, n);
     return b + 2;
 }
 
@@ -37,8 +40,8 @@ static void hook_free(void *p)
     cr_assert(p != NULL, "the free hook got NULL");
     cr_assert(b[1] == HOOK_MAGIC, "the free hook got %p, which the malloc hook did not give", p);
     b[1] = 0;
-    hook_frees++;
-    hook_live -= b[0];
+    ADD(hook_frees, 1);
+    ADD(hook_live, -b[0]);
     free(b);
 }
 
@@ -47,12 +50,12 @@ static void hook_free(void *p)
 static size_t raw_calls;
 TS_UNUSED static void *raw_alloc(size_t n)
 {
-    raw_calls++;
+    ADD(raw_calls, 1);
     return malloc(n);
 }
 TS_UNUSED static void raw_free(void *p)
 {
-    raw_calls++;
+    ADD(raw_calls, 1);
     free(p);
 }
 #define malloc(n) raw_alloc(n)
@@ -67,6 +70,7 @@ TS_UNUSED static void raw_free(void *p)
 #define SHMALLOC_FREE(p) hook_free(p)
 #define SHMALLOC_IMPLEMENTATION
 #include "shmalloc.h"
+#include "transports/shmalloc_pthreads.h" /* the transport library is linked with this file's hooks */
 
 /* A heap of `nominal` bytes on one PE, made current; destroyed by the test. */
 static shmalloc_heap *own_heap(size_t nominal)
@@ -171,4 +175,19 @@ Test(alloc_hooks, a_transport_gets_zeroed_memory_through_the_hooks)
     shmalloc_mem_free(p);
     shmalloc_mem_free(NULL);
     expect_balanced(1);
+}
+
+/* The pthreads transport's arrays, its PEs' and its barrier's slots, come
+   through the same hooks and go back when the run ends. */
+static void pe_main(void *arg)
+{
+    void *p = shmem_malloc_with_hints(100, SHMEM_MALLOC_ATOMICS_REMOTE);
+    (void)arg;
+    if (p) shmem_free(p);
+}
+
+Test(alloc_hooks, the_pthreads_transport_takes_its_arrays_through_the_hooks)
+{
+    cr_assert_eq(shmalloc_pthreads_run(4, MIB, pe_main, NULL), 0);
+    expect_balanced(2 + 4); /* and each PE's hint table */
 }

@@ -241,6 +241,9 @@ compile-check: deps-openmpi
 	  err=$$(printf '#define SHMALLOC_%s(x) (x)\n#define SHMALLOC_IMPLEMENTATION\n#include "shmalloc.h"\n' $$hook | \
 	    $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null 2>&1) && exit 1; \
 	  echo "$$err" | grep -q 'define SHMALLOC_MALLOC and SHMALLOC_FREE together'; done; done
+	@echo "the transports' own memory only through shmalloc_mem_alloc (libfabric frees its own)"; \
+	  ! grep -nE '(^|[^_[:alnum:]])(malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) *\(' \
+	    $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC)) | grep -v 'fi_freeinfo frees it'
 	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
 	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
 	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done

@@ -179,15 +179,18 @@ Test(alloc_hooks, a_transport_gets_zeroed_memory_through_the_hooks)
 
 /* The pthreads transport's arrays, its PEs' and its barrier's slots, come
    through the same hooks and go back when the run ends. */
+static int pe_failures; /* PE threads count; the test's thread asserts */
 static void pe_main(void *arg)
 {
     void *p = shmem_malloc_with_hints(100, SHMEM_MALLOC_ATOMICS_REMOTE);
     (void)arg;
     if (p) shmem_free(p);
+    if (!p || shmalloc_check(0) != 0) ADD(pe_failures, 1);
 }
 
 Test(alloc_hooks, the_pthreads_transport_takes_its_arrays_through_the_hooks)
 {
     cr_assert_eq(shmalloc_pthreads_run(4, MIB, pe_main, NULL), 0);
+    cr_assert_eq(pe_failures, 0, "%d PEs had no block or a heap the checker rejects", pe_failures);
     expect_balanced(2 + 4); /* and each PE's hint table */
 }

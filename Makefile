@@ -34,10 +34,11 @@ HEAP_TESTS     = test_heap_create test_heap_api test_heap_realloc test_heap_sync
                  test_heap_stress
 CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_options test_contract
 PTHREADS_TESTS = test_pthreads test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
+HOOKS_TESTS    = test_alloc_hooks
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
-TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
+TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
@@ -83,6 +84,11 @@ $(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 $(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSHMALLOC_SL_LOG2=$* $< -lcriterion $(LDLIBS) -o $@
+
+# The allocator hooks' test expands the header with counting hooks, which
+# the pthreads transport linked with it reaches too.
+$(B)/test_alloc_hooks: tests/test_alloc_hooks.c $(PTHREADS) $(HEADERS)
+	$(CC) $(CFLAGS) -Wno-missing-prototypes $< $(PTHREADS) -lcriterion $(LDLIBS) -o $@
 
 # The SOS adapter expands the header privately; the test's helpers use the library.
 $(B)/test_sos_adapter: tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)
@@ -239,6 +245,13 @@ compile-check: deps-openmpi
 	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
 	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
 	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
+	@set -e; for cc in gcc clang; do for hook in MALLOC FREE; do echo "$$cc: SHMALLOC_$$hook alone is an #error"; \
+	  err=$$(printf '#define SHMALLOC_%s(x) (x)\n#define SHMALLOC_IMPLEMENTATION\n#include "shmalloc.h"\n' $$hook | \
+	    $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null 2>&1) && exit 1; \
+	  echo "$$err" | grep -q 'define SHMALLOC_MALLOC and SHMALLOC_FREE together'; done; done
+	@echo "the transports' own memory only through shmalloc_mem_alloc (libfabric frees its own)"; \
+	  ! grep -nE '(^|[^_[:alnum:]])(malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) *\(' \
+	    $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC)) | grep -v 'fi_freeinfo frees it'
 	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
 	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
 	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done

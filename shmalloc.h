@@ -57,6 +57,9 @@
                              runtimes with their own.
    SHMALLOC_ASSERT(c)        internal assertion, used at SHMALLOC_DEBUG_LEVEL >= 2.
    SHMALLOC_MEMCPY, SHMALLOC_MEMMOVE, SHMALLOC_MEMSET   the libc routines used.
+   SHMALLOC_MALLOC(n), SHMALLOC_FREE(p)   a pair, both or neither: where the
+                             library's private memory comes from and goes
+                             back to (malloc and free); see shmalloc_mem_alloc.
    SHMALLOC_DEBUG_LEVEL      0 none; 1 argument validation (the default: bad
                              pointers are always caught); 2 internal
                              assertions; 3 a full heap check after every call.
@@ -164,6 +167,15 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
 /* "MAJOR.MINOR.PATCH" of the compiled library, which a program built
    against another header can compare with SHMALLOC_VERSION_*. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void);
+
+/* ---- private memory -------------------------------------------------------
+   The library's own memory (not symmetric: the hint table, a transport's
+   arrays) comes from the SHMALLOC_MALLOC/SHMALLOC_FREE pair of the file
+   that expands the implementation; transports built apart reach it here.
+   count zeroed objects of size bytes, or NULL when count * size overflows
+   or memory runs out; shmalloc_mem_free(NULL) does nothing. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p);
 
 /* ---- TLSF core -------------------------------------------------------- */
 typedef struct shmalloc_tlsf shmalloc_tlsf;
@@ -612,6 +624,13 @@ SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 #if !defined(SHMALLOC_MEMSET)
 #  define SHMALLOC_MEMSET(d, c, n) memset((d), (c), (n))
 #endif
+#if defined(SHMALLOC_MALLOC) != defined(SHMALLOC_FREE)
+#  error "define SHMALLOC_MALLOC and SHMALLOC_FREE together, or neither: memory from one goes back to the other"
+#endif
+#if !defined(SHMALLOC_MALLOC)
+#  define SHMALLOC_MALLOC(n) malloc(n)
+#  define SHMALLOC_FREE(p) free(p)
+#endif
 #if defined(SHMALLOC_DEBUG)
 #  error "SHMALLOC_DEBUG is the environment's switch for debug mode; the compile-time level is SHMALLOC_DEBUG_LEVEL"
 #endif
@@ -703,6 +722,21 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
         memcpy(line + sizeof line - 5, "...\n", 5); /* cut: still one whole line */
     va_end(ap);
     shm__output(shm__output_user, stream, line);
+}
+
+/* ---- private memory: every byte of it through the hook pair ---- */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size)
+{
+    void *p;
+    if (size && count > SIZE_MAX / size) return NULL;
+    p = SHMALLOC_MALLOC(count * size);
+    if (p) SHMALLOC_MEMSET(p, 0, count * size);
+    return p;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p)
+{
+    if (p) SHMALLOC_FREE(p);
 }
 
 #define SHM__STR(x) #x
@@ -868,45 +902,38 @@ SHM__INLINE size_t shm__block_size(size_t n)
     return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
 }
 
-/* ---- the mapping: which list a size belongs to ---- */
-/* Mapping insert: the list a free block of `size` bytes is filed in.  The
-   first level is the log2 of the size less SHM__MIN_LOG2, the second the
-   SHMALLOC_SL_LOG2 bits below its top bit; a size below the minimum block
-   (a region's, or a corrupt one) maps to first-level class 0.  The fast
-   paths use its fast form, shm__list_key; the checker tests every listed
-   block against this one. */
-SHM__INLINE void shm__mapping_insert(size_t size, unsigned *fl, unsigned *sl)
-{
-    unsigned f = shm__fls(size | SHM__MIN_BLOCK);
-    *fl = f - SHM__MIN_LOG2;
-    *sl = (unsigned)(size >> (f - SHMALLOC_SL_LOG2)) & (SHM__SL_COUNT - 1);
-}
-
-/* Mapping search: the first list every block of which fits a request of
-   `size` bytes: mapping insert's when size is the least of its list, else
-   the next.  shm__find_list_fits tries the head of mapping insert's list,
-   then the lists after it, which finds the same and a close fit besides. */
-SHM__INLINE void shm__mapping_search(size_t size, unsigned *fl, unsigned *sl)
-{
-    size_t step = (size_t)1 << (shm__fls(size | SHM__MIN_BLOCK) - SHMALLOC_SL_LOG2);
-    shm__mapping_insert(size + step - 1, fl, sl);
-}
+/* ---- the mapping: which list a size belongs to ----
+   Mapping insert, in the TLSF paper's words: a free block of `size` bytes
+   is filed in list fl/sl, where fl is the log2 of the size less
+   SHM__MIN_LOG2 and sl the SHMALLOC_SL_LOG2 bits below its top bit.  It is
+   defined once, as a key: the bits of the size as a double are its exponent
+   (the log2, biased by 1023) and then the bits below its top bit, so
+   shifted to keep SHMALLOC_SL_LOG2 of those they are fl + SHM__MIN_LOG2 +
+   1023 and sl side by side (exact for sizes below 2^53, which is beyond
+   every class).  Hence shm__list_key(size) == shm__list_index(fl, sl) +
+   SHM__KEY_BIAS, and two sizes share a list exactly when their keys agree.
+   The fast paths use the key; shm__mapping_insert splits it into fl/sl. */
 
 /* List fl/sl's index in the one array of lists, fl_count rows of SHM__SL_COUNT. */
 SHM__INLINE size_t shm__list_index(unsigned fl, unsigned sl) { return fl << SHMALLOC_SL_LOG2 | sl; }
 
-/* The fast form of mapping insert, for sizes >= SHM__MIN_BLOCK:
-   shm__list_key(size) == shm__list_index(fl, sl) + SHM__KEY_BIAS.  The bits
-   of the size as a double are its exponent (fls, biased by 1023) and then
-   its top mantissa bits, so shifted to keep SHMALLOC_SL_LOG2 of those they
-   are fl + SHM__MIN_LOG2 + 1023 and sl side by side (sizes are below 2^53:
-   exact).  Two sizes share a list exactly when their keys agree. */
+/* The list of a free block of `size` >= SHM__MIN_BLOCK bytes, as a key. */
 #define SHM__KEY_BIAS ((size_t)(1023 + SHM__MIN_LOG2) << SHMALLOC_SL_LOG2)
 SHM__INLINE size_t shm__list_key(size_t size)
 {
     union { double d; uint64_t u; } x;
     x.d = (double)(int64_t)size; /* signed: one instruction, and sizes are far below 2^63 */
     return (size_t)(x.u >> (52 - SHMALLOC_SL_LOG2));
+}
+
+/* The key as fl/sl.  A size below the minimum block (a region's, or a
+   corrupt one) maps to first-level class 0, its bits below SHM__MIN_BLOCK's
+   giving the second level. */
+SHM__INLINE void shm__mapping_insert(size_t size, unsigned *fl, unsigned *sl)
+{
+    size_t i = shm__list_key(size < SHM__MIN_BLOCK ? size | SHM__MIN_BLOCK : size) - SHM__KEY_BIAS;
+    *fl = (unsigned)(i >> SHMALLOC_SL_LOG2);
+    *sl = (unsigned)i & (SHM__SL_COUNT - 1);
 }
 
 /* The sentinel node of list i (shm__list_index). */
@@ -1048,7 +1075,8 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
    sentinel node *list (otherwise *list is unset); changes nothing.  The
    head of mapping insert's list is tried first: a close fit, and the only
    chance for a request of (nearly) the whole largest listed block.
-   Otherwise the first non-empty list above it, any block of which fits.
+   Otherwise the first non-empty list above it, any block of which fits:
+   what the paper's mapping search finds, with no mapping of its own.
    An answer, not a block, so the caller tests no pointer for NULL.  This
    one is for a size known to be at most the capacity, which keeps the list
    among the heap's classes. */
@@ -2475,7 +2503,7 @@ static int shm__hints_reserve(shmalloc_heap *h)
     uint64_t *old = h->hint_slots;
     size_t i, cap = h->hint_cap;
     if ((h->hint_count + 1) * 2 <= cap) return 0;
-    h->hint_slots = (uint64_t *)calloc(cap ? cap * 2 : 64, sizeof *old);
+    h->hint_slots = (uint64_t *)shmalloc_mem_alloc(cap ? cap * 2 : 64, sizeof *old);
     if (!h->hint_slots) {
         h->hint_slots = old;
         return -1;
@@ -2483,7 +2511,7 @@ static int shm__hints_reserve(shmalloc_heap *h)
     h->hint_cap = cap ? cap * 2 : 64;
     for (i = 0; i < cap; i++)
         if (old[i]) h->hint_slots[shm__hint_slot(h, (size_t)(old[i] & ~(uint64_t)15) - 16)] = old[i];
-    free(old);
+    shmalloc_mem_free(old);
     return 0;
 }
 
@@ -2851,7 +2879,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     int i;
     if (!h) return;
     if (h->debug) shm__report_leaks(h);
-    free(h->hint_slots);
+    shmalloc_mem_free(h->hint_slots);
     h->hint_slots = NULL;
     h->hint_cap = h->hint_count = 0;
     shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */

@@ -1,7 +1,8 @@
-/* White-box test of the TLSF mapping: mapping insert and mapping search
-   against the size classes' bounds worked out here by other arithmetic, and
-   the fast form (shm__list_key), the lists' bitmap bits and the fast search
-   against mapping insert, for every first-level and second-level class.
+/* White-box test of the TLSF mapping: the list key (shm__list_key) and
+   mapping insert, its fl/sl form, against the size classes' bounds worked
+   out here by other arithmetic, and the lists' bitmap bits and the fast
+   search against mapping insert, for every first-level and second-level
+   class.
    The mapping is private, so this file expands the implementation itself;
    the Makefile builds it once for each SHMALLOC_SL_LOG2. */
 #if !defined(_GNU_SOURCE)
@@ -23,12 +24,6 @@ static size_t class_least(unsigned fl, unsigned sl)
 
 static size_t class_most(unsigned fl, unsigned sl) { return class_least(fl, sl + 1) - 1; }
 
-/* The least size of the class before fl/sl, which is not class 0/0. */
-static size_t class_before(unsigned fl, unsigned sl)
-{
-    return sl ? class_least(fl, sl - 1) : class_least(fl - 1, SHM__SL_COUNT - 1);
-}
-
 /* The block sizes (multiples of 16) of class fl/sl; 0 when it has none. */
 static int class_blocks(unsigned fl, unsigned sl, size_t *first, size_t *last)
 {
@@ -43,7 +38,7 @@ static void expect_insert(size_t size, unsigned fl, unsigned sl)
     shm__mapping_insert(size, &f, &s);
     cr_assert(f == fl && s == sl, "mapping insert of %zu: list %u/%u, expected %u/%u", size, f, s, fl, sl);
     cr_assert(shm__list_key(size) - SHM__KEY_BIAS == shm__list_index(fl, sl),
-              "fast form of %zu: list %zu, mapping insert's %u/%u", size, shm__list_key(size) - SHM__KEY_BIAS, fl, sl);
+              "key of %zu: list %zu, expected %u/%u", size, shm__list_key(size) - SHM__KEY_BIAS, fl, sl);
 }
 
 Test(mapping, the_minimum_block_is_in_list_0_and_smaller_sizes_in_class_0)
@@ -54,13 +49,14 @@ Test(mapping, the_minimum_block_is_in_list_0_and_smaller_sizes_in_class_0)
     for (size_t size = 0; size < SHM__MIN_BLOCK; size++) {
         unsigned fl, sl;
         shm__mapping_insert(size, &fl, &sl);
-        cr_assert(fl == 0 && sl < SHM__SL_COUNT, "size %zu maps to %u/%u", size, fl, sl);
+        cr_assert(fl == 0 && sl == size >> (SHM__MIN_LOG2 - SHMALLOC_SL_LOG2), "size %zu maps to %u/%u", size, fl,
+                  sl);
     }
 }
 
 /* Every class's least and greatest size, and its first and last block
    size, map to it, and the size below its least to the class before it:
-   the plain and the fast form agree on every boundary. */
+   the key and its fl/sl form are right on every boundary. */
 Test(mapping, every_class_holds_the_sizes_between_its_bounds_in_both_forms)
 {
     unsigned fl, sl, pfl = 0, psl = 0;
@@ -80,36 +76,18 @@ Test(mapping, every_class_holds_the_sizes_between_its_bounds_in_both_forms)
     cr_assert_eq(class_most(SHM__FL_COUNT - 1, SHM__SL_COUNT - 1), ((size_t)1 << (SHMALLOC_MAX_LOG2 + 2)) - 1);
 }
 
-Test(mapping, the_fast_form_agrees_with_mapping_insert_for_every_block_size_to_1_MiB)
+Test(mapping, every_block_size_to_1_MiB_lies_between_its_class_bounds)
 {
     for (size_t size = SHM__MIN_BLOCK; size <= ((size_t)1 << 20); size += 16) {
         unsigned fl, sl;
         shm__mapping_insert(size, &fl, &sl);
+        cr_assert(class_least(fl, sl) <= size && size <= class_most(fl, sl), "size %zu: list %u/%u holds %zu..%zu",
+                  size, fl, sl, class_least(fl, sl), class_most(fl, sl));
         cr_assert(shm__list_key(size) - SHM__KEY_BIAS == shm__list_index(fl, sl), "size %zu", size);
     }
 }
 
-/* Mapping search gives the first class whose least size is at least the
-   request: every block in it fits, and the class before it has a block
-   that does not. */
-Test(mapping, mapping_search_gives_the_first_list_whose_every_block_fits)
-{
-    unsigned fl, sl;
-    for (fl = 0; fl < SHM__FL_COUNT - 1; fl++)
-        for (sl = 0; sl < SHM__SL_COUNT; sl++) {
-            size_t sizes[3] = { class_least(fl, sl), class_least(fl, sl) + 1, class_most(fl, sl) };
-            for (int i = 0; i < 3; i++) {
-                unsigned f, s;
-                shm__mapping_search(sizes[i], &f, &s);
-                cr_assert(class_least(f, s) >= sizes[i], "search for %zu: list %u/%u starts at %zu", sizes[i], f, s,
-                          class_least(f, s));
-                cr_assert(shm__list_index(f, s) == 0 || class_before(f, s) < sizes[i],
-                          "search for %zu: list %u/%u is not the first that fits", sizes[i], f, s);
-            }
-        }
-}
-
-/* The index, the fast form and the bitmap bits a list's sentinel keeps
+/* The index, the key and the bitmap bits a list's sentinel keeps
    name the same list, for every list of a heap. */
 Test(mapping, every_list_is_found_by_its_index_its_sizes_and_its_bitmap_bits)
 {

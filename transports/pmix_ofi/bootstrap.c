@@ -70,8 +70,8 @@ int shm__pmix_init(void)
 void shm__pmix_close(void)
 {
     shm__boot *b = &shm__w.boot;
-    free(b->leaders);
-    free(b->node_ranks);
+    shmalloc_mem_free(b->leaders);
+    shmalloc_mem_free(b->node_ranks);
     b->leaders = b->node_ranks = NULL;
     if (b->event_registered) PMIx_Deregister_event_handler(b->event_ref, NULL, NULL);
     b->event_registered = 0;
@@ -120,7 +120,7 @@ static void shm__get_done(pmix_status_t status, pmix_value_t *v, void *cbdata)
    answers, even where the launcher lets its fence complete. */
 size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
 {
-    shm__get_state *g = (shm__get_state *)calloc(1, sizeof *g + cap);
+    shm__get_state *g = (shm__get_state *)shmalloc_mem_alloc(1, sizeof *g + cap);
     pmix_proc_t p;
     pmix_status_t rc;
     shmalloc_wait w;
@@ -140,7 +140,7 @@ size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
     if (rc == PMIX_SUCCESS) rc = g->status;
     if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Get(%s) of PE %d failed: %s", key, pe, PMIx_Error_string(rc));
     memcpy(out, g->bytes, n = g->n);
-    free(g);
+    shmalloc_mem_free(g);
     return n;
 }
 
@@ -219,15 +219,16 @@ void shm__fence(const char *what)
 }
 
 /* >> the node map -------------------------------------------------------------------- */
-/* Host name of PE q, from PMIx (malloc'd), or NULL. */
+/* Host name of PE q, from PMIx (in shmalloc_mem_alloc's memory), or NULL. */
 static char *shm__pmix_host(int q)
 {
     pmix_proc_t p;
     pmix_value_t *v = NULL;
     char *host = NULL;
     shm__pmix_proc(&p, (pmix_rank_t)q);
-    if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &v) == PMIX_SUCCESS && v && v->type == PMIX_STRING)
-        host = strdup(v->data.string);
+    if (PMIx_Get(&p, PMIX_HOSTNAME, NULL, 0, &v) == PMIX_SUCCESS && v && v->type == PMIX_STRING &&
+        (host = (char *)shmalloc_mem_alloc(strlen(v->data.string) + 1, 1)) != NULL)
+        memcpy(host, v->data.string, strlen(v->data.string)); /* zeroed: the end is there */
     if (v) PMIX_VALUE_RELEASE(v);
     return host;
 }
@@ -260,8 +261,8 @@ static int shm__leaders(int *leader)
 #if defined(SHMALLOC_TESTING)
     if (shm__test_leaders(leader)) return 0;
 #endif
-    host = (char **)calloc((size_t)npes, sizeof *host);
-    heads = (int *)malloc((size_t)npes * sizeof *heads); /* the leaders so far */
+    host = (char **)shmalloc_mem_alloc((size_t)npes, sizeof *host);
+    heads = (int *)shmalloc_mem_alloc((size_t)npes, sizeof *heads); /* the leaders so far */
     if (!host || !heads) rc = -1;
     for (q = 0; q < npes && rc == 0; q++) {
         host[q] = shm__pmix_host(q);
@@ -270,9 +271,9 @@ static int shm__leaders(int *leader)
         if (k == nheads) heads[nheads++] = q;
         leader[q] = heads[k];
     }
-    for (q = 0; host && q < npes; q++) free(host[q]);
-    free(host);
-    free(heads);
+    for (q = 0; host && q < npes; q++) shmalloc_mem_free(host[q]);
+    shmalloc_mem_free(host);
+    shmalloc_mem_free(heads);
     return rc;
 }
 
@@ -282,15 +283,15 @@ static int shm__leaders(int *leader)
 void shm__map_nodes(void)
 {
     shm__boot *b = &shm__w.boot;
-    int *leader = (int *)malloc((size_t)b->npes * sizeof *leader), q;
+    int *leader = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *leader), q;
     b->nodes = 0;
     if (!leader || shm__leaders(leader) != 0) {
-        free(leader);
+        shmalloc_mem_free(leader);
         shm__note("PE %d: PMIx gives no host names: nodes unknown, barriers by messages", b->me);
         return;
     }
-    b->leaders = (int *)malloc((size_t)b->npes * sizeof *b->leaders);
-    b->node_ranks = (int *)malloc((size_t)b->npes * sizeof *b->node_ranks);
+    b->leaders = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *b->leaders);
+    b->node_ranks = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *b->node_ranks);
     if (!b->leaders || !b->node_ranks) shm__init_fail("out of memory for %d PEs", b->npes);
     for (q = 0; q < b->npes; q++) {
         if (leader[q] == q) b->leaders[b->nodes++] = q;
@@ -299,5 +300,5 @@ void shm__map_nodes(void)
             b->node_ranks[b->node_size++] = q;
         }
     }
-    free(leader);
+    shmalloc_mem_free(leader);
 }

@@ -208,15 +208,15 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     char *names;
     shm__pmix_put(SHM__KEY_EP, name, name_len);
     shm__fence("endpoint names");
-    f->peers = (shm__peer *)calloc((size_t)npes, sizeof *f->peers);
-    names = (char *)malloc(cap);
+    f->peers = (shm__peer *)shmalloc_mem_alloc((size_t)npes, sizeof *f->peers);
+    names = (char *)shmalloc_mem_alloc(1, cap);
     if (!f->peers || !names) shm__init_fail("out of memory for %d peers", npes);
     for (q = 0; q < npes; q++) {
         shm__pmix_get_bytes(q, SHM__KEY_EP, names, cap);
         rc = fi_av_insert(f->av, names, 1, &f->peers[q].addr, 0, NULL);
         if (rc != 1) shm__init_fail("fi_av_insert of PE %d failed: %s", q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
     }
-    free(names);
+    shmalloc_mem_free(names);
 }
 
 void shm__fabric_open(void)
@@ -252,7 +252,7 @@ void shm__fabric_close(void)
     if (f->local) munmap(f->local, f->local_bytes);
     for (q = 0; f->peers && q < shm__w.boot.npes; q++)
         if (f->peers[q].direct_map) munmap(f->peers[q].direct_map, f->peers[q].direct_len);
-    free(f->peers);
+    shmalloc_mem_free(f->peers);
     f->local_mr = NULL;
     f->ep = NULL;
     f->av = NULL;

@@ -498,7 +498,7 @@ static int shm__table_read(void)
     pmix_query_t *q = &shm__table.query;
     pmix_status_t rc;
     shmalloc_wait w;
-    shm__table.rows = (shm__proc_row *)calloc((size_t)shm__w.boot.npes, sizeof *shm__table.rows);
+    shm__table.rows = (shm__proc_row *)shmalloc_mem_alloc((size_t)shm__w.boot.npes, sizeof *shm__table.rows);
     if (!shm__table.rows) return -1;
     PMIX_QUERY_CONSTRUCT(q);
     PMIX_ARGV_APPEND(rc, q->keys, PMIX_QUERY_PROC_TABLE);

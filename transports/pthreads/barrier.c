@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,23 +22,23 @@ static int shm__cond_init_monotonic(pthread_cond_t *cond)
 
 int shm__barrier_init(shm__barrier *b, int parties, int timeout)
 {
-    void *slots = NULL;
     b->parties = parties;
     b->sleepers = 0;
     b->leavers = 0;
     b->expired = 0;
     b->timeout = timeout;
     b->pauses = parties <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__SPIN_PAUSE : 0;
-    if (posix_memalign(&slots, 64, (size_t)parties * sizeof(shm__slot)) != 0) return -1;
-    memset(slots, 0, (size_t)parties * sizeof(shm__slot));
-    b->slots = (shm__slot *)slots;
+    /* one slot more than the PEs, so that the first can start on a cache line */
+    b->slots_mem = shmalloc_mem_alloc((size_t)parties + 1, sizeof(shm__slot));
+    if (!b->slots_mem) return -1;
+    b->slots = (shm__slot *)(((uintptr_t)b->slots_mem + 63) & ~(uintptr_t)63);
     if (pthread_mutex_init(&b->mutex, NULL) != 0) goto fail_slots;
     if (shm__cond_init_monotonic(&b->cond) != 0) goto fail_mutex;
     return 0;
 fail_mutex:
     pthread_mutex_destroy(&b->mutex);
 fail_slots:
-    free(slots);
+    shmalloc_mem_free(b->slots_mem);
     return -1;
 }
 
@@ -48,7 +46,7 @@ void shm__barrier_fini(shm__barrier *b)
 {
     pthread_cond_destroy(&b->cond);
     pthread_mutex_destroy(&b->mutex);
-    free(b->slots);
+    shmalloc_mem_free(b->slots_mem);
 }
 
 static int shm__arrived(const shm__barrier *b, int q, uint64_t epoch)

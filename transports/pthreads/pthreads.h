@@ -43,7 +43,8 @@ typedef struct shm__slot {
 } shm__slot;
 
 typedef struct shm__barrier {
-    shm__slot *slots;    /* one per PE, cache-line aligned */
+    shm__slot *slots;    /* one per PE, cache-line aligned, in slots_mem */
+    void *slots_mem;     /* from shmalloc_mem_alloc */
     int parties;
     int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
     int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_BARRIER_TIMEOUT) */

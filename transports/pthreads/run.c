@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -104,7 +103,7 @@ static int shm__world_init(shm__world *w, int npes, int timeout, void (*pe_main)
     w->npes = npes;
     w->pe_main = pe_main;
     w->arg = arg;
-    w->pes = (shm__pe *)calloc((size_t)npes, sizeof *w->pes);
+    w->pes = (shm__pe *)shmalloc_mem_alloc((size_t)npes, sizeof *w->pes);
     if (w->pes == NULL) goto fail_alloc;
     if (shm__barrier_init(&w->barrier, npes, timeout) != 0) goto fail_alloc;
     if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_barrier;
@@ -115,7 +114,7 @@ fail_gate:
 fail_barrier:
     shm__barrier_fini(&w->barrier);
 fail_alloc:
-    free(w->pes);
+    shmalloc_mem_free(w->pes);
     return -1;
 }
 
@@ -131,7 +130,7 @@ static void shm__world_fini(shm__world *w)
     pthread_cond_destroy(&w->gate_cond);
     pthread_mutex_destroy(&w->gate_mutex);
     shm__barrier_fini(&w->barrier);
-    free(w->pes);
+    shmalloc_mem_free(w->pes);
 }
 
 /* Maps every PE's heap; -1 after a message when one cannot be mapped.  A

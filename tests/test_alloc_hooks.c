@@ -1,0 +1,196 @@
+/* The allocator hooks: a program that defines SHMALLOC_MALLOC and
+   SHMALLOC_FREE gets every byte of the library's private memory through
+   them.  This file expands the implementation with counting hooks, and with
+   the libc allocator's names redirected to a counter of their own, so a raw
+   call left in the implementation is counted as well; the pthreads
+   transport, linked in, reaches the same hooks.  (One hook alone is an
+   #error: the Makefile's compile-check tries it.) */
+#include "test_support.h" /* before the redirection: the libc headers it includes keep their names */
+#include <assert.h>
+#include <float.h>
+#include <stdarg.h>
+
+/* The hooks: each block carries its size in front, so the live bytes are
+   known and a pointer that did not come from hook_malloc is caught.  PE
+   threads call them at once: the counts are atomic. */
+#define ADD(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
+#define HOOK_MAGIC 0x5eedf00du
+static size_t hook_allocs, hook_frees, hook_live;
+static int hook_refuse; /* the next allocation fails */
+
+static void *hook_malloc(size_t n)
+{
+    size_t *b;
+    if (hook_refuse) {
+        hook_refuse = 0;
+        return NULL;
+    }
+    b = malloc(n + 16);
+    if (!b) return NULL;
+    b[0] = n;
+    b[1] = HOOK_MAGIC;
+    ADD(hook_allocs, 1);
+    ADD(hook_live, n);
+    return b + 2;
+}
+
+static void hook_free(void *p)
+{
+    size_t *b = (size_t *)p - 2;
+    cr_assert(p != NULL, "the free hook got NULL");
+    cr_assert(b[1] == HOOK_MAGIC, "the free hook got %p, which the malloc hook did not give", p);
+    b[1] = 0;
+    ADD(hook_frees, 1);
+    ADD(hook_live, -b[0]);
+    free(b);
+}
+
+/* Any other way into the libc allocator, from here on (unused, as they
+   should be, when the implementation has no such call). */
+static size_t raw_calls;
+TS_UNUSED static void *raw_alloc(size_t n)
+{
+    ADD(raw_calls, 1);
+    return malloc(n);
+}
+TS_UNUSED static void raw_free(void *p)
+{
+    ADD(raw_calls, 1);
+    free(p);
+}
+#define malloc(n) raw_alloc(n)
+#define calloc(n, s) raw_alloc((n) * (s))
+#define realloc(p, n) (raw_free(p), raw_alloc(n))
+#define free(p) raw_free(p)
+#define strdup(s) ((char *)raw_alloc(strlen(s) + 1))
+#define posix_memalign(pp, a, n) (*(pp) = raw_alloc(n), 0)
+#define aligned_alloc(a, n) raw_alloc(n)
+
+#define SHMALLOC_MALLOC(n) hook_malloc(n)
+#define SHMALLOC_FREE(p) hook_free(p)
+#define SHMALLOC_IMPLEMENTATION
+#include "shmalloc.h"
+#include "transports/shmalloc_pthreads.h" /* the transport library is linked with this file's hooks */
+
+/* A heap of `nominal` bytes on one PE, made current; destroyed by the test. */
+static shmalloc_heap *own_heap(size_t nominal)
+{
+    size_t bytes = shmalloc_heap_bytes(nominal);
+    long err = 1;
+    shmalloc_heap *h = shmalloc_heap_create(map_aligned(bytes, MIB), bytes, shmalloc_transport_single(), &err);
+    cr_assert(h != NULL && err == SHMEM_MALLOC_OK, "heap create failed: %ld", err);
+    shmalloc_set_current(h);
+    return h;
+}
+
+static void expect_balanced(size_t allocs)
+{
+    cr_assert_eq(hook_allocs, allocs, "%zu allocations through the hook, expected %zu", hook_allocs, allocs);
+    cr_assert_eq(hook_frees, hook_allocs, "%zu allocations, %zu frees", hook_allocs, hook_frees);
+    cr_assert_eq(hook_live, 0, "%zu bytes not given back", hook_live);
+    cr_assert_eq(raw_calls, 0, "%zu calls to the libc allocator past the hooks", raw_calls);
+}
+
+#define BLOCKS 3000
+
+/* 3000 hinted blocks: the table of 64 slots doubles to 8192, 7 times, each
+   old table given back at once and the last at destroy. */
+Test(alloc_hooks, the_hint_table_grows_through_the_hooks_and_is_given_back_at_destroy)
+{
+    static void *p[BLOCKS];
+    shmalloc_heap *h = own_heap(4 * MIB);
+    size_t i;
+    cr_assert_eq(hook_allocs + hook_frees + raw_calls, 0, "a heap's structure is in its own memory");
+    for (i = 0; i < BLOCKS; i++) {
+        p[i] = shmem_malloc_with_hints(16 + i % 64, SHMEM_MALLOC_ATOMICS_REMOTE);
+        cr_assert(p[i] != NULL);
+    }
+    cr_assert_eq(hook_allocs, 8, "64 slots, then 128, ..., 8192");
+    cr_assert_eq(hook_frees, 7);
+    cr_assert_eq(hook_live, 8192 * sizeof(uint64_t));
+    for (i = 0; i < BLOCKS; i += 2) shmem_free(p[i]);
+    for (i = 1; i < BLOCKS; i += 2) cr_assert_eq(shmalloc_heap_hints(h, p[i]), SHMEM_MALLOC_ATOMICS_REMOTE);
+    for (i = 1; i < BLOCKS; i += 2) shmem_free(p[i]);
+    assert_heap_ok();
+    cr_assert_eq(hook_live, 8192 * sizeof(uint64_t), "the table stays until the heap goes");
+    shmalloc_heap_destroy(h);
+    shmalloc_set_current(NULL);
+    expect_balanced(8);
+}
+
+/* Plain blocks, a realloc and a debug report need no private memory. */
+Test(alloc_hooks, a_heap_without_hints_takes_no_private_memory)
+{
+    shmalloc_heap *h = own_heap(MIB);
+    char *a = shmem_malloc(100), *b = shmem_calloc(10, 1000), *c = shmem_align(4096, 3000);
+    cr_assert(a && b && c);
+    a = shmem_realloc(a, 20000);
+    cr_assert(a != NULL);
+    shmem_free(a);
+    shmem_free(b);
+    shmem_free(c);
+    assert_heap_ok();
+    shmalloc_heap_destroy(h);
+    shmalloc_set_current(NULL);
+    expect_balanced(0);
+}
+
+/* A hook that fails: the hinted call fails as out of memory on this PE
+   and the heap is as it was; the next call succeeds. */
+Test(alloc_hooks, a_failing_hook_fails_the_hinted_call_and_changes_nothing)
+{
+    shmalloc_heap *h = own_heap(MIB);
+    snapshot *before;
+    long err = 0;
+    char *a = shmem_malloc(100), *b;
+    cr_assert(a != NULL);
+    before = heap_snapshot(h);
+    hook_refuse = 1;
+    capture_start();
+    b = shmalloc_heap_malloc_with_hints(h, 100, SHMEM_MALLOC_SIGNAL_REMOTE, &err);
+    capture_stop();
+    cr_assert(b == NULL && err == SHMEM_MALLOC_FAIL, "got %p, error %ld", (void *)b, err);
+    assert_same_heap(before, heap_snapshot(h), "a call that had no private memory");
+    b = shmem_malloc_with_hints(100, SHMEM_MALLOC_SIGNAL_REMOTE);
+    cr_assert(b != NULL);
+    cr_assert_eq(shmalloc_heap_hints(h, b), SHMEM_MALLOC_SIGNAL_REMOTE);
+    shmem_free(a);
+    shmem_free(b);
+    assert_heap_ok();
+    shmalloc_heap_destroy(h);
+    shmalloc_set_current(NULL);
+    expect_balanced(1);
+}
+
+/* What a transport gets: zeroed objects, no call for a size that overflows. */
+Test(alloc_hooks, a_transport_gets_zeroed_memory_through_the_hooks)
+{
+    unsigned char *p = shmalloc_mem_alloc(100, 40);
+    size_t i;
+    cr_assert(p != NULL);
+    cr_assert_eq(hook_live, 4000);
+    for (i = 0; i < 4000; i++) cr_assert_eq(p[i], 0, "byte %zu", i);
+    cr_assert(shmalloc_mem_alloc(SIZE_MAX / 8, 16) == NULL);
+    cr_assert_eq(hook_allocs, 1, "an overflowing size reaches no hook");
+    shmalloc_mem_free(p);
+    shmalloc_mem_free(NULL);
+    expect_balanced(1);
+}
+
+/* The pthreads transport's arrays, its PEs' and its barrier's slots, come
+   through the same hooks and go back when the run ends. */
+static int pe_failures; /* PE threads count; the test's thread asserts */
+static void pe_main(void *arg)
+{
+    void *p = shmem_malloc_with_hints(100, SHMEM_MALLOC_ATOMICS_REMOTE);
+    (void)arg;
+    if (p) shmem_free(p);
+    if (!p || shmalloc_check(0) != 0) ADD(pe_failures, 1);
+}
+
+Test(alloc_hooks, the_pthreads_transport_takes_its_arrays_through_the_hooks)
+{
+    cr_assert_eq(shmalloc_pthreads_run(4, MIB, pe_main, NULL), 0);
+    cr_assert_eq(pe_failures, 0, "%d PEs had no block or a heap the checker rejects", pe_failures);
+    expect_balanced(2 + 4); /* and each PE's hint table */
+}

@@ -24,7 +24,7 @@ typedef struct shm__msg {
 #define SHM__MSG_HEADER offsetof(shm__msg, values)
 
 /* A received message, into its inbox (progress calls it). */
-void shm__deliver(const void *message, size_t len)
+static void shm__deliver(const void *message, size_t len)
 {
     const shm__msg *m = (const shm__msg *)message;
     shm__collective *c = &shm__w.coll;
@@ -91,9 +91,9 @@ static int shm__member(long long i)
 /* Waits for *flag, set by progress; pe is whom it waits for. */
 static void shm__await(const int *flag, int pe, shmalloc_wait *w)
 {
-    __atomic_store_n(&shm__w.faults.waiting_for, pe, __ATOMIC_RELAXED);
+    __atomic_store_n(&shm__w.coll.waiting_for, pe, __ATOMIC_RELAXED);
     while (!shm__progress_until(flag))
-        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__w.coll.gave_up(pe);
 }
 
 /* Round r: send to the member 2^r ahead, fold in the message from the one
@@ -118,6 +118,16 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmal
     shm__leave();
 }
 
+/* Ready for barriers among the group node.c set: the rounds counted,
+   messages received, and gave_up run when one times out. */
+void shm__barrier_open(void (*gave_up)(int pe))
+{
+    shm__collective *c = &shm__w.coll;
+    while ((1 << c->rounds) < c->group_size) c->rounds++;
+    c->gave_up = gave_up;
+    shm__progress_deliver_to(shm__deliver);
+}
+
 void shm__disseminate(uint64_t *values, int count)
 {
     shm__collective *c = &shm__w.coll;
@@ -131,7 +141,7 @@ void shm__disseminate(uint64_t *values, int count)
         shm__op *op = &shm__w.fab.send_ops[r];
         shm__await(&op->done, op->index, &w);
     }
-    __atomic_store_n(&shm__w.faults.waiting_for, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&shm__w.coll.waiting_for, -1, __ATOMIC_RELAXED);
     shm__enter(); /* other threads' progress checks messages against it */
     c->epoch = epoch + 1u;
     shm__leave();

@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void shm__pmix_proc(pmix_proc_t *p, pmix_rank_t rank)
 {
@@ -77,6 +79,16 @@ void shm__pmix_close(void)
     b->event_registered = 0;
     if (b->have_pmix) PMIx_Finalize(NULL, 0);
     b->have_pmix = 0;
+}
+
+/* Ends the job: this PE's files first, as the launcher may kill it before
+   PMIx_Abort returns. */
+void shm__pmix_abort(int status)
+{
+    fflush(NULL);
+    shm__remove_files();
+    if (shm__w.boot.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
+    _exit(status);
 }
 
 /* >> key exchange ------------------------------------------------------------------ */
@@ -179,8 +191,9 @@ void shm__test_step(const char *what)
 #endif
 
 /* A collecting fence that keeps libfabric progressing while it waits: with
-   manual progress a peer's RMA or message needs us to poll. */
-void shm__fence(const char *what)
+   manual progress a peer's RMA or message needs us to poll (poll, when
+   not NULL). */
+void shm__fence(const char *what, void (*poll)(void))
 {
     shm__fence_state f = {0, PMIX_SUCCESS};
     pmix_info_t info;
@@ -197,11 +210,7 @@ void shm__fence(const char *what)
     if (rc == PMIX_OPERATION_SUCCEEDED) f.done = 1;
     else if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Fence_nb (%s) failed: %s", what, PMIx_Error_string(rc));
     while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
-        if (shm__w.fab.ep) {
-            shm__enter();
-            shm__progress();
-            shm__leave();
-        }
+        if (poll) poll();
         if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);

@@ -126,31 +126,17 @@ int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struc
     return 0;
 }
 
-void shm__post_recv(int slot)
-{
-    shm__fabric *f = &shm__w.fab;
-    shm__op *op = &f->recv_ops[slot];
-    ssize_t rc;
-    op->kind = SHM__OP_RECV;
-    op->index = slot;
-    rc = fi_recv(f->ep, f->recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, f->local_desc,
-                 FI_ADDR_UNSPEC, &op->ctx);
-    if (rc == -FI_EAGAIN) f->recv_unposted |= (uint64_t)1 << slot;
-    else if (rc) shm__fatal("fi_recv failed: %s", fi_strerror((int)-rc));
-    else f->recv_unposted &= ~((uint64_t)1 << slot);
-}
-
 /* The shm provider names its /dev/shm file after the endpoint. */
 static void shm__remember_shm_file(const char *name, size_t len)
 {
     const char *prefix = "fi_shm://";
     size_t plen = strlen(prefix);
     struct stat st;
-    char path[sizeof shm__w.faults.shm_file];
+    char path[160];
     if (len <= plen || strncmp(name, prefix, plen) != 0 || memchr(name, '\0', len) == NULL) return;
     if ((size_t)snprintf(path, sizeof path, "/dev/shm/%s", name + plen) >= sizeof path) return;
     if (strchr(path + 9, '/') || stat(path, &st) != 0) return;
-    memcpy(shm__w.faults.shm_file, path, sizeof path);
+    shm__files_set(SHM__FILE_ENDPOINT, path);
 }
 
 static void shm__open_endpoint(void)
@@ -207,7 +193,7 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     int q, rc, npes = shm__w.boot.npes;
     char *names;
     shm__pmix_put(SHM__KEY_EP, name, name_len);
-    shm__fence("endpoint names");
+    shm__fence("endpoint names", shm__poll);
     f->peers = (shm__peer *)calloc((size_t)npes, sizeof *f->peers);
     names = (char *)malloc(cap);
     if (!f->peers || !names) shm__init_fail("out of memory for %d peers", npes);
@@ -219,10 +205,12 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     free(names);
 }
 
-void shm__fabric_open(void)
+/* check: what every poll of progress runs after the completions. */
+void shm__fabric_open(void (*check)(void))
 {
     char name[256];
     size_t name_len = sizeof name;
+    shm__w.fab.check = check;
     shm__choose_provider();
 #if defined(SHMALLOC_TESTING)
     shm__test_step("endpoint");
@@ -263,7 +251,7 @@ void shm__fabric_close(void)
     f->prov = NULL;
     f->local = NULL;
     f->peers = NULL;
-    shm__w.faults.shm_file[0] = '\0';
+    shm__files_set(SHM__FILE_ENDPOINT, NULL);
 }
 
 /* >> description ------------------------------------------------------------------------ */

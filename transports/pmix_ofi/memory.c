@@ -227,15 +227,14 @@ static void shm__exchange_keys(shm__world *w, const shm__region *r, int i, unsig
     shm__leave();
     snprintf(key, sizeof key, "%s.%u", SHM__KEY_HEAP, n);
     shm__pmix_put(key, &mine, sizeof mine);
-    shm__fence("heap keys");
+    shm__fence("heap keys", shm__poll);
     shm__enter();
     if (i == 0) {
         w->heap.same_address = 1;
         /* Every peer has opened this PE's shm provider file by now (it
            inserted our address before this fence): its name can go, so
            even a SIGKILL later leaves nothing in /dev/shm. */
-        if (w->faults.shm_file[0]) unlink(w->faults.shm_file);
-        w->faults.shm_file[0] = '\0';
+        shm__files_unlink(SHM__FILE_ENDPOINT);
     }
     for (q = 0; q < w->boot.npes; q++) {
         if (q == w->boot.me) theirs = mine;

@@ -49,15 +49,18 @@ static int shm__node_wanted(void)
 }
 
 /* The segment's name: its creator's PID first, which the sweep of stale
-   files reads (faults.c), then the job's namespace and the leader's rank. */
+   files reads (files.c), then the job's namespace and the leader's rank.
+   Its path is removed should this PE end abnormally. */
 static void shm__node_name(long creator, int leader)
 {
-    char *p, *name = shm__w.coll.node_file;
+    char *p, *name = shm__w.coll.node_file, path[sizeof shm__w.coll.node_file + 16];
     snprintf(name, sizeof shm__w.coll.node_file, "/" SHM__NODE_PREFIX "%ld-%.100s-%d", creator,
              shm__w.boot.proc.nspace, leader);
     for (p = name + 1; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
             *p = '_';
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    shm__files_set(SHM__FILE_NODE, path);
 }
 
 /* The leader's segment, its space reserved: a full /dev/shm takes a
@@ -94,7 +97,7 @@ static void shm__node_attach(int leader, size_t bytes)
         creator = fd >= 0 ? (uint64_t)getpid() : 0;
         shm__pmix_put(SHM__KEY_NODE, &creator, sizeof creator);
     }
-    shm__fence("node segment");
+    shm__fence("node segment", shm__poll);
     if (shm__w.boot.me != leader) {
         shm__pmix_get_bytes(leader, SHM__KEY_NODE, &creator, sizeof creator);
         if (creator) shm__node_name((long)creator, leader);
@@ -119,9 +122,10 @@ static void shm__node_agree(int leader)
     uint64_t ok = c->node != NULL, all = 1;
     int q;
     shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
-    shm__fence("node segment mapped");
+    shm__fence("node segment mapped", shm__poll);
     if (shm__w.boot.me == leader) shm_unlink(c->node_file);
     c->node_file[0] = '\0';
+    shm__files_set(SHM__FILE_NODE, NULL);
     for (q = 0; q < shm__w.boot.npes; q++) {
         uint64_t theirs = 1;
         if (q != shm__w.boot.me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
@@ -225,7 +229,7 @@ int shm__node_absent(int *pes, int max)
     const shm__boot *b = &shm__w.boot;
     uint64_t epoch = c->node_epoch;
     int i, n = 0;
-    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__w.faults.waiting_for, __ATOMIC_RELAXED) < 0)
+    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__w.coll.waiting_for, __ATOMIC_RELAXED) < 0)
         return -1;
     for (i = 0; i < b->node_size && n < max; i++)
         if (i != b->node_me && __atomic_load_n(&c->node[i].half[epoch & 1u].epoch, __ATOMIC_ACQUIRE) < epoch)
@@ -240,6 +244,7 @@ void shm__node_close(void)
     c->node = NULL;
     if (c->node_file[0]) shm_unlink(c->node_file);
     c->node_file[0] = '\0';
+    shm__files_set(SHM__FILE_NODE, NULL);
 }
 
 /* Publishes values and the barrier's number in its half of slot s. */
@@ -262,11 +267,11 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
             shmalloc_wait_step(w); /* a cpu pause */
             continue;
         }
-        __atomic_store_n(&shm__w.faults.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
+        __atomic_store_n(&shm__w.coll.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
         shm__enter();
         shm__progress();
         shm__leave();
-        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__w.coll.gave_up(pe);
     }
     SHM__COUNT(slot_reads, 1);
     SHM__COUNT(lines_read, ((uintptr_t)&h->values[count] - 1) / 64 - (uintptr_t)h / 64 + 1);
@@ -308,5 +313,5 @@ void shm__node_sync(uint64_t *values, int count)
         c->epoch = (uint32_t)epoch; /* names the barrier in messages */
         shm__leave();
     }
-    __atomic_store_n(&shm__w.faults.waiting_for, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&shm__w.coll.waiting_for, -1, __ATOMIC_RELAXED);
 }

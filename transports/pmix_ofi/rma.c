@@ -100,8 +100,8 @@ static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t 
 {
     if (!shm__w.running || pe < 0 || pe >= shm__w.boot.npes || !shm__in_heap(addr, n)) {
         shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
-                       addr, pe, shmem_my_pe(), shmem_n_pes());
-        shmem_global_exit(1);
+                       addr, pe, shm__w.running ? shm__w.boot.me : -1, shm__w.running ? shm__w.boot.npes : 0);
+        shm__pmix_abort(1);
     }
     return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__w.heap.base);
 }

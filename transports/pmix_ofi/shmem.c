@@ -68,7 +68,7 @@ static void shm__fill_transport(shm__world *w, shmalloc_transport *tp)
 
 /* >> start-up and shut-down ------------------------------------------------------- */
 /* Closes what is open, in order; safe at any point of start-up. */
-void shm__teardown(void)
+static void shm__teardown(void)
 {
     while (shm__w.heap.nregions > 0) shm__forget_region(shm__w.heap.nregions - 1);
     shm__fabric_close();
@@ -77,17 +77,28 @@ void shm__teardown(void)
     shm__pmix_close();
 }
 
+/* A failure during start-up closes what is open.  Peers may have died
+   meanwhile, or will be ended by the launcher: the files of start-up go
+   as with a fatal error. */
+static void shm__init_failed(void)
+{
+    int launched = shm__w.boot.have_pmix;
+    shm__teardown();
+    if (launched) shm__remove_files();
+}
+
 /* The settings, before anything is opened: a bad one ends the PE. */
 static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc_map_huge *huge)
 {
     memset(&shm__w, 0, sizeof shm__w);
     shm__w.thread_level = level;
     shm__w.threaded = level == SHMEM_THREAD_MULTIPLE;
+    shm__w.coll.waiting_for = -1;
+    shm__w.boot.dead_pe = -1;
+    shm__read_options(&shm__w.opt);
+    shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__w.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
         shm__init_fail("cannot create the heap's lock");
-    shm__w.faults.waiting_for = -1;
-    shm__w.faults.dead_pe = -1;
-    shm__read_options(&shm__w.opt);
     if (shmalloc_heap_size_from_env(nominal) != 0 || shmalloc_heap_max_from_env(*nominal, max) != 0 ||
         shmalloc_map_huge_from_env(huge) != 0)
         exit(1); /* it printed why */
@@ -100,15 +111,18 @@ static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc
 static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
 {
     if (shm__pmix_init() == 0) {
-        shm__install_signals();
-        shm__sweep_stale_files();
+        int removed;
+        shm__install_signals(shm__signal_words);
+        if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
+            shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__w.boot.me, removed,
+                      removed > 1 ? "s" : "");
         shm__map_nodes();
     }
     shm__map_heap(max, huge);
     if (!shm__w.boot.have_pmix) return;
-    shm__fabric_open();
+    shm__fabric_open(shm__check_deaths);
     shm__node_open();
-    while ((1 << shm__w.coll.rounds) < shm__w.coll.group_size) shm__w.coll.rounds++;
+    shm__barrier_open(shm__barrier_timeout);
 }
 
 /* Collective: the heap registers its first piece through the contract. */
@@ -181,7 +195,7 @@ void shmem_finalize(void)
     shmalloc_heap_destroy(shm__w.heap.heap); /* collective; deregisters the heap */
     shmalloc_set_process_heap(NULL);
     shm__w.heap.heap = NULL;
-    shm__w.faults.finalizing = 1; /* peers now exit normally */
+    shm__w.coll.finalizing = 1; /* peers now exit normally */
     shm__w.running = 0;
     shm__teardown();
     shm__restore_signals();
@@ -189,13 +203,7 @@ void shmem_finalize(void)
     if (shm__w.threaded) pthread_mutex_destroy(&shm__w.heap_mutex);
 }
 
-void shmem_global_exit(int status)
-{
-    fflush(NULL);
-    shm__remove_files(); /* first: the launcher may kill us before PMIx_Abort returns */
-    if (shm__w.boot.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
-    _exit(status);
-}
+void shmem_global_exit(int status) { shm__pmix_abort(status); }
 
 /* >> the PE and its peers -------------------------------------------------------- */
 void shmem_barrier_all(void)

@@ -18,8 +18,8 @@ static int shm__stopped_peers(int *pes, int max)
     char text[512];
     const char *p;
     int q, n = 0;
-    for (q = 0; shm__w.fab.peers && q < shm__w.boot.npes && n < max; q++)
-        if (shm__w.fab.peers[q].pid > 0 && (p = shm__proc_state(shm__w.fab.peers[q].pid, text, sizeof text)) &&
+    for (q = 0; shm__ofi.peers && q < shm__job.npes && n < max; q++)
+        if (shm__ofi.peers[q].pid > 0 && (p = shm__proc_state(shm__ofi.peers[q].pid, text, sizeof text)) &&
             (*p == 'T' || *p == 't'))
             pes[n++] = q;
     return n;
@@ -45,7 +45,7 @@ static int shm__append_absent(char *line, size_t *n, size_t cap)
         return 1;
     }
     count = shm__node_absent(pes, 8);
-    if (count < 0 && __atomic_load_n(&shm__w.coll.waiting_for, __ATOMIC_RELAXED) >= 0)
+    if (count < 0 && __atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED) >= 0)
         stopped = count = shm__stopped_peers(pes, 8);
     if (count <= 0) return 0;
     shm__append(line, n, cap, count > 1 ? "PEs " : "PE ");
@@ -67,20 +67,20 @@ void shm__barrier_timeout(int pe)
     size_t n = 0;
     int pes[1], by;
     if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
-        (!shm__w.coll.node && shm__stopped_peers(pes, 1) > 0))
+        (!shm__coll.node && shm__stopped_peers(pes, 1) > 0))
         pe = pes[0];
     shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
-        shm__fatal("barrier timed out after %d s waiting for %s (PE %d of %d, barrier %u)", shm__w.opt.timeout,
-                   absent, shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
+        shm__fatal("barrier timed out after %d s waiting for %s (PE %d of %d, barrier %u)", shm__coll.timeout,
+                   absent, shm__job.me, shm__job.npes, shm__coll.epoch);
     }
-    if (!shm__w.coll.node)
+    if (!shm__coll.node)
         shm__fatal("barrier timed out after %d s waiting for PE %d's message (PE %d, or a PE it waits for, has not "
-                   "arrived; PE %d of %d, barrier %u)", shm__w.opt.timeout, pe, pe, shm__w.boot.me,
-                   shm__w.boot.npes, shm__w.coll.epoch);
-    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__w.opt.timeout, pe,
-               shm__w.boot.me, shm__w.boot.npes, shm__w.coll.epoch);
+                   "arrived; PE %d of %d, barrier %u)", shm__coll.timeout, pe, pe, shm__job.me,
+                   shm__job.npes, shm__coll.epoch);
+    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__coll.timeout, pe,
+               shm__job.me, shm__job.npes, shm__coll.epoch);
 }
 
 /* What a PE ended by signal sig says, after "shmalloc: ", and the word it
@@ -88,12 +88,12 @@ void shm__barrier_timeout(int pe)
    or after shmem_finalize).  Async-signal-safe: the signal handler's. */
 int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
 {
-    long waiting = (long)__atomic_load_n(&shm__w.coll.waiting_for, __ATOMIC_RELAXED);
-    if (!shm__w.boot.have_pmix) return 0;
+    long waiting = (long)__atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED);
+    if (!shm__job.have_pmix) return 0;
     shm__append(line, n, cap, "PE ");
-    shm__append_int(line, n, cap, shm__w.boot.me);
+    shm__append_int(line, n, cap, shm__job.me);
     shm__append(line, n, cap, " of ");
-    shm__append_int(line, n, cap, shm__w.boot.npes);
+    shm__append_int(line, n, cap, shm__job.npes);
     shm__append(line, n, cap, " ended by signal ");
     shm__append_int(line, n, cap, sig);
     if (waiting >= 0) {
@@ -103,7 +103,7 @@ int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
             shm__append_int(line, n, cap, waiting);
         }
     }
-    if (!shm__node_end_of(shm__w.boot.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
+    if (!shm__node_end_of(shm__job.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
     return 1;
 }
 
@@ -115,8 +115,8 @@ int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
 static void shm__peer_ended(int pe, const char *evidence)
 {
     uint64_t how = shm__node_end_of(pe);
-    int me = shm__w.boot.me, npes = shm__w.boot.npes;
-    unsigned long calls = shm__w.coll.calls;
+    int me = shm__job.me, npes = shm__job.npes;
+    unsigned long calls = shm__coll.calls;
     if ((how & 3u) == SHM__END_FINALIZED)
         shm__fatal("PE %d called shmem_finalize after %lu collective calls and ended (%s) while PE %d waits in its "
                    "collective call %lu: the PEs' collective calls differ; PE %d of %d stops", pe,
@@ -124,7 +124,7 @@ static void shm__peer_ended(int pe, const char *evidence)
     if ((how & 3u) == SHM__END_GAVE_UP && (int)(how >> 2) == me)
         shm__fatal("PE %d gave up waiting for this PE (its barrier timed out after %d s; %s): PE %d was stopped or "
                    "busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops", pe,
-                   shm__w.opt.timeout, evidence, me, me, npes);
+                   shm__coll.timeout, evidence, me, me, npes);
     if ((how & 3u) == SHM__END_SIGNALLED)
         shm__fatal("PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) while PE %d waits in "
                    "its collective call %lu; PE %d of %d stops", pe, (int)(how >> 2), evidence, me, calls, me, npes);
@@ -133,7 +133,7 @@ static void shm__peer_ended(int pe, const char *evidence)
         shm__fatal("PE %d gave up waiting for PE %d, which has not arrived (its barrier timed out; %s); PE %d of %d "
                    "stops", pe, (int)(how >> 2), evidence, me, npes);
     }
-    if (shm__w.coll.node)
+    if (shm__coll.node)
         shm__fatal("PE %d ended without shmem_finalize (%s); PE %d of %d stops", pe, evidence, me, npes);
     shm__fatal("PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d stops", pe, evidence, me,
                calls, me, npes);
@@ -145,7 +145,7 @@ static void shm__peer_ended(int pe, const char *evidence)
 static void shm__check_awaited(shm__collective *c)
 {
     int pe = __atomic_load_n(&c->waiting_for, __ATOMIC_RELAXED);
-    long pid = pe >= 0 && shm__w.fab.peers ? shm__w.fab.peers[pe].pid : 0;
+    long pid = pe >= 0 && shm__ofi.peers ? shm__ofi.peers[pe].pid : 0;
     double now;
     if (pid <= 0 || c->finalizing) return;
     now = shmalloc_wait_now();
@@ -162,8 +162,8 @@ static void shm__check_awaited(shm__collective *c)
    or one seen on this node.  Progress calls it at every poll. */
 void shm__check_deaths(void)
 {
-    shm__collective *c = &shm__w.coll;
-    int dead = __atomic_load_n(&shm__w.boot.dead_pe, __ATOMIC_ACQUIRE);
+    shm__collective *c = &shm__coll;
+    int status, dead = shm__dead_pe(&status);
     double now;
     char evidence[96];
     shm__check_awaited(c);
@@ -174,8 +174,8 @@ void shm__check_deaths(void)
         return;
     }
     if (now - c->dead_seen < SHM__DEATH_GRACE) return;
-    if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__w.boot.me, shm__w.boot.npes);
+    if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__job.me, shm__job.npes);
     snprintf(evidence, sizeof evidence, "PMIx event %s",
-             PMIx_Error_string((pmix_status_t)__atomic_load_n(&shm__w.boot.dead_status, __ATOMIC_RELAXED)));
+             PMIx_Error_string((pmix_status_t)status));
     shm__peer_ended(dead, evidence);
 }

@@ -8,6 +8,9 @@
 
 #define SHM__CQ_BATCH 16
 
+shm__fabric shm__ofi;
+pthread_mutex_t shm__progress_mutex = PTHREAD_MUTEX_INITIALIZER;
+
 const char *shm__op_name(int kind)
 {
     switch (kind) {
@@ -25,12 +28,12 @@ static void shm__cq_failure(void)
     struct fi_cq_err_entry err;
     shm__op *op;
     char detail[256] = "";
-    int me = shm__w.boot.me;
+    int me = shm__job.me;
     memset(&err, 0, sizeof err);
-    if (fi_cq_readerr(shm__w.fab.cq, &err, 0) < 0) shm__fatal("fi_cq_readerr failed on PE %d", me);
+    if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal("fi_cq_readerr failed on PE %d", me);
     op = (shm__op *)err.op_context;
     if (op && op->kind == SHM__OP_RECV && err.err == FI_ECANCELED) return;
-    fi_cq_strerror(shm__w.fab.cq, err.prov_errno, err.err_data, detail, sizeof detail);
+    fi_cq_strerror(shm__ofi.cq, err.prov_errno, err.err_data, detail, sizeof detail);
     if (op && op->kind != SHM__OP_RECV)
         shm__fatal("%s %s PE %d failed on PE %d: %s%s%s%s", shm__op_name(op->kind),
                    op->kind == SHM__OP_READ ? "from" : "to", op->index, me, fi_strerror(err.err),
@@ -41,7 +44,7 @@ static void shm__cq_failure(void)
 
 void shm__post_recv(int slot)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     shm__op *op = &f->recv_ops[slot];
     ssize_t rc;
     op->kind = SHM__OP_RECV;
@@ -56,13 +59,13 @@ void shm__post_recv(int slot)
 /* The barrier receives the messages. */
 void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len))
 {
-    shm__w.fab.deliver = deliver;
+    shm__ofi.deliver = deliver;
 }
 
 /* With threads the caller holds the progress lock. */
 void shm__progress(void)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     struct fi_cq_data_entry entries[SHM__CQ_BATCH];
     for (;;) {
         ssize_t n = fi_cq_read(f->cq, entries, SHM__CQ_BATCH), i;
@@ -71,7 +74,7 @@ void shm__progress(void)
             shm__cq_failure();
             continue;
         }
-        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__w.boot.me, fi_strerror((int)-n));
+        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__job.me, fi_strerror((int)-n));
         for (i = 0; i < n; i++) {
             shm__op *op = (shm__op *)entries[i].op_context;
             if (op->kind == SHM__OP_RECV) {
@@ -119,12 +122,12 @@ int shm__progress_until(const int *flag)
 void shm__wait_op(shm__op *op, const char *what, int pe)
 {
     shmalloc_wait w;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__ofi.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (!op->done) {
         shm__progress();
         if (op->done) break;
         if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
             shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
-                       "into shmem)", what, pe, shm__w.opt.timeout, shm__w.boot.me, pe);
+                       "into shmem)", what, pe, shm__ofi.timeout, shm__job.me, pe);
     }
 }

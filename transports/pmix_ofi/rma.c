@@ -95,12 +95,14 @@ static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *
 }
 
 /* The offset of [addr, addr + n) in the heap; ends the job when the range
-   is not symmetric or pe is not a PE. */
+   is not symmetric or pe is not a PE.  The PE has a heap from shmem_init
+   to shmem_finalize. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
 {
-    if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(addr, n)) {
+    int running = shm__mem.heap != NULL;
+    if (!running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(addr, n)) {
         shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
-                       addr, pe, shm__w.running ? shm__job.me : -1, shm__w.running ? shm__job.npes : 0);
+                       addr, pe, running ? shm__job.me : -1, running ? shm__job.npes : 0);
         shm__pmix_abort(1);
     }
     return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__mem.base);
@@ -176,7 +178,7 @@ void shmem_quiet(void)
         __atomic_store_n(&shm__ofi.direct_dirty, 0, __ATOMIC_RELAXED);
 #endif
     }
-    if (!shm__w.running || !shm__ofi.ep) return;
+    if (!shm__ofi.ep) return; /* no peers: before shmem_init, after shmem_finalize, or a singleton */
     shm__enter();
     shm__flush();
     shm__leave();

@@ -136,7 +136,7 @@ static void shm__init_heap(size_t nominal, size_t max)
     shmalloc_transport tp;
     long err = SHMEM_MALLOC_OK;
     shm__fill_transport(&shm__w, &tp);
-    shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
+    shm__w.running = 1;
     shm__mem.heap = shmalloc_heap_create_growable(shm__mem.map.base, shm__mem.map.bytes,
                                                      max > nominal ? nominal : SIZE_MAX, &tp, &err);
     if (!shm__mem.heap) {

@@ -76,7 +76,7 @@ check_run() { # WHAT LAYOUT SCENARIO EXPECT_BARRIERS EXPECT_ADDRESSES NAME=VALUE
     [ "$(count "($addresses")" -eq "$n" ] || ok=0
     # direct copies only to the PEs of the same node: K others for each of its K + 1
     for k in $(for v in ${layout#* }; do echo "${v%@*}"; done | sort -u); do
-        [ "$(count "direct copies to $((k - 1)) PEs of this node")" -eq \
+        [ "$(count "direct copies to $((k - 1)) PE$([ "$k" -eq 2 ] || echo s) of this node")" -eq \
           $(($(for v in ${layout#* }; do [ "${v%@*}" = "$k" ] && echo "$k"; done | paste -sd+) + 0)) ] || ok=0
     done
     [ "$(count "provider tcp;ofi_rxm, endpoint fi_sockaddr_in://10.77.0.")" -eq "$n" ] || ok=0

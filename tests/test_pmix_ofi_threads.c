@@ -19,8 +19,8 @@ static void check_threads(const char *provider, int direct)
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(dir, sizeof dir, "SHMALLOC_PMIX_OFI_DIRECT=%d", direct);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", direct);
-    snprintf(copies, sizeof copies, "direct copies to %d PEs of this node, barriers %s", direct,
-             direct ? "through node memory" : "by messages");
+    snprintf(copies, sizeof copies, "direct copies to %d PE%s of this node, barriers %s", direct,
+             direct == 1 ? "" : "s", direct ? "through node memory" : "by messages");
     launch(&r, 2, "threads", env);
     cr_assert_eq(r.status, 0, "%s: exit status %d after %.1f s:\n%s", provider, r.status, r.seconds, tail(&r));
     cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));

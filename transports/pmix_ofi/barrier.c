@@ -12,6 +12,8 @@
 
 #define SHM__MSG_MAGIC 0x73686d61u
 
+shm__collective shm__coll;
+
 /* One barrier / all-reduce message. */
 typedef struct shm__msg {
     uint32_t magic;
@@ -24,11 +26,11 @@ typedef struct shm__msg {
 #define SHM__MSG_HEADER offsetof(shm__msg, values)
 
 /* A received message, into its inbox (progress calls it). */
-void shm__deliver(const void *message, size_t len)
+static void shm__deliver(const void *message, size_t len)
 {
     const shm__msg *m = (const shm__msg *)message;
-    shm__collective *c = &shm__w.coll;
-    int me = shm__w.boot.me;
+    shm__collective *c = &shm__coll;
+    int me = shm__job.me;
     uint32_t e;
     shm__inbox *box;
     if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= c->rounds ||
@@ -50,7 +52,7 @@ void shm__deliver(const void *message, size_t len)
 /* With threads the caller holds the progress lock. */
 static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *values, int count)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     shm__msg *m = (shm__msg *)(void *)(f->send_slots + (size_t)round * SHM__SLOT_BYTES);
     shm__op *op = &f->send_ops[round];
     struct iovec iov;
@@ -61,7 +63,7 @@ static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *v
     m->epoch = epoch;
     m->round = (uint16_t)round;
     m->count = (uint16_t)count;
-    m->source = shm__w.boot.me;
+    m->source = shm__job.me;
     if (count) memcpy(m->values, values, (size_t)count * sizeof *values);
     op->kind = SHM__OP_SEND;
     op->index = to;
@@ -77,30 +79,30 @@ static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *v
     msg.addr = f->peers[to].addr;
     msg.context = &op->ctx;
     while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
-    if (rc) shm__fatal("fi_sendmsg to PE %d failed on PE %d: %s", to, shm__w.boot.me, fi_strerror((int)-rc));
+    if (rc) shm__fatal("fi_sendmsg to PE %d failed on PE %d: %s", to, shm__job.me, fi_strerror((int)-rc));
 }
 
 /* The rank of the group's member i (taken modulo the group's size). */
 static int shm__member(long long i)
 {
-    const shm__collective *c = &shm__w.coll;
+    const shm__collective *c = &shm__coll;
     int m = (int)(i % c->group_size);
-    return c->group_size < shm__w.boot.npes ? shm__w.boot.leaders[m] : m;
+    return c->group_size < shm__job.npes ? shm__job.leaders[m] : m;
 }
 
 /* Waits for *flag, set by progress; pe is whom it waits for. */
 static void shm__await(const int *flag, int pe, shmalloc_wait *w)
 {
-    __atomic_store_n(&shm__w.faults.waiting_for, pe, __ATOMIC_RELAXED);
+    __atomic_store_n(&shm__coll.waiting_for, pe, __ATOMIC_RELAXED);
     while (!shm__progress_until(flag))
-        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__coll.gave_up(pe);
 }
 
 /* Round r: send to the member 2^r ahead, fold in the message from the one
    2^r behind. */
 static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmalloc_wait *w)
 {
-    shm__collective *c = &shm__w.coll;
+    shm__collective *c = &shm__coll;
     int dist = (int)(1u << r), i;
     int to = shm__member((long long)c->group_me + dist), from = shm__member((long long)c->group_me - dist + c->group_size);
     shm__inbox *box = &c->inbox[epoch & 1u][r];
@@ -110,7 +112,7 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmal
     shm__await(&box->full, from, w);
     shm__enter();
     if (box->source != from)
-        shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__w.boot.me, epoch, r, from,
+        shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__job.me, epoch, r, from,
                    box->source);
     for (i = 0; i < count && i < box->count; i++)
         if (box->values[i] > values[i]) values[i] = box->values[i];
@@ -118,20 +120,31 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmal
     shm__leave();
 }
 
+/* Ready for barriers among the group node.c set: the rounds counted,
+   messages received, and gave_up run when one waits timeout seconds. */
+void shm__barrier_open(int timeout, void (*gave_up)(int pe))
+{
+    shm__collective *c = &shm__coll;
+    while ((1 << c->rounds) < c->group_size) c->rounds++;
+    c->timeout = timeout;
+    c->gave_up = gave_up;
+    shm__progress_deliver_to(shm__deliver);
+}
+
 void shm__disseminate(uint64_t *values, int count)
 {
-    shm__collective *c = &shm__w.coll;
+    shm__collective *c = &shm__coll;
     uint32_t epoch = c->epoch;
     shmalloc_wait w; /* one deadline for the whole call */
     int r;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, c->timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, &w);
     /* Send buffers are reused next barrier: their sends must be done. */
     for (r = 0; r < c->rounds; r++) {
-        shm__op *op = &shm__w.fab.send_ops[r];
+        shm__op *op = &shm__ofi.send_ops[r];
         shm__await(&op->done, op->index, &w);
     }
-    __atomic_store_n(&shm__w.faults.waiting_for, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
     shm__enter(); /* other threads' progress checks messages against it */
     c->epoch = epoch + 1u;
     shm__leave();

@@ -6,12 +6,16 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+shm__boot shm__job;
 
 static void shm__pmix_proc(pmix_proc_t *p, pmix_rank_t rank)
 {
     PMIX_PROC_CONSTRUCT(p);
-    PMIX_LOAD_PROCID(p, shm__w.boot.proc.nspace, rank);
+    PMIX_LOAD_PROCID(p, shm__job.proc.nspace, rank);
 }
 
 int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out)
@@ -29,28 +33,36 @@ int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out)
 
 static void shm__pmix_register_events(void)
 {
+    shm__procs_open(&shm__job.proc, shm__job.npes);
     pmix_status_t codes[] = {PMIX_ERR_PROC_ABORTED, PMIX_ERR_PROC_ABORTING, PMIX_PROC_TERMINATED,
                              PMIX_ERR_PROC_TERM_WO_SYNC, PMIX_ERR_LOST_CONNECTION, PMIX_ERR_JOB_TERMINATED};
     pmix_status_t rc = PMIx_Register_event_handler(codes, sizeof codes / sizeof codes[0], NULL, 0,
                                                    shm__pmix_event, NULL, NULL);
     /* Blocking registration returns the handler's reference. */
     if (rc >= 0) {
-        shm__w.boot.event_ref = (size_t)rc;
-        shm__w.boot.event_registered = 1;
+        shm__job.event_ref = (size_t)rc;
+        shm__job.event_registered = 1;
     } else {
         shm__note("PE %d: PMIx event registration failed (%s): a dead PE is noticed by timeout only",
-                  shm__w.boot.me, PMIx_Error_string(rc));
+                  shm__job.me, PMIx_Error_string(rc));
     }
 }
 
-/* 0 with rank and size, or -1 when no PMIx server is reachable. */
-int shm__pmix_init(void)
+/* 0 with rank and size, or -1 when no PMIx server is reachable.  o: the
+   settings. */
+int shm__pmix_init(const shm__options *o)
 {
-    shm__boot *b = &shm__w.boot;
+    shm__boot *b = &shm__job;
     pmix_status_t rc = PMIx_Init(&b->proc, NULL, 0);
     uint32_t size = 0;
+    b->timeout = o->timeout;
+#if defined(SHMALLOC_TESTING)
+    b->kill_at = o->kill_at;
+    b->stall_at = o->stall_at;
+    b->test_node_size = o->test_node_size;
+#endif
     if (rc != PMIX_SUCCESS) {
-        if (shm__w.opt.launched)
+        if (o->launched)
             shm__init_fail("PMIx_Init failed (%s) although a PMIx launcher started this process",
                            PMIx_Error_string(rc));
         shm__note("no PMIx server reachable (PMIx_Init: %s): running as PE 0 of 1, without libfabric",
@@ -69,7 +81,7 @@ int shm__pmix_init(void)
 
 void shm__pmix_close(void)
 {
-    shm__boot *b = &shm__w.boot;
+    shm__boot *b = &shm__job;
     shmalloc_mem_free(b->leaders);
     shmalloc_mem_free(b->node_ranks);
     b->leaders = b->node_ranks = NULL;
@@ -77,6 +89,16 @@ void shm__pmix_close(void)
     b->event_registered = 0;
     if (b->have_pmix) PMIx_Finalize(NULL, 0);
     b->have_pmix = 0;
+}
+
+/* Ends the job: this PE's files first, as the launcher may kill it before
+   PMIx_Abort returns. */
+void shm__pmix_abort(int status)
+{
+    fflush(NULL);
+    shm__remove_files();
+    if (shm__job.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
+    _exit(status);
 }
 
 /* >> key exchange ------------------------------------------------------------------ */
@@ -129,13 +151,13 @@ size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
     g->cap = cap;
     shm__pmix_proc(&p, (pmix_rank_t)pe);
     rc = PMIx_Get_nb(&p, key, NULL, 0, shm__get_done, g);
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__job.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (rc == PMIX_SUCCESS && !__atomic_load_n(&g->done, __ATOMIC_ACQUIRE))
         if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);
-            shm__fatal("PMIx_Get(%s) of PE %d timed out after %d s%s (PE %d of %d)", key, pe, shm__w.opt.timeout,
-                       gone, shm__w.boot.me, shm__w.boot.npes);
+            shm__fatal("PMIx_Get(%s) of PE %d timed out after %d s%s (PE %d of %d)", key, pe, shm__job.timeout,
+                       gone, shm__job.me, shm__job.npes);
         }
     if (rc == PMIX_SUCCESS) rc = g->status;
     if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Get(%s) of PE %d failed: %s", key, pe, PMIx_Error_string(rc));
@@ -162,7 +184,7 @@ static int shm__test_step_is(const char *setting, const char *what)
 {
     const char *colon = setting ? strrchr(setting, ':') : NULL;
     return colon && (size_t)(colon - setting) == strlen(what) && strncmp(setting, what, strlen(what)) == 0 &&
-           atoi(colon + 1) == shm__w.boot.me;
+           atoi(colon + 1) == shm__job.me;
 }
 
 /* SHMALLOC_TEST_KILL_AT=STEP:K: PE K kills itself (SIGKILL) at the step
@@ -172,15 +194,16 @@ static int shm__test_step_is(const char *setting, const char *what)
 void shm__test_step(const char *what)
 {
     unsigned left = 2;
-    if (shm__test_step_is(shm__w.opt.kill_at, what)) raise(SIGKILL);
-    if (shm__test_step_is(shm__w.opt.stall_at, what))
+    if (shm__test_step_is(shm__job.kill_at, what)) raise(SIGKILL);
+    if (shm__test_step_is(shm__job.stall_at, what))
         while (left) left = sleep(left);
 }
 #endif
 
 /* A collecting fence that keeps libfabric progressing while it waits: with
-   manual progress a peer's RMA or message needs us to poll. */
-void shm__fence(const char *what)
+   manual progress a peer's RMA or message needs us to poll (poll, when
+   not NULL). */
+void shm__fence(const char *what, void (*poll)(void))
 {
     shm__fence_state f = {0, PMIX_SUCCESS};
     pmix_info_t info;
@@ -190,23 +213,19 @@ void shm__fence(const char *what)
 #if defined(SHMALLOC_TESTING)
     shm__test_step(what);
 #endif
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__job.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
     if (rc == PMIX_OPERATION_SUCCEEDED) f.done = 1;
     else if (rc != PMIX_SUCCESS) shm__fatal("PMIx_Fence_nb (%s) failed: %s", what, PMIx_Error_string(rc));
     while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
-        if (shm__w.fab.ep) {
-            shm__enter();
-            shm__progress();
-            shm__leave();
-        }
+        if (poll) poll();
         if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);
-            shm__fatal("PMIx fence (%s) timed out after %d s%s (PE %d of %d)", what, shm__w.opt.timeout, gone,
-                       shm__w.boot.me, shm__w.boot.npes);
+            shm__fatal("PMIx fence (%s) timed out after %d s%s (PE %d of %d)", what, shm__job.timeout, gone,
+                       shm__job.me, shm__job.npes);
         }
     }
     PMIX_INFO_DESTRUCT(&info);
@@ -214,7 +233,7 @@ void shm__fence(const char *what)
         char gone[128];
         shm__gone_pes(gone, sizeof gone);
         shm__fatal("PMIx fence (%s) failed: %s%s (PE %d of %d)", what, PMIx_Error_string(f.status), gone,
-                   shm__w.boot.me, shm__w.boot.npes);
+                   shm__job.me, shm__job.npes);
     }
 }
 
@@ -238,7 +257,7 @@ static char *shm__pmix_host(int q)
    for the hierarchical barrier on one machine.  1 when it is set. */
 static int shm__test_leaders(int *leader)
 {
-    const char *v = shm__w.opt.test_node_size;
+    const char *v = shm__job.test_node_size;
     char *end;
     long n;
     int q;
@@ -247,7 +266,7 @@ static int shm__test_leaders(int *leader)
     n = strtol(v, &end, 10);
     if (errno || end == v || *end || n < 1 || n > INT32_MAX)
         shm__init_fail("SHMALLOC_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)", v);
-    for (q = 0; q < shm__w.boot.npes; q++) leader[q] = q - (int)(q % n);
+    for (q = 0; q < shm__job.npes; q++) leader[q] = q - (int)(q % n);
     return 1;
 }
 #endif
@@ -256,7 +275,7 @@ static int shm__test_leaders(int *leader)
    -1 when a host name is missing. */
 static int shm__leaders(int *leader)
 {
-    int npes = shm__w.boot.npes, *heads, nheads = 0, q, k, rc = 0;
+    int npes = shm__job.npes, *heads, nheads = 0, q, k, rc = 0;
     char **host;
 #if defined(SHMALLOC_TESTING)
     if (shm__test_leaders(leader)) return 0;
@@ -282,7 +301,7 @@ static int shm__leaders(int *leader)
    lacks host names. */
 void shm__map_nodes(void)
 {
-    shm__boot *b = &shm__w.boot;
+    shm__boot *b = &shm__job;
     int *leader = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *leader), q;
     b->nodes = 0;
     if (!leader || shm__leaders(leader) != 0) {

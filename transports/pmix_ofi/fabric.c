@@ -1,6 +1,6 @@
 /* fabric.c - the libfabric side of start-up and shut-down: the provider
    chosen, the endpoint and its queues, the message buffers, memory
-   registration, the peers' addresses, and the verbose description. */
+   registration, the peers' addresses, and what it obtained in words. */
 #include "pmix_ofi.h"
 
 #include <stdio.h>
@@ -17,7 +17,7 @@ static void shm__ofi_check(int rc, const char *call)
 {
     if (rc != 0)
         shm__init_fail("%s failed: %s (provider %s, PE %d of %d)", call, fi_strerror(rc < 0 ? -rc : rc),
-                       shm__w.fab.prov ? shm__w.fab.prov : "none", shm__w.boot.me, shm__w.boot.npes);
+                       shm__ofi.prov ? shm__ofi.prov : "none", shm__job.me, shm__job.npes);
 }
 
 static int shm__is_shm(const char *prov)
@@ -61,30 +61,31 @@ static void shm__shm_refusal(char *out, size_t cap, const char *prov, int rc)
              "endpoint per cpu (%ld here): free space in /dev/shm, or use FI_PROVIDER=\"tcp;ofi_rxm\"", space, cpus);
 }
 
-static void shm__no_provider(const char *want, int rc)
+/* env: FI_PROVIDER, or NULL. */
+static void shm__no_provider(const char *want, const char *env, int rc)
 {
     char why[320];
-    shm__shm_refusal(why, sizeof why, want ? want : shm__w.opt.provider, rc);
+    shm__shm_refusal(why, sizeof why, want ? want : env, rc);
     if (want)
         shm__init_fail("no libfabric provider matches FI_PROVIDER=%s (chosen because FI_PROVIDER is unset and "
                        "%s) with RMA and messages on FI_EP_RDM endpoints: %s%s", want,
                        strcmp(want, "shm") == 0 ? "every PE is on this node" : "PEs are on several nodes",
                        fi_strerror(-rc), why);
     shm__init_fail("no libfabric provider matches FI_PROVIDER=%s with RMA and messages on FI_EP_RDM "
-                   "endpoints: %s%s", shm__w.opt.provider, fi_strerror(-rc), why);
+                   "endpoints: %s%s", env, fi_strerror(-rc), why);
 }
 
-static void shm__choose_provider(void)
+static void shm__choose_provider(const char *env)
 {
-    shm__fabric *f = &shm__w.fab;
-    const char *env = shm__w.opt.provider, *want = NULL;
+    shm__fabric *f = &shm__ofi;
+    const char *want = NULL;
     struct fi_info *hints, *list = NULL, *pick, *i;
     int rc;
-    if (!env || !*env) want = shm__w.boot.nodes == 1 ? "shm" : "tcp;ofi_rxm";
+    if (!env || !*env) want = shm__job.nodes == 1 ? "shm" : "tcp;ofi_rxm";
     hints = shm__hints(want);
     rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
     fi_freeinfo(hints);
-    if (rc != 0 || !list) shm__no_provider(want, rc);
+    if (rc != 0 || !list) shm__no_provider(want, env, rc);
     /* IPv4 first where sockets are the addresses (tcp lists ::1 too). */
     for (pick = list, i = list; i; i = i->next)
         if (i->addr_format == FI_SOCKADDR_IN) {
@@ -108,13 +109,13 @@ static void shm__choose_provider(void)
 /* Registers buf, honouring FI_MR_ENDPOINT; 0 or a libfabric error. */
 int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr, void **desc)
 {
-    int rc = fi_mr_reg(shm__w.fab.domain, buf, len, access, 0, key, 0, mr, NULL);
+    int rc = fi_mr_reg(shm__ofi.domain, buf, len, access, 0, key, 0, mr, NULL);
     if (rc) {
         *mr = NULL;
         return rc;
     }
-    if (shm__w.fab.mr_mode & FI_MR_ENDPOINT) {
-        rc = fi_mr_bind(*mr, &shm__w.fab.ep->fid, 0);
+    if (shm__ofi.mr_mode & FI_MR_ENDPOINT) {
+        rc = fi_mr_bind(*mr, &shm__ofi.ep->fid, 0);
         if (!rc) rc = fi_mr_enable(*mr);
         if (rc) {
             fi_close(&(*mr)->fid);
@@ -126,43 +127,29 @@ int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struc
     return 0;
 }
 
-void shm__post_recv(int slot)
-{
-    shm__fabric *f = &shm__w.fab;
-    shm__op *op = &f->recv_ops[slot];
-    ssize_t rc;
-    op->kind = SHM__OP_RECV;
-    op->index = slot;
-    rc = fi_recv(f->ep, f->recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, f->local_desc,
-                 FI_ADDR_UNSPEC, &op->ctx);
-    if (rc == -FI_EAGAIN) f->recv_unposted |= (uint64_t)1 << slot;
-    else if (rc) shm__fatal("fi_recv failed: %s", fi_strerror((int)-rc));
-    else f->recv_unposted &= ~((uint64_t)1 << slot);
-}
-
 /* The shm provider names its /dev/shm file after the endpoint. */
 static void shm__remember_shm_file(const char *name, size_t len)
 {
     const char *prefix = "fi_shm://";
     size_t plen = strlen(prefix);
     struct stat st;
-    char path[sizeof shm__w.faults.shm_file];
+    char path[160];
     if (len <= plen || strncmp(name, prefix, plen) != 0 || memchr(name, '\0', len) == NULL) return;
     if ((size_t)snprintf(path, sizeof path, "/dev/shm/%s", name + plen) >= sizeof path) return;
     if (strchr(path + 9, '/') || stat(path, &st) != 0) return;
-    memcpy(shm__w.faults.shm_file, path, sizeof path);
+    shm__files_set(SHM__FILE_ENDPOINT, path);
 }
 
 static void shm__open_endpoint(void)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     struct fi_av_attr av_attr;
     struct fi_cq_attr cq_attr;
     shm__ofi_check(fi_fabric(f->info->fabric_attr, &f->fabric, NULL), "fi_fabric");
     shm__ofi_check(fi_domain(f->fabric, f->info, &f->domain, NULL), "fi_domain");
     memset(&av_attr, 0, sizeof av_attr);
     av_attr.type = FI_AV_TABLE;
-    av_attr.count = (size_t)shm__w.boot.npes;
+    av_attr.count = (size_t)shm__job.npes;
     shm__ofi_check(fi_av_open(f->domain, &av_attr, &f->av, NULL), "fi_av_open");
     memset(&cq_attr, 0, sizeof cq_attr);
     cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -177,7 +164,7 @@ static void shm__open_endpoint(void)
    then the receives posted. */
 static void shm__open_buffers(void)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     int q, slots = SHM__RECV_SLOTS;
     f->local_bytes = ((size_t)(SHM__MAX_ROUNDS + SHM__RECV_SLOTS) * SHM__SLOT_BYTES + 64 + SHM__BOUNCE_BYTES +
@@ -203,11 +190,11 @@ static void shm__open_buffers(void)
    equal to the rank whatever the address format. */
 static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
 {
-    shm__fabric *f = &shm__w.fab;
-    int q, rc, npes = shm__w.boot.npes;
+    shm__fabric *f = &shm__ofi;
+    int q, rc, npes = shm__job.npes;
     char *names;
     shm__pmix_put(SHM__KEY_EP, name, name_len);
-    shm__fence("endpoint names");
+    shm__fence("endpoint names", shm__poll);
     f->peers = (shm__peer *)shmalloc_mem_alloc((size_t)npes, sizeof *f->peers);
     names = (char *)shmalloc_mem_alloc(1, cap);
     if (!f->peers || !names) shm__init_fail("out of memory for %d peers", npes);
@@ -219,11 +206,15 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     shmalloc_mem_free(names);
 }
 
-void shm__fabric_open(void)
+/* provider: FI_PROVIDER, or NULL; timeout: seconds an operation may
+   take; check: what every poll of progress runs after the completions. */
+void shm__fabric_open(const char *provider, int timeout, void (*check)(void))
 {
     char name[256];
     size_t name_len = sizeof name;
-    shm__choose_provider();
+    shm__ofi.timeout = timeout;
+    shm__ofi.check = check;
+    shm__choose_provider(provider);
 #if defined(SHMALLOC_TESTING)
     shm__test_step("endpoint");
 #endif
@@ -231,8 +222,8 @@ void shm__fabric_open(void)
 #if defined(SHMALLOC_TESTING)
     shm__test_step("endpoint open"); /* its file exists, its name is not known yet */
 #endif
-    shm__ofi_check(fi_getname(&shm__w.fab.ep->fid, name, &name_len), "fi_getname");
-    if (shm__is_shm(shm__w.fab.prov)) shm__remember_shm_file(name, name_len);
+    shm__ofi_check(fi_getname(&shm__ofi.ep->fid, name, &name_len), "fi_getname");
+    if (shm__is_shm(shm__ofi.prov)) shm__remember_shm_file(name, name_len);
     shm__open_buffers();
     shm__swap_addresses(name, name_len, sizeof name);
 }
@@ -240,7 +231,7 @@ void shm__fabric_open(void)
 /* Closes what is open, in order; safe at any point of start-up. */
 void shm__fabric_close(void)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     int q;
     if (f->local_mr) fi_close(&f->local_mr->fid);
     if (f->ep) fi_close(&f->ep->fid); /* removes the shm provider's file */
@@ -250,7 +241,7 @@ void shm__fabric_close(void)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) fi_freeinfo(f->info);
     if (f->local) munmap(f->local, f->local_bytes);
-    for (q = 0; f->peers && q < shm__w.boot.npes; q++)
+    for (q = 0; f->peers && q < shm__job.npes; q++)
         if (f->peers[q].direct_map) munmap(f->peers[q].direct_map, f->peers[q].direct_len);
     shmalloc_mem_free(f->peers);
     f->local_mr = NULL;
@@ -263,7 +254,7 @@ void shm__fabric_close(void)
     f->prov = NULL;
     f->local = NULL;
     f->peers = NULL;
-    shm__w.faults.shm_file[0] = '\0';
+    shm__files_set(SHM__FILE_ENDPOINT, NULL);
 }
 
 /* >> description ------------------------------------------------------------------------ */
@@ -276,40 +267,20 @@ static void shm__mr_mode_text(char *modes, size_t cap)
     size_t i, n = 0;
     modes[0] = '\0';
     for (i = 0; i < sizeof bits / sizeof bits[0]; i++)
-        if (shm__w.fab.mr_mode & bits[i].bit)
+        if (shm__ofi.mr_mode & bits[i].bit)
             n += (size_t)snprintf(modes + n, n < cap ? cap - n : 0, "%s%s", n ? "|" : "", bits[i].name);
     if (!modes[0]) snprintf(modes, cap, "0");
 }
 
-static void shm__barriers_text(char *barriers, size_t cap)
+/* What start-up obtained, for SHMALLOC_VERBOSE: "provider P, endpoint A,
+   mr_mode M, how quiet completes". */
+void shm__fabric_text(char *out, size_t cap)
 {
-    if (!shm__w.coll.node) snprintf(barriers, cap, "by messages");
-    else if (shm__w.boot.nodes == 1) snprintf(barriers, cap, "through node memory");
-    else snprintf(barriers, cap, "through node memory on each of %d nodes, messages between their leaders",
-                  shm__w.boot.nodes);
-}
-
-/* SHMALLOC_VERBOSE: one line per PE of what start-up obtained. */
-void shm__describe(void)
-{
-    const shm__fabric *f = &shm__w.fab;
-    const shm__heap_state *h = &shm__w.heap;
-    char addr[128] = "", modes[128], barriers[96], name[256];
+    const shm__fabric *f = &shm__ofi;
+    char addr[128] = "", modes[128], name[256];
     size_t len = sizeof addr, name_len = sizeof name;
-    int q, direct = 0;
-    if (!shm__w.opt.verbose) return;
-    if (!f->ep) {
-        shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", h->bytes, (void *)h->base,
-                  shmalloc_map_pages_name(&h->map));
-        return;
-    }
     if (fi_getname(&f->ep->fid, name, &name_len) == 0) fi_av_straddr(f->av, name, addr, &len);
     shm__mr_mode_text(modes, sizeof modes);
-    for (q = 0; q < shm__w.boot.npes; q++) direct += f->peers[q].direct != NULL;
-    shm__barriers_text(barriers, sizeof barriers);
-    shm__note("PE %d of %d: provider %s, endpoint %s, mr_mode %s, %s, heap %zu bytes at %p (%s, %s), "
-              "direct copies to %d PEs of this node, barriers %s",
-              shm__w.boot.me, shm__w.boot.npes, f->prov, addr, modes, f->tx_flags ? "FI_DELIVERY_COMPLETE" :
-              "quiet flushes by read", h->bytes, (void *)h->base, h->same_address ? "same address on every PE" :
-              "addresses differ", shmalloc_map_pages_name(&h->map), direct, barriers);
+    snprintf(out, cap, "provider %s, endpoint %s, mr_mode %s, %s", f->prov, addr, modes,
+             f->tx_flags ? "FI_DELIVERY_COMPLETE" : "quiet flushes by read");
 }

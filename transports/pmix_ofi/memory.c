@@ -29,15 +29,17 @@ typedef struct shm__wire_heap {
     uint64_t mapped, at;    /* the memfd's length, and the block space's offset in it */
 } shm__wire_heap;
 
+shm__heap_state shm__mem;
+
 /* >> mapping ---------------------------------------------------------------------
    The same address on every PE when the kernel agrees: a fixed high address
    aligned to a power of two covering the heap, so shmem_align results are
    symmetric too.  Elsewhere the base is aligned to at most 1 GiB.  With
    peers on this node the heap is a memfd they map (shm__map_peer_heap). */
-static int shm__shared_heap(void)
+static int shm__shared_heap(int direct)
 {
     uint32_t local = 0;
-    if (!shm__w.opt.direct || !shm__w.boot.have_pmix || shm__w.boot.npes < 2) return 0;
+    if (!direct || !shm__job.have_pmix || shm__job.npes < 2) return 0;
     return shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) != 0 || local > 1;
 }
 
@@ -60,10 +62,9 @@ static int shm__fd_limit_advice(char *out, size_t cap, int e)
 }
 
 /* Names the variable that asked for too much, or the limit to raise. */
-static void shm__unmappable(size_t max, size_t bytes, int e)
+static void shm__unmappable(const shm__options *o, size_t max, size_t bytes, int e)
 {
-    const shm__options *o = &shm__w.opt;
-    size_t nominal = shm__w.heap.nominal;
+    size_t nominal = shm__mem.nominal;
     char advice[160];
     if (shm__fd_limit_advice(advice, sizeof advice, e))
         shm__init_fail("cannot map %zu bytes for the symmetric heap: %s; %s", bytes, strerror(e), advice);
@@ -78,38 +79,41 @@ static void shm__unmappable(size_t max, size_t bytes, int e)
 }
 
 /* Reserves room for a heap of `max` bytes (the nominal size, or
-   SHMALLOC_HEAP_MAX for a heap that grows). */
-void shm__map_heap(size_t max, const shmalloc_map_huge *huge)
+   SHMALLOC_HEAP_MAX for a heap that grows); o: the settings. */
+void shm__map_heap(size_t max, const shmalloc_map_huge *huge, const shm__options *o)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max);
     shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
     size_t step = shmalloc_map_pow2_cover(bytes, page, SHMALLOC_MAP_MAX_ALIGN);
-    uintptr_t slot = (uintptr_t)shm__w.boot.me + 1;
+    uintptr_t slot = (uintptr_t)shm__job.me + 1;
 #if defined(SHMALLOC_TSAN) /* it owns fixed parts of the address space: map anywhere */
     pl.first = 0;
 #endif
-    if (shm__w.opt.any_address) {
+#if defined(SHMALLOC_TESTING)
+    shm__mem.fail_register = o->fail_register;
+#endif
+    if (o->any_address) {
         pl.first = 0;
         if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
     }
-    if (bytes == 0 || shmalloc_map_heap(&shm__w.heap.map, bytes, huge, shm__shared_heap(), &pl) != 0)
-        shm__unmappable(max, bytes, bytes ? errno : ENOMEM);
-    shm__w.heap.fixed_address = shm__w.heap.map.fixed;
-    shmalloc_map_report(&shm__w.heap.map, huge, shm__w.boot.me);
+    if (bytes == 0 || shmalloc_map_heap(&shm__mem.map, bytes, huge, shm__shared_heap(o->direct), &pl) != 0)
+        shm__unmappable(o, max, bytes, bytes ? errno : ENOMEM);
+    shm__mem.fixed_address = shm__mem.map.fixed;
+    shmalloc_map_report(&shm__mem.map, huge, shm__job.me);
 }
 
 /* >> registration ---------------------------------------------------------------- */
 #if defined(SHMALLOC_TESTING)
 /* SHMALLOC_TEST_FAIL_REGISTER=PE[:N]: PE's registration number N (0,
    the default: the heap at start-up; 1: its first growth; ...) fails. */
-static int shm__registration_fails(const shm__world *w, unsigned n)
+static int shm__registration_fails(unsigned n)
 {
-    const char *v = w->opt.fail_register, *colon;
-    if (!v || atoi(v) != w->boot.me) return 0;
+    const char *v = shm__mem.fail_register, *colon;
+    if (!v || atoi(v) != shm__job.me) return 0;
     colon = strchr(v, ':');
     if ((colon ? (unsigned)atoi(colon + 1) : 0u) != n) return 0;
     shmalloc_print(2, "shmalloc: registration of the heap made to fail on PE %d (number %u; "
-                   "SHMALLOC_TEST_FAIL_REGISTER)\n", w->boot.me, n);
+                   "SHMALLOC_TEST_FAIL_REGISTER)\n", shm__job.me, n);
     return 1;
 }
 #endif
@@ -117,12 +121,12 @@ static int shm__registration_fails(const shm__world *w, unsigned n)
 /* Closes piece i and forgets the peers' keys for it. */
 void shm__forget_region(int i)
 {
-    shm__heap_state *h = &shm__w.heap;
-    shm__fabric *f = &shm__w.fab;
+    shm__heap_state *h = &shm__mem;
+    shm__fabric *f = &shm__ofi;
     shm__region *r = &h->regions[i];
     int q;
     if (f->peers && f->domain)
-        for (q = 0; q < shm__w.boot.npes; q++)
+        for (q = 0; q < shm__job.npes; q++)
             if (f->peers[q].key_mapped[i]) {
                 fi_mr_unmap_key(f->domain, f->peers[q].key[i]);
                 f->peers[q].key_mapped[i] = 0;
@@ -135,27 +139,27 @@ void shm__forget_region(int i)
 }
 
 /* This PE's own registration of piece r: 1 when it worked. */
-static int shm__register_here(shm__world *w, shm__region *r, void *base, size_t bytes, unsigned n)
+static int shm__register_here(shm__region *r, void *base, size_t bytes, unsigned n)
 {
     int rc;
 #if defined(SHMALLOC_TESTING)
-    if (shm__registration_fails(w, n)) return 0;
+    if (shm__registration_fails(n)) return 0;
 #else
     (void)n;
 #endif
-    if (!w->fab.ep) return 1;
+    if (!shm__ofi.ep) return 1;
     rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
-                          SHM__HEAP_KEY + (uint64_t)(r - w->heap.regions), &r->mr, &r->desc);
+                          SHM__HEAP_KEY + (uint64_t)(r - shm__mem.regions), &r->mr, &r->desc);
     if (rc)
         shmalloc_print(2, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n", bytes, base,
-                       w->boot.me, fi_strerror(-rc));
+                       shm__job.me, fi_strerror(-rc));
     return rc == 0;
 }
 
 /* This PE's record of piece r, and its key for the peers. */
-static void shm__describe_region(const shm__world *w, const shm__region *r, int ok, shm__wire_heap *mine)
+static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *mine)
 {
-    const shm__heap_state *h = &w->heap;
+    const shm__heap_state *h = &shm__mem;
     memset(mine, 0, sizeof *mine);
     mine->ok = (uint64_t)ok;
     mine->base = (uint64_t)(uintptr_t)h->base;
@@ -165,7 +169,7 @@ static void shm__describe_region(const shm__world *w, const shm__region *r, int 
     mine->mapped = h->map.mapped;
     mine->at = (uint64_t)(h->base - h->map.base);
     if (!ok || !r->mr) return;
-    if (w->fab.mr_mode & FI_MR_RAW) {
+    if (shm__ofi.mr_mode & FI_MR_RAW) {
         size_t size = sizeof mine->raw;
         int rc = fi_mr_raw_attr(r->mr, &mine->raw_base, mine->raw, &size, 0);
         if (rc) shm__fatal("fi_mr_raw_attr failed: %s (a key over %d bytes?)", fi_strerror(-rc), SHM__RAW_KEY_MAX);
@@ -179,13 +183,13 @@ static void shm__describe_region(const shm__world *w, const shm__region *r, int 
 /* A same-node peer's block space, mapped here whole (the pieces it may
    grow into too), so puts and gets to it are copies and shmem_ptr has an
    address for it.  A peer that cannot be mapped is reached by libfabric. */
-static void shm__map_peer_heap(shm__world *w, int q, const shm__wire_heap *theirs, const shm__wire_heap *mine)
+static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__wire_heap *mine)
 {
-    shm__peer *p = &w->fab.peers[q];
+    shm__peer *p = &shm__ofi.peers[q];
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
     p->direct_map = shmalloc_map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
-        shm__note("PE %d cannot map PE %d's heap (%s): puts and gets to it go through libfabric", w->boot.me, q,
+        shm__note("PE %d cannot map PE %d's heap (%s): puts and gets to it go through libfabric", shm__job.me, q,
                   strerror(errno));
         return;
     }
@@ -195,19 +199,19 @@ static void shm__map_peer_heap(shm__world *w, int q, const shm__wire_heap *their
 
 /* What PE q's record of piece i tells this PE: with the first piece its
    base and mapping, with every piece its key. */
-static void shm__learn_peer(shm__world *w, int q, int i, int ok, const shm__wire_heap *theirs,
+static void shm__learn_peer(int q, int i, int ok, const shm__wire_heap *theirs,
                             const shm__wire_heap *mine)
 {
-    shm__peer *p = &w->fab.peers[q];
+    shm__peer *p = &shm__ofi.peers[q];
     if (i == 0) {
         p->base = theirs->base;
-        if (theirs->base != mine->base) w->heap.same_address = 0;
-        if (q != w->boot.me && theirs->node == mine->node) p->pid = (long)theirs->pid;
-        if (q != w->boot.me) shm__map_peer_heap(w, q, theirs, mine);
+        if (theirs->base != mine->base) shm__mem.same_address = 0;
+        if (q != shm__job.me && theirs->node == mine->node) p->pid = (long)theirs->pid;
+        if (q != shm__job.me) shm__map_peer_heap(q, theirs, mine);
     }
     if (!ok || !theirs->ok) return;
-    if (w->fab.mr_mode & FI_MR_RAW) {
-        int rc = fi_mr_map_raw(w->fab.domain, theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw,
+    if (shm__ofi.mr_mode & FI_MR_RAW) {
+        int rc = fi_mr_map_raw(shm__ofi.domain, theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw,
                                (size_t)theirs->raw_size, &p->key[i], 0);
         if (rc) shm__fatal("fi_mr_map_raw of PE %d's key failed: %s", q, fi_strerror(-rc));
         p->key_mapped[i] = 1;
@@ -218,29 +222,28 @@ static void shm__learn_peer(shm__world *w, int q, int i, int ok, const shm__wire
 
 /* Every PE's record of piece i, through a PMIx fence (entered and left
    with the progress lock held; the fence runs without it). */
-static void shm__exchange_keys(shm__world *w, const shm__region *r, int i, unsigned n, int ok)
+static void shm__exchange_keys(const shm__region *r, int i, unsigned n, int ok)
 {
     shm__wire_heap mine, theirs;
     char key[64];
     int q;
-    shm__describe_region(w, r, ok, &mine);
+    shm__describe_region(r, ok, &mine);
     shm__leave();
     snprintf(key, sizeof key, "%s.%u", SHM__KEY_HEAP, n);
     shm__pmix_put(key, &mine, sizeof mine);
-    shm__fence("heap keys");
+    shm__fence("heap keys", shm__poll);
     shm__enter();
     if (i == 0) {
-        w->heap.same_address = 1;
+        shm__mem.same_address = 1;
         /* Every peer has opened this PE's shm provider file by now (it
            inserted our address before this fence): its name can go, so
            even a SIGKILL later leaves nothing in /dev/shm. */
-        if (w->faults.shm_file[0]) unlink(w->faults.shm_file);
-        w->faults.shm_file[0] = '\0';
+        shm__files_unlink(SHM__FILE_ENDPOINT);
     }
-    for (q = 0; q < w->boot.npes; q++) {
-        if (q == w->boot.me) theirs = mine;
+    for (q = 0; q < shm__job.npes; q++) {
+        if (q == shm__job.me) theirs = mine;
         else shm__pmix_get_bytes(q, key, &theirs, sizeof theirs);
-        shm__learn_peer(w, q, i, ok, &theirs, &mine);
+        shm__learn_peer(q, i, ok, &theirs, &mine);
     }
 }
 
@@ -253,9 +256,9 @@ static void shm__exchange_keys(shm__world *w, const shm__region *r, int i, unsig
    changed under the lock, and the heap's new size is published last. */
 int shm__tp_register(void *user, void *base, size_t bytes)
 {
-    shm__world *w = (shm__world *)user;
-    shm__heap_state *h = &w->heap;
+    shm__heap_state *h = &shm__mem;
     unsigned n = h->registrations++;
+    (void)user;
     int ok, i = h->nregions;
     shm__region *r = &h->regions[i];
     if (i == SHMALLOC_MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHMALLOC_MAX_REGIONS);
@@ -263,8 +266,8 @@ int shm__tp_register(void *user, void *base, size_t bytes)
     shm__enter();
     r->offset = (size_t)((char *)base - h->base);
     r->bytes = bytes;
-    ok = shm__register_here(w, r, base, bytes, n);
-    if (w->fab.ep) shm__exchange_keys(w, r, i, n, ok);
+    ok = shm__register_here(r, base, bytes, n);
+    if (shm__ofi.ep) shm__exchange_keys(r, i, n, ok);
     else if (i == 0) h->same_address = 1;
     if (!ok) {
         shm__forget_region(i);
@@ -280,10 +283,9 @@ int shm__tp_register(void *user, void *base, size_t bytes)
 /* The heap deregisters its pieces last first. */
 int shm__tp_deregister(void *user, void *base, size_t bytes)
 {
-    shm__world *w = (shm__world *)user;
-    int i = w->heap.nregions - 1;
-    (void)bytes;
-    if (i < 0 || w->heap.base + w->heap.regions[i].offset != (char *)base) return -1;
+    int i = shm__mem.nregions - 1;
+    (void)user, (void)bytes;
+    if (i < 0 || shm__mem.base + shm__mem.regions[i].offset != (char *)base) return -1;
     shm__enter();
     shm__forget_region(i);
     shm__leave();

@@ -42,22 +42,25 @@ struct shm__node_slot {
 
 /* 1 when barriers may use node memory: allowed, and some node has
    several PEs. */
-static int shm__node_wanted(void)
+static int shm__node_wanted(int allowed)
 {
-    const shm__boot *b = &shm__w.boot;
-    return shm__w.opt.node_barrier && b->nodes > 0 && b->nodes < b->npes;
+    const shm__boot *b = &shm__job;
+    return allowed && b->nodes > 0 && b->nodes < b->npes;
 }
 
 /* The segment's name: its creator's PID first, which the sweep of stale
-   files reads (faults.c), then the job's namespace and the leader's rank. */
+   files reads (files.c), then the job's namespace and the leader's rank.
+   Its path is removed should this PE end abnormally. */
 static void shm__node_name(long creator, int leader)
 {
-    char *p, *name = shm__w.coll.node_file;
-    snprintf(name, sizeof shm__w.coll.node_file, "/" SHM__NODE_PREFIX "%ld-%.100s-%d", creator,
-             shm__w.boot.proc.nspace, leader);
+    char *p, *name = shm__coll.node_file, path[sizeof shm__coll.node_file + 16];
+    snprintf(name, sizeof shm__coll.node_file, "/" SHM__NODE_PREFIX "%ld-%.100s-%d", creator,
+             shm__job.proc.nspace, leader);
     for (p = name + 1; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
             *p = '_';
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    shm__files_set(SHM__FILE_NODE, path);
 }
 
 /* The leader's segment, its space reserved: a full /dev/shm takes a
@@ -65,7 +68,7 @@ static void shm__node_name(long creator, int leader)
    SIGBUS.  -1, said once, when it cannot: barriers go by messages. */
 static int shm__node_create(size_t bytes)
 {
-    const char *file = shm__w.coll.node_file;
+    const char *file = shm__coll.node_file;
     int fd = shm_open(file, O_RDWR | O_CREAT | O_EXCL, 0600), e = fd < 0 ? errno : 0;
     char space[96];
     unsigned long long free_bytes;
@@ -77,7 +80,7 @@ static int shm__node_create(size_t bytes)
     if (fd >= 0) return fd;
     shm__dev_shm_space(space, sizeof space, &free_bytes);
     shmalloc_print(2, "shmalloc: PE %d cannot reserve %zu bytes in /dev/shm for the node barrier (%s; /dev/shm has "
-                   "%s): barriers go by messages\n", shm__w.boot.me, bytes, strerror(e), space);
+                   "%s): barriers go by messages\n", shm__job.me, bytes, strerror(e), space);
     return -1;
 }
 
@@ -85,17 +88,17 @@ static int shm__node_create(size_t bytes)
    0); the others open it after a fence.  Maps it; an fd < 0 maps nothing. */
 static void shm__node_attach(int leader, size_t bytes)
 {
-    const char *file = shm__w.coll.node_file;
+    const char *file = shm__coll.node_file;
     uint64_t creator = 0;
     int fd = -1;
-    if (shm__w.boot.me == leader) {
+    if (shm__job.me == leader) {
         shm__node_name((long)getpid(), leader);
         fd = shm__node_create(bytes);
         creator = fd >= 0 ? (uint64_t)getpid() : 0;
         shm__pmix_put(SHM__KEY_NODE, &creator, sizeof creator);
     }
-    shm__fence("node segment");
-    if (shm__w.boot.me != leader) {
+    shm__fence("node segment", shm__poll);
+    if (shm__job.me != leader) {
         shm__pmix_get_bytes(leader, SHM__KEY_NODE, &creator, sizeof creator);
         if (creator) shm__node_name((long)creator, leader);
         if (creator) fd = shm_open(file, O_RDWR, 0600);
@@ -104,8 +107,8 @@ static void shm__node_attach(int leader, size_t bytes)
         void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         close(fd);
         if (m != MAP_FAILED) {
-            shm__w.coll.node = (shm__node_slot *)m;
-            shm__w.coll.node_bytes = bytes;
+            shm__coll.node = (shm__node_slot *)m;
+            shm__coll.node_bytes = bytes;
         }
     }
 }
@@ -115,16 +118,17 @@ static void shm__node_attach(int leader, size_t bytes)
    later leaves none. */
 static void shm__node_agree(int leader)
 {
-    shm__collective *c = &shm__w.coll;
+    shm__collective *c = &shm__coll;
     uint64_t ok = c->node != NULL, all = 1;
     int q;
     shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
-    shm__fence("node segment mapped");
-    if (shm__w.boot.me == leader) shm_unlink(c->node_file);
+    shm__fence("node segment mapped", shm__poll);
+    if (shm__job.me == leader) shm_unlink(c->node_file);
     c->node_file[0] = '\0';
-    for (q = 0; q < shm__w.boot.npes; q++) {
+    shm__files_set(SHM__FILE_NODE, NULL);
+    for (q = 0; q < shm__job.npes; q++) {
         uint64_t theirs = 1;
-        if (q != shm__w.boot.me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
+        if (q != shm__job.me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
         all &= theirs;
     }
     if (!all && c->node) { /* every PE decides alike: messages for all */
@@ -137,8 +141,8 @@ static void shm__node_agree(int leader)
    worth for a PE alone). */
 static size_t shm__node_release(void)
 {
-    int rounds = shm__w.coll.node_rounds;
-    return (size_t)shm__w.boot.node_size * (size_t)(rounds ? rounds : 1);
+    int rounds = shm__coll.node_rounds;
+    return (size_t)shm__job.node_size * (size_t)(rounds ? rounds : 1);
 }
 
 /* Each PE's last word, after the release slot: how it ended (a
@@ -146,24 +150,24 @@ static size_t shm__node_release(void)
    finds it gone can say what happened. */
 static uint64_t *shm__node_ends(void)
 {
-    return (uint64_t *)(void *)&shm__w.coll.node[shm__node_release() + 1];
+    return (uint64_t *)(void *)&shm__coll.node[shm__node_release() + 1];
 }
 
 static size_t shm__node_bytes(void)
 {
-    return (shm__node_release() + 1) * sizeof(shm__node_slot) + (size_t)shm__w.boot.node_size * sizeof(uint64_t);
+    return (shm__node_release() + 1) * sizeof(shm__node_slot) + (size_t)shm__job.node_size * sizeof(uint64_t);
 }
 
-/* Sets the message group: every PE, or with node memory on several nodes
-   only the leaders. */
-void shm__node_open(void)
+/* Sets the message group: every PE, or with node memory (when allowed)
+   on several nodes only the leaders. */
+void shm__node_open(int allowed)
 {
-    shm__collective *c = &shm__w.coll;
-    const shm__boot *b = &shm__w.boot;
+    shm__collective *c = &shm__coll;
+    const shm__boot *b = &shm__job;
     int leader = b->node_ranks ? b->node_ranks[0] : 0, q;
     c->group_size = b->npes;
     c->group_me = b->me;
-    if (!shm__node_wanted()) return;
+    if (!shm__node_wanted(allowed)) return;
     while ((1 << c->node_rounds) < b->node_size) c->node_rounds++;
     shm__node_attach(leader, shm__node_bytes());
     /* Spin first only on one node with a cpu per PE: across nodes a
@@ -181,7 +185,7 @@ void shm__node_open(void)
 /* Index of PE pe among this node's PEs, or -1. */
 static int shm__node_index(int pe)
 {
-    const shm__boot *b = &shm__w.boot;
+    const shm__boot *b = &shm__job;
     int i;
     for (i = 0; b->node_ranks && i < b->node_size; i++)
         if (b->node_ranks[i] == pe) return i;
@@ -190,22 +194,22 @@ static int shm__node_index(int pe)
 
 void shm__node_note_end(uint64_t how)
 {
-    if (shm__w.coll.node) __atomic_store_n(&shm__node_ends()[shm__w.boot.node_me], how, __ATOMIC_RELEASE);
+    if (shm__coll.node) __atomic_store_n(&shm__node_ends()[shm__job.node_me], how, __ATOMIC_RELEASE);
 }
 
 uint64_t shm__node_end_of(int pe)
 {
     int i = shm__node_index(pe);
-    return shm__w.coll.node && i >= 0 ? __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE) : 0;
+    return shm__coll.node && i >= 0 ? __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE) : 0;
 }
 
 /* The PE other than this one that a PE of this node gave up waiting
    for, and *by that PE; -1 when none did.  Only reads memory. */
 int shm__node_gave_up(int *by)
 {
-    const shm__boot *b = &shm__w.boot;
+    const shm__boot *b = &shm__job;
     int i;
-    for (i = 0; shm__w.coll.node && i < b->node_size; i++) {
+    for (i = 0; shm__coll.node && i < b->node_size; i++) {
         uint64_t how = __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE);
         if ((how & 3u) == SHM__END_GAVE_UP && i != b->node_me && (int)(how >> 2) != b->me) {
             *by = b->node_ranks[i];
@@ -221,11 +225,11 @@ int shm__node_gave_up(int *by)
    the signal handler calls it. */
 int shm__node_absent(int *pes, int max)
 {
-    const shm__collective *c = &shm__w.coll;
-    const shm__boot *b = &shm__w.boot;
+    const shm__collective *c = &shm__coll;
+    const shm__boot *b = &shm__job;
     uint64_t epoch = c->node_epoch;
     int i, n = 0;
-    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__w.faults.waiting_for, __ATOMIC_RELAXED) < 0)
+    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED) < 0)
         return -1;
     for (i = 0; i < b->node_size && n < max; i++)
         if (i != b->node_me && __atomic_load_n(&c->node[i].half[epoch & 1u].epoch, __ATOMIC_ACQUIRE) < epoch)
@@ -235,11 +239,12 @@ int shm__node_absent(int *pes, int max)
 
 void shm__node_close(void)
 {
-    shm__collective *c = &shm__w.coll;
+    shm__collective *c = &shm__coll;
     if (c->node) munmap(c->node, c->node_bytes);
     c->node = NULL;
     if (c->node_file[0]) shm_unlink(c->node_file);
     c->node_file[0] = '\0';
+    shm__files_set(SHM__FILE_NODE, NULL);
 }
 
 /* Publishes values and the barrier's number in its half of slot s. */
@@ -262,11 +267,11 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
             shmalloc_wait_step(w); /* a cpu pause */
             continue;
         }
-        __atomic_store_n(&shm__w.faults.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
+        __atomic_store_n(&shm__coll.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
         shm__enter();
         shm__progress();
         shm__leave();
-        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__barrier_timeout(pe);
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__coll.gave_up(pe);
     }
     SHM__COUNT(slot_reads, 1);
     SHM__COUNT(lines_read, ((uintptr_t)&h->values[count] - 1) / 64 - (uintptr_t)h / 64 + 1);
@@ -277,8 +282,8 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
    the PE 2^k before this one (max is idempotent: overlaps do no harm). */
 static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shmalloc_wait *w)
 {
-    shm__collective *c = &shm__w.coll;
-    const shm__boot *b = &shm__w.boot;
+    shm__collective *c = &shm__coll;
+    const shm__boot *b = &shm__job;
     int from = (b->node_me - (1 << k) + b->node_size) % b->node_size, i;
     const uint64_t *theirs;
     shm__node_write(&c->node[k * b->node_size + b->node_me], epoch, values, count);
@@ -289,13 +294,13 @@ static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, 
 
 void shm__node_sync(uint64_t *values, int count)
 {
-    shm__collective *c = &shm__w.coll;
-    const shm__boot *b = &shm__w.boot;
+    shm__collective *c = &shm__coll;
+    const shm__boot *b = &shm__job;
     uint64_t epoch = ++c->node_epoch;
     shm__node_slot *release = &c->node[shm__node_release()];
     shmalloc_wait w;
     int k, i;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, c->timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
     for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
     if (b->nodes > 1 && b->node_me == 0) {
         shm__disseminate(values, count);
@@ -308,5 +313,5 @@ void shm__node_sync(uint64_t *values, int count)
         c->epoch = (uint32_t)epoch; /* names the barrier in messages */
         shm__leave();
     }
-    __atomic_store_n(&shm__w.faults.waiting_for, -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
 }

@@ -1,19 +1,27 @@
 /* pmix_ofi.h - the PMIx + libfabric transport's own header, shared by its
-   files and never installed: the state, one struct per concern, and the
+   files and never installed: each layer's state (a struct, and the one
+   variable of it that the layer's files define and own), and the
    functions one file offers the others.  Programs include
    ../shmalloc_pmix_ofi.h.
 
-   The files, in the order a PE uses them:
-     options.c    every environment variable of the transport, read once
-     faults.c     messages, signals, dead peers, stale /dev/shm files
-     bootstrap.c  PMIx: rank and size, key exchange, fences, the node map
-     fabric.c     provider, endpoint, message buffers, memory registration
-     progress.c   the completion queue: messages, operations, waits
-     memory.c     the heap's memory, and its pieces registered with keys
-     barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
-     node.c       the node barrier in shared memory
-     rma.c        puts, gets, quiet
-     shmem.c      shmem_init and the other entry points, the contract */
+   The files, in layers: each calls only the layers below it, and what a
+   lower layer must run of a higher one (a message to deliver, a death to
+   check, a barrier that timed out, what to close when start-up fails) is
+   registered with it by function pointer.
+     the bottom   options.c    every environment variable, read once
+                  files.c      /dev/shm files of start-up, ended processes
+                  faults.c     messages, and how a PE ends on a failure
+                  signals.c    a signal from the launcher
+     bootstrap    procs.c      PMIx: deaths reported, the process table
+                  bootstrap.c  PMIx: rank and size, key exchange, fences, nodes
+     fabric       progress.c   the completion queue: messages, operations, waits
+                  fabric.c     provider, endpoint, message buffers, registration
+     memory       memory.c     the heap's memory, and its pieces registered with keys
+     collectives  barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
+                  node.c       the node barrier in shared memory
+                  ends.c       a barrier that timed out, a peer that died
+     entry points rma.c        puts, gets, quiet
+                  shmem.c      shmem_init and the other entry points, the contract */
 #if !defined(SHMALLOC_PMIX_OFI_INTERNAL_H)
 #define SHMALLOC_PMIX_OFI_INTERNAL_H
 
@@ -83,6 +91,43 @@ typedef struct shm__options {
 
 SHMALLOC_INTERNAL void shm__read_options(shm__options *o);
 
+/* ---- the bottom: files (files.c), faults (faults.c), signals (signals.c) -- */
+/* Appends s, or v in decimal, to line[*n], within cap: async-signal-safe. */
+static inline void shm__append(char *line, size_t *n, size_t cap, const char *s)
+{
+    while (*s && *n + 1 < cap) line[(*n)++] = *s++;
+}
+
+static inline void shm__append_int(char *line, size_t *n, size_t cap, long v)
+{
+    char digits[24];
+    int i = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    if (v < 0) shm__append(line, n, cap, "-");
+    do digits[i++] = (char)('0' + u % 10); while ((u /= 10) != 0 && i < (int)sizeof digits);
+    while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
+}
+
+/* This PE's own files of start-up, removed when it ends abnormally. */
+enum { SHM__FILE_ENDPOINT, SHM__FILE_NODE, SHM__FILES };
+SHMALLOC_INTERNAL void shm__files_set(int which, const char *path); /* NULL: forgotten */
+SHMALLOC_INTERNAL void shm__files_unlink(int which);
+SHMALLOC_INTERNAL void shm__remove_files(void);
+SHMALLOC_INTERNAL int shm__sweep(int mine);
+SHMALLOC_INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
+SHMALLOC_INTERNAL int shm__pid_gone(long pid);
+SHMALLOC_INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
+
+SHMALLOC_INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void));
+SHMALLOC_INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+
+/* Appends to line what a PE ended by signal sig says; 0: no PE here. */
+typedef int (*shm__signal_words_fn)(int sig, char *line, size_t *n, size_t cap);
+SHMALLOC_INTERNAL void shm__install_signals(shm__signal_words_fn words);
+SHMALLOC_INTERNAL void shm__restore_signals(void);
+
 /* ---- bootstrap: PMIx (bootstrap.c) ------------------------------------- */
 typedef struct shm__boot {
     int have_pmix;
@@ -94,15 +139,28 @@ typedef struct shm__boot {
     int node_size, node_me; /* PEs on this node, and our index among them */
     int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
     int *leaders;           /* the node leaders' ranks, ascending */
+    int timeout;            /* seconds a fence or a get may take */
+#if defined(SHMALLOC_TESTING)
+    const char *kill_at, *stall_at, *test_node_size; /* the options of the same names */
+#endif
 } shm__boot;
 
-SHMALLOC_INTERNAL int shm__pmix_init(void);
+SHMALLOC_INTERNAL extern shm__boot shm__job; /* bootstrap.c's */
+
+SHMALLOC_INTERNAL int shm__pmix_init(const shm__options *o);
 SHMALLOC_INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
 SHMALLOC_INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
 SHMALLOC_INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);
-SHMALLOC_INTERNAL void shm__fence(const char *what);
+SHMALLOC_INTERNAL void shm__fence(const char *what, void (*poll)(void));
 SHMALLOC_INTERNAL void shm__map_nodes(void);
 SHMALLOC_INTERNAL void shm__pmix_close(void);
+SHMALLOC_INTERNAL void shm__pmix_abort(int status);
+SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+                                   size_t ninfo, pmix_info_t results[], size_t nresults,
+                                   pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
+SHMALLOC_INTERNAL void shm__procs_open(const pmix_proc_t *self, int npes);
+SHMALLOC_INTERNAL int shm__dead_pe(int *status);
+SHMALLOC_INTERNAL void shm__gone_pes(char *out, size_t cap);
 #if defined(SHMALLOC_TESTING)
 SHMALLOC_INTERNAL void shm__test_step(const char *what);
 #endif
@@ -150,16 +208,24 @@ typedef struct shm__fabric {
     shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS], rma_op;
     shm__peer *peers;
     int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
+    void (*deliver)(const void *message, size_t len); /* a received message goes there */
+    void (*check)(void);    /* at every poll: a peer that died ends this PE */
+    int timeout;            /* seconds an operation may take */
+    int threaded;           /* SHMEM_THREAD_MULTIPLE: the progress lock is taken */
 } shm__fabric;
 
-SHMALLOC_INTERNAL void shm__fabric_open(void);
+SHMALLOC_INTERNAL extern shm__fabric shm__ofi; /* progress.c's, fabric.c's */
+
+SHMALLOC_INTERNAL void shm__fabric_open(const char *provider, int timeout, void (*check)(void));
 SHMALLOC_INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
                                    void **desc);
 SHMALLOC_INTERNAL void shm__post_recv(int slot);
 SHMALLOC_INTERNAL void shm__fabric_close(void);
-SHMALLOC_INTERNAL void shm__describe(void);
+SHMALLOC_INTERNAL void shm__fabric_text(char *out, size_t cap);
 SHMALLOC_INTERNAL const char *shm__op_name(int kind);
+SHMALLOC_INTERNAL void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len));
 SHMALLOC_INTERNAL void shm__progress(void);
+SHMALLOC_INTERNAL void shm__poll(void);
 SHMALLOC_INTERNAL int shm__progress_until(const int *flag);
 SHMALLOC_INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
 
@@ -182,9 +248,14 @@ typedef struct shm__heap_state {
     shm__region regions[SHMALLOC_MAX_REGIONS];
     int nregions;
     unsigned registrations; /* attempts so far: names each exchange */
+#if defined(SHMALLOC_TESTING)
+    const char *fail_register; /* SHMALLOC_TEST_FAIL_REGISTER */
+#endif
 } shm__heap_state;
 
-SHMALLOC_INTERNAL void shm__map_heap(size_t max, const shmalloc_map_huge *huge);
+SHMALLOC_INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
+
+SHMALLOC_INTERNAL void shm__map_heap(size_t max, const shmalloc_map_huge *huge, const shm__options *o);
 SHMALLOC_INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHMALLOC_INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
 SHMALLOC_INTERNAL void shm__forget_region(int i);
@@ -201,7 +272,7 @@ typedef struct shm__inbox {
 typedef struct shm__node_slot shm__node_slot;
 
 #if defined(SHMALLOC_TESTING)
-#  define SHM__COUNT(field, n) (shm__w.coll.counts.field += (n))
+#  define SHM__COUNT(field, n) (shm__coll.counts.field += (n))
 #else
 #  define SHM__COUNT(field, n) ((void)(n))
 #endif
@@ -218,14 +289,22 @@ typedef struct shm__collective {
     int node_rounds;        /* dissemination rounds among the node's PEs: ceil(log2 node_size) */
     char node_file[160];    /* its name until every PE has it open */
     unsigned long calls;    /* barriers and all-reduces so far: named when a peer has gone */
+    int timeout;            /* seconds a barrier may wait */
+    void (*gave_up)(int pe); /* a barrier that timed out waiting for pe: it ends the PE */
+    int waiting_for;        /* atomic: the PE a barrier waits for, or -1 (also read by the signal handler) */
+    double dead_seen;       /* when a death reported was first seen (ends.c) */
+    double awaited_checked; /* when the awaited peer's process was last looked at */
+    int finalizing;         /* peers that end now end normally */
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
 } shm__collective;
 
-SHMALLOC_INTERNAL void shm__deliver(const void *message, size_t len);
+SHMALLOC_INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
+
+SHMALLOC_INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHMALLOC_INTERNAL void shm__disseminate(uint64_t *values, int count);
-SHMALLOC_INTERNAL void shm__node_open(void);
+SHMALLOC_INTERNAL void shm__node_open(int allowed);
 SHMALLOC_INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHMALLOC_INTERNAL void shm__node_close(void);
 /* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
@@ -238,52 +317,20 @@ SHMALLOC_INTERNAL uint64_t shm__node_end_of(int pe);
 SHMALLOC_INTERNAL int shm__node_gave_up(int *by);
 SHMALLOC_INTERNAL int shm__node_absent(int *pes, int max);
 
-/* ---- faults (faults.c) ------------------------------------------------- */
-typedef struct shm__faults {
-    int waiting_for;        /* atomic: the PE a barrier waits for, or -1 (also read by the signal handler) */
-    int dead_pe;            /* atomic: -1 none, -2 the server, else a rank */
-    int dead_status;        /* atomic */
-    double dead_seen;
-    double awaited_checked; /* when the awaited peer's process was last looked at */
-    int finalizing;
-    char shm_file[160];     /* the shm provider's /dev/shm file, until every peer has it open */
-    struct sigaction old_term, old_int;
-    int signals_installed;
-} shm__faults;
-
-SHMALLOC_INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHMALLOC_INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHMALLOC_INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHMALLOC_INTERNAL void shm__install_signals(void);
-SHMALLOC_INTERNAL void shm__restore_signals(void);
-SHMALLOC_INTERNAL void shm__remove_files(void);
-SHMALLOC_INTERNAL void shm__sweep_stale_files(void);
-SHMALLOC_INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
-SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
-                                   size_t ninfo, pmix_info_t results[], size_t nresults,
-                                   pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
-SHMALLOC_INTERNAL void shm__check_deaths(void);
-SHMALLOC_INTERNAL void shm__gone_pes(char *out, size_t cap);
-SHMALLOC_INTERNAL void shm__cq_failure(void);
+/* ---- when a peer does not come (ends.c) ------------------------------ */
 SHMALLOC_INTERNAL void shm__barrier_timeout(int pe);
+SHMALLOC_INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
+SHMALLOC_INTERNAL void shm__check_deaths(void);
 
-/* ---- the whole PE (shmem.c) -------------------------------------------- */
+/* ---- the entry points (shmem.c, rma.c) ---------------------------------- */
 typedef struct shm__world {
     int running;
     int thread_level;       /* SHMEM_THREAD_*, as provided */
-    int threaded;           /* SHMEM_THREAD_MULTIPLE: the locks are taken */
     pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
     shm__options opt;
-    shm__boot boot;
-    shm__fabric fab;
-    shm__heap_state heap;
-    shm__collective coll;
-    shm__faults faults;
 } shm__world;
 
 SHMALLOC_INTERNAL extern shm__world shm__w; /* zero until shmem_init */
-
-SHMALLOC_INTERNAL void shm__teardown(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the
@@ -297,27 +344,27 @@ SHMALLOC_INTERNAL extern pthread_mutex_t shm__progress_mutex;
 
 static inline void shm__enter(void)
 {
-    if (shm__w.threaded) pthread_mutex_lock(&shm__progress_mutex);
+    if (shm__ofi.threaded) pthread_mutex_lock(&shm__progress_mutex);
 }
 
 static inline void shm__leave(void)
 {
-    if (shm__w.threaded) pthread_mutex_unlock(&shm__progress_mutex);
+    if (shm__ofi.threaded) pthread_mutex_unlock(&shm__progress_mutex);
 }
 
 /* Growth publishes it after the new piece; puts by libfabric read the
    piece under the lock, and direct copies need no more than the size. */
 static inline size_t shm__heap_bytes(void)
 {
-    return __atomic_load_n(&shm__w.heap.bytes, __ATOMIC_RELAXED);
+    return __atomic_load_n(&shm__mem.bytes, __ATOMIC_RELAXED);
 }
 
 /* 1 when [p, p + n) lies inside this PE's registered heap. */
 static inline int shm__in_heap(const void *p, size_t n)
 {
-    uintptr_t a = (uintptr_t)p, base = (uintptr_t)shm__w.heap.base;
+    uintptr_t a = (uintptr_t)p, base = (uintptr_t)shm__mem.base;
     size_t bytes;
-    if (!shm__w.heap.base || a < base) return 0;
+    if (!shm__mem.base || a < base) return 0;
     bytes = shm__heap_bytes();
     return a - base <= bytes && n <= bytes - (a - base);
 }

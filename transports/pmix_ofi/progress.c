@@ -1,9 +1,15 @@
 /* progress.c - the completion queue.  The providers progress manually, so
    every wait of this PE polls here: received messages go to the barrier's
-   inbox, finished operations are marked done, and a dead peer is noticed. */
+   inbox, finished operations are marked done, and a dead peer is noticed
+   (through what shm__progress_deliver_to and shm__fabric_open register). */
 #include "pmix_ofi.h"
 
+#include <string.h>
+
 #define SHM__CQ_BATCH 16
+
+shm__fabric shm__ofi;
+pthread_mutex_t shm__progress_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 const char *shm__op_name(int kind)
 {
@@ -15,10 +21,51 @@ const char *shm__op_name(int kind)
     }
 }
 
+/* A completion with an error: a canceled receive is the endpoint closing,
+   anything else ends the PE naming the operation and its peer. */
+static void shm__cq_failure(void)
+{
+    struct fi_cq_err_entry err;
+    shm__op *op;
+    char detail[256] = "";
+    int me = shm__job.me;
+    memset(&err, 0, sizeof err);
+    if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal("fi_cq_readerr failed on PE %d", me);
+    op = (shm__op *)err.op_context;
+    if (op && op->kind == SHM__OP_RECV && err.err == FI_ECANCELED) return;
+    fi_cq_strerror(shm__ofi.cq, err.prov_errno, err.err_data, detail, sizeof detail);
+    if (op && op->kind != SHM__OP_RECV)
+        shm__fatal("%s %s PE %d failed on PE %d: %s%s%s%s", shm__op_name(op->kind),
+                   op->kind == SHM__OP_READ ? "from" : "to", op->index, me, fi_strerror(err.err),
+                   detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+    shm__fatal("%s failed on PE %d: %s (%s)", op ? shm__op_name(op->kind) : "an operation", me,
+               fi_strerror(err.err), detail);
+}
+
+void shm__post_recv(int slot)
+{
+    shm__fabric *f = &shm__ofi;
+    shm__op *op = &f->recv_ops[slot];
+    ssize_t rc;
+    op->kind = SHM__OP_RECV;
+    op->index = slot;
+    rc = fi_recv(f->ep, f->recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, f->local_desc,
+                 FI_ADDR_UNSPEC, &op->ctx);
+    if (rc == -FI_EAGAIN) f->recv_unposted |= (uint64_t)1 << slot;
+    else if (rc) shm__fatal("fi_recv failed: %s", fi_strerror((int)-rc));
+    else f->recv_unposted &= ~((uint64_t)1 << slot);
+}
+
+/* The barrier receives the messages. */
+void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len))
+{
+    shm__ofi.deliver = deliver;
+}
+
 /* With threads the caller holds the progress lock. */
 void shm__progress(void)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     struct fi_cq_data_entry entries[SHM__CQ_BATCH];
     for (;;) {
         ssize_t n = fi_cq_read(f->cq, entries, SHM__CQ_BATCH), i;
@@ -27,11 +74,11 @@ void shm__progress(void)
             shm__cq_failure();
             continue;
         }
-        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__w.boot.me, fi_strerror((int)-n));
+        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__job.me, fi_strerror((int)-n));
         for (i = 0; i < n; i++) {
             shm__op *op = (shm__op *)entries[i].op_context;
             if (op->kind == SHM__OP_RECV) {
-                shm__deliver(f->recv_slots + (size_t)op->index * SHM__SLOT_BYTES, entries[i].len);
+                f->deliver(f->recv_slots + (size_t)op->index * SHM__SLOT_BYTES, entries[i].len);
                 shm__post_recv(op->index);
             } else {
                 op->done = 1;
@@ -44,7 +91,15 @@ void shm__progress(void)
         for (slot = 0; slot < SHM__RECV_SLOTS; slot++)
             if (f->recv_unposted & ((uint64_t)1 << slot)) shm__post_recv(slot);
     }
-    shm__check_deaths();
+    if (f->check) f->check();
+}
+
+/* One poll, for a wait that holds no lock (a PMIx fence). */
+void shm__poll(void)
+{
+    shm__enter();
+    shm__progress();
+    shm__leave();
 }
 
 /* One poll for a barrier, which holds no lock while it waits: *flag, read
@@ -67,12 +122,12 @@ int shm__progress_until(const int *flag)
 void shm__wait_op(shm__op *op, const char *what, int pe)
 {
     shmalloc_wait w;
-    shmalloc_wait_begin(&w, shm__w.opt.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__ofi.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (!op->done) {
         shm__progress();
         if (op->done) break;
         if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
             shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
-                       "into shmem)", what, pe, shm__w.opt.timeout, shm__w.boot.me, pe);
+                       "into shmem)", what, pe, shm__ofi.timeout, shm__job.me, pe);
     }
 }

@@ -9,16 +9,16 @@
 /* The piece holding heap offset `offset` (< the heap's bytes). */
 static const shm__region *shm__region_at(size_t offset)
 {
-    int i = shm__w.heap.nregions - 1;
-    while (i > 0 && shm__w.heap.regions[i].offset > offset) i--;
-    return &shm__w.heap.regions[i];
+    int i = shm__mem.nregions - 1;
+    while (i > 0 && shm__mem.regions[i].offset > offset) i--;
+    return &shm__mem.regions[i];
 }
 
 /* len bytes at `offset` into piece r of pe's heap. */
 static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__region *r, uint64_t offset,
                           shm__op *op)
 {
-    const shm__fabric *f = &shm__w.fab;
+    const shm__fabric *f = &shm__ofi;
     struct iovec iov;
     struct fi_rma_iov rma;
     struct fi_msg_rma msg;
@@ -30,7 +30,7 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
     iov.iov_len = len;
     rma.addr = (f->mr_mode & FI_MR_VIRT_ADDR ? f->peers[pe].base + r->offset : 0) + offset;
     rma.len = len;
-    rma.key = f->peers[pe].key[r - shm__w.heap.regions];
+    rma.key = f->peers[pe].key[r - shm__mem.regions];
     memset(&msg, 0, sizeof msg);
     msg.msg_iov = &iov;
     msg.desc = &desc;
@@ -46,7 +46,7 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
         shm__progress();
     }
     if (rc) shm__fatal("%s %s PE %d failed on PE %d: %s", shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from",
-                       pe, shm__w.boot.me, fi_strerror((int)-rc));
+                       pe, shm__job.me, fi_strerror((int)-rc));
 }
 
 /* Moves n bytes between local and offset in pe's heap, waiting for each
@@ -55,8 +55,8 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
    the provider wants local registration (FI_MR_LOCAL). */
 static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
 {
-    shm__fabric *f = &shm__w.fab;
-    char *heap = shm__w.heap.base;
+    shm__fabric *f = &shm__ofi;
+    char *heap = shm__mem.base;
     int in_heap = shm__in_heap(local, n);
     int bounce = !in_heap && (f->mr_mode & FI_MR_LOCAL);
     size_t piece = bounce ? SHM__BOUNCE_BYTES : f->max_msg;
@@ -90,20 +90,22 @@ static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *
 {
     shm__enter();
     shm__transfer(kind, what, pe, offset, local, n);
-    if (kind == SHM__OP_WRITE) shm__w.fab.peers[pe].dirty = 1;
+    if (kind == SHM__OP_WRITE) shm__ofi.peers[pe].dirty = 1;
     shm__leave();
 }
 
 /* The offset of [addr, addr + n) in the heap; ends the job when the range
-   is not symmetric or pe is not a PE. */
+   is not symmetric or pe is not a PE.  The PE has a heap from shmem_init
+   to shmem_finalize. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
 {
-    if (!shm__w.running || pe < 0 || pe >= shm__w.boot.npes || !shm__in_heap(addr, n)) {
+    int running = shm__mem.heap != NULL;
+    if (!running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(addr, n)) {
         shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
-                       addr, pe, shmem_my_pe(), shmem_n_pes());
-        shmem_global_exit(1);
+                       addr, pe, running ? shm__job.me : -1, running ? shm__job.npes : 0);
+        shm__pmix_abort(1);
     }
-    return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__w.heap.base);
+    return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__mem.base);
 }
 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
@@ -111,13 +113,13 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
     uint64_t offset;
     if (nelems == 0) return;
     offset = shm__symmetric_range("shmem_putmem", dest, nelems, pe);
-    if (pe == shm__w.boot.me) {
+    if (pe == shm__job.me) {
         memmove(dest, source, nelems);
         return;
     }
-    if (shm__w.fab.peers[pe].direct) {
-        memmove(shm__w.fab.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
-        __atomic_store_n(&shm__w.fab.direct_dirty, 1, __ATOMIC_RELAXED);
+    if (shm__ofi.peers[pe].direct) {
+        memmove(shm__ofi.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
+        __atomic_store_n(&shm__ofi.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
     shm__rma(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
@@ -128,12 +130,12 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
     uint64_t offset;
     if (nelems == 0) return;
     offset = shm__symmetric_range("shmem_getmem", source, nelems, pe);
-    if (pe == shm__w.boot.me) {
+    if (pe == shm__job.me) {
         memmove(dest, source, nelems);
         return;
     }
-    if (shm__w.fab.peers[pe].direct) {
-        memmove(dest, shm__w.fab.peers[pe].direct + offset, nelems);
+    if (shm__ofi.peers[pe].direct) {
+        memmove(dest, shm__ofi.peers[pe].direct + offset, nelems);
         return;
     }
     shm__rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
@@ -142,18 +144,18 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 /* Quiet's reads, one per peer written to; with threads under the lock. */
 static void shm__flush(void)
 {
-    shm__fabric *f = &shm__w.fab;
+    shm__fabric *f = &shm__ofi;
     int q, pending = 0;
-    for (q = 0; q < shm__w.boot.npes; q++) {
+    for (q = 0; q < shm__job.npes; q++) {
         shm__peer *p = &f->peers[q];
         if (!p->dirty) continue;
         p->dirty = 0;
         if (f->tx_flags & FI_DELIVERY_COMPLETE) continue;
-        shm__post_rma(SHM__OP_READ, q, f->flush_word, f->local_desc, 8, &shm__w.heap.regions[0], 0, &p->flush);
+        shm__post_rma(SHM__OP_READ, q, f->flush_word, f->local_desc, 8, &shm__mem.regions[0], 0, &p->flush);
         pending = 1;
     }
     if (!pending) return;
-    for (q = 0; q < shm__w.boot.npes; q++)
+    for (q = 0; q < shm__job.npes; q++)
         if (f->peers[q].flush.kind == SHM__OP_READ && !f->peers[q].flush.done)
             shm__wait_op(&f->peers[q].flush, "shmem_quiet", q);
 }
@@ -168,15 +170,15 @@ static void shm__flush(void)
    under way returns after it. */
 void shmem_quiet(void)
 {
-    if (shm__w.threaded || __atomic_load_n(&shm__w.fab.direct_dirty, __ATOMIC_RELAXED)) {
+    if (shm__ofi.threaded || __atomic_load_n(&shm__ofi.direct_dirty, __ATOMIC_RELAXED)) {
 #if defined(SHMALLOC_TSAN) /* it refuses fences; a sequentially consistent exchange orders as much for it */
-        (void)__atomic_exchange_n(&shm__w.fab.direct_dirty, 0, __ATOMIC_SEQ_CST);
+        (void)__atomic_exchange_n(&shm__ofi.direct_dirty, 0, __ATOMIC_SEQ_CST);
 #else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        __atomic_store_n(&shm__w.fab.direct_dirty, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&shm__ofi.direct_dirty, 0, __ATOMIC_RELAXED);
 #endif
     }
-    if (!shm__w.running || !shm__w.fab.ep) return;
+    if (!shm__ofi.ep) return; /* no peers: before shmem_init, after shmem_finalize, or a singleton */
     shm__enter();
     shm__flush();
     shm__leave();

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 shm__world shm__w;
-pthread_mutex_t shm__progress_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* >> the transport contract ------------------------------------------------------- */
 static int shm__heap_lock(void *user)
@@ -24,43 +23,45 @@ static int shm__heap_unlock(void *user)
 
 /* A barrier that combines count values by max on the way (none: a plain
    barrier), through node memory or by messages. */
-static void shm__collective_call(const shm__world *w, uint64_t *values, int count)
+static void shm__collective_call(uint64_t *values, int count)
 {
     shmem_quiet();
-    shm__w.coll.calls++; /* one thread at a time: collective calls are */
+    shm__coll.calls++; /* one thread at a time: collective calls are */
     SHM__COUNT(calls, 1);
-    if (w->coll.node) shm__node_sync(values, count);
-    else if (w->fab.ep) shm__disseminate(values, count);
+    if (shm__coll.node) shm__node_sync(values, count);
+    else if (shm__ofi.ep) shm__disseminate(values, count);
 }
 
 static int shm__tp_barrier(void *user)
 {
-    shm__collective_call((const shm__world *)user, NULL, 0);
+    (void)user;
+    shm__collective_call(NULL, 0);
     return 0;
 }
 
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shm__collective_call((const shm__world *)user, values, bad ? 0 : count); /* synchronises even when bad */
+    (void)user;
+    shm__collective_call(values, bad ? 0 : count); /* synchronises even when bad */
     return bad ? -1 : 0;
 }
 
 #if defined(SHMALLOC_TESTING)
-void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out) { *out = shm__w.coll.counts; }
+void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out) { *out = shm__coll.counts; }
 #endif
 
 static void shm__fill_transport(shm__world *w, shmalloc_transport *tp)
 {
     memset(tp, 0, sizeof *tp);
     tp->user = w;
-    tp->pe = w->boot.me; /* the heap's reports name this PE */
-    tp->npes = w->boot.npes;
+    tp->pe = shm__job.me; /* the heap's reports name this PE */
+    tp->npes = shm__job.npes;
     tp->barrier = shm__tp_barrier;
     tp->allreduce_max = shm__tp_allreduce_max;
     tp->register_region = shm__tp_register;
     tp->deregister_region = shm__tp_deregister;
-    if (w->threaded) {
+    if (shm__ofi.threaded) {
         tp->lock = shm__heap_lock;
         tp->unlock = shm__heap_unlock;
     }
@@ -68,47 +69,65 @@ static void shm__fill_transport(shm__world *w, shmalloc_transport *tp)
 
 /* >> start-up and shut-down ------------------------------------------------------- */
 /* Closes what is open, in order; safe at any point of start-up. */
-void shm__teardown(void)
+static void shm__teardown(void)
 {
-    while (shm__w.heap.nregions > 0) shm__forget_region(shm__w.heap.nregions - 1);
+    while (shm__mem.nregions > 0) shm__forget_region(shm__mem.nregions - 1);
     shm__fabric_close();
     shm__node_close();
-    shmalloc_map_release(&shm__w.heap.map);
+    shmalloc_map_release(&shm__mem.map);
     shm__pmix_close();
+}
+
+/* A failure during start-up closes what is open.  Peers may have died
+   meanwhile, or will be ended by the launcher: the files of start-up go
+   as with a fatal error. */
+static void shm__init_failed(void)
+{
+    int launched = shm__job.have_pmix;
+    shm__teardown();
+    if (launched) shm__remove_files();
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */
 static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc_map_huge *huge)
 {
-    memset(&shm__w, 0, sizeof shm__w);
+    memset(&shm__w, 0, sizeof shm__w); /* and every layer's state */
+    memset(&shm__job, 0, sizeof shm__job);
+    memset(&shm__ofi, 0, sizeof shm__ofi);
+    memset(&shm__mem, 0, sizeof shm__mem);
+    memset(&shm__coll, 0, sizeof shm__coll);
     shm__w.thread_level = level;
-    shm__w.threaded = level == SHMEM_THREAD_MULTIPLE;
-    if (shm__w.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
-        shm__init_fail("cannot create the heap's lock");
-    shm__w.faults.waiting_for = -1;
-    shm__w.faults.dead_pe = -1;
+    shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
+    shm__coll.waiting_for = -1;
     shm__read_options(&shm__w.opt);
+    shm__faults_open(shm__w.opt.verbose, shm__init_failed);
+    if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
+        shm__init_fail("cannot create the heap's lock");
     if (shmalloc_heap_size_from_env(nominal) != 0 || shmalloc_heap_max_from_env(*nominal, max) != 0 ||
         shmalloc_map_huge_from_env(huge) != 0)
         exit(1); /* it printed why */
-    shm__w.heap.nominal = *nominal;
-    shm__w.boot.npes = 1;
+    shm__mem.nominal = *nominal;
+    shm__job.npes = 1;
 }
 
 /* PMIx, the heap's memory, libfabric and the node barrier: without a PMIx
    server only the memory, as PE 0 of 1. */
 static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
 {
-    if (shm__pmix_init() == 0) {
-        shm__install_signals();
-        shm__sweep_stale_files();
+    const shm__options *o = &shm__w.opt;
+    if (shm__pmix_init(o) == 0) {
+        int removed;
+        shm__install_signals(shm__signal_words);
+        if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
+            shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__job.me, removed,
+                      removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shm__map_heap(max, huge);
-    if (!shm__w.boot.have_pmix) return;
-    shm__fabric_open();
-    shm__node_open();
-    while ((1 << shm__w.coll.rounds) < shm__w.coll.group_size) shm__w.coll.rounds++;
+    shm__map_heap(max, huge, o);
+    if (!shm__job.have_pmix) return;
+    shm__fabric_open(o->provider, o->timeout, shm__check_deaths);
+    shm__node_open(o->node_barrier);
+    shm__barrier_open(o->timeout, shm__barrier_timeout);
 }
 
 /* Collective: the heap registers its first piece through the contract. */
@@ -117,15 +136,43 @@ static void shm__init_heap(size_t nominal, size_t max)
     shmalloc_transport tp;
     long err = SHMEM_MALLOC_OK;
     shm__fill_transport(&shm__w, &tp);
-    shm__w.running = 1; /* the barrier inside create runs shmem_quiet */
-    shm__w.heap.heap = shmalloc_heap_create_growable(shm__w.heap.map.base, shm__w.heap.map.bytes,
+    shm__w.running = 1;
+    shm__mem.heap = shmalloc_heap_create_growable(shm__mem.map.base, shm__mem.map.bytes,
                                                      max > nominal ? nominal : SIZE_MAX, &tp, &err);
-    if (!shm__w.heap.heap) {
+    if (!shm__mem.heap) {
         shm__w.running = 0;
         shm__init_fail("cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)", nominal,
-                       shm__w.boot.me, err);
+                       shm__job.me, err);
     }
-    shmalloc_set_process_heap(shm__w.heap.heap);
+    shmalloc_set_process_heap(shm__mem.heap);
+}
+
+static void shm__barriers_text(char *barriers, size_t cap)
+{
+    if (!shm__coll.node) snprintf(barriers, cap, "by messages");
+    else if (shm__job.nodes == 1) snprintf(barriers, cap, "through node memory");
+    else snprintf(barriers, cap, "through node memory on each of %d nodes, messages between their leaders",
+                  shm__job.nodes);
+}
+
+/* For SHMALLOC_VERBOSE: one line per PE of what start-up obtained. */
+static void shm__describe(void)
+{
+    const shm__heap_state *h = &shm__mem;
+    char fabric[448], barriers[96];
+    int q, direct = 0;
+    if (!shm__ofi.ep) {
+        shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", h->bytes, (void *)h->base,
+                  shmalloc_map_pages_name(&h->map));
+        return;
+    }
+    shm__fabric_text(fabric, sizeof fabric);
+    for (q = 0; q < shm__job.npes; q++) direct += shm__ofi.peers[q].direct != NULL;
+    shm__barriers_text(barriers, sizeof barriers);
+    shm__note("PE %d of %d: %s, heap %zu bytes at %p (%s, %s), direct copies to %d PE%s of this node, barriers %s",
+              shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base, h->same_address ?
+              "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map), direct,
+              direct == 1 ? "" : "s", barriers);
 }
 
 /* A program that returns from main or calls exit without shmem_finalize
@@ -146,8 +193,8 @@ static void shm__init(int level)
     shm__init_runtime(max, &huge);
     shm__init_heap(nominal, max);
     if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
-    shm__describe();
-    shmalloc_options_announce(shm__w.boot.me, SHMALLOC_TRANSPORT_PMIX_OFI);
+    if (shm__w.opt.verbose) shm__describe();
+    shmalloc_options_announce(shm__job.me, SHMALLOC_TRANSPORT_PMIX_OFI);
 }
 
 void shmem_init(void)
@@ -176,26 +223,20 @@ void shmem_query_thread(int *provided)
 void shmem_finalize(void)
 {
     if (!shm__w.running) return;
-    shm__node_note_end((uint64_t)shm__w.coll.calls << 2 | SHM__END_FINALIZED); /* for peers still waiting */
+    shm__node_note_end((uint64_t)shm__coll.calls << 2 | SHM__END_FINALIZED); /* for peers still waiting */
     shmem_barrier_all();
-    shmalloc_heap_destroy(shm__w.heap.heap); /* collective; deregisters the heap */
+    shmalloc_heap_destroy(shm__mem.heap); /* collective; deregisters the heap */
     shmalloc_set_process_heap(NULL);
-    shm__w.heap.heap = NULL;
-    shm__w.faults.finalizing = 1; /* peers now exit normally */
+    shm__mem.heap = NULL;
+    shm__coll.finalizing = 1; /* peers now exit normally */
     shm__w.running = 0;
     shm__teardown();
     shm__restore_signals();
-    shm__w.heap.base = NULL;
-    if (shm__w.threaded) pthread_mutex_destroy(&shm__w.heap_mutex);
+    shm__mem.base = NULL;
+    if (shm__ofi.threaded) pthread_mutex_destroy(&shm__w.heap_mutex);
 }
 
-void shmem_global_exit(int status)
-{
-    fflush(NULL);
-    shm__remove_files(); /* first: the launcher may kill us before PMIx_Abort returns */
-    if (shm__w.boot.have_pmix) PMIx_Abort(status, "shmem_global_exit", NULL, 0);
-    _exit(status);
-}
+void shmem_global_exit(int status) { shm__pmix_abort(status); }
 
 /* >> the PE and its peers -------------------------------------------------------- */
 void shmem_barrier_all(void)
@@ -204,19 +245,19 @@ void shmem_barrier_all(void)
     shm__tp_barrier(&shm__w);
 }
 
-int shmem_my_pe(void) { return shm__w.running ? shm__w.boot.me : -1; }
+int shmem_my_pe(void) { return shm__w.running ? shm__job.me : -1; }
 
-int shmem_n_pes(void) { return shm__w.running ? shm__w.boot.npes : 0; }
+int shmem_n_pes(void) { return shm__w.running ? shm__job.npes : 0; }
 
 void *shmem_ptr(const void *dest, int pe)
 {
-    const shm__fabric *f = &shm__w.fab;
-    if (!shm__w.running || pe < 0 || pe >= shm__w.boot.npes || !shm__in_heap(dest, 1)) return NULL;
-    if (pe == shm__w.boot.me) return (void *)(uintptr_t)dest;
-    return f->peers && f->peers[pe].direct ? f->peers[pe].direct + ((const char *)dest - shm__w.heap.base) : NULL;
+    const shm__fabric *f = &shm__ofi;
+    if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(dest, 1)) return NULL;
+    if (pe == shm__job.me) return (void *)(uintptr_t)dest;
+    return f->peers && f->peers[pe].direct ? f->peers[pe].direct + ((const char *)dest - shm__mem.base) : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)
 {
-    return shm__w.running && pe >= 0 && pe < shm__w.boot.npes && shm__in_heap(addr, 1);
+    return shm__w.running && pe >= 0 && pe < shm__job.npes && shm__in_heap(addr, 1);
 }

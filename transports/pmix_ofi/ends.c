@@ -1,0 +1,181 @@
+/* ends.c - how a collective call ends when a peer does not come: a
+   barrier that timed out, a peer that died or finalized while this PE
+   waits, and what a PE ended by a signal says it was waiting for.  Above
+   the barriers (barrier.c, node.c), whose memory tells which PEs have not
+   arrived; progress and the signal handler call in here through what
+   start-up registers with them. */
+#include "pmix_ofi.h"
+
+#include <stdio.h>
+
+#define SHM__DEATH_GRACE 1.0 /* s: a message already in flight may still land */
+
+/* The same-node peers whose process is stopped (SIGSTOP, a debugger), up
+   to max of them into pes: what a barrier by messages can tell of a PE
+   that has not arrived. */
+static int shm__stopped_peers(int *pes, int max)
+{
+    char text[512];
+    const char *p;
+    int q, n = 0;
+    for (q = 0; shm__ofi.peers && q < shm__job.npes && n < max; q++)
+        if (shm__ofi.peers[q].pid > 0 && (p = shm__proc_state(shm__ofi.peers[q].pid, text, sizeof text)) &&
+            (*p == 'T' || *p == 't'))
+            pes[n++] = q;
+    return n;
+}
+
+/* The PEs that have not arrived at the barrier this PE waits in, as far
+   as it can tell: first the one a PE of this node gave up waiting for
+   (the first cause; it may have come since, and the PEs that gave up are
+   now missing: "PE 2, which PE 3 gave up waiting for"), then through
+   node memory those of this node that have not entered it ("PE 2, which
+   has not arrived", "PEs 1, 2, which have not arrived"); by messages
+   only peers of this node that are stopped ("PE 2, which is stopped").
+   Nothing, and 0, when none is known.  Async-signal-safe. */
+static int shm__append_absent(char *line, size_t *n, size_t cap)
+{
+    int pes[8], i, count, stopped = 0, by;
+    if ((pes[0] = shm__node_gave_up(&by)) >= 0) {
+        shm__append(line, n, cap, "PE ");
+        shm__append_int(line, n, cap, pes[0]);
+        shm__append(line, n, cap, ", which PE ");
+        shm__append_int(line, n, cap, by);
+        shm__append(line, n, cap, " gave up waiting for");
+        return 1;
+    }
+    count = shm__node_absent(pes, 8);
+    if (count < 0 && __atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED) >= 0)
+        stopped = count = shm__stopped_peers(pes, 8);
+    if (count <= 0) return 0;
+    shm__append(line, n, cap, count > 1 ? "PEs " : "PE ");
+    for (i = 0; i < count; i++) {
+        if (i) shm__append(line, n, cap, ", ");
+        shm__append_int(line, n, cap, pes[i]);
+    }
+    if (stopped) shm__append(line, n, cap, count > 1 ? ", which are stopped" : ", which is stopped");
+    else shm__append(line, n, cap, count > 1 ? ", which have not arrived" : ", which has not arrived");
+    return count;
+}
+
+/* A barrier that waited too long for PE pe names those that have not
+   arrived, when node memory shows them (pe may only wait for them), and
+   leaves a word for the node's peers: it gave up. */
+void shm__barrier_timeout(int pe)
+{
+    char absent[128];
+    size_t n = 0;
+    int pes[1], by;
+    if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
+        (!shm__coll.node && shm__stopped_peers(pes, 1) > 0))
+        pe = pes[0];
+    shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
+    if (shm__append_absent(absent, &n, sizeof absent)) {
+        absent[n] = '\0';
+        shm__fatal("barrier timed out after %d s waiting for %s (PE %d of %d, barrier %u)", shm__coll.timeout,
+                   absent, shm__job.me, shm__job.npes, shm__coll.epoch);
+    }
+    if (!shm__coll.node)
+        shm__fatal("barrier timed out after %d s waiting for PE %d's message (PE %d, or a PE it waits for, has not "
+                   "arrived; PE %d of %d, barrier %u)", shm__coll.timeout, pe, pe, shm__job.me,
+                   shm__job.npes, shm__coll.epoch);
+    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__coll.timeout, pe,
+               shm__job.me, shm__job.npes, shm__coll.epoch);
+}
+
+/* What a PE ended by signal sig says, after "shmalloc: ", and the word it
+   leaves for its node's peers; 0 when no PE runs here (before start-up
+   or after shmem_finalize).  Async-signal-safe: the signal handler's. */
+int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
+{
+    long waiting = (long)__atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED);
+    if (!shm__job.have_pmix) return 0;
+    shm__append(line, n, cap, "PE ");
+    shm__append_int(line, n, cap, shm__job.me);
+    shm__append(line, n, cap, " of ");
+    shm__append_int(line, n, cap, shm__job.npes);
+    shm__append(line, n, cap, " ended by signal ");
+    shm__append_int(line, n, cap, sig);
+    if (waiting >= 0) {
+        shm__append(line, n, cap, " while waiting for ");
+        if (!shm__append_absent(line, n, cap)) {
+            shm__append(line, n, cap, "PE ");
+            shm__append_int(line, n, cap, waiting);
+        }
+    }
+    if (!shm__node_end_of(shm__job.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
+    return 1;
+}
+
+/* PE pe has ended (evidence says how this PE knows) while this PE waits
+   for it: what it left in node memory says whether it finalized (the PEs'
+   collective calls then differ) or gave up waiting for another PE, which
+   is the one to name.  Without node memory nothing says whether it
+   finalized. */
+static void shm__peer_ended(int pe, const char *evidence)
+{
+    uint64_t how = shm__node_end_of(pe);
+    int me = shm__job.me, npes = shm__job.npes;
+    unsigned long calls = shm__coll.calls;
+    if ((how & 3u) == SHM__END_FINALIZED)
+        shm__fatal("PE %d called shmem_finalize after %lu collective calls and ended (%s) while PE %d waits in its "
+                   "collective call %lu: the PEs' collective calls differ; PE %d of %d stops", pe,
+                   (unsigned long)(how >> 2), evidence, me, calls, me, npes);
+    if ((how & 3u) == SHM__END_GAVE_UP && (int)(how >> 2) == me)
+        shm__fatal("PE %d gave up waiting for this PE (its barrier timed out after %d s; %s): PE %d was stopped or "
+                   "busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops", pe,
+                   shm__coll.timeout, evidence, me, me, npes);
+    if ((how & 3u) == SHM__END_SIGNALLED)
+        shm__fatal("PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) while PE %d waits in "
+                   "its collective call %lu; PE %d of %d stops", pe, (int)(how >> 2), evidence, me, calls, me, npes);
+    if ((how & 3u) == SHM__END_GAVE_UP) {
+        shm__node_note_end(how); /* the same cause ends this PE */
+        shm__fatal("PE %d gave up waiting for PE %d, which has not arrived (its barrier timed out; %s); PE %d of %d "
+                   "stops", pe, (int)(how >> 2), evidence, me, npes);
+    }
+    if (shm__coll.node)
+        shm__fatal("PE %d ended without shmem_finalize (%s); PE %d of %d stops", pe, evidence, me, npes);
+    shm__fatal("PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d stops", pe, evidence, me,
+               calls, me, npes);
+}
+
+/* The peer a barrier waits for, when it shares this node: its process
+   looked at every 0.1 s, for launchers that send no event when a PE dies
+   (Open MPI under --enable-recovery fails to). */
+static void shm__check_awaited(shm__collective *c)
+{
+    int pe = __atomic_load_n(&c->waiting_for, __ATOMIC_RELAXED);
+    long pid = pe >= 0 && shm__ofi.peers ? shm__ofi.peers[pe].pid : 0;
+    double now;
+    if (pid <= 0 || c->finalizing) return;
+    now = shmalloc_wait_now();
+    if (now - c->awaited_checked < 0.1) return;
+    c->awaited_checked = now;
+    if (shm__pid_gone(pid)) {
+        char evidence[64];
+        snprintf(evidence, sizeof evidence, "its process %ld is gone", pid);
+        shm__peer_ended(pe, evidence);
+    }
+}
+
+/* A death the launcher reported, once a message in flight had its chance,
+   or one seen on this node.  Progress calls it at every poll. */
+void shm__check_deaths(void)
+{
+    shm__collective *c = &shm__coll;
+    int status, dead = shm__dead_pe(&status);
+    double now;
+    char evidence[96];
+    shm__check_awaited(c);
+    if (dead == -1 || c->finalizing) return;
+    now = shmalloc_wait_now();
+    if (c->dead_seen == 0.0) {
+        c->dead_seen = now;
+        return;
+    }
+    if (now - c->dead_seen < SHM__DEATH_GRACE) return;
+    if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__job.me, shm__job.npes);
+    snprintf(evidence, sizeof evidence, "PMIx event %s",
+             PMIx_Error_string((pmix_status_t)status));
+    shm__peer_ended(dead, evidence);
+}

@@ -1,0 +1,142 @@
+/* files.c - the files start-up makes in /dev/shm, and the processes that
+   made them.  They carry their creator's PID: the shm provider's endpoint
+   files (PID:N:N) and the node segment (shmalloc-PID-...).  Each is
+   unlinked once every peer has it open; a PE killed before that leaves
+   it.  So every PE removes this user's such files whose creator has
+   ended, at start-up and when it ends abnormally (a signal, a fatal
+   error): once the launcher has ended a job whose PE was killed at any
+   moment of start-up, nothing of it is left.  Never another user's file,
+   never a live process's.  Only async-signal-safe calls where the signal
+   handler reaches.  Calls no other file of the transport. */
+#include "pmix_ofi.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#define SHM__FILE_PATH 176
+
+/* The paths of this PE's own files of start-up, until every peer has
+   them open: SHM__FILE_ENDPOINT, SHM__FILE_NODE. */
+static char shm__own_files[SHM__FILES][SHM__FILE_PATH];
+
+void shm__files_set(int which, const char *path)
+{
+    char *f = shm__own_files[which];
+    size_t n = path ? strlen(path) : 0;
+    if (n >= SHM__FILE_PATH) n = 0;
+    memcpy(f, n ? path : "", n + 1);
+}
+
+void shm__files_unlink(int which)
+{
+    if (shm__own_files[which][0]) unlink(shm__own_files[which]);
+    shm__own_files[which][0] = '\0';
+}
+
+/* The creator's PID in a file name of ours, or 0. */
+static long shm__creator(const char *name)
+{
+    size_t plen = strlen(SHM__NODE_PREFIX);
+    int segment = strncmp(name, SHM__NODE_PREFIX, plen) == 0;
+    const char *p = segment ? name + plen : name;
+    long pid = 0;
+    while (*p >= '0' && *p <= '9' && pid < (1L << 40)) pid = pid * 10 + (*p++ - '0');
+    if (pid <= 0) return 0;
+    if (segment) return *p == '-' ? pid : 0;
+    if (*p != ':') return 0;
+    return strspn(p, "0123456789:") == strlen(p) ? pid : 0;
+}
+
+/* Process pid's /proc/PID/stat read into text, and where its state
+   letter is there (after the name), or NULL. */
+const char *shm__proc_state(long pid, char *text, size_t cap)
+{
+    char path[48];
+    const char *p;
+    size_t n = 0;
+    ssize_t got;
+    int fd;
+    shm__append(path, &n, sizeof path, "/proc/");
+    shm__append_int(path, &n, sizeof path, pid);
+    shm__append(path, &n, sizeof path, "/stat");
+    path[n] = '\0';
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) return NULL;
+    got = read(fd, text, cap - 1);
+    close(fd);
+    text[got > 0 ? got : 0] = '\0';
+    p = strrchr(text, ')');
+    return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+/* 1 when process pid has ended, is ending (the kernel's PF_EXITING, in
+   the 9th field of /proc/PID/stat: a killed PE's peers may learn of its
+   death before it is a zombie) or is a zombie: nobody will remove its
+   files but us. */
+int shm__pid_gone(long pid)
+{
+    char text[512];
+    const char *p;
+    unsigned long flags = 0;
+    int field;
+    if (kill((pid_t)pid, 0) == -1) return errno == ESRCH; /* EPERM: alive, another user's */
+    if ((p = shm__proc_state(pid, text, sizeof text)) == NULL) return 0;
+    if (*p == 'Z' || *p == 'X') return 1;
+    for (field = 3; *p && field < 9; p++) field += *p == ' ';
+    while (*p >= '0' && *p <= '9') flags = flags * 10 + (unsigned long)(*p++ - '0');
+    return field == 9 && (flags & 0x4) != 0; /* PF_EXITING */
+}
+
+/* Removes the stale files, and with mine this process's own (whatever
+   their names: the shm provider names its file before fi_getname tells
+   us); returns how many. */
+int shm__sweep(int mine)
+{
+    long self = (long)getpid();
+    uint64_t buf[512]; /* aligned for the records */
+    int dir = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC), removed = 0;
+    ssize_t n, at;
+    if (dir < 0) return 0;
+    while ((n = getdents64(dir, buf, sizeof buf)) > 0)
+        for (at = 0; at < n; at += ((const struct dirent64 *)((const char *)buf + at))->d_reclen) {
+            const char *name = ((const struct dirent64 *)((const char *)buf + at))->d_name;
+            struct stat st;
+            long pid = shm__creator(name);
+            if (!pid || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+                st.st_uid != geteuid() || !((mine && pid == self) || shm__pid_gone(pid)))
+                continue;
+            removed += unlinkat(dir, name, 0) == 0;
+        }
+    close(dir);
+    return removed;
+}
+
+/* A PE that ends abnormally: its own files of start-up, then those its
+   PID names and the stale ones. */
+void shm__remove_files(void)
+{
+    int i;
+    for (i = 0; i < SHM__FILES; i++)
+        if (shm__own_files[i][0]) unlink(shm__own_files[i]);
+    shm__sweep(1);
+}
+
+/* "N KiB free of M KiB" for /dev/shm, the place of our files (the node
+   segment, the shm provider's), or "its free space unknown". */
+void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes)
+{
+    struct statvfs v;
+    *free_bytes = ~0ull;
+    if (statvfs("/dev/shm", &v) != 0) {
+        snprintf(out, cap, "its free space unknown");
+        return;
+    }
+    *free_bytes = (unsigned long long)v.f_bavail * v.f_frsize;
+    snprintf(out, cap, "%llu KiB free of %llu KiB", *free_bytes >> 10,
+             ((unsigned long long)v.f_blocks * v.f_frsize) >> 10);
+}

@@ -1,0 +1,424 @@
+/* test_pthreads_errors.c - the symmetric heap on the pthreads transport,
+   calls that fail or touch the edges: errors on one PE or all, mismatched
+   calls, malloc(0) and free(NULL), shmem_ptr and friends, and
+   shmalloc_pthreads_run's own checks. */
+#include "pthreads_pes.h"
+
+/* ---- errors ------------------------------------------------------------------ */
+static void pe_bad_free_on_one_pe(void *arg)
+{
+    int me = shmem_my_pe(), on_stack = 0;
+    void *p = shmem_malloc(64);
+    (void)arg;
+    PE_CHECK(p != NULL);
+    shmem_free(me == 0 ? (void *)&on_stack : p);
+    /* With the all-reduce the failure is agreed: nobody freed, all report it. */
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    PE_CHECK_EQ(block_state(p), SHMALLOC_TLSF_OK);
+    PE_CHECK_EQ(heap_counters(shmalloc_current()).used_blocks, 1);
+    shmem_free(p);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(bad_free_on_one_pe_fails_on_every_pe_and_frees_nothing)
+{
+    run_pes(*npes, SMALL_HEAP, pe_bad_free_on_one_pe, NULL);
+}
+
+/* PE 0 fills most of its heap outside the collective layer, so only its
+   part of the next collective malloc fails. */
+static void pe_local_exhaustion(void *arg)
+{
+    int me = shmem_my_pe();
+    shmalloc_tlsf *t = shmalloc_heap_tlsf(shmalloc_current());
+    void *hog = me == 0 ? shmalloc_tlsf_malloc(t, SMALL_HEAP / 2 + 4096) : NULL;
+    size_t used_before = heap_counters(shmalloc_current()).used_blocks;
+    void *p;
+    (void)arg;
+    PE_CHECK(me != 0 || hog != NULL);
+    p = shmem_malloc(SMALL_HEAP / 2);
+    PE_CHECK(p == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_FAIL);
+    PE_CHECK_EQ(heap_counters(shmalloc_current()).used_blocks, used_before);
+    if (hog != NULL) PE_CHECK_EQ(shmalloc_tlsf_free(t, hog), SHMALLOC_TLSF_OK);
+    shmem_barrier_all();
+    p = shmem_malloc(SMALL_HEAP / 2); /* now it fits everywhere */
+    PE_CHECK(p != NULL);
+    CHECK_SYMMETRIC(p);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_failing_on_one_pe_returns_null_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_local_exhaustion, NULL);
+    expect_reported("PE 0: out of symmetric memory: malloc of 524288 bytes", 1);
+    expect_reported("out of symmetric memory", 1);
+}
+
+static void pe_private_error(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), q;
+    (void)arg;
+    PE_CHECK(shmem_malloc((size_t)1 << 40) == NULL); /* fails on every PE */
+    PE_CHECK(malloc_error != SHMEM_MALLOC_OK);
+    shmem_barrier_all();
+    if (me % 2 == 0) PE_CHECK(shmem_malloc(0) == NULL); /* local: sets OK */
+    shared.errors[me] = malloc_error;
+    shmem_barrier_all();
+    for (q = 0; q < npes; q++) {
+        if (q % 2 == 0) PE_CHECK_EQ(shared.errors[q], SHMEM_MALLOC_OK);
+        else PE_CHECK(shared.errors[q] != SHMEM_MALLOC_OK);
+    }
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_error_of_one_pe_is_not_seen_by_another)
+{
+    run_pes(*npes, SMALL_HEAP, pe_private_error, NULL);
+    expect_reported("out of symmetric memory: malloc of 1099511627776 bytes", *npes);
+}
+
+static void check_mismatch(void *p, int line)
+{
+    long want = shmem_n_pes() > 1 ? SHMEM_MALLOC_SYMMSIZE_FAILED : SHMEM_MALLOC_OK;
+    if (shmem_n_pes() > 1 && p != NULL) pe_failed(line, "mismatched call returned %p", p);
+    if (malloc_error != want) pe_failed(line, "malloc_error %ld, expected %ld", malloc_error, want);
+}
+
+static void pe_mismatched_sizes(void *arg)
+{
+    size_t me = (size_t)shmem_my_pe(), used;
+    void *keep = shmem_malloc(100), *p;
+    (void)arg;
+    used = heap_counters(shmalloc_current()).used_blocks;
+    fill_pattern(keep, 100, 5);
+    p = shmem_malloc(64 + me);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) shmem_free(p);
+    p = shmem_calloc(4 + me, 16);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) shmem_free(p);
+    p = shmem_align(64, 100 + 16 * me);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) shmem_free(p);
+    p = shmem_realloc(keep, 200 + me);
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) keep = p;
+    PE_CHECK_EQ(heap_counters(shmalloc_current()).used_blocks, used);
+    PE_CHECK_EQ(first_unlike(keep, 100, 5), 100); /* the old block is intact */
+    shmem_free(keep);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(mismatched_sizes_give_null_and_symmsize_failed_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_mismatched_sizes, NULL);
+    expect_reported("differs from another PE's call: the sizes", *npes > 1 ? *npes : 0);
+}
+
+/* Not in debug mode either: PEs that free or resize different blocks, ask
+   for different alignments, or make different calls of the same size
+   would have different heaps from then on, so the call fails on every PE
+   and changes nothing. */
+static void pe_mismatched_calls(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes();
+    char *a = (char *)shmem_malloc(100), *b = (char *)shmem_malloc(200), *p;
+    shmalloc_counters before = heap_counters(shmalloc_current());
+    (void)arg;
+    fill_pattern(a, 100, 1);
+    fill_pattern(b, 200, 2);
+    shmem_free(me == 1 ? b : a); /* PE 1 frees the other block */
+    check_mismatch(NULL, __LINE__);
+    if (npes == 1) a = (char *)shmem_malloc(100);
+    p = (char *)shmem_realloc(me == 1 ? b : a, 300);
+    check_mismatch(p, __LINE__);
+    if (npes == 1) a = p;
+    p = (char *)shmem_realloc(me == 1 ? b : a, 2 * SMALL_HEAP); /* too large too: the mismatch is the news */
+    PE_CHECK(p == NULL);
+    PE_CHECK_EQ(malloc_error, npes > 1 ? SHMEM_MALLOC_SYMMSIZE_FAILED : SHMEM_MALLOC_REALLOC_FAILED);
+    p = (char *)shmem_align(me == 1 ? 128 : 64, 64);
+    check_mismatch(p, __LINE__);
+    if (npes == 1) shmem_free(p);
+    p = (char *)(me == 1 ? shmem_calloc(8, 8) : shmem_malloc(64));
+    check_mismatch(p, __LINE__);
+    if (npes == 1) shmem_free(p);
+    if (npes > 1) { /* nothing was freed, moved or taken */
+        PE_CHECK_EQ(heap_counters(shmalloc_current()).used_blocks, before.used_blocks);
+        PE_CHECK_EQ(heap_counters(shmalloc_current()).in_use, before.in_use);
+        PE_CHECK_EQ(first_unlike(a, 100, 1), 100);
+        PE_CHECK_EQ(first_unlike(b, 200, 2), 200);
+    }
+    shmem_free(a);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    shmem_free(b);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(different_blocks_alignments_or_calls_give_null_and_symmsize_failed_on_every_pe)
+{
+    run_pes(*npes, SMALL_HEAP, pe_mismatched_calls, NULL);
+    if (*npes == 1) expect_reported("out of symmetric memory: realloc of 2097152 bytes", 1);
+    else expect_reported("differs from another PE's call", *npes);
+}
+
+/* A grow in place made before the agreement is undone when the call
+   fails, even a grow of one minimum block (32 B), a tail that a shrink
+   otherwise keeps as slack: the block has its old size again. */
+static void pe_failed_small_grow(void *arg)
+{
+    shmalloc_tlsf *t = shmalloc_heap_tlsf(shmalloc_current());
+    void *keep = shmem_malloc(100), *p;
+    size_t before = shmalloc_tlsf_usable_size(t, keep);
+    (void)arg;
+    p = shmem_realloc(keep, before + 32 + 16 * (size_t)shmem_my_pe()); /* PE 0 grows by 32 bytes */
+    check_mismatch(p, __LINE__);
+    if (shmem_n_pes() == 1) keep = p;
+    else PE_CHECK_EQ(shmalloc_tlsf_usable_size(t, keep), before);
+    shmem_free(keep);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(a_failed_grow_of_one_minimum_block_leaves_the_block_its_old_size)
+{
+    run_pes(*npes, SMALL_HEAP, pe_failed_small_grow, NULL);
+    expect_reported("differs from another PE's call: the sizes", *npes > 1 ? *npes : 0);
+}
+
+static void pe_malloc_zero(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), k;
+    (void)arg;
+    PE_CHECK(shmem_malloc((size_t)1 << 40) == NULL);
+    if (me == 0) /* alone: a barrier in it would pair with the peers' below */
+        for (k = 0; k < 3; k++) {
+            PE_CHECK(shmem_malloc(0) == NULL);
+            PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+            PE_CHECK(shmem_calloc(0, 8) == NULL);
+        }
+    __atomic_add_fetch(&shared.arrived, 1, __ATOMIC_SEQ_CST);
+    shmem_barrier_all();
+    PE_CHECK_EQ(__atomic_load_n(&shared.arrived, __ATOMIC_SEQ_CST), npes);
+    shmem_barrier_all();
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(malloc_zero_returns_null_with_ok_and_no_barrier)
+{
+    run_pes(*npes, SMALL_HEAP, pe_malloc_zero, NULL);
+    expect_reported("out of symmetric memory: malloc of 1099511627776 bytes", *npes);
+}
+
+static void pe_free_null(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), k;
+    void *p = shmem_malloc(32);
+    (void)arg;
+    if (me == 0)
+        for (k = 0; k < 3; k++) {
+            shmem_free(NULL);
+            shfree(NULL);
+        }
+    PE_CHECK_EQ(heap_counters(shmalloc_current()).used_blocks, 1);
+    __atomic_add_fetch(&shared.arrived, 1, __ATOMIC_SEQ_CST);
+    shmem_barrier_all();
+    PE_CHECK_EQ(__atomic_load_n(&shared.arrived, __ATOMIC_SEQ_CST), npes);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(free_null_does_nothing_and_does_not_synchronise)
+{
+    run_pes(*npes, SMALL_HEAP, pe_free_null, NULL);
+}
+
+/* ---- shmem_ptr and friends --------------------------------------------------- */
+static void pe_ptr_edges(void *arg)
+{
+    int me = shmem_my_pe(), npes = shmem_n_pes(), on_stack = 0, q;
+    char *p = (char *)shmem_malloc(64);
+    (void)arg;
+    PE_CHECK(shmem_ptr(p, me) == p);
+    PE_CHECK(shmem_ptr(p, -1) == NULL);
+    PE_CHECK(shmem_ptr(p, npes) == NULL);
+    PE_CHECK(shmem_ptr(&on_stack, me) == NULL);
+    PE_CHECK(shmem_ptr(&shared, 0) == NULL); /* globals are not symmetric here */
+    PE_CHECK(shmem_ptr(NULL, 0) == NULL);
+    for (q = 0; q < npes; q++) PE_CHECK_EQ(shmem_addr_accessible(p + 10, q), 1);
+    PE_CHECK_EQ(shmem_addr_accessible(p, npes), 0);
+    PE_CHECK_EQ(shmem_addr_accessible(p, -1), 0);
+    PE_CHECK_EQ(shmem_addr_accessible(&on_stack, 0), 0);
+    shmem_free(p);
+    CHECK_HEAP_EMPTY();
+}
+
+PE_COUNT_TEST(shmem_ptr_is_null_for_a_bad_pe_or_an_address_outside_the_heap)
+{
+    run_pes(*npes, SMALL_HEAP, pe_ptr_edges, NULL);
+}
+
+Test(pthreads, pe_queries_outside_a_pe_thread_say_no_pe)
+{
+    int x = 0;
+    cr_assert_eq(shmem_my_pe(), -1);
+    cr_assert_eq(shmem_n_pes(), 0);
+    cr_assert_null(shmem_ptr(&x, 0));
+    cr_assert_eq(shmem_addr_accessible(&x, 0), 0);
+    shmem_barrier_all(); /* returns at once */
+    shmem_quiet();
+}
+
+static void pe_put_outside(void *arg)
+{
+    int on_stack = 0, one = 1;
+    (void)arg;
+    shmem_barrier_all();
+    if (shmem_my_pe() == shmem_n_pes() - 1) shmem_putmem(&on_stack, &one, sizeof one, 0);
+    shmem_barrier_all(); /* never completes: the put above ends the process */
+}
+
+Test(pthreads, putmem_to_a_non_symmetric_address_exits_with_status_1, .exit_code = 1,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    shmalloc_pthreads_run(2, SMALL_HEAP, pe_put_outside, NULL);
+}
+
+static void pe_get_past_end(void *arg)
+{
+    char *p = (char *)shmem_malloc(64), sink[64];
+    (void)arg;
+    if (shmem_my_pe() == 0) shmem_getmem(sink, p, SMALL_HEAP * 2, 1 % shmem_n_pes());
+    shmem_barrier_all();
+}
+
+Test(pthreads, getmem_of_a_range_past_the_heap_end_exits_with_status_1, .exit_code = 1,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    shmalloc_pthreads_run(2, SMALL_HEAP, pe_get_past_end, NULL);
+}
+
+static void pe_global_exit(void *arg)
+{
+    (void)arg;
+    if (shmem_my_pe() == 1) {
+        sleep_seconds(0.02); /* the others are waiting in the barrier by now */
+        shmem_global_exit(7);
+    }
+    shmem_barrier_all();
+}
+
+Test(pthreads, global_exit_from_one_pe_ends_the_process_with_its_status, .exit_code = 7,
+     .timeout = TEST_TIMEOUT)
+{
+    shmalloc_pthreads_run(4, SMALL_HEAP, pe_global_exit, NULL);
+}
+
+/* ---- shmalloc_pthreads_run's own checks --------------------------------------- */
+static void pe_count_call(void *arg)
+{
+    (void)arg;
+    __atomic_add_fetch(&shared.calls, 1, __ATOMIC_RELAXED);
+}
+
+Test(pthreads, run_with_npes_outside_1_to_1024_fails_without_starting_pes,
+     .init = cr_redirect_stderr)
+{
+    static const int bad[] = {0, -1, 1025, 100000};
+    char text[2048];
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_neq(shmalloc_pthreads_run(bad[i], SMALL_HEAP, pe_count_call, NULL), 0,
+                      "npes %d accepted", bad[i]);
+    cr_assert_neq(shmalloc_pthreads_run(2, SMALL_HEAP, NULL, NULL), 0, "NULL pe_main accepted");
+    cr_assert_eq(shared.calls, 0);
+    read_redirected_stderr(text, sizeof text);
+    cr_assert(strstr(text, "npes is 100000") != NULL, "stderr was: %s", text);
+}
+
+Test(pthreads, run_with_a_bad_heap_size_variable_fails_naming_it,
+     .init = cr_redirect_stderr)
+{
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "abc", 1);
+    capture_start();
+    cr_assert_neq(shmalloc_pthreads_run(2, 0, pe_count_call, NULL), 0);
+    capture_stop();
+    cr_assert_eq(shared.calls, 0);
+    cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE") != NULL && strstr(out_text[2], "abc"),
+              "message was: %s", out_text[2]);
+}
+
+Test(pthreads, run_fails_cleanly_when_the_heaps_cannot_be_mapped,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    char text[2048];
+    /* 8 x 32 TiB is more than a 47-bit address space holds. */
+    cr_assert_neq(shmalloc_pthreads_run(8, (size_t)1 << 45, pe_count_call, NULL), 0);
+    cr_assert_eq(shared.calls, 0);
+    read_redirected_stderr(text, sizeof text);
+    cr_assert(strstr(text, "cannot map") != NULL, "stderr was: %s", text);
+}
+
+/* What a PE sees of its heap's size: the largest block it can allocate. */
+static void pe_record_size(void *arg)
+{
+    void *p = shmem_malloc(*(const size_t *)arg);
+    shared.values[shmem_my_pe()] = shmalloc_heap_size(shmalloc_current());
+    shared.errors[shmem_my_pe()] = malloc_error;
+    shmem_free(p);
+}
+
+static size_t heap_size_with(size_t explicit_size, size_t must_fit)
+{
+    memset(&shared, 0, sizeof shared);
+    cr_assert_eq(shmalloc_pthreads_run(2, explicit_size, pe_record_size, &must_fit), 0);
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK, "malloc(%zu) failed", must_fit);
+    cr_assert_eq(shared.values[0], shared.values[1]);
+    return shared.values[0];
+}
+
+Test(pthreads, heap_size_comes_from_the_argument_then_each_variable_in_order,
+     .timeout = TEST_TIMEOUT)
+{
+    size_t one_m = (size_t)1 << 20, size;
+    clear_size_env();
+    setenv("SMA_SYMMETRIC_SIZE", "3M", 1);
+    size = heap_size_with(0, 3 * one_m);
+    cr_assert(size >= 3 * one_m && size < 4 * one_m, "SMA_SYMMETRIC_SIZE gave %zu", size);
+    setenv("SHMEM_SYMMETRIC_SIZE", "2m", 1);
+    size = heap_size_with(0, 2 * one_m);
+    cr_assert(size >= 2 * one_m && size < 3 * one_m, "SHMEM_SYMMETRIC_SIZE gave %zu", size);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1.5M", 1);
+    size = heap_size_with(0, 3 * one_m / 2);
+    cr_assert(size >= 3 * one_m / 2 && size < 2 * one_m, "SHMEM_SYMMETRIC_HEAP_SIZE gave %zu", size);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "abc", 1); /* never read: the argument wins */
+    size = heap_size_with(5 * one_m, 5 * one_m);
+    cr_assert(size >= 5 * one_m && size < 6 * one_m, "the argument gave %zu", size);
+    clear_size_env();
+    size = heap_size_with(0, SHMALLOC_DEFAULT_HEAP_SIZE);
+    cr_assert(size >= SHMALLOC_DEFAULT_HEAP_SIZE, "the default gave %zu", size);
+}
+
+/* A heap_size the program passes wins over the environment: a heap too
+   small for a call is advised to the program, and passing the advised
+   size serves the call. */
+Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout = TEST_TIMEOUT)
+{
+    size_t want = (size_t)3 << 20, advised = 0;
+    char value[64];
+    const char *at;
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "64M", 1); /* never read: the argument wins */
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(1, (size_t)1 << 20, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert(!strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE"), "%s", out_text[2]);
+    at = strstr(out_text[2], "the program sets the heap's size, not a variable: have it ask for at least ");
+    cr_assert(at && sscanf(strstr(at, "at least "), "at least %63[0-9A-Za-z]", value) == 1, "%s", out_text[2]);
+    cr_assert_eq(shmalloc_parse_size(value, &advised), 0, "%s", value);
+    heap_size_with(advised, want); /* asserts the call is served */
+}

@@ -14,12 +14,12 @@ RUN     ?=
 
 # The allocator is compiled once, from shmalloc.c, into libshmalloc; the
 # transport libraries hold only their binding and link against it.
-HEADERS      = shmalloc.h $(wildcard transports/*.h transports/pmix_ofi/*.h transports/pthreads/*.h tests/*.h examples/*.h)
+HEADERS      = shmalloc.h $(wildcard transports/*.h transports/common/*.h transports/pmix_ofi/*.h transports/pthreads/*.h tests/*.h examples/*.h)
 ALLOC        = $(B)/libshmalloc.a
 PTHREADS     = $(B)/libshmalloc_pthreads.a
 PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a
-PTHREADS_SRC = $(wildcard transports/pthreads/*.c) transports/shmalloc_map.c transports/shmalloc_wait.c
-PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c) transports/shmalloc_map.c transports/shmalloc_wait.c
+PTHREADS_SRC = $(wildcard transports/pthreads/*.c transports/common/*.c)
+PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c transports/common/*.c)
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 

@@ -1,6 +1,6 @@
 /* hello_pthreads.c - symmetric allocation and a ring of puts, PEs as threads.
 
-   Build:  cc -std=c99 -I. examples/hello_pthreads.c shmalloc.c transports/pthreads/[a-z]*.c transports/shmalloc_map.c transports/shmalloc_wait.c -pthread
+   Build:  cc -std=c99 -I. examples/hello_pthreads.c shmalloc.c transports/pthreads/[a-z]*.c transports/common/[a-z]*.c -pthread
    Run:    ./a.out [npes]       (4 PEs by default)
 
    The ring is in ring.h.  The exit status is nonzero when a value is wrong. */

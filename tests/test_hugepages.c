@@ -1,4 +1,4 @@
-/* Huge pages on the pthreads transport (transports/shmalloc_map.h): what
+/* Huge pages on the pthreads transport (transports/common/map.h): what
    each setting obtains, read back independently from /proc/self/smaps,
    and the report a heap gives through the output hook when it falls short
    of what was asked.  Every outcome is checked against the kernel's own

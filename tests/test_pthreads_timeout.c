@@ -11,7 +11,7 @@
 #define TEST_SUPPORT_PES /* the pthreads transport */
 #include "test_support.h"
 
-#include "transports/shmalloc_wait.h"
+#include "transports/common/wait.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 
 /* A timed-out run ends by _exit while PE threads that returned are not
    joined yet; ThreadSanitizer would call that a thread leak. */
-#if defined(SHMALLOC_TSAN) /* from shmalloc_wait.h */
+#if defined(SHMALLOC_TSAN) /* from common/wait.h */
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
 #endif

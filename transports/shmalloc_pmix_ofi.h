@@ -3,11 +3,11 @@
 
    USAGE
      Link your program with this transport (libshmalloc_pmix_ofi, or its
-     sources: transports/pmix_ofi/[a-z]*.c and transports/shmalloc_map.c), the
+     sources: transports/pmix_ofi/[a-z]*.c and transports/common/[a-z]*.c), the
      allocator (libshmalloc, shmalloc.c, or a file of your own that defines
      SHMALLOC_IMPLEMENTATION), PMIx and libfabric:
 
-         cc -std=c99 -I. prog.c shmalloc.c transports/pmix_ofi/[a-z]*.c transports/shmalloc_map.c \
+         cc -std=c99 -I. prog.c shmalloc.c transports/pmix_ofi/[a-z]*.c transports/common/[a-z]*.c \
             $(pkg-config --cflags --libs pmix libfabric) -o prog
 
          #include "transports/shmalloc_pmix_ofi.h"
@@ -116,7 +116,7 @@
      SHMALLOC_HUGE_PAGES         off, auto, 2M or 1G (and SOS's
                                  SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES,
                                  SHMEM_SYMMETRIC_HEAP_PAGE_SIZE): the heap's
-                                 pages; see transports/shmalloc_map.h.
+                                 pages; see transports/common/map.h.
      SHMALLOC_PMIX_OFI_NODE_BARRIER  0: barriers by messages among all
                                  PEs.  1, the default: through node memory
                                  on each node (PMIx host names), and on

@@ -2,8 +2,8 @@
    MIT licence: see the end of ../shmalloc.h.
 
    USAGE
-     Link your program with this transport (pthreads/[a-z]*.c,
-     shmalloc_map.c and shmalloc_wait.c, or libshmalloc_pthreads) and the
+     Link your program with this transport (pthreads/[a-z]*.c
+     and common/[a-z]*.c, or libshmalloc_pthreads) and the
      allocator (shmalloc.c, libshmalloc, or a file of your own that defines
      SHMALLOC_IMPLEMENTATION before including shmalloc.h), with -pthread:
 

@@ -36,8 +36,8 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "../shmalloc_map.h"
-#include "../shmalloc_wait.h"
+#include "../common/map.h"
+#include "../common/wait.h"
 
 /* The PMIx and libfabric headers are not clean under our warnings. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -239,7 +239,7 @@ typedef struct shm__region {
 } shm__region;
 
 typedef struct shm__heap_state {
-    shmalloc_map_mem map;      /* the heap's memory (shmalloc_map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
     size_t nominal;         /* the heap's first size; it may grow to map.bytes */

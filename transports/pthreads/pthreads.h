@@ -16,8 +16,8 @@
 
 #include "../../shmalloc.h"
 #include "../shmalloc_pthreads.h"
-#include "../shmalloc_map.h"
-#include "../shmalloc_wait.h"
+#include "../common/map.h"
+#include "../common/wait.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@
    Each PE has a slot of whole cache lines.  A PE publishes its values, then
    the number of the barrier it has reached, in its own slot, and waits
    until every slot shows that number: it polls, yields, then sleeps
-   (shmalloc_wait.h), and an arriving PE wakes the sleepers only when there
+   (common/wait.h), and an arriving PE wakes the sleepers only when there
    are any.  A PE that waits longer than the timeout ends the program,
    naming the PEs that did not arrive: one that skipped a collective call
    would otherwise leave its peers waiting forever; one that has ended
@@ -74,7 +74,7 @@ typedef struct shm__pe {
     shm__world *world;
     int index;
     uint64_t epoch;        /* barriers this PE has reached */
-    shmalloc_map_mem map;      /* the heap's memory (shmalloc_map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     long create_err;
     int thread_started;

@@ -1,11 +1,10 @@
-/* shmalloc_wait.c - waiting with a deadline, for the transports.  See
-   shmalloc_wait.h. */
+/* wait.c - waiting with a deadline, for the transports: see wait.h. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* clock_gettime and nanosleep under -std=c99 */
 #endif
 
-#include "../shmalloc.h"
-#include "shmalloc_wait.h"
+#include "../../shmalloc.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <sched.h>

@@ -1,9 +1,9 @@
-/* shmalloc_map.c - the transports' memory primitive: see shmalloc_map.h. */
+/* map.c - the transports' memory primitive: see map.h. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, memfd_create */
 #endif
-#include "shmalloc_map.h"
-#include "../shmalloc.h"
+#include "map.h"
+#include "../../shmalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>

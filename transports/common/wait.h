@@ -1,6 +1,6 @@
-/* shmalloc_wait.h - waiting with a deadline, for the transports, and the
+/* wait.h - waiting with a deadline, for the transports, and the
    build facts they share (hidden symbols, ThreadSanitizer).
-   MIT licence: see the end of ../shmalloc.h.
+   MIT licence: see the end of ../../shmalloc.h.
 
    Internal to the transports: linked into their libraries, not installed,
    not an API a program calls.  A waiter polls its own condition and, each

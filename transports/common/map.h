@@ -1,10 +1,10 @@
-/* shmalloc_map.h - how the transports map a symmetric heap: its pages
+/* map.h - how the transports map a symmetric heap: its pages
    (hugetlbfs pages, else transparent huge pages, else base pages, and what
    was obtained read back from /proc/self/smaps), its place (a power-of-two
    aligned base, at a fixed address when asked) and, for the PMIx
    transport, shareable memory that PEs on the same node map too.
 
-   The transports' memory primitive, compiled once (shmalloc_map.c) and
+   The transports' memory primitive, compiled once (map.c) and
    linked into each transport library; not part of the allocator's API.
    Prints through shmalloc_print.  Linux only.
 

@@ -61,7 +61,7 @@ static int shm__append_absent(char *line, size_t *n, size_t cap)
 /* A barrier that waited too long for PE pe names those that have not
    arrived, when node memory shows them (pe may only wait for them), and
    leaves a word for the node's peers: it gave up. */
-void shm__barrier_timeout(int pe)
+void shm__barrier_gave_up(int pe)
 {
     char absent[128];
     size_t n = 0;

@@ -10,7 +10,7 @@
 
 /* The one place the transport reads its environment.  A bad value ends
    the PE, after the table's message naming the variable. */
-void shm__read_options(shm__options *o)
+void shm__read_init_options(shm__options *o)
 {
     const shmalloc_option *t = shmalloc_options();
     memset(o, 0, sizeof *o);

@@ -69,7 +69,7 @@
 #define SHM__NODE_PREFIX "shmalloc-" /* the node segment's name in /dev/shm, its creator's PID next */
 
 /* ---- options (options.c) ---------------------------------------------------
-   What the environment says, read once by shm__read_options. */
+   What the environment says, read once by shm__read_init_options. */
 typedef struct shm__options {
     int timeout;              /* SHMALLOC_BARRIER_TIMEOUT, seconds */
     int any_address;          /* SHMALLOC_PMIX_OFI_ANY_ADDRESS */
@@ -89,7 +89,7 @@ typedef struct shm__options {
 #endif
 } shm__options;
 
-SHMALLOC_INTERNAL void shm__read_options(shm__options *o);
+SHMALLOC_INTERNAL void shm__read_init_options(shm__options *o);
 
 /* ---- the bottom: files (files.c), faults (faults.c), signals (signals.c) -- */
 /* Appends s, or v in decimal, to line[*n], within cap: async-signal-safe. */
@@ -318,19 +318,19 @@ SHMALLOC_INTERNAL int shm__node_gave_up(int *by);
 SHMALLOC_INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- when a peer does not come (ends.c) ------------------------------ */
-SHMALLOC_INTERNAL void shm__barrier_timeout(int pe);
+SHMALLOC_INTERNAL void shm__barrier_gave_up(int pe);
 SHMALLOC_INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
 SHMALLOC_INTERNAL void shm__check_deaths(void);
 
 /* ---- the entry points (shmem.c, rma.c) ---------------------------------- */
-typedef struct shm__world {
+typedef struct shm__entry_state {
     int running;
     int thread_level;       /* SHMEM_THREAD_*, as provided */
     pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
     shm__options opt;
-} shm__world;
+} shm__entry_state;
 
-SHMALLOC_INTERNAL extern shm__world shm__w; /* zero until shmem_init */
+SHMALLOC_INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the

@@ -8,17 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
-shm__world shm__w;
+shm__entry_state shm__w;
 
 /* >> the transport contract ------------------------------------------------------- */
 static int shm__heap_lock(void *user)
 {
-    return pthread_mutex_lock(&((shm__world *)user)->heap_mutex) == 0 ? 0 : -1;
+    return pthread_mutex_lock(&((shm__entry_state *)user)->heap_mutex) == 0 ? 0 : -1;
 }
 
 static int shm__heap_unlock(void *user)
 {
-    return pthread_mutex_unlock(&((shm__world *)user)->heap_mutex) == 0 ? 0 : -1;
+    return pthread_mutex_unlock(&((shm__entry_state *)user)->heap_mutex) == 0 ? 0 : -1;
 }
 
 /* A barrier that combines count values by max on the way (none: a plain
@@ -51,7 +51,7 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out) { *out = shm__coll.counts; }
 #endif
 
-static void shm__fill_transport(shm__world *w, shmalloc_transport *tp)
+static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
 {
     memset(tp, 0, sizeof *tp);
     tp->user = w;
@@ -99,7 +99,7 @@ static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc
     shm__w.thread_level = level;
     shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__coll.waiting_for = -1;
-    shm__read_options(&shm__w.opt);
+    shm__read_init_options(&shm__w.opt);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
         shm__init_fail("cannot create the heap's lock");
@@ -127,7 +127,7 @@ static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
     if (!shm__job.have_pmix) return;
     shm__fabric_open(o->provider, o->timeout, shm__check_deaths);
     shm__node_open(o->node_barrier);
-    shm__barrier_open(o->timeout, shm__barrier_timeout);
+    shm__barrier_open(o->timeout, shm__barrier_gave_up);
 }
 
 /* Collective: the heap registers its first piece through the contract. */

@@ -60,7 +60,7 @@ static int shm__ended(const shm__barrier *b, int q) { return __atomic_load_n(&b-
    PE arrived just now, or (ended) waits for PEs that have ended and will
    never arrive.  The first PE to say so names every such PE; the others
    wait for its exit. */
-static void shm__barrier_timeout(shm__barrier *b, int me, uint64_t epoch, int ended)
+static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int ended)
 {
     char late[384];
     size_t n = 0;
@@ -122,14 +122,14 @@ static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
     shmalloc_wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
     for (;;) {
         switch (shmalloc_wait_step(&wait)) {
-        case SHMALLOC_WAIT_EXPIRED: shm__barrier_timeout(b, me, epoch, 0); break;
+        case SHMALLOC_WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0); break;
         case SHMALLOC_WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
         default: break;
         }
         while (q < b->parties && shm__arrived(b, q, epoch)) q++;
         if (q == b->parties) return;
         for (r = q; r < b->parties; r++)
-            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__barrier_timeout(b, me, epoch, 1);
+            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__end_for_late_pes(b, me, epoch, 1);
     }
 }
 

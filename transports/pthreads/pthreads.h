@@ -1,5 +1,5 @@
 /* pthreads.h - what the files of the pthreads transport share: the
-   barrier, the world of one run and its PEs.  Internal: programs include
+   barrier, one run and its PEs.  Internal: programs include
    ../shmalloc_pthreads.h.
 
    barrier.c  the barrier and all-reduce among the PE threads, with the
@@ -65,13 +65,13 @@ SHMALLOC_INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64
    the timeout. */
 SHMALLOC_INTERNAL void shm__barrier_leave(shm__barrier *b, int me);
 
-/* >> world (run.c) -------------------------------------------------------------
+/* >> run (run.c) ---------------------------------------------------------------
    One run of shmalloc_pthreads_run: the PEs, their heaps, the shared state
    of the barrier and the all-reduce. */
-typedef struct shm__world shm__world;
+typedef struct shm__run shm__run;
 
 typedef struct shm__pe {
-    shm__world *world;
+    shm__run *run;
     int index;
     uint64_t epoch;        /* barriers this PE has reached */
     shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
@@ -82,7 +82,7 @@ typedef struct shm__pe {
     pthread_mutex_t lock;  /* serialises the threads of this PE */
 } shm__pe;
 
-struct shm__world {
+struct shm__run {
     int npes;
     size_t nominal;        /* each heap's first size; it may grow to map.bytes */
     void (*pe_main)(void *arg);
@@ -101,6 +101,6 @@ struct shm__world {
 extern SHMALLOC_INTERNAL SHMALLOC_TLS shm__pe *shm__self;
 
 /* The contract's barrier for PE pe (the user pointer of its transport). */
-SHMALLOC_INTERNAL int shm__tp_barrier(void *pe);
+SHMALLOC_INTERNAL int shm__pe_barrier(void *pe);
 
 #endif /* SHMALLOC_PTHREADS_INTERNAL_H */

@@ -1,4 +1,4 @@
-/* run.c - shmalloc_pthreads_run: the world of one run, its PE threads
+/* run.c - shmalloc_pthreads_run: one run, its PE threads
    and the transport contract they bind.  See pthreads.h. */
 #include "pthreads.h"
 
@@ -11,10 +11,10 @@ SHMALLOC_TLS shm__pe *shm__self;
 
 /* >> transport ---------------------------------------------------------------
    The shmalloc_transport members; user is the calling PE's shm__pe. */
-int shm__tp_barrier(void *user)
+int shm__pe_barrier(void *user)
 {
     shm__pe *pe = (shm__pe *)user;
-    shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, NULL, 0);
+    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, NULL, 0);
     return 0;
 }
 
@@ -22,7 +22,7 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     shm__pe *pe = (shm__pe *)user;
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shm__sync(&pe->world->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count); /* even when bad */
+    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count); /* even when bad */
     return bad ? -1 : 0;
 }
 
@@ -37,7 +37,7 @@ static int shm__tp_unlock(void *user)
 }
 
 /* >> pe threads --------------------------------------------------------------*/
-static int shm__wait_gate(shm__world *w)
+static int shm__wait_gate(shm__run *w)
 {
     int gate;
     pthread_mutex_lock(&w->gate_mutex);
@@ -47,7 +47,7 @@ static int shm__wait_gate(shm__world *w)
     return gate > 0;
 }
 
-static void shm__open_gate(shm__world *w, int gate)
+static void shm__open_gate(shm__run *w, int gate)
 {
     pthread_mutex_lock(&w->gate_mutex);
     w->gate = gate;
@@ -60,7 +60,7 @@ static void shm__open_gate(shm__world *w, int gate)
 static int shm__all_created(shm__pe *pe)
 {
     uint64_t failed = pe->heap == NULL ? 1u : 0u;
-    if (failed) __atomic_store_n(&pe->world->create_failed, 1, __ATOMIC_RELAXED);
+    if (failed) __atomic_store_n(&pe->run->create_failed, 1, __ATOMIC_RELAXED);
     shm__tp_allreduce_max(pe, &failed, 1);
     return failed == 0;
 }
@@ -68,13 +68,13 @@ static int shm__all_created(shm__pe *pe)
 static void *shm__pe_thread(void *arg)
 {
     shm__pe *pe = (shm__pe *)arg;
-    shm__world *w = pe->world;
+    shm__run *w = pe->run;
     shmalloc_transport tp;
 
     if (!shm__wait_gate(w)) return NULL;
     memset(&tp, 0, sizeof tp);
     tp.user = pe;
-    tp.barrier = shm__tp_barrier;
+    tp.barrier = shm__pe_barrier;
     tp.allreduce_max = shm__tp_allreduce_max;
     tp.lock = shm__tp_lock;
     tp.unlock = shm__tp_unlock;
@@ -97,7 +97,7 @@ static void *shm__pe_thread(void *arg)
 }
 
 /* >> run ---------------------------------------------------------------------*/
-static int shm__world_init(shm__world *w, int npes, int timeout, void (*pe_main)(void *), void *arg)
+static int shm__run_init(shm__run *w, int npes, int timeout, void (*pe_main)(void *), void *arg)
 {
     memset(w, 0, sizeof *w);
     w->npes = npes;
@@ -118,7 +118,7 @@ fail_alloc:
     return -1;
 }
 
-static void shm__world_fini(shm__world *w)
+static void shm__run_fini(shm__run *w)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
@@ -136,12 +136,12 @@ static void shm__world_fini(shm__world *w)
 /* Maps every PE's heap; -1 after a message when one cannot be mapped.  A
    heap short of the huge pages asked for says so when it is the first or
    differs from the first. */
-static int shm__map_all(shm__world *w, size_t bytes, const shmalloc_map_huge *huge)
+static int shm__map_all(shm__run *w, size_t bytes, const shmalloc_map_huge *huge)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
         shm__pe *pe = &w->pes[q];
-        pe->world = w;
+        pe->run = w;
         pe->index = q;
         if (shmalloc_map_heap(&pe->map, bytes, huge, 0, NULL) != 0) {
             fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d: %s\n",
@@ -160,7 +160,7 @@ static int shm__map_all(shm__world *w, size_t bytes, const shmalloc_map_huge *hu
 
 /* Starts the threads behind the gate and joins them; -1 when one could
    not be started (the others then return without touching their heaps). */
-static int shm__start_and_join(shm__world *w)
+static int shm__start_and_join(shm__run *w)
 {
     int q, started = 1;
     for (q = 0; q < w->npes && started; q++) {
@@ -176,7 +176,7 @@ static int shm__start_and_join(shm__world *w)
     return started ? 0 : -1;
 }
 
-static void shm__report_create_failure(const shm__world *w)
+static void shm__report_create_failure(const shm__run *w)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
@@ -190,7 +190,7 @@ static void shm__report_create_failure(const shm__world *w)
 
 /* The run-time options, once per run; heap_size, when not 0, stands for
    the heap size variables. */
-static int shm__read_options(size_t heap_size)
+static int shm__read_run_options(size_t heap_size)
 {
     static char text[32]; /* the table keeps the pointer */
     snprintf(text, sizeof text, "%zu", heap_size);
@@ -219,7 +219,7 @@ static int shm__check_size(size_t *nominal, size_t *bytes)
 
 int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
 {
-    shm__world w;
+    shm__run w;
     shmalloc_map_huge huge;
     size_t nominal, bytes;
     int rc;
@@ -233,10 +233,10 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
         return 1;
     }
-    if (shm__read_options(heap_size) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
+    if (shm__read_run_options(heap_size) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
-    if (shm__world_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
+    if (shm__run_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
         return 1;
     }
@@ -247,6 +247,6 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         shm__report_create_failure(&w);
         rc = -1;
     }
-    shm__world_fini(&w);
+    shm__run_fini(&w);
     return rc == 0 ? 0 : 1;
 }

@@ -14,7 +14,7 @@ int shmem_my_pe(void)
 
 int shmem_n_pes(void)
 {
-    return shm__self != NULL ? shm__self->world->npes : 0;
+    return shm__self != NULL ? shm__self->run->npes : 0;
 }
 
 void shmem_quiet(void)
@@ -29,12 +29,12 @@ void shmem_barrier_all(void)
 {
     if (shm__self == NULL) return;
     shmem_quiet();
-    shm__tp_barrier(shm__self);
+    shm__pe_barrier(shm__self);
 }
 
 static int shm__valid_pe(const shm__pe *me, int pe)
 {
-    return me != NULL && pe >= 0 && pe < me->world->npes;
+    return me != NULL && pe >= 0 && pe < me->run->npes;
 }
 
 void *shmem_ptr(const void *dest, int pe)
@@ -44,7 +44,7 @@ void *shmem_ptr(const void *dest, int pe)
 
     if (!shm__valid_pe(me, pe) || !shmalloc_heap_contains(me->heap, dest)) return NULL;
     offset = (size_t)((const char *)dest - (const char *)shmalloc_heap_base(me->heap));
-    return (char *)shmalloc_heap_base(me->world->pes[pe].heap) + offset;
+    return (char *)shmalloc_heap_base(me->run->pes[pe].heap) + offset;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)

@@ -31,12 +31,12 @@ TS_UNUSED static struct {
     int calls;   /* atomic: pe_main invocations */
 } shared;
 
-TS_UNUSED static void run_pes(int npes, size_t heap_size, void (*pe_main)(void *), void *arg)
+TS_UNUSED static void run_pes(int npes, size_t nominal, void (*pe_main)(void *), void *arg)
 {
     int rc;
     memset(&shared, 0, sizeof shared);
     capture_start();
-    rc = shmalloc_pthreads_run(npes, heap_size, pe_main, arg);
+    rc = shmalloc_pthreads_run(npes, nominal, pe_main, arg);
     capture_stop();
     cr_assert_eq(rc, 0, "shmalloc_pthreads_run(%d PEs) returned %d", npes, rc);
     assert_no_pe_failed();

@@ -401,7 +401,7 @@ Test(pthreads, heap_size_comes_from_the_argument_then_each_variable_in_order,
     cr_assert(size >= SHMALLOC_DEFAULT_HEAP_SIZE, "the default gave %zu", size);
 }
 
-/* A heap_size the program passes wins over the environment: a heap too
+/* A nominal size the program passes wins over the environment: a heap too
    small for a call is advised to the program, and passing the advised
    size serves the call. */
 Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout = TEST_TIMEOUT)

@@ -21,7 +21,7 @@
          int main(void) { return shmalloc_pthreads_run(4, 0, pe_main, NULL); }
 
      shmalloc_pthreads_run starts npes threads, gives each its own symmetric
-     heap (heap_size nominal bytes, or 0 for SHMEM_SYMMETRIC_HEAP_SIZE and
+     heap (nominal bytes, or 0 for SHMEM_SYMMETRIC_HEAP_SIZE and
      its fallbacks, see shmalloc_heap_size_from_env; with SHMALLOC_HEAP_MAX
      set it reserves that much and grows, see shmalloc_heap_create_growable),
      runs pe_main(arg) in every one of them and returns once all have
@@ -58,7 +58,7 @@
 extern "C" {
 #endif
 
-int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg);
+int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg);
 
 int shmem_my_pe(void);
 int shmem_n_pes(void);

@@ -80,7 +80,7 @@ static void *shm__pe_thread(void *arg)
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
     tp.npes = w->npes;
-    /* debug and the size's variable (none when the program passed heap_size) from the options table */
+    /* debug and the size's variable (none when the program passed a nominal size) from the options table */
     pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
@@ -188,17 +188,17 @@ static void shm__report_create_failure(const shm__run *w)
     }
 }
 
-/* The run-time options, once per run; heap_size, when not 0, stands for
+/* The run-time options, once per run; nominal, when not 0, stands for
    the heap size variables. */
-static int shm__read_run_options(size_t heap_size)
+static int shm__read_run_options(size_t nominal)
 {
     static char text[32]; /* the table keeps the pointer */
-    snprintf(text, sizeof text, "%zu", heap_size);
-    if (heap_size > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", heap_size, SHMALLOC_MAX_LOG2);
+    snprintf(text, sizeof text, "%zu", nominal);
+    if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", nominal, SHMALLOC_MAX_LOG2);
         return -1;
     }
-    if (shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, heap_size ? text : NULL) != 0) return -1;
+    if (shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL) != 0) return -1;
     return shmalloc_options_read(environ);
 }
 
@@ -206,22 +206,22 @@ static int shm__read_run_options(size_t heap_size)
    SHMALLOC_HEAP_MAX when the heap may grow, else of the nominal size. */
 static int shm__check_size(size_t *nominal, size_t *bytes)
 {
-    size_t max, heap_size = (size_t)shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE].value;
-    if (shmalloc_heap_max_from_env(heap_size, &max) != 0) return -1;
-    *nominal = max > heap_size ? heap_size : SIZE_MAX; /* SIZE_MAX: no growth */
+    size_t max, size = (size_t)shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE].value;
+    if (shmalloc_heap_max_from_env(size, &max) != 0) return -1;
+    *nominal = max > size ? size : SIZE_MAX; /* SIZE_MAX: no growth */
     *bytes = shmalloc_heap_bytes(max);
     if (*bytes < max) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", heap_size);
+        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", size);
         return -1;
     }
     return 0;
 }
 
-int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg), void *arg)
+int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg)
 {
     shm__run w;
     shmalloc_map_huge huge;
-    size_t nominal, bytes;
+    size_t bytes;
     int rc;
 
     if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
@@ -233,7 +233,8 @@ int shmalloc_pthreads_run(int npes, size_t heap_size, void (*pe_main)(void *arg)
         fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
         return 1;
     }
-    if (shm__read_run_options(heap_size) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
+    /* nominal becomes the table's size: the argument, else the environment's */
+    if (shm__read_run_options(nominal) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
     if (shm__run_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {

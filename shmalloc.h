@@ -238,7 +238,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
    is not empty: spec blocks sit where the blocks would grow. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes);
 /* What shmalloc_tlsf_grow(t, bytes) would return, changing nothing: a
-   collective layer registers the new piece before it grows. */
+   collective layer registers the new region before it grows. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow_status(const shmalloc_tlsf *t, size_t bytes);
 /* Bytes the blocks may still grow by. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
@@ -345,14 +345,14 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
                     decides alone and a failure on one PE is not seen by
                     the others.
    register_region  optional.  Called on every PE at the same point, with a
-   deregister_region  piece of the block space: the first by
+   deregister_region  region of the block space: the first by
                     shmalloc_heap_create, each new one by the allocation
                     that grows the heap; all deregistered, last first, by
-                    shmalloc_heap_destroy.  Pieces are contiguous from the
+                    shmalloc_heap_destroy.  Regions are contiguous from the
                     base.  Being collective, they may exchange keys (even
                     when their own registration failed).  A failed
                     registration fails create, or the growth and its call,
-                    on every PE with the all-reduce; pieces that did
+                    on every PE with the all-reduce; regions that did
                     register are deregistered again.
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
@@ -360,13 +360,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
                     (0 <= pe < npes), which every message names; a heap
                     refuses a transport without them.
 
-   A growing heap registers at most SHMALLOC_MAX_REGIONS pieces.
+   A growing heap registers at most SHMALLOC_MAX_REGIONS regions.
 
    Lifecycle: map memory (same size on every PE) -> shmalloc_heap_create on
    every PE (collective) -> collective calls in the same order everywhere ->
    shmalloc_heap_destroy on every PE (collective). */
 #define SHMALLOC_REDUCE_MAX 16  /* values of one allreduce_max call, at most */
-#define SHMALLOC_MAX_REGIONS 64 /* pieces register_region is called with, at most */
+#define SHMALLOC_MAX_REGIONS 64 /* regions register_region is called with, at most */
 
 typedef struct shmalloc_transport {
     void *user;
@@ -402,7 +402,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
    which the first nominal bytes' worth is used and registered at first
    (nominal SIZE_MAX: all of it, as shmalloc_heap_create does).
    When no PE can serve a collective allocation, every heap grows by the
-   same amount (at least doubling, within the reservation), the new piece
+   same amount (at least doubling, within the reservation), the new region
    is registered on every PE, and the call is tried again; if any PE's
    registration fails, none grows and the call fails.  Needs the
    all-reduce; a heap with spec blocks (shsbreak) does not grow. */
@@ -2398,7 +2398,7 @@ struct shmalloc_heap {
     int debug;
     int growable;   /* room to grow and an all-reduce to agree on it */
     const char *size_var; /* shmalloc_heap_config's */
-    int regions;    /* registered pieces: [ends[i - 1], ends[i]) from the base */
+    int regions;    /* registered regions: [ends[i - 1], ends[i]) from the base */
     size_t ends[SHMALLOC_MAX_REGIONS];
     size_t calls[SHM__CALLS];
     shm__order order;
@@ -2825,7 +2825,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
                        "first %zu bytes of the heap\n", tp->pe, first);
     call.size = bytes; /* the same reservation, */
     e = shm__agree(tp, debug, &order, &call, e);
-    call.size = first; /* and the same first piece, on every PE */
+    call.size = first; /* and the same first region, on every PE */
     e = shm__agree(tp, debug, &order, &call, e);
     if (e) {
         if (registered == SHMEM_MALLOC_OK) shm__deregister(tp, t, 0, first);
@@ -2890,7 +2890,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
    same amount, registered everywhere, or none.  The PEs agree on the
    growth before registering (a registration may exchange keys, so every
    PE makes it or none does) and again on the registrations.  At least
-   doubles the blocks, so a heap has few pieces; each new piece ends on a
+   doubles the blocks, so a heap has few regions; each new region ends on a
    64 KiB boundary from the base.  0 when the heap grew. */
 static long shm__grow(shmalloc_heap *h, size_t need)
 {
@@ -3373,7 +3373,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shmalloc_print(1, "  spec: %d block%s, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, shm__s(c.spec != 0),
                    c.spec, c.high_water);
     if (h->growable)
-        shmalloc_print(1, "  grown %zu time%s, %d piece%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
+        shmalloc_print(1, "  grown %zu time%s, %d region%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
                    h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, h->regions == 1 ? "" : "s",
                    shmalloc_tlsf_room(h->tlsf));
     if (level >= 1) {

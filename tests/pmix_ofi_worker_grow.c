@@ -9,14 +9,14 @@
 
 /* Run with a small SHMEM_SYMMETRIC_HEAP_SIZE (1M) and SHMALLOC_HEAP_MAX
    (256M): allocations far beyond the nominal size grow every heap, and
-   data crosses the registered pieces both ways.  With
+   data crosses the registered regions both ways.  With
    SHMALLOC_TEST_FAIL_REGISTER=1:1, PE 1's first growth fails, so the
    first large allocation fails on every PE, and the next one grows. */
 #define GROW_PIECES 20
 #define GROW_MIB ((size_t)1 << 20)
 #define GROW_STRADDLE (2 * GROW_MIB)
 
-/* A block that starts in the first piece and ends in the second, after a
+/* A block that starts in the first region and ends in the second, after a
    failed growth when SHMALLOC_TEST_FAIL_REGISTER is set.  NULL when it
    could not be had. */
 static unsigned char *grow_straddling_block(size_t size0)
@@ -67,7 +67,7 @@ static void grow_read_peer(unsigned char *b, unsigned char **p, unsigned char *b
         shmem_getmem(buf, p[i], GROW_MIB, right);
         CHECK_PATTERN(buf, right, (uint32_t)i, 0, GROW_MIB);
     }
-    shmem_getmem(buf, b, GROW_STRADDLE, right); /* one transfer over two pieces */
+    shmem_getmem(buf, b, GROW_STRADDLE, right); /* one transfer over two regions */
     CHECK_PATTERN(buf, right, 100, 0, GROW_STRADDLE);
     shmem_barrier_all(); /* the left neighbour has read our last piece */
     shmem_getmem(last, b + 100, GROW_MIB, right); /* heap to heap */
@@ -80,7 +80,7 @@ static void grow_write_peer(unsigned char *b, unsigned char **p, unsigned char *
 {
     fill(buf, me, 101, 0, GROW_STRADDLE);
     shmem_putmem(b, buf, GROW_STRADDLE, left_pe());
-    shmem_putmem(p[0], p[1], GROW_MIB, left_pe()); /* heap to heap, between pieces */
+    shmem_putmem(p[0], p[1], GROW_MIB, left_pe()); /* heap to heap, between regions */
     shmem_barrier_all();
     CHECK_PATTERN(b, right_pe(), 101, 0, GROW_STRADDLE);
     CHECK_PATTERN(p[0], right_pe(), 1, 0, GROW_MIB);

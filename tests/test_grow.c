@@ -1,6 +1,6 @@
 /* Heap growth: a region reserved for the largest heap whose blocks start
    small and grow on demand.  The TLSF core's grow, the heap layer's
-   collective growth (every piece registered, a failed registration leaving
+   collective growth (every region registered, a failed registration leaving
    every heap as it was), SHMALLOC_HEAP_MAX, 4 pthreads PEs allocating
    far beyond their nominal size with the data checked from a neighbour,
    and bad arguments on one PE while the others' calls need growth. */
@@ -169,9 +169,9 @@ Test(grow_heap, allocations_far_beyond_the_nominal_size_grow_the_heap_in_registe
         memset(p[i], (int)i + 1, 1 << 20);
     }
     for (i = 0; i < 48; i++) cr_assert(p[i][0] == i + 1 && p[i][(1 << 20) - 1] == i + 1);
-    cr_assert(reg.registered > 1 && reg.registered < 12, "doubling keeps the pieces few: %d", reg.registered);
+    cr_assert(reg.registered > 1 && reg.registered < 12, "doubling keeps the regions few: %d", reg.registered);
     for (end = 0, i = 0; i < (size_t)reg.registered; i++) { /* contiguous, in order, ending at the heap's size */
-        cr_assert(reg.base[i] == base + end, "piece %zu starts at offset %zu", i, (size_t)(reg.base[i] - base));
+        cr_assert(reg.base[i] == base + end, "region %zu starts at offset %zu", i, (size_t)(reg.base[i] - base));
         end += reg.bytes[i];
     }
     cr_assert(end == shmalloc_heap_size(h));
@@ -180,7 +180,7 @@ Test(grow_heap, allocations_far_beyond_the_nominal_size_grow_the_heap_in_registe
     for (i = 0; i < 48; i++) shmalloc_heap_free(h, p[i], &err);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
-    cr_assert(reg.deregistered == reg.registered, "every piece deregistered at destroy");
+    cr_assert(reg.deregistered == reg.registered, "every region deregistered at destroy");
     munmap(mem, bytes);
 }
 

@@ -77,8 +77,8 @@ Test(pmix_ofi, all_scenarios_shm_32pe, .timeout = TEST_TIMEOUT) { check_nodes("s
 Test(pmix_ofi, all_scenarios_shm_16pe_as_4_nodes_of_4, .timeout = TEST_TIMEOUT) { check_nodes("shm", 16, 0, 4); }
 
 /* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------
-   Same-address runs map the peers' heaps, pieces they grow into included:
-   the worker loads a peer's newest piece through shmem_ptr. */
+   Same-address runs map the peers' heaps, regions they grow into included:
+   the worker loads a peer's newest region through shmem_ptr. */
 static void check_scenario_grows(const char *scenario, const char *provider, int npes, int any_address,
                                  const char *fail_register, int node_size)
 {

@@ -95,7 +95,7 @@
                                  (tests the offset translation).
      SHMALLOC_HEAP_MAX           the size the heap may grow to (unset or 0:
                                  no growth); each growth registers a new
-                                 piece and swaps its keys through PMIx.
+                                 region and swaps its keys through PMIx.
      SHMALLOC_TEST_FAIL_REGISTER  k or k:n: PE k's registration number n
                                  (0, the default: the heap at start-up; 1:
                                  its first growth) fails, to test that every

@@ -1,6 +1,6 @@
-/* memory.c - the symmetric heap's memory: where it is mapped, the pieces
+/* memory.c - the symmetric heap's memory: where it is mapped, the regions
    registered with libfabric as the heap creates and grows them, the keys
-   of every peer's pieces, and same-node peers' heaps mapped here. */
+   of every peer's regions, and same-node peers' heaps mapped here. */
 #include "pmix_ofi.h"
 
 #include <errno.h>
@@ -13,10 +13,10 @@
 #define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
 #define SHM__FIXED_END (((uintptr_t)1 << 47) - ((uintptr_t)1 << 40))
 #define SHM__FIXED_TRIES 8
-#define SHM__HEAP_KEY 2                      /* requested keys of the heap's pieces: 2, 3, ... */
+#define SHM__HEAP_KEY 2                      /* requested keys of the heap's regions: 2, 3, ... */
 #define SHM__KEY_HEAP "shmalloc.ofi.heap"    /* and the registration's number */
 
-/* What PEs swap through PMIx for each registered piece of the heap. */
+/* What PEs swap through PMIx for each registered region of the heap. */
 typedef struct shm__wire_heap {
     uint64_t ok;            /* 0: this PE's registration failed */
     uint64_t base;          /* block space address */
@@ -24,7 +24,7 @@ typedef struct shm__wire_heap {
     uint64_t raw_base;      /* FI_MR_RAW only */
     uint64_t raw_size;
     uint8_t raw[SHM__RAW_KEY_MAX];
-    uint64_t node, pid;     /* the first piece only: how same-node peers map the heap */
+    uint64_t node, pid;     /* the first region only: how same-node peers map the heap */
     int64_t fd;             /* its memfd, or -1 */
     uint64_t mapped, at;    /* the memfd's length, and the block space's offset in it */
 } shm__wire_heap;
@@ -118,7 +118,7 @@ static int shm__registration_fails(unsigned n)
 }
 #endif
 
-/* Closes piece i and forgets the peers' keys for it. */
+/* Closes region i and forgets the peers' keys for it. */
 void shm__forget_region(int i)
 {
     shm__heap_state *h = &shm__mem;
@@ -138,7 +138,7 @@ void shm__forget_region(int i)
     if (!i) h->base = NULL;
 }
 
-/* This PE's own registration of piece r: 1 when it worked. */
+/* This PE's own registration of region r: 1 when it worked. */
 static int shm__register_here(shm__region *r, void *base, size_t bytes, unsigned n)
 {
     int rc;
@@ -156,7 +156,7 @@ static int shm__register_here(shm__region *r, void *base, size_t bytes, unsigned
     return rc == 0;
 }
 
-/* This PE's record of piece r, and its key for the peers. */
+/* This PE's record of region r, and its key for the peers. */
 static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *mine)
 {
     const shm__heap_state *h = &shm__mem;
@@ -180,7 +180,7 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     }
 }
 
-/* A same-node peer's block space, mapped here whole (the pieces it may
+/* A same-node peer's block space, mapped here whole (the regions it may
    grow into too), so puts and gets to it are copies and shmem_ptr has an
    address for it.  A peer that cannot be mapped is reached by libfabric. */
 static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__wire_heap *mine)
@@ -197,8 +197,8 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
     p->direct = p->direct_map + theirs->at;
 }
 
-/* What PE q's record of piece i tells this PE: with the first piece its
-   base and mapping, with every piece its key. */
+/* What PE q's record of region i tells this PE: with the first region its
+   base and mapping, with every region its key. */
 static void shm__learn_peer(int q, int i, int ok, const shm__wire_heap *theirs,
                             const shm__wire_heap *mine)
 {
@@ -220,7 +220,7 @@ static void shm__learn_peer(int q, int i, int ok, const shm__wire_heap *theirs,
     }
 }
 
-/* Every PE's record of piece i, through a PMIx fence (entered and left
+/* Every PE's record of region i, through a PMIx fence (entered and left
    with the progress lock held; the fence runs without it). */
 static void shm__exchange_keys(const shm__region *r, int i, unsigned n, int ok)
 {
@@ -248,11 +248,11 @@ static void shm__exchange_keys(const shm__region *r, int i, unsigned n, int ok)
 }
 
 /* Called on every PE at the same point (heap creation, each growth): every
-   PE registers its piece and learns every peer's key through a PMIx fence,
+   PE registers its region and learns every peer's key through a PMIx fence,
    even when its own registration failed, so none is left waiting.  A peer
    whose registration failed makes the heap's all-reduce fail the call,
-   which deregisters the pieces that did register.  Other threads' puts
-   may run meanwhile: libfabric calls and the new piece's state are
+   which deregisters the regions that did register.  Other threads' puts
+   may run meanwhile: libfabric calls and the new region's state are
    changed under the lock, and the heap's new size is published last. */
 int shm__tp_register(void *user, void *base, size_t bytes)
 {
@@ -261,7 +261,7 @@ int shm__tp_register(void *user, void *base, size_t bytes)
     (void)user;
     int ok, i = h->nregions;
     shm__region *r = &h->regions[i];
-    if (i == SHMALLOC_MAX_REGIONS) shm__fatal("more than %d pieces of heap to register", SHMALLOC_MAX_REGIONS);
+    if (i == SHMALLOC_MAX_REGIONS) shm__fatal("more than %d regions of heap to register", SHMALLOC_MAX_REGIONS);
     if (i == 0) h->base = (char *)base;
     shm__enter();
     r->offset = (size_t)((char *)base - h->base);
@@ -280,7 +280,7 @@ int shm__tp_register(void *user, void *base, size_t bytes)
     return 0;
 }
 
-/* The heap deregisters its pieces last first. */
+/* The heap deregisters its regions last first. */
 int shm__tp_deregister(void *user, void *base, size_t bytes)
 {
     int i = shm__mem.nregions - 1;

@@ -16,7 +16,7 @@
                   bootstrap.c  PMIx: rank and size, key exchange, fences, nodes
      fabric       progress.c   the completion queue: messages, operations, waits
                   fabric.c     provider, endpoint, message buffers, registration
-     memory       memory.c     the heap's memory, and its pieces registered with keys
+     memory       memory.c     the heap's memory, and its regions registered with keys
      collectives  barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
                   node.c       the node barrier in shared memory
                   ends.c       a barrier that timed out, a peer that died
@@ -179,7 +179,7 @@ typedef struct shm__op {
 typedef struct shm__peer {
     fi_addr_t addr;
     uint64_t base;
-    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per piece; mapped when FI_MR_RAW */
+    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per region; mapped when FI_MR_RAW */
     unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
     int dirty;              /* written since the last quiet */
     shm__op flush;          /* quiet's read */
@@ -229,9 +229,9 @@ SHMALLOC_INTERNAL void shm__poll(void);
 SHMALLOC_INTERNAL int shm__progress_until(const int *flag);
 SHMALLOC_INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
 
-/* ---- the heap's memory and pieces (memory.c) --------------------------- */
-/* A registered piece of this PE's heap: [offset, offset + bytes) from its
-   base, the same piece on every PE. */
+/* ---- the heap's memory and regions (memory.c) -------------------------- */
+/* A registered region of this PE's heap: [offset, offset + bytes) from its
+   base, the same region on every PE. */
 typedef struct shm__region {
     size_t offset, bytes;
     struct fid_mr *mr;
@@ -335,7 +335,7 @@ SHMALLOC_INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the
    barrier's inbox, operations' done flags, the peers' keys and the heap's
-   pieces); a thread waiting for a put, a get or a quiet holds it and
+   regions); a thread waiting for a put, a get or a quiet holds it and
    progresses for every thread of the PE.  Barriers and growth take it per
    poll, so puts of other threads go on meanwhile.  The heap's own lock
    (heap_mutex) is taken before it, never inside.  Copies into same-node
@@ -352,8 +352,8 @@ static inline void shm__leave(void)
     if (shm__ofi.threaded) pthread_mutex_unlock(&shm__progress_mutex);
 }
 
-/* Growth publishes it after the new piece; puts by libfabric read the
-   piece under the lock, and direct copies need no more than the size. */
+/* Growth publishes it after the new region; puts by libfabric read the
+   region under the lock, and direct copies need no more than the size. */
 static inline size_t shm__heap_bytes(void)
 {
     return __atomic_load_n(&shm__mem.bytes, __ATOMIC_RELAXED);

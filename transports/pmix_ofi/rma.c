@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The piece holding heap offset `offset` (< the heap's bytes). */
+/* The region holding heap offset `offset` (< the heap's bytes). */
 static const shm__region *shm__region_at(size_t offset)
 {
     int i = shm__mem.nregions - 1;
@@ -14,7 +14,7 @@ static const shm__region *shm__region_at(size_t offset)
     return &shm__mem.regions[i];
 }
 
-/* len bytes at `offset` into piece r of pe's heap. */
+/* len bytes at `offset` into region r of pe's heap. */
 static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__region *r, uint64_t offset,
                           shm__op *op)
 {

@@ -130,7 +130,7 @@ static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
     shm__barrier_open(o->timeout, shm__barrier_gave_up);
 }
 
-/* Collective: the heap registers its first piece through the contract. */
+/* Collective: the heap registers its first region through the contract. */
 static void shm__init_heap(size_t nominal, size_t max)
 {
     shmalloc_transport tp;

@@ -24,7 +24,7 @@ Test(options, unset_variables_take_their_fallbacks)
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_BARRIER_TIMEOUT)->value, 60);
-    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_DIRECT)->value, 1);
+    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_OFI_DIRECT)->value, 1);
     cr_assert_eq(out_text[2][0], 0, "%s", out_text[2]);
 }
 
@@ -55,7 +55,7 @@ static const struct bad_value {
     {SHMALLOC_OPT_BARRIER_TIMEOUT, "SHMALLOC_BARRIER_TIMEOUT", "1.5", "is not a timeout"},
     {SHMALLOC_OPT_DEBUG, "SHMALLOC_DEBUG", "yes", "is not a switch: expected 0 (off) or 1 to 9 (on)"},
     {SHMALLOC_OPT_VERBOSE, "SHMALLOC_VERBOSE", "10", "is not a switch"},
-    {SHMALLOC_OPT_PMIX_DIRECT, "SHMALLOC_PMIX_OFI_DIRECT", "2", "is not 0 or 1"},
+    {SHMALLOC_OPT_PMIX_OFI_DIRECT, "SHMALLOC_PMIX_OFI_DIRECT", "2", "is not 0 or 1"},
     {SHMALLOC_OPT_SOS_HUGE_PAGES, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "maybe", "is not a boolean"},
 };
 
@@ -86,7 +86,7 @@ Test(options, switches_and_booleans_read_as_documented)
     setenv("SHMALLOC_HEAP_MAX", "0", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 1);
-    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_DIRECT)->value, 0);
+    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_OFI_DIRECT)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 1);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     setenv("SHMALLOC_DEBUG", "", 1);

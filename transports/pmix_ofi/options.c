@@ -16,10 +16,10 @@ void shm__read_init_options(shm__options *o)
     memset(o, 0, sizeof *o);
     if (shmalloc_options_read(environ) != 0) exit(1); /* and a misspelt SHMALLOC_* variable is reported */
     o->timeout = (int)t[SHMALLOC_OPT_BARRIER_TIMEOUT].value;
-    o->any_address = t[SHMALLOC_OPT_PMIX_ANY_ADDRESS].value != 0;
+    o->any_address = t[SHMALLOC_OPT_PMIX_OFI_ANY_ADDRESS].value != 0;
     o->verbose = t[SHMALLOC_OPT_VERBOSE].value != 0;
-    o->direct = t[SHMALLOC_OPT_PMIX_DIRECT].value != 0;
-    o->node_barrier = t[SHMALLOC_OPT_PMIX_NODE_BARRIER].value != 0;
+    o->direct = t[SHMALLOC_OPT_PMIX_OFI_DIRECT].value != 0;
+    o->node_barrier = t[SHMALLOC_OPT_PMIX_OFI_NODE_BARRIER].value != 0;
     o->heap_max = t[SHMALLOC_OPT_HEAP_MAX].text;
     o->size_var = t[SHMALLOC_OPT_HEAP_SIZE].source;
     o->size_value = t[SHMALLOC_OPT_HEAP_SIZE].text;

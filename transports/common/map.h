@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "wait.h" /* SHMALLOC_INTERNAL */
 
 #define SHMALLOC_MAP_MAX_ALIGN ((size_t)1 << 30) /* base alignment cap away from a fixed address */
 #define SHMALLOC_MAP_THP_BYTES ((size_t)2 << 20)     /* x86-64 and arm64 (4 KiB granule) PMD size */
@@ -58,24 +59,24 @@ typedef struct shmalloc_map_mem {
 } shmalloc_map_mem;
 
 /* 0 with h filled, or -1 after a message naming the variable and value. */
-int shmalloc_map_huge_from_env(shmalloc_map_huge *h);
+SHMALLOC_INTERNAL int shmalloc_map_huge_from_env(shmalloc_map_huge *h);
 /* The least power of two >= bytes, from floor, at most cap. */
-size_t shmalloc_map_pow2_cover(size_t bytes, size_t floor, size_t cap);
+SHMALLOC_INTERNAL size_t shmalloc_map_pow2_cover(size_t bytes, size_t floor, size_t cap);
 /* Maps a heap of `bytes` with the pages h asks for; shared: in a memfd
    that peers can map (shmalloc_map_peer); pl NULL: anywhere aligned.
    0, or -1 with errno. */
-int shmalloc_map_heap(shmalloc_map_mem *m, size_t bytes, const shmalloc_map_huge *h, int shared,
+SHMALLOC_INTERNAL int shmalloc_map_heap(shmalloc_map_mem *m, size_t bytes, const shmalloc_map_huge *h, int shared,
                       const shmalloc_map_place *pl);
 /* "2 MiB transparent huge pages", ... */
-const char *shmalloc_map_pages_name(const shmalloc_map_mem *m);
+SHMALLOC_INTERNAL const char *shmalloc_map_pages_name(const shmalloc_map_mem *m);
 /* A heap that did not get the pages asked for says so, once, through the
    output hook (auto only when it got base pages). */
-void shmalloc_map_report(const shmalloc_map_mem *m, const shmalloc_map_huge *h, int pe);
-void shmalloc_map_release(shmalloc_map_mem *m);
+SHMALLOC_INTERNAL void shmalloc_map_report(const shmalloc_map_mem *m, const shmalloc_map_huge *h, int pe);
+SHMALLOC_INTERNAL void shmalloc_map_release(shmalloc_map_mem *m);
 /* Which node this process is on, as far as sharing memory goes. */
-uint64_t shmalloc_map_node_id(void);
+SHMALLOC_INTERNAL uint64_t shmalloc_map_node_id(void);
 /* A same-node peer's heap memory, through its memfd: NULL when it cannot
    be opened (another user, a /proc without access). */
-char *shmalloc_map_peer(long pid, int fd, size_t len);
+SHMALLOC_INTERNAL char *shmalloc_map_peer(long pid, int fd, size_t len);
 
 #endif /* SHMALLOC_MAP_H_INCLUDED */

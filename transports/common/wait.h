@@ -62,23 +62,23 @@ extern "C" {
 #endif
 
 /* Seconds on a monotonic clock (CLOCK_MONOTONIC). */
-double shmalloc_wait_now(void);
+SHMALLOC_INTERNAL double shmalloc_wait_now(void);
 
 /* Starts a wait that expires timeout seconds after its first yield. */
-void shmalloc_wait_begin(shmalloc_wait *w, int timeout, int pauses, int yields);
+SHMALLOC_INTERNAL void shmalloc_wait_begin(shmalloc_wait *w, int timeout, int pauses, int yields);
 
 /* One step: a cpu pause or a sched_yield (SHMALLOC_WAIT_POLL), or, once
    the pauses and yields are spent, SHMALLOC_WAIT_SLEEP without waiting;
    SHMALLOC_WAIT_EXPIRED once the deadline has passed. */
-int shmalloc_wait_step(shmalloc_wait *w);
+SHMALLOC_INTERNAL int shmalloc_wait_step(shmalloc_wait *w);
 
 /* The deadline as an absolute CLOCK_MONOTONIC time, for
    pthread_cond_timedwait on a condition variable with that clock. */
-void shmalloc_wait_deadline(const shmalloc_wait *w, struct timespec *abs);
+SHMALLOC_INTERNAL void shmalloc_wait_deadline(const shmalloc_wait *w, struct timespec *abs);
 
 /* Sleeps a short while (100 us, never past the deadline): a SLEEP step
    for a waiter with nothing to block on. */
-void shmalloc_wait_sleep(const shmalloc_wait *w);
+SHMALLOC_INTERNAL void shmalloc_wait_sleep(const shmalloc_wait *w);
 
 #if defined(__cplusplus)
 }

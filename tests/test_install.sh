@@ -308,6 +308,18 @@ check_sonames() {
 }
 step "each library's soname carries the version that may change its ABI" check_sonames
 
+check_transport_exports() {
+    # A transport library exports the SHMEM entry points and its own
+    # shmalloc_<transport>_* calls; the helpers its files share are hidden.
+    for t in $transports; do
+        extra=$(nm -D --defined-only "$root/lib/lib$t.so.$version" | awk '{ print $3 }' |
+            grep -v -e '^shmem_' -e "^${t}_")
+        echo "lib$t.so.$version: $(nm -D --defined-only "$root/lib/lib$t.so.$version" | wc -l) symbols${extra:+, beyond its API: $extra}"
+        [ -z "$extra" ] || return 1
+    done
+}
+step "each transport library exports only its API" check_transport_exports
+
 check_man() {
     for page in shmem_malloc shfree shmalloc_stats shmalloc_pthreads; do
         MANWIDTH=80 man -M "$root/share/man" 3 "$page" 2>&1 | col -b >"$work/page.txt"

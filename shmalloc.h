@@ -483,7 +483,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void);
 
 /* >> environment ------------------------------------------------------------
    Every environment variable of shmalloc and its transports is one entry
-   of one table (shmalloc_options), read at start-up by
+   of one table (shmalloc_options): the heap's own rows here, and those
+   each layer adds with shmalloc_options_add (the mapping its huge pages,
+   each transport its own).  The table is read at start-up by
    shmalloc_options_read, which checks each value by its kind and refuses
    a bad one with a message naming the variable, the value and what is
    accepted.  A transport reads the table once and gives the heap what it
@@ -492,23 +494,11 @@ enum {
     SHMALLOC_OPT_HEAP_SIZE,          /* SHMEM_SYMMETRIC_HEAP_SIZE and its older names */
     SHMALLOC_OPT_HEAP_MAX,           /* SHMALLOC_HEAP_MAX */
     SHMALLOC_OPT_DEBUG,              /* SHMALLOC_DEBUG: debug mode */
-    SHMALLOC_OPT_HUGE_PAGES,         /* SHMALLOC_HUGE_PAGES */
-    SHMALLOC_OPT_SOS_HUGE_PAGES,     /* SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES */
-    SHMALLOC_OPT_SOS_PAGE_SIZE,      /* SHMEM_SYMMETRIC_HEAP_PAGE_SIZE */
-    SHMALLOC_OPT_BARRIER_TIMEOUT,    /* SHMALLOC_BARRIER_TIMEOUT */
-    SHMALLOC_OPT_VERBOSE,            /* SHMALLOC_VERBOSE */
-    SHMALLOC_OPT_PMIX_OFI_ANY_ADDRESS,   /* SHMALLOC_PMIX_OFI_ANY_ADDRESS */
-    SHMALLOC_OPT_PMIX_OFI_DIRECT,        /* SHMALLOC_PMIX_OFI_DIRECT */
-    SHMALLOC_OPT_PMIX_OFI_NODE_BARRIER,  /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
     SHMALLOC_OPT_SHMEM_VERSION,      /* SHMEM_VERSION (OpenSHMEM's): print the version at start-up */
     SHMALLOC_OPT_SHMEM_INFO,         /* SHMEM_INFO (OpenSHMEM's): print the variables at start-up */
-    SHMALLOC_OPT_FI_PROVIDER,        /* FI_PROVIDER (libfabric's), as the PMIx transport reads it */
-    SHMALLOC_OPT_COUNT
+    SHMALLOC_OPT_CORE_COUNT          /* the heap's own rows; each layer's follow (shmalloc_options_add) */
 };
-/* The transports that read an entry (shmalloc_option.transports). */
-#define SHMALLOC_TRANSPORT_PTHREADS 1u
-#define SHMALLOC_TRANSPORT_PMIX_OFI 2u
-#define SHMALLOC_TRANSPORT_ALL      3u
+#define SHMALLOC_OPT_MAX 32          /* rows in all */
 /* How a value is checked, and what `value` then holds. */
 enum {
     SHMALLOC_KIND_SIZE,        /* "512M", "1.5G", "4096": bytes */
@@ -524,7 +514,6 @@ typedef struct shmalloc_option {
     const char *alias[2]; /* read in turn when name is unset (older runtimes' names), or NULL */
     int kind;             /* SHMALLOC_KIND_* */
     const char *fallback; /* the value when none of them is set */
-    unsigned transports;  /* SHMALLOC_TRANSPORT_* bits of those that read it */
     const char *meaning;  /* one line, as the README's tables give it */
     /* what shmalloc_options_read found: */
     const char *source;   /* the variable the value came from; NULL: the fallback; "program": set */
@@ -532,8 +521,22 @@ typedef struct shmalloc_option {
     uint64_t value;       /* as the kind says */
 } shmalloc_option;
 
-/* The table: SHMALLOC_OPT_COUNT entries, indexed by SHMALLOC_OPT_*. */
+/* The table: shmalloc_option_count() entries, the heap's own first
+   (SHMALLOC_OPT_*), then those of each layer in the order they were
+   added. */
 SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void);
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_count(void);
+/* The id of the entry whose name (not alias) is `name`, or -1. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_find(const char *name);
+/* A layer's rows (name, alias, kind, fallback, meaning; the rest is
+   ignored) join the table: read, checked, listed by SHMEM_INFO and known
+   to the near-miss check like the heap's own.  Returns the id of the
+   first, the rest following in order; rows whose first name is already
+   there are not added again, and the earlier id is returned; -1 when the
+   table has no room (SHMALLOC_OPT_MAX in all).  A transport adds its own
+   and its layers' rows before it reads the table.
+   Not thread-safe: start-up only. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_options_add(const shmalloc_option *rows, int count);
 /* Reads every entry: 0, or -1 after a message for each bad value (each
    other entry is still read).  env (environ, or NULL) is searched for
    SHMALLOC_* variables the table lacks (SHMALLOC_TEST_* are the test
@@ -563,9 +566,9 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
 /* What SHMEM_VERSION and SHMEM_INFO ask for, to stream 1: a transport
    calls it once start-up is done, on the PE that prints (pe 0; others
-   print nothing), with its SHMALLOC_TRANSPORT_* bit: SHMEM_INFO lists the
-   entries that transport reads. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe, unsigned transport);
+   print nothing).  SHMEM_INFO lists every entry of the table: the
+   heap's and those the running transport added. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe);
 
 /* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
@@ -3406,38 +3409,46 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 
 /* >> environment ------------------------------------------------------------ */
 #define SHM__SIZE_HINT "K, M, G or T suffix (powers of 1024)"
-static shmalloc_option shm__options[SHMALLOC_OPT_COUNT] = {
+static shmalloc_option shm__options[SHMALLOC_OPT_MAX] = {
     {"SHMEM_SYMMETRIC_HEAP_SIZE", {"SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"}, SHMALLOC_KIND_SIZE, "512M",
-     SHMALLOC_TRANSPORT_ALL, "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
-    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0", SHMALLOC_TRANSPORT_ALL,
+     "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
+    {"SHMALLOC_HEAP_MAX", {NULL, NULL}, SHMALLOC_KIND_SIZE_OR_OFF, "0",
      "size the heap may grow to, e.g. 64G; 0: no growth", NULL, NULL, 0},
-    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0", SHMALLOC_TRANSPORT_ALL,
+    {"SHMALLOC_DEBUG", {"SHMEM_DEBUG", NULL}, SHMALLOC_KIND_SWITCH, "0",
      "1: debug mode (asymmetric calls reported, leaks listed, fill patterns)", NULL, NULL, 0},
-    {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off", SHMALLOC_TRANSPORT_ALL,
-     "off, auto, 2M or 1G: the heap's pages", NULL, NULL, 0},
-    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
-     "SOS's switch for huge pages, read when SHMALLOC_HUGE_PAGES is unset", NULL, NULL, 0},
-    {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M", SHMALLOC_TRANSPORT_ALL,
-     "SOS's huge page size, with the switch above", NULL, NULL, 0},
-    {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60", SHMALLOC_TRANSPORT_ALL,
-     "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0},
-    {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0", SHMALLOC_TRANSPORT_PMIX_OFI,
-     "1: each PE prints its provider, registration mode and heap address", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0", SHMALLOC_TRANSPORT_PMIX_OFI,
-     "1: heaps at any address, translated by offset", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1", SHMALLOC_TRANSPORT_PMIX_OFI,
-     "0: private heaps, every put and get through libfabric", NULL, NULL, 0},
-    {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1", SHMALLOC_TRANSPORT_PMIX_OFI,
-     "0: barriers by libfabric messages among all PEs, not through node memory", NULL, NULL, 0},
-    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
+    {"SHMEM_VERSION", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
      "yes: PE 0 prints the library's version at start-up", NULL, NULL, 0},
-    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0", SHMALLOC_TRANSPORT_ALL,
+    {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
      "yes: PE 0 prints every variable its transport reads, its value and meaning, at start-up", NULL, NULL, 0},
-    {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "", SHMALLOC_TRANSPORT_PMIX_OFI,
-     "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
 };
+static int shm__option_count = SHMALLOC_OPT_CORE_COUNT;
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_option *shmalloc_options(void) { return shm__options; }
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_count(void) { return shm__option_count; }
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_option_find(const char *name)
+{
+    int id;
+    for (id = 0; name && id < shm__option_count; id++)
+        if (!strcmp(shm__options[id].name, name)) return id;
+    return -1;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_options_add(const shmalloc_option *rows, int count)
+{
+    int id, k;
+    if (!rows || count < 1) return -1;
+    if ((id = shmalloc_option_find(rows[0].name)) >= 0) return id;
+    if (count > SHMALLOC_OPT_MAX - shm__option_count) return -1;
+    id = shm__option_count;
+    for (k = 0; k < count; k++) {
+        shmalloc_option *o = &shm__options[id + k];
+        *o = rows[k];
+        o->source = NULL, o->text = NULL, o->value = 0;
+    }
+    shm__option_count += count;
+    return id;
+}
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out)
 {
@@ -3585,14 +3596,14 @@ static const char shm__by_program[] = "program";
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_option_read(int id)
 {
-    if (id < 0 || id >= SHMALLOC_OPT_COUNT) return -1;
+    if (id < 0 || id >= shm__option_count) return -1;
     return shm__options[id].source == shm__by_program ? 0 : shm__option_load(&shm__options[id]);
 }
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_option_set(int id, const char *text)
 {
     shmalloc_option *o;
-    if (id < 0 || id >= SHMALLOC_OPT_COUNT) return -1;
+    if (id < 0 || id >= shm__option_count) return -1;
     o = &shm__options[id];
     if (!text) {
         o->source = NULL;
@@ -3628,7 +3639,7 @@ static const char *shm__nearest(const char *name, size_t *distance)
     const char *best = NULL;
     size_t k, j, d;
     *distance = SIZE_MAX;
-    for (k = 0; k < SHMALLOC_OPT_COUNT; k++)
+    for (k = 0; k < (size_t)shm__option_count; k++)
         for (j = 0; j < 3; j++) {
             const char *known = j ? shm__options[k].alias[j - 1] : shm__options[k].name;
             if (known && (d = shm__distance(name, known)) < *distance) *distance = d, best = known;
@@ -3672,7 +3683,7 @@ static void shm__report_unknown(char *const *env)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env)
 {
     int id, bad = 0;
-    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) bad |= shmalloc_option_read(id);
+    for (id = 0; id < shm__option_count; id++) bad |= shmalloc_option_read(id);
     if (env) shm__report_unknown(env);
     return bad ? -1 : 0;
 }
@@ -3698,17 +3709,16 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     return -1;
 }
 
-SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe, unsigned transport)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
 {
     int id;
     if (pe != 0) return;
     if (shm__options[SHMALLOC_OPT_SHMEM_VERSION].value || shm__options[SHMALLOC_OPT_SHMEM_INFO].value)
         shmalloc_print(1, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n", shmalloc_version());
     if (!shm__options[SHMALLOC_OPT_SHMEM_INFO].value) return;
-    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
+    for (id = 0; id < shm__option_count; id++) {
         const shmalloc_option *o = &shm__options[id];
         char value[96];
-        if (!(o->transports & transport)) continue;
         shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name,
                        shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);

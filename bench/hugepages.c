@@ -86,7 +86,8 @@ static void pe_main(void *arg)
 {
     uint64_t *w = (uint64_t *)shmem_malloc(BLOCK), sink = 0;
     size_t words = BLOCK / sizeof *w, i, kernel_kb, thp_kb, hugetlb_kb; /* a power of two */
-    const char *setting = getenv("SHMALLOC_HUGE_PAGES");
+    const shmalloc_option *huge = &shmalloc_options()[shmalloc_option_find("SHMALLOC_HUGE_PAGES")];
+    const char *setting = huge->source ? huge->text : NULL; /* as the run read it */
     double setup, chase, update;
     (void)arg;
     if (!w) {

@@ -53,7 +53,7 @@ static double timed(int put, char *remote, char *local, size_t bytes, long n)
 int main(void)
 {
     static const size_t sizes[] = {8, (size_t)64 << 10};
-    const char *direct = getenv("SHMALLOC_PMIX_OFI_DIRECT"), *level = getenv("BENCH_THREAD_LEVEL");
+    const char *level = getenv("BENCH_THREAD_LEVEL"), *path;
     char *remote, *local;
     size_t s;
     int provided = SHMEM_THREAD_SINGLE;
@@ -66,12 +66,13 @@ int main(void)
         shmem_global_exit(1);
     }
     memset(local, 1, (size_t)64 << 10);
+    path = shmalloc_options()[shmalloc_option_find("SHMALLOC_PMIX_OFI_DIRECT")].value ? "direct" : "libfabric";
     if (shmem_my_pe() == 0)
         for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
             long n = sizes[s] == 8 ? 20000 : 2000;
             double put = timed(1, remote, local, sizes[s], n), get = timed(0, remote, local, sizes[s], n);
             printf("path=%s thread_level=%d shmem_ptr=%s bytes=%zu put_ns=%.1f get_ns=%.1f\n",
-                   direct && strcmp(direct, "0") == 0 ? "libfabric" : "direct", provided,
+                   path, provided,
                    shmem_ptr(remote, 1) ? "address" : "NULL", sizes[s], put, get);
         }
     shmem_barrier_all();

@@ -337,18 +337,23 @@ finish_command() {
 # own, and one read only by the transport's test build.
 NON_TABLE="FI_PROVIDER FI_TCP_IFACE SHMALLOC_TEST_NODE_SIZE"
 
+# Every row of the table: the heap's, and those each transport adds (the
+# PMIx transport's when its library is built).
 option_names() {
-    printf '%s\n' '#include "shmalloc.h"' '#include <stdio.h>' 'int main(void) {' \
+    local libs="$B/libshmalloc_pthreads.a" pmix=0
+    if [ -f "$B/libshmalloc_pmix_ofi.a" ]; then
+        pmix=1 libs="$B/libshmalloc_pmix_ofi.a $libs $(pkg-config --libs pmix libfabric)"
+    fi
+    printf '%s\n' '#include "shmalloc.h"' '#include "transports/shmalloc_pthreads.h"' '#include <stdio.h>' \
+        'int shmalloc_pmix_ofi_options(void);' 'int main(void) {' \
         '    const shmalloc_option *o = shmalloc_options();' \
-        '    for (int i = 0; i < SHMALLOC_OPT_COUNT; i++) {' \
+        "    if (shmalloc_pthreads_options() != 0 || ($pmix && shmalloc_pmix_ofi_options() != 0)) return 1;" \
+        '    for (int i = 0; i < shmalloc_option_count(); i++) {' \
         '        printf("%s\n", o[i].name);' \
         '        for (int k = 0; k < 2; k++) if (o[i].alias[k]) printf("%s\n", o[i].alias[k]);' \
         '    }' '    return 0; }' >"$work/options.c"
-    if [ -f "$B/libshmalloc.a" ]; then
-        $CC -std=c99 -I"$SRC" "$work/options.c" "$B/libshmalloc.a" -o "$work/options"
-    else
-        $CC -std=c99 -DSHMALLOC_IMPLEMENTATION -I"$SRC" "$work/options.c" -o "$work/options"
-    fi && "$work/options" | sort -u
+    $CC -std=c99 -I"$SRC" "$work/options.c" $libs "$B/libshmalloc.a" -pthread -o "$work/options" &&
+        "$work/options" | sort -u
 }
 
 # The first column of the READMEs' tables headed "variable".

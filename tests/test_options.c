@@ -1,13 +1,15 @@
 /* The table of run-time options: every variable read from one place,
    checked by its kind, refused with a message naming it; misspelt
-   SHMALLOC_* variables reported once; the README's environment tables
-   list exactly the table's variables. */
+   SHMALLOC_* variables reported once; a layer's rows join the table (here
+   the pthreads transport's, and the test's own).  That the documents list
+   exactly the table's variables is tests/docs_check.sh's. */
 #include "test_support.h"
-
+#include "../transports/shmalloc_pthreads.h"
 
 static int read_quietly(void)
 {
     int rc;
+    cr_assert(shmalloc_pthreads_options() == 0);
     capture_start();
     rc = shmalloc_options_read(NULL);
     capture_stop();
@@ -16,6 +18,23 @@ static int read_quietly(void)
 
 static const shmalloc_option *opt(int id) { return &shmalloc_options()[id]; }
 
+/* A transport's row, by its name. */
+static const shmalloc_option *row(const char *name)
+{
+    int id = shmalloc_option_find(name);
+    cr_assert(id >= 0, "%s is not in the table", name);
+    return opt(id);
+}
+
+/* A layer of the test's own, and its rows' places once added. */
+static const shmalloc_option test_rows[] = {
+    {"TESTLAYER_SWITCH", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0", "a test layer's switch", NULL, NULL, 0},
+    {"TESTLAYER_BIT", {"TESTLAYER_OLD_BIT", NULL}, SHMALLOC_KIND_BIT, "1", "a test layer's bit", NULL, NULL, 0},
+};
+enum { TEST_SWITCH, TEST_BIT };
+
+static int add_test_rows(void) { return shmalloc_options_add(test_rows, 2); }
+
 Test(options, unset_variables_take_their_fallbacks)
 {
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
@@ -23,8 +42,7 @@ Test(options, unset_variables_take_their_fallbacks)
     cr_assert_null(opt(SHMALLOC_OPT_HEAP_SIZE)->source);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
-    cr_assert_eq(opt(SHMALLOC_OPT_BARRIER_TIMEOUT)->value, 60);
-    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_OFI_DIRECT)->value, 1);
+    cr_assert_eq(row("SHMALLOC_BARRIER_TIMEOUT")->value, 60);
     cr_assert_eq(out_text[2][0], 0, "%s", out_text[2]);
 }
 
@@ -46,22 +64,22 @@ Test(options, older_names_are_read_in_turn_when_the_first_is_unset)
 /* One bad value of each kind: refused, named with its value, the fallback
    standing, and every other entry still read. */
 static const struct bad_value {
-    int id;
     const char *name, *text, *message;
 } bad_values[] = {
-    {SHMALLOC_OPT_HEAP_SIZE, "SHMEM_SYMMETRIC_HEAP_SIZE", "12Q", "is not a heap size: expected a positive number"},
-    {SHMALLOC_OPT_HEAP_MAX, "SHMALLOC_HEAP_MAX", "lots", "is not a heap size: expected 0 (no growth)"},
-    {SHMALLOC_OPT_BARRIER_TIMEOUT, "SHMALLOC_BARRIER_TIMEOUT", "0", "is not a timeout"},
-    {SHMALLOC_OPT_BARRIER_TIMEOUT, "SHMALLOC_BARRIER_TIMEOUT", "1.5", "is not a timeout"},
-    {SHMALLOC_OPT_DEBUG, "SHMALLOC_DEBUG", "yes", "is not a switch: expected 0 (off) or 1 to 9 (on)"},
-    {SHMALLOC_OPT_VERBOSE, "SHMALLOC_VERBOSE", "10", "is not a switch"},
-    {SHMALLOC_OPT_PMIX_OFI_DIRECT, "SHMALLOC_PMIX_OFI_DIRECT", "2", "is not 0 or 1"},
-    {SHMALLOC_OPT_SOS_HUGE_PAGES, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "maybe", "is not a boolean"},
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", "12Q", "is not a heap size: expected a positive number"},
+    {"SHMALLOC_HEAP_MAX", "lots", "is not a heap size: expected 0 (no growth)"},
+    {"SHMALLOC_BARRIER_TIMEOUT", "0", "is not a timeout"},
+    {"SHMALLOC_BARRIER_TIMEOUT", "1.5", "is not a timeout"},
+    {"SHMALLOC_DEBUG", "yes", "is not a switch: expected 0 (off) or 1 to 9 (on)"},
+    {"TESTLAYER_SWITCH", "10", "is not a switch"},
+    {"TESTLAYER_BIT", "2", "is not 0 or 1"},
+    {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "maybe", "is not a boolean"},
 };
 
 Test(options, a_bad_value_of_each_kind_is_refused_with_a_message_naming_it)
 {
     size_t i;
+    cr_assert(add_test_rows() >= 0);
     for (i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
         const struct bad_value *b = &bad_values[i];
         char want[256];
@@ -70,8 +88,8 @@ Test(options, a_bad_value_of_each_kind_is_refused_with_a_message_naming_it)
         cr_assert(read_quietly() == -1, "%s=%s accepted", b->name, b->text);
         snprintf(want, sizeof want, "shmalloc: %s=\"%s\" %s", b->name, b->text, b->message);
         cr_assert(strstr(out_text[2], want), "expected \"%s\" in \"%s\"", want, out_text[2]);
-        cr_assert(!strcmp(opt(b->id)->text, opt(b->id)->fallback), "%s: the fallback stands", b->name);
-        if (b->id != SHMALLOC_OPT_HEAP_MAX) cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, (uint64_t)64 << 30);
+        cr_assert(!strcmp(row(b->name)->text, row(b->name)->fallback), "%s: the fallback stands", b->name);
+        if (strcmp(b->name, "SHMALLOC_HEAP_MAX")) cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, (uint64_t)64 << 30);
         unsetenv(b->name);
         unsetenv("SHMALLOC_HEAP_MAX");
     }
@@ -81,19 +99,21 @@ Test(options, a_bad_value_of_each_kind_is_refused_with_a_message_naming_it)
 Test(options, switches_and_booleans_read_as_documented)
 {
     setenv("SHMALLOC_DEBUG", "3", 1);
-    setenv("SHMALLOC_PMIX_OFI_DIRECT", "0", 1);
+    setenv("TESTLAYER_OLD_BIT", "0", 1);
+    cr_assert(add_test_rows() >= 0);
     setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "Yes", 1);
     setenv("SHMALLOC_HEAP_MAX", "0", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 1);
-    cr_assert_eq(opt(SHMALLOC_OPT_PMIX_OFI_DIRECT)->value, 0);
-    cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 1);
+    cr_assert_eq(row("TESTLAYER_BIT")->value, 0);
+    cr_assert(!strcmp(row("TESTLAYER_BIT")->source, "TESTLAYER_OLD_BIT"));
+    cr_assert_eq(row("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES")->value, 1);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     setenv("SHMALLOC_DEBUG", "", 1);
     setenv("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", "off", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
-    cr_assert_eq(opt(SHMALLOC_OPT_SOS_HUGE_PAGES)->value, 0);
+    cr_assert_eq(row("SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES")->value, 0);
 }
 
 Test(options, a_value_the_program_sets_stands_until_handed_back)
@@ -107,7 +127,7 @@ Test(options, a_value_the_program_sets_stands_until_handed_back)
     cr_assert(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, NULL) == -1, "back to the environment's bad value");
     capture_stop();
     cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE=\"abc\" is not a heap size"), "%s", out_text[2]);
-    cr_assert(shmalloc_option_set(SHMALLOC_OPT_COUNT, "1") == -1, "no such entry");
+    cr_assert(shmalloc_option_set(shmalloc_option_count(), "1") == -1, "no such entry");
 }
 
 Test(options, a_misspelt_variable_is_reported_once_with_the_nearest_name)
@@ -143,7 +163,6 @@ static const struct near_miss {
     {"SHMEM_VERSON", "SHMEM_VERSION"},
     {"SHMEM_SYMMETRIC_HEAP_USE_HUGEPAGES", "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES"},
     {"SHMEM_SYMMETRIC_HEAP_PAGESIZE", "SHMEM_SYMMETRIC_HEAP_PAGE_SIZE"},
-    {"FI_PROVIDR", "FI_PROVIDER"},
     {"SHMEM_BOUNCE_SIZE", NULL},         /* Sandia OpenSHMEM's */
     {"SHMEM_OFI_PROVIDER", NULL},
     {"SHMEM_DEBUG_FILE", NULL},
@@ -159,7 +178,6 @@ static const struct near_miss {
     {"PMIX_RANK", NULL},
     {"SHMEM_SYMMETRIC_HEAP_SIZE", NULL}, /* the table's own */
     {"SMA_SYMMETRIC_SIZE", NULL},
-    {"FI_PROVIDER", NULL},
 };
 
 Test(options, near_misses_of_every_name_are_reported_and_other_libraries_variables_are_not)
@@ -167,6 +185,7 @@ Test(options, near_misses_of_every_name_are_reported_and_other_libraries_variabl
     char *env[64], line[64][96], want[200];
     size_t n = sizeof near_misses / sizeof near_misses[0], i;
     cr_assert(n < 64);
+    cr_assert(shmalloc_pthreads_options() == 0); /* the huge pages' names are the mapping's */
     for (i = 0; i < n; i++) {
         snprintf(line[i], sizeof line[i], "%s=8M", near_misses[i].set);
         env[i] = line[i];
@@ -184,94 +203,46 @@ Test(options, near_misses_of_every_name_are_reported_and_other_libraries_variabl
     }
 }
 
-/* SHMEM_INFO lists what the running transport reads: FI_PROVIDER and the
-   PMIx transport's own variables under PMIx, none of them under pthreads. */
-Test(options, shmem_info_lists_the_variables_of_the_running_transport)
+/* A layer's rows join the table after the heap's and the transport's:
+   added once, read from the environment, listed by SHMEM_INFO, known to
+   the near-miss check; the table refuses rows it has no room for. */
+Test(options, a_layers_rows_join_the_table_once)
 {
-    static const char *const pmix_only[] = {"FI_PROVIDER", "SHMALLOC_PMIX_OFI_ANY_ADDRESS", "SHMALLOC_PMIX_OFI_DIRECT",
-                                            "SHMALLOC_PMIX_OFI_NODE_BARRIER", "SHMALLOC_VERBOSE"};
-    char want[64];
-    size_t i;
+    static shmalloc_option filler[SHMALLOC_OPT_MAX];
+    char *env[] = {"TESTLAYER_SWTCH=1", NULL};
+    int id, count;
     setenv("SHMEM_INFO", "1", 1);
-    setenv("FI_PROVIDER", "shm", 1);
+    setenv("TESTLAYER_SWITCH", "7", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    count = shmalloc_option_count();
+    cr_assert(count > SHMALLOC_OPT_CORE_COUNT, "the transport's rows follow the heap's");
+    cr_assert_eq(shmalloc_option_find("TESTLAYER_BIT"), -1);
+    id = add_test_rows();
+    cr_assert_eq(id, count, "a layer's rows follow those already there");
+    cr_assert_eq(add_test_rows(), id, "added again: the same id, no new row");
+    cr_assert_eq(shmalloc_option_count(), count + 2);
+    cr_assert_eq(shmalloc_option_find("TESTLAYER_BIT"), id + TEST_BIT);
+    cr_assert(read_quietly() == 0, "%s", out_text[2]);
+    cr_assert_eq(opt(id + TEST_SWITCH)->value, 1);
     capture_start();
-    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PMIX_OFI);
+    shmalloc_options_announce(0);
     capture_stop();
-    for (i = 0; i < sizeof pmix_only / sizeof pmix_only[0]; i++) {
-        snprintf(want, sizeof want, "  %s=", pmix_only[i]);
-        cr_assert(strstr(out_text[1], want), "PMIx leaves out %s:\n%s", pmix_only[i], out_text[1]);
-    }
-    cr_assert(strstr(out_text[1], "  FI_PROVIDER=shm (from FI_PROVIDER)\n"), "%s", out_text[1]);
-    capture_start();
-    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PTHREADS);
-    capture_stop();
-    for (i = 0; i < sizeof pmix_only / sizeof pmix_only[0]; i++) {
-        snprintf(want, sizeof want, "  %s=", pmix_only[i]);
-        cr_assert_null(strstr(out_text[1], want), "pthreads lists %s:\n%s", pmix_only[i], out_text[1]);
-    }
+    cr_assert(strstr(out_text[1], "  TESTLAYER_SWITCH=7 (from TESTLAYER_SWITCH)\n      a test layer's switch\n"),
+              "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "  SHMALLOC_BARRIER_TIMEOUT=60 (the default)\n"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  SHMALLOC_HUGE_PAGES=off (the default)\n"), "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "  SHMEM_SYMMETRIC_HEAP_SIZE=512M (the default)\n"), "%s", out_text[1]);
+    cr_assert_null(strstr(out_text[1], "SHMALLOC_PMIX_OFI_"), "pthreads lists the PMIx transport's:\n%s", out_text[1]);
+    capture_start();
+    shmalloc_options_read(env);
+    capture_stop();
+    cr_assert(strstr(out_text[2], "TESTLAYER_SWTCH is set, but shmalloc has no such variable (did you mean "
+                                  "TESTLAYER_SWITCH?)"), "%s", out_text[2]);
+    filler[0].name = "TESTLAYER_FILLER";
+    cr_assert_eq(shmalloc_options_add(filler, SHMALLOC_OPT_MAX), -1, "more rows than the table holds");
+    cr_assert_eq(shmalloc_option_count(), count + 2, "and none of them added");
     unsetenv("SHMEM_INFO");
-    unsetenv("FI_PROVIDER");
-}
-
-/* The variables named in the first cell of the README's tables. */
-static size_t readme_variables(char names[][64], size_t cap)
-{
-    FILE *f = fopen("README.md", "r");
-    char line[2048];
-    size_t n = 0;
-    cr_assert(f, "README.md (the tests run from the repository's top)");
-    while (fgets(line, sizeof line, f)) {
-        char *p = line + 1, *end = strchr(line + 1, '|');
-        if (line[0] != '|' || !end) continue;
-        *end = 0;
-        while ((p = strchr(p, '`')) && n < cap) {
-            size_t len = strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
-            if (p[1 + len] == '`' && len < 64 &&
-                (!strncmp(p + 1, "SHMALLOC_", 9) || !strncmp(p + 1, "SHMEM_", 6) || !strncmp(p + 1, "SMA_", 4) ||
-                 !strncmp(p + 1, "FI_", 3))) {
-                memcpy(names[n], p + 1, len);
-                names[n++][len] = 0;
-            }
-            p = strchr(p + 1, '`');
-            if (!p) break;
-            p++;
-        }
-    }
-    fclose(f);
-    return n;
-}
-
-static int in_table(const char *name)
-{
-    int id;
-    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
-        const shmalloc_option *o = opt(id);
-        if (!strcmp(o->name, name) || (o->alias[0] && !strcmp(o->alias[0], name)) ||
-            (o->alias[1] && !strcmp(o->alias[1], name)))
-            return 1;
-    }
-    return 0;
-}
-
-Test(options, the_readme_tables_list_exactly_the_table)
-{
-    static char names[128][64];
-    size_t n = readme_variables(names, 128), i;
-    int id, k;
-    cr_assert(n >= SHMALLOC_OPT_COUNT, "only %zu variables in the README's tables", n);
-    for (i = 0; i < n; i++)
-        cr_assert(in_table(names[i]), "the README lists %s, which the options table does not have", names[i]);
-    for (id = 0; id < SHMALLOC_OPT_COUNT; id++)
-        for (k = -1; k < 2; k++) {
-            const char *name = k < 0 ? opt(id)->name : opt(id)->alias[k];
-            int listed = 0;
-            if (!name) continue;
-            for (i = 0; i < n; i++) listed |= !strcmp(names[i], name);
-            cr_assert(listed, "%s is in the options table but in no README table", name);
-        }
+    unsetenv("TESTLAYER_SWITCH");
 }
 
 /* OpenSHMEM's own variables: SHMEM_DEBUG is read for SHMALLOC_DEBUG when
@@ -288,20 +259,20 @@ Test(options, shmem_debug_version_and_info_are_read_and_announced_by_pe_0)
     cr_assert(!strcmp(opt(SHMALLOC_OPT_DEBUG)->source, "SHMEM_DEBUG"), "%s", opt(SHMALLOC_OPT_DEBUG)->source);
     snprintf(want, sizeof want, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n", shmalloc_version());
     capture_start();
-    shmalloc_options_announce(1, SHMALLOC_TRANSPORT_ALL);
+    shmalloc_options_announce(1);
     capture_stop();
     cr_assert_eq(out_len[1] + out_len[2], 0, "PE 1 printed: %s", out_text[1]);
     capture_start();
-    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_ALL);
+    shmalloc_options_announce(0);
     capture_stop();
     cr_assert(!strcmp(out_text[1], want), "%s", out_text[1]);
     setenv("SHMEM_INFO", "1", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
     capture_start();
-    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_ALL);
+    shmalloc_options_announce(0);
     capture_stop();
     cr_assert(strstr(out_text[1], want) == out_text[1], "%s", out_text[1]);
-    for (id = 0; id < SHMALLOC_OPT_COUNT; id++) {
+    for (id = 0; id < shmalloc_option_count(); id++) {
         snprintf(want, sizeof want, "  %s=", opt(id)->name);
         cr_assert(strstr(out_text[1], want), "SHMEM_INFO leaves out %s:\n%s", opt(id)->name, out_text[1]);
     }
@@ -332,7 +303,7 @@ Test(options, a_long_value_is_quoted_short_and_the_message_kept)
     setenv("SHMEM_INFO", "1", 1);
     cr_assert(read_quietly() == 0, "%s", out_text[2]);
     capture_start();
-    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_ALL);
+    shmalloc_options_announce(0);
     capture_stop();
     cr_assert(strstr(out_text[1], "  SHMALLOC_HUGE_PAGES=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (10000 "
                                   "characters) (from SHMALLOC_HUGE_PAGES)\n      off, auto"), "%s", out_text[1]);

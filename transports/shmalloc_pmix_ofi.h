@@ -267,6 +267,11 @@ void shmem_quiet(void);
 int shmem_addr_accessible(const void *addr, int pe);
 /* Ends every PE of the job with status (PMIx_Abort), flushing stdio. */
 void shmem_global_exit(int status);
+/* Adds the transport's variables (the mapping's huge pages,
+   SHMALLOC_BARRIER_TIMEOUT and the SHMALLOC_PMIX_OFI_* ones above) to the
+   options table, for a program that sets or lists them before shmem_init;
+   shmem_init adds them itself.  0, or -1 when the table is full. */
+int shmalloc_pmix_ofi_options(void);
 
 #if defined(SHMALLOC_TESTING)
 /* What this PE's collective calls (barriers and the heap's all-reduces)

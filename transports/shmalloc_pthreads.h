@@ -59,6 +59,11 @@ extern "C" {
 #endif
 
 int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg);
+/* Adds the transport's variables (the mapping's huge pages,
+   SHMALLOC_BARRIER_TIMEOUT) to the options table, for a program that sets
+   or lists them before the run; shmalloc_pthreads_run adds them itself.
+   0, or -1 when the table is full. */
+int shmalloc_pthreads_options(void);
 
 int shmem_my_pe(void);
 int shmem_n_pes(void);

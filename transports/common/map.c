@@ -72,17 +72,37 @@ static int shm__huge_bad(const char *var, const char *value, const char *expecte
     return -1;
 }
 
+/* The mapping's rows of the options table. */
+enum { SHM__OPT_HUGE_PAGES, SHM__OPT_SOS_HUGE_PAGES, SHM__OPT_SOS_PAGE_SIZE, SHM__OPT_COUNT };
+
+int shmalloc_map_options_add(void)
+{
+    static const shmalloc_option rows[SHM__OPT_COUNT] = {
+        {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off", "off, auto, 2M or 1G: the heap's pages",
+         NULL, NULL, 0},
+        {"SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
+         "SOS's switch for huge pages, read when SHMALLOC_HUGE_PAGES is unset", NULL, NULL, 0},
+        {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M",
+         "SOS's huge page size, with the switch above", NULL, NULL, 0},
+    };
+    return shmalloc_options_add(rows, SHM__OPT_COUNT);
+}
+
+/* An entry's text when a variable set it, else NULL. */
+static const char *shm__set_text(const shmalloc_option *o) { return o->source ? o->text : NULL; }
+
 int shmalloc_map_huge_from_env(shmalloc_map_huge *h)
 {
-    const shmalloc_option *opt = shmalloc_options();
+    int id = shmalloc_map_options_add();
+    const shmalloc_option *opt = shmalloc_options() + id;
     const char *v, *use, *size;
     const char *sizes = "a huge page size this kernel offers (see /sys/kernel/mm/hugepages), e.g. 2M or 1G";
-    if (shmalloc_option_read(SHMALLOC_OPT_HUGE_PAGES) || shmalloc_option_read(SHMALLOC_OPT_SOS_HUGE_PAGES) ||
-        shmalloc_option_read(SHMALLOC_OPT_SOS_PAGE_SIZE))
+    if (id < 0 || shmalloc_option_read(id + SHM__OPT_HUGE_PAGES) ||
+        shmalloc_option_read(id + SHM__OPT_SOS_HUGE_PAGES) || shmalloc_option_read(id + SHM__OPT_SOS_PAGE_SIZE))
         return -1;
-    v = opt[SHMALLOC_OPT_HUGE_PAGES].source ? opt[SHMALLOC_OPT_HUGE_PAGES].text : NULL;
-    use = opt[SHMALLOC_OPT_SOS_HUGE_PAGES].source ? opt[SHMALLOC_OPT_SOS_HUGE_PAGES].text : NULL;
-    size = opt[SHMALLOC_OPT_SOS_PAGE_SIZE].source ? opt[SHMALLOC_OPT_SOS_PAGE_SIZE].text : NULL;
+    v = shm__set_text(&opt[SHM__OPT_HUGE_PAGES]);
+    use = shm__set_text(&opt[SHM__OPT_SOS_HUGE_PAGES]);
+    size = shm__set_text(&opt[SHM__OPT_SOS_PAGE_SIZE]);
     memset(h, 0, sizeof *h);
     h->size = shm__hugetlb_default();
     if (v && *v) {
@@ -96,7 +116,7 @@ int shmalloc_map_huge_from_env(shmalloc_map_huge *h)
     }
     if (size && *size && shm__huge_size_ok(size, &h->size) != 0)
         return shm__huge_bad("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", size, sizes);
-    if (!use || !*use || !opt[SHMALLOC_OPT_SOS_HUGE_PAGES].value) return 0;
+    if (!use || !*use || !opt[SHM__OPT_SOS_HUGE_PAGES].value) return 0;
     h->mode = SHMALLOC_MAP_HUGE_SIZE;
     if (!size || !*size) h->size = SHMALLOC_MAP_THP_BYTES;
     snprintf(h->setting, sizeof h->setting, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES=%.16s%s%.24s", use,

@@ -60,6 +60,9 @@ typedef struct shmalloc_map_mem {
 
 /* 0 with h filled, or -1 after a message naming the variable and value. */
 SHMALLOC_INTERNAL int shmalloc_map_huge_from_env(shmalloc_map_huge *h);
+/* Adds the ENVIRONMENT rows above to the options table: their first id,
+   or -1 when it is full. */
+SHMALLOC_INTERNAL int shmalloc_map_options_add(void);
 /* The least power of two >= bytes, from floor, at most cap. */
 SHMALLOC_INTERNAL size_t shmalloc_map_pow2_cover(size_t bytes, size_t floor, size_t cap);
 /* Maps a heap of `bytes` with the pages h asks for; shared: in a memfd

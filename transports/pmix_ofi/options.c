@@ -8,22 +8,46 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The transport's rows of the options table. */
+enum { SHM__OPT_VERBOSE, SHM__OPT_ANY_ADDRESS, SHM__OPT_DIRECT, SHM__OPT_NODE_BARRIER, SHM__OPT_FI_PROVIDER,
+       SHM__OPT_COUNT };
+
+int shmalloc_pmix_ofi_options(void)
+{
+    static const shmalloc_option rows[SHM__OPT_COUNT] = {
+        {"SHMALLOC_VERBOSE", {NULL, NULL}, SHMALLOC_KIND_SWITCH, "0",
+         "1: each PE prints its provider, registration mode and heap address", NULL, NULL, 0},
+        {"SHMALLOC_PMIX_OFI_ANY_ADDRESS", {NULL, NULL}, SHMALLOC_KIND_BIT, "0",
+         "1: heaps at any address, translated by offset", NULL, NULL, 0},
+        {"SHMALLOC_PMIX_OFI_DIRECT", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+         "0: private heaps, every put and get through libfabric", NULL, NULL, 0},
+        {"SHMALLOC_PMIX_OFI_NODE_BARRIER", {NULL, NULL}, SHMALLOC_KIND_BIT, "1",
+         "0: barriers by libfabric messages among all PEs, not through node memory", NULL, NULL, 0},
+        {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "",
+         "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
+    };
+    if (shmalloc_map_options_add() < 0 || shmalloc_wait_options_add() < 0) return -1;
+    return shmalloc_options_add(rows, SHM__OPT_COUNT) < 0 ? -1 : 0;
+}
+
 /* The one place the transport reads its environment.  A bad value ends
    the PE, after the table's message naming the variable. */
 void shm__read_init_options(shm__options *o)
 {
-    const shmalloc_option *t = shmalloc_options();
+    const shmalloc_option *t = shmalloc_options(), *own;
     memset(o, 0, sizeof *o);
+    if (shmalloc_pmix_ofi_options() != 0) exit(1);
     if (shmalloc_options_read(environ) != 0) exit(1); /* and a misspelt SHMALLOC_* variable is reported */
-    o->timeout = (int)t[SHMALLOC_OPT_BARRIER_TIMEOUT].value;
-    o->any_address = t[SHMALLOC_OPT_PMIX_OFI_ANY_ADDRESS].value != 0;
-    o->verbose = t[SHMALLOC_OPT_VERBOSE].value != 0;
-    o->direct = t[SHMALLOC_OPT_PMIX_OFI_DIRECT].value != 0;
-    o->node_barrier = t[SHMALLOC_OPT_PMIX_OFI_NODE_BARRIER].value != 0;
+    own = t + shmalloc_option_find("SHMALLOC_VERBOSE");
+    o->timeout = (int)t[shmalloc_wait_options_add()].value;
+    o->verbose = own[SHM__OPT_VERBOSE].value != 0;
+    o->any_address = own[SHM__OPT_ANY_ADDRESS].value != 0;
+    o->direct = own[SHM__OPT_DIRECT].value != 0;
+    o->node_barrier = own[SHM__OPT_NODE_BARRIER].value != 0;
+    o->provider = own[SHM__OPT_FI_PROVIDER].source ? own[SHM__OPT_FI_PROVIDER].text : NULL;
     o->heap_max = t[SHMALLOC_OPT_HEAP_MAX].text;
     o->size_var = t[SHMALLOC_OPT_HEAP_SIZE].source;
     o->size_value = t[SHMALLOC_OPT_HEAP_SIZE].text;
-    o->provider = getenv("FI_PROVIDER");
     o->launched = getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK");
 #if defined(SHMALLOC_TESTING)
     o->fail_register = getenv("SHMALLOC_TEST_FAIL_REGISTER");

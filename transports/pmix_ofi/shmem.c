@@ -194,7 +194,7 @@ static void shm__init(int level)
     shm__init_heap(nominal, max);
     if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
     if (shm__w.opt.verbose) shm__describe();
-    shmalloc_options_announce(shm__job.me, SHMALLOC_TRANSPORT_PMIX_OFI);
+    shmalloc_options_announce(shm__job.me);
 }
 
 void shmem_init(void)

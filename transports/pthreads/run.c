@@ -188,6 +188,11 @@ static void shm__report_create_failure(const shm__run *w)
     }
 }
 
+int shmalloc_pthreads_options(void)
+{
+    return shmalloc_map_options_add() < 0 || shmalloc_wait_options_add() < 0 ? -1 : 0;
+}
+
 /* The run-time options, once per run; nominal, when not 0, stands for
    the heap size variables. */
 static int shm__read_run_options(size_t nominal)
@@ -198,7 +203,8 @@ static int shm__read_run_options(size_t nominal)
         fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", nominal, SHMALLOC_MAX_LOG2);
         return -1;
     }
-    if (shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL) != 0) return -1;
+    if (shmalloc_pthreads_options() != 0 || shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL) != 0)
+        return -1;
     return shmalloc_options_read(environ);
 }
 
@@ -237,12 +243,12 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     if (shm__read_run_options(nominal) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
-    if (shm__run_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
+    if (shm__run_init(&w, npes, (int)shmalloc_options()[shmalloc_wait_options_add()].value, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
         return 1;
     }
     w.nominal = nominal;
-    shmalloc_options_announce(0, SHMALLOC_TRANSPORT_PTHREADS); /* the process speaks for its PEs */
+    shmalloc_options_announce(0); /* the process speaks for its PEs */
     rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
     if (rc == 0 && w.create_failed) {
         shm__report_create_failure(&w);

@@ -20,6 +20,22 @@ Test(pmix_ofi, singleton_without_launcher_runs_all_scenarios_as_one_pe_silently,
     cr_assert(has(&r, "shmalloc: PE 0: further bad arguments on this heap are not reported"), "%s", tail(&r));
 }
 
+/* SHMEM_INFO under this transport lists the rows its layers added: its
+   own, the mapping's and the barrier timeout, beside the heap's. */
+Test(pmix_ofi, shmem_info_lists_the_rows_of_every_layer, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    static const char *const listed[] = {"SHMEM_SYMMETRIC_HEAP_SIZE=", "SHMALLOC_HUGE_PAGES=off (the default)",
+                                         "SHMALLOC_BARRIER_TIMEOUT=60 (the default)", "SHMALLOC_PMIX_OFI_DIRECT=0 "
+                                         "(from SHMALLOC_PMIX_OFI_DIRECT)", "FI_PROVIDER=shm (from FI_PROVIDER)"};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMEM_INFO=1", "SHMALLOC_PMIX_OFI_DIRECT=0", NULL};
+    size_t i;
+    launch(&r, 2, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    for (i = 0; i < sizeof listed / sizeof listed[0]; i++)
+        cr_assert_eq(count(&r, listed[i]), 1, "%s listed other than once:\n%s", listed[i], tail(&r));
+}
+
 /* SHMEM_VERSION: PE 0 alone prints the version, once per job. */
 Test(pmix_ofi, shmem_version_is_printed_once_by_pe_0, .timeout = TEST_TIMEOUT)
 {

@@ -14,12 +14,20 @@ RUN     ?=
 
 # The allocator is compiled once, from shmalloc.c, into libshmalloc; the
 # transport libraries hold only their binding and link against it.
-HEADERS      = shmalloc.h $(wildcard transports/*.h transports/common/*.h transports/pmix_ofi/*.h transports/pthreads/*.h tests/*.h examples/*.h)
+HEADERS      = shmalloc.h $(wildcard transports/*.h transports/*/*.h tests/*.h tests/*/*.h examples/*.h)
 ALLOC        = $(B)/libshmalloc.a
-PTHREADS     = $(B)/libshmalloc_pthreads.a
-PMIX_OFI     = $(B)/libshmalloc_pmix_ofi.a
-PTHREADS_SRC = $(wildcard transports/pthreads/*.c transports/common/*.c)
-PMIX_OFI_SRC = $(wildcard transports/pmix_ofi/*.c transports/common/*.c)
+
+# A transport is a folder and one line below: $(call transport,NAME,FOLDER)
+# makes $(NAME), its library ($(B)/libshmalloc_<folder>.a), of $(NAME_SRC):
+# the folder's sources, then the common start-up, mapping and waits.
+define transport
+$(1)_SRC := $$(wildcard $(2)/*.c transports/common/*.c)
+$(1) := $$(B)/libshmalloc_$(notdir $(2)).a
+TRANSPORTS += $(1)
+endef
+$(eval $(call transport,PTHREADS,transports/pthreads))
+$(eval $(call transport,PMIX_OFI,transports/pmix_ofi))
+$(eval $(call transport,FORK,tests/transport_fork))
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 
@@ -34,11 +42,12 @@ HEAP_TESTS     = test_heap_create test_heap_api test_heap_realloc test_heap_sync
                  test_heap_stress
 CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_contract
 PTHREADS_TESTS = test_options test_pthreads_data test_pthreads_errors test_pthreads_stress test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
+FORK_TESTS     = test_fork
 HOOKS_TESTS    = test_alloc_hooks
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
-TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
+TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(FORK_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 include mk/install.mk
 include mk/bench.mk
@@ -58,8 +67,7 @@ $(B)/%.o: %.c $(HEADERS)
 	$(CC) $(CFLAGS) $(if $(findstring pmix_ofi,$*),$(PMIX_FLAGS)) -c $< -o $@
 
 $(ALLOC): $(B)/shmalloc.o
-$(PTHREADS): $(PTHREADS_SRC:%.c=$(B)/%.o)
-$(PMIX_OFI): $(PMIX_OFI_SRC:%.c=$(B)/%.o)
+$(foreach t,$(TRANSPORTS),$(eval $($(t)): $($(t)_SRC:%.c=$(B)/%.o)))
 $(B)/lib%.a: # afresh, so a source that is gone leaves no member behind
 	rm -f $@ && ar rcs $@ $^
 
@@ -77,6 +85,8 @@ $(addprefix $(B)/,$(CORE_TESTS)): $(B)/%: tests/%.c $(ALLOC) $(HEADERS)
 
 $(addprefix $(B)/,$(PTHREADS_TESTS) soak_pthreads): $(B)/%: tests/%.c $(PTHREADS) $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(PTHREADS) $(ALLOC) -lcriterion $(LDLIBS) -o $@
+$(addprefix $(B)/,$(FORK_TESTS)): $(B)/%: tests/%.c $(FORK) $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) $< $(FORK) $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
 $(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(B)
@@ -228,7 +238,7 @@ test-valgrind: deps
 
 # The header warnings-clean as C99 and C11 under gcc and clang, and its
 # declarations (with the transport's) as C++17 under g++ and clang++.
-CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
+CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
             examples/vendor_runtime.c integrations/sos/shmalloc_sos.c
 compile-check: deps-openmpi
 	@set -e; for cc in gcc clang; do for std in c99 c11; do \
@@ -251,7 +261,7 @@ compile-check: deps-openmpi
 	  echo "$$err" | grep -q 'define SHMALLOC_MALLOC and SHMALLOC_FREE together'; done; done
 	@echo "the transports' own memory only through shmalloc_mem_alloc (libfabric frees its own)"; \
 	  ! grep -nE '(^|[^_[:alnum:]])(malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) *\(' \
-	    $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC)) | grep -v 'fi_freeinfo frees it'
+	    $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC)) | grep -v 'fi_freeinfo frees it'
 	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
 	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
 	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done

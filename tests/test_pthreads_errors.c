@@ -361,6 +361,24 @@ Test(pthreads, run_fails_cleanly_when_the_heaps_cannot_be_mapped,
     cr_assert(strstr(text, "cannot map") != NULL, "stderr was: %s", text);
 }
 
+/* Heaps the environment's size makes too large: the message names the
+   variable and says to ask for less; asking for less runs. */
+Test(pthreads, heaps_too_large_for_the_address_space_name_the_size_variable,
+     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "32T", 1); /* 8 x 32 TiB: more than a 47-bit address space holds */
+    capture_start();
+    cr_assert_neq(shmalloc_pthreads_run(8, 0, pe_count_call, NULL), 0);
+    capture_stop();
+    cr_assert_eq(shared.calls, 0);
+    cr_assert(strstr(out_text[2], "(SHMEM_SYMMETRIC_HEAP_SIZE=32T asks for 35184372088832 bytes)") &&
+              strstr(out_text[2], "; ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n"), "message was: %s", out_text[2]);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1M", 1);
+    cr_assert_eq(shmalloc_pthreads_run(8, 0, pe_count_call, NULL), 0);
+    cr_assert_eq(shared.calls, 8);
+}
+
 /* What a PE sees of its heap's size: the largest block it can allocate. */
 static void pe_record_size(void *arg)
 {

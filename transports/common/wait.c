@@ -13,13 +13,6 @@
 
 #define SHM__SLEEP_SLICE 100e-6 /* seconds a shmalloc_wait_sleep sleeps at most */
 
-int shmalloc_wait_options_add(void)
-{
-    static const shmalloc_option row = {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
-        "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0};
-    return shmalloc_options_add(&row, 1);
-}
-
 static void shm__cpu_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

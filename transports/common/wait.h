@@ -61,10 +61,6 @@ typedef struct shmalloc_wait {
 extern "C" {
 #endif
 
-/* Adds SHMALLOC_BARRIER_TIMEOUT, the seconds a transport's waits for a
-   peer last, to the options table: its id, or -1 when the table is full. */
-SHMALLOC_INTERNAL int shmalloc_wait_options_add(void);
-
 /* Seconds on a monotonic clock (CLOCK_MONOTONIC). */
 SHMALLOC_INTERNAL double shmalloc_wait_now(void);
 

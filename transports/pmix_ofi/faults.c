@@ -57,6 +57,11 @@ void shm__init_fail(const char *fmt, ...)
     va_start(ap, fmt);
     shm__vsay(fmt, ap);
     va_end(ap);
+    shm__init_end();
+}
+
+void shm__init_end(void)
+{
     if (shm__faults.on_init_fail) shm__faults.on_init_fail();
     fflush(NULL);
     exit(1);

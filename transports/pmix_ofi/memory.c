@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
@@ -43,48 +42,12 @@ static int shm__shared_heap(int direct)
     return shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) != 0 || local > 1;
 }
 
-/* Advice that follows the error: too many open files (the heap is a
-   memfd when peers share the node) is a limit to raise, not a size. */
-static int shm__fd_limit_advice(char *out, size_t cap, int e)
+/* Reserves room for the heap (s: what start-up found; o: the settings). */
+void shm__map_heap(const shm__start *s, const shm__options *o)
 {
-    struct rlimit rl;
-    if (e == ENFILE) {
-        snprintf(out, cap, "the system's open files are at its limit: raise fs.file-max (sysctl), or close files");
-        return 1;
-    }
-    if (e != EMFILE) return 0;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        snprintf(out, cap, "raise this process's limit on open files (ulimit -n, now %llu)",
-                 (unsigned long long)rl.rlim_cur);
-    else
-        snprintf(out, cap, "raise this process's limit on open files (ulimit -n)");
-    return 1;
-}
-
-/* Names the variable that asked for too much, or the limit to raise. */
-static void shm__unmappable(const shm__options *o, size_t max, size_t bytes, int e)
-{
-    size_t nominal = shm__mem.nominal;
-    char advice[160];
-    if (shm__fd_limit_advice(advice, sizeof advice, e))
-        shm__init_fail("cannot map %zu bytes for the symmetric heap: %s; %s", bytes, strerror(e), advice);
-    if (max != nominal)
-        shm__init_fail("cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; ask for less",
-                       bytes, o->heap_max, strerror(e));
-    if (o->size_var)
-        shm__init_fail("cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
-                       "ask for less with %s", bytes, o->size_var, o->size_value, nominal, strerror(e), o->size_var);
-    shm__init_fail("cannot map %zu bytes for the symmetric heap (the default of %zu bytes): %s; "
-                   "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE", bytes, nominal, strerror(e));
-}
-
-/* Reserves room for a heap of `max` bytes (the nominal size, or
-   SHMALLOC_HEAP_MAX for a heap that grows); o: the settings. */
-void shm__map_heap(size_t max, const shmalloc_map_huge *huge, const shm__options *o)
-{
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = shmalloc_heap_bytes(max);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
-    size_t step = shmalloc_map_pow2_cover(bytes, page, SHMALLOC_MAP_MAX_ALIGN);
+    size_t step = shmalloc_map_pow2_cover(s->bytes, page, SHMALLOC_MAP_MAX_ALIGN);
     uintptr_t slot = (uintptr_t)shm__job.me + 1;
 #if defined(SHMALLOC_TSAN) /* it owns fixed parts of the address space: map anywhere */
     pl.first = 0;
@@ -96,10 +59,9 @@ void shm__map_heap(size_t max, const shmalloc_map_huge *huge, const shm__options
         pl.first = 0;
         if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
     }
-    if (bytes == 0 || shmalloc_map_heap(&shm__mem.map, bytes, huge, shm__shared_heap(o->direct), &pl) != 0)
-        shm__unmappable(o, max, bytes, bytes ? errno : ENOMEM);
+    if (shm__start_map(s, &shm__mem.map, shm__shared_heap(o->direct), &pl, shm__job.me) != 0) shm__init_end();
     shm__mem.fixed_address = shm__mem.map.fixed;
-    shmalloc_map_report(&shm__mem.map, huge, shm__job.me);
+    shmalloc_map_report(&shm__mem.map, &s->huge, shm__job.me);
 }
 
 /* >> registration ---------------------------------------------------------------- */

@@ -1,12 +1,10 @@
-/* options.c - the transport's settings, read here once by shmem_init: the
-   allocator's options table (shmalloc_options_read: the transport's own
-   variables are entries of it, and the heap takes debug mode from it), and
-   the few variables that are not shmalloc's own. */
+/* options.c - the transport's settings: its own rows of the options table,
+   added here and read by start-up (common/start.c) with every other row,
+   and the few variables that are not shmalloc's own. */
 #include "pmix_ofi.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The transport's rows of the options table. */
 enum { SHM__OPT_VERBOSE, SHM__OPT_ANY_ADDRESS, SHM__OPT_DIRECT, SHM__OPT_NODE_BARRIER, SHM__OPT_FI_PROVIDER,
@@ -26,28 +24,21 @@ int shmalloc_pmix_ofi_options(void)
         {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "",
          "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
     };
-    if (shmalloc_map_options_add() < 0 || shmalloc_wait_options_add() < 0) return -1;
-    return shmalloc_options_add(rows, SHM__OPT_COUNT) < 0 ? -1 : 0;
+    return shm__start_options() != 0 || shmalloc_options_add(rows, SHM__OPT_COUNT) < 0 ? -1 : 0;
 }
 
-/* The one place the transport reads its environment.  A bad value ends
-   the PE, after the table's message naming the variable. */
-void shm__read_init_options(shm__options *o)
+/* The one place the transport reads its environment, once start-up has
+   read the table (shm__start_read); timeout: the barrier's, from it. */
+void shm__read_init_options(shm__options *o, int timeout)
 {
-    const shmalloc_option *t = shmalloc_options(), *own;
+    const shmalloc_option *own = shmalloc_options() + shmalloc_option_find("SHMALLOC_VERBOSE");
     memset(o, 0, sizeof *o);
-    if (shmalloc_pmix_ofi_options() != 0) exit(1);
-    if (shmalloc_options_read(environ) != 0) exit(1); /* and a misspelt SHMALLOC_* variable is reported */
-    own = t + shmalloc_option_find("SHMALLOC_VERBOSE");
-    o->timeout = (int)t[shmalloc_wait_options_add()].value;
+    o->timeout = timeout;
     o->verbose = own[SHM__OPT_VERBOSE].value != 0;
     o->any_address = own[SHM__OPT_ANY_ADDRESS].value != 0;
     o->direct = own[SHM__OPT_DIRECT].value != 0;
     o->node_barrier = own[SHM__OPT_NODE_BARRIER].value != 0;
     o->provider = own[SHM__OPT_FI_PROVIDER].source ? own[SHM__OPT_FI_PROVIDER].text : NULL;
-    o->heap_max = t[SHMALLOC_OPT_HEAP_MAX].text;
-    o->size_var = t[SHMALLOC_OPT_HEAP_SIZE].source;
-    o->size_value = t[SHMALLOC_OPT_HEAP_SIZE].text;
     o->launched = getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK");
 #if defined(SHMALLOC_TESTING)
     o->fail_register = getenv("SHMALLOC_TEST_FAIL_REGISTER");

@@ -8,7 +8,8 @@
    lower layer must run of a higher one (a message to deliver, a death to
    check, a barrier that timed out, what to close when start-up fails) is
    registered with it by function pointer.
-     the bottom   options.c    every environment variable, read once
+     the bottom   options.c    its own environment variables, read once
+                               (common/start.c: the heap's, and the table)
                   files.c      /dev/shm files of start-up, ended processes
                   faults.c     messages, and how a PE ends on a failure
                   signals.c    a signal from the launcher
@@ -37,6 +38,7 @@
 #include <stdint.h>
 
 #include "../common/map.h"
+#include "../common/start.h"
 #include "../common/wait.h"
 
 /* The PMIx and libfabric headers are not clean under our warnings. */
@@ -77,9 +79,6 @@ typedef struct shm__options {
     int direct;               /* SHMALLOC_PMIX_OFI_DIRECT */
     int node_barrier;         /* SHMALLOC_PMIX_OFI_NODE_BARRIER */
     const char *provider;     /* FI_PROVIDER, or NULL */
-    const char *heap_max;     /* SHMALLOC_HEAP_MAX's value, for messages */
-    const char *size_var;     /* the heap size variable in force, or NULL */
-    const char *size_value;   /* and its value */
     int launched;             /* PMIX_NAMESPACE or PMIX_RANK: a PMIx launcher started us */
 #if defined(SHMALLOC_TESTING)
     const char *fail_register;  /* SHMALLOC_TEST_FAIL_REGISTER */
@@ -89,7 +88,7 @@ typedef struct shm__options {
 #endif
 } shm__options;
 
-SHMALLOC_INTERNAL void shm__read_init_options(shm__options *o);
+SHMALLOC_INTERNAL void shm__read_init_options(shm__options *o, int timeout);
 
 /* ---- the bottom: files (files.c), faults (faults.c), signals (signals.c) -- */
 /* Appends s, or v in decimal, to line[*n], within cap: async-signal-safe. */
@@ -122,6 +121,7 @@ SHMALLOC_INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void))
 SHMALLOC_INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 SHMALLOC_INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
 SHMALLOC_INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__init_end(void); /* shm__init_fail once the message is out */
 
 /* Appends to line what a PE ended by signal sig says; 0: no PE here. */
 typedef int (*shm__signal_words_fn)(int sig, char *line, size_t *n, size_t cap);
@@ -242,7 +242,6 @@ typedef struct shm__heap_state {
     shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
-    size_t nominal;         /* the heap's first size; it may grow to map.bytes */
     char *base;             /* the registered block space */
     size_t bytes;           /* atomic: puts of other threads read it during growth */
     shm__region regions[SHMALLOC_MAX_REGIONS];
@@ -255,7 +254,7 @@ typedef struct shm__heap_state {
 
 SHMALLOC_INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 
-SHMALLOC_INTERNAL void shm__map_heap(size_t max, const shmalloc_map_huge *huge, const shm__options *o);
+SHMALLOC_INTERNAL void shm__map_heap(const shm__start *s, const shm__options *o);
 SHMALLOC_INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHMALLOC_INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
 SHMALLOC_INTERNAL void shm__forget_region(int i);

@@ -99,13 +99,10 @@ static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *
    to shmem_finalize. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
 {
-    int running = shm__mem.heap != NULL;
-    if (!running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(addr, n)) {
-        shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
-                       addr, pe, running ? shm__job.me : -1, running ? shm__job.npes : 0);
-        shm__pmix_abort(1);
-    }
-    return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__mem.base);
+    size_t offset = shm__start_range(what, addr, n, pe, shm__mem.heap ? shm__mem.base : NULL, shm__heap_bytes(),
+                                     shm__job.me, shm__job.npes);
+    if (offset == SIZE_MAX) shm__pmix_abort(1);
+    return offset;
 }
 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)

@@ -89,7 +89,7 @@ static void shm__init_failed(void)
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */
-static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc_map_huge *huge)
+static void shm__init_settings(int level, shm__start *s)
 {
     memset(&shm__w, 0, sizeof shm__w); /* and every layer's state */
     memset(&shm__job, 0, sizeof shm__job);
@@ -99,20 +99,17 @@ static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc
     shm__w.thread_level = level;
     shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__coll.waiting_for = -1;
-    shm__read_init_options(&shm__w.opt);
+    if (shmalloc_pmix_ofi_options() != 0 || shm__start_read(s, "shmem_init") != 0) exit(1); /* it printed why */
+    shm__read_init_options(&shm__w.opt, s->timeout);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
         shm__init_fail("cannot create the heap's lock");
-    if (shmalloc_heap_size_from_env(nominal) != 0 || shmalloc_heap_max_from_env(*nominal, max) != 0 ||
-        shmalloc_map_huge_from_env(huge) != 0)
-        exit(1); /* it printed why */
-    shm__mem.nominal = *nominal;
     shm__job.npes = 1;
 }
 
 /* PMIx, the heap's memory, libfabric and the node barrier: without a PMIx
    server only the memory, as PE 0 of 1. */
-static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
+static void shm__init_runtime(const shm__start *s)
 {
     const shm__options *o = &shm__w.opt;
     if (shm__pmix_init(o) == 0) {
@@ -123,7 +120,7 @@ static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
                       removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shm__map_heap(max, huge, o);
+    shm__map_heap(s, o);
     if (!shm__job.have_pmix) return;
     shm__fabric_open(o->provider, o->timeout, shm__check_deaths);
     shm__node_open(o->node_barrier);
@@ -131,18 +128,15 @@ static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
 }
 
 /* Collective: the heap registers its first region through the contract. */
-static void shm__init_heap(size_t nominal, size_t max)
+static void shm__init_heap(const shm__start *s)
 {
     shmalloc_transport tp;
-    long err = SHMEM_MALLOC_OK;
     shm__fill_transport(&shm__w, &tp);
     shm__w.running = 1;
-    shm__mem.heap = shmalloc_heap_create_growable(shm__mem.map.base, shm__mem.map.bytes,
-                                                     max > nominal ? nominal : SIZE_MAX, &tp, &err);
+    shm__mem.heap = shm__start_heap(s, &shm__mem.map, &tp, NULL);
     if (!shm__mem.heap) {
         shm__w.running = 0;
-        shm__init_fail("cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)", nominal,
-                       shm__job.me, err);
+        shm__init_end(); /* it said why */
     }
     shmalloc_set_process_heap(shm__mem.heap);
 }
@@ -187,11 +181,10 @@ static void shm__finalize_at_exit(void)
 static void shm__init(int level)
 {
     static int at_exit;
-    shmalloc_map_huge huge;
-    size_t nominal, max;
-    shm__init_settings(level, &nominal, &max, &huge);
-    shm__init_runtime(max, &huge);
-    shm__init_heap(nominal, max);
+    shm__start s;
+    shm__init_settings(level, &s);
+    shm__init_runtime(&s);
+    shm__init_heap(&s);
     if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
     if (shm__w.opt.verbose) shm__describe();
     shmalloc_options_announce(shm__job.me);

@@ -17,6 +17,7 @@
 #include "../../shmalloc.h"
 #include "../shmalloc_pthreads.h"
 #include "../common/map.h"
+#include "../common/start.h"
 #include "../common/wait.h"
 
 #include <pthread.h>
@@ -76,7 +77,6 @@ typedef struct shm__pe {
     uint64_t epoch;        /* barriers this PE has reached */
     shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
-    long create_err;
     int thread_started;
     pthread_t thread;
     pthread_mutex_t lock;  /* serialises the threads of this PE */
@@ -84,7 +84,7 @@ typedef struct shm__pe {
 
 struct shm__run {
     int npes;
-    size_t nominal;        /* each heap's first size; it may grow to map.bytes */
+    shm__start start;      /* what start-up found: sizes, pages, timeout */
     void (*pe_main)(void *arg);
     void *arg;
     shm__barrier barrier;

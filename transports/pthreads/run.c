@@ -2,10 +2,8 @@
    and the transport contract they bind.  See pthreads.h. */
 #include "pthreads.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 SHMALLOC_TLS shm__pe *shm__self;
 
@@ -80,8 +78,7 @@ static void *shm__pe_thread(void *arg)
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;
     tp.npes = w->npes;
-    /* debug and the size's variable (none when the program passed a nominal size) from the options table */
-    pe->heap = shmalloc_heap_create_growable(pe->map.base, pe->map.bytes, w->nominal, &tp, &pe->create_err);
+    pe->heap = shm__start_heap(&w->start, &pe->map, &tp, NULL);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;
@@ -136,19 +133,15 @@ static void shm__run_fini(shm__run *w)
 /* Maps every PE's heap; -1 after a message when one cannot be mapped.  A
    heap short of the huge pages asked for says so when it is the first or
    differs from the first. */
-static int shm__map_all(shm__run *w, size_t bytes, const shmalloc_map_huge *huge)
+static int shm__map_all(shm__run *w)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
         shm__pe *pe = &w->pes[q];
         pe->run = w;
         pe->index = q;
-        if (shmalloc_map_heap(&pe->map, bytes, huge, 0, NULL) != 0) {
-            fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d: %s\n",
-                    bytes, q, strerror(errno));
-            return -1;
-        }
-        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, huge, q);
+        if (shm__start_map(&w->start, &pe->map, 0, NULL, q) != 0) return -1;
+        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, &w->start.huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
             shmalloc_map_release(&pe->map);
             fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
@@ -176,58 +169,13 @@ static int shm__start_and_join(shm__run *w)
     return started ? 0 : -1;
 }
 
-static void shm__report_create_failure(const shm__run *w)
-{
-    int q;
-    for (q = 0; q < w->npes; q++) {
-        if (w->pes[q].heap == NULL) {
-            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap: %s (malloc_error %ld)\n", q,
-                    shmalloc_strerror(w->pes[q].create_err), w->pes[q].create_err);
-            return;
-        }
-    }
-}
-
-int shmalloc_pthreads_options(void)
-{
-    return shmalloc_map_options_add() < 0 || shmalloc_wait_options_add() < 0 ? -1 : 0;
-}
-
-/* The run-time options, once per run; nominal, when not 0, stands for
-   the heap size variables. */
-static int shm__read_run_options(size_t nominal)
-{
-    static char text[32]; /* the table keeps the pointer */
-    snprintf(text, sizeof text, "%zu", nominal);
-    if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", nominal, SHMALLOC_MAX_LOG2);
-        return -1;
-    }
-    if (shmalloc_pthreads_options() != 0 || shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL) != 0)
-        return -1;
-    return shmalloc_options_read(environ);
-}
-
-/* The nominal size and the bytes to reserve: shmalloc_heap_bytes of
-   SHMALLOC_HEAP_MAX when the heap may grow, else of the nominal size. */
-static int shm__check_size(size_t *nominal, size_t *bytes)
-{
-    size_t max, size = (size_t)shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE].value;
-    if (shmalloc_heap_max_from_env(size, &max) != 0) return -1;
-    *nominal = max > size ? size : SIZE_MAX; /* SIZE_MAX: no growth */
-    *bytes = shmalloc_heap_bytes(max);
-    if (*bytes < max) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", size);
-        return -1;
-    }
-    return 0;
-}
+int shmalloc_pthreads_options(void) { return shm__start_options(); }
 
 int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg)
 {
+    static const char who[] = "shmalloc_pthreads_run";
     shm__run w;
-    shmalloc_map_huge huge;
-    size_t bytes;
+    shm__start start;
     int rc;
 
     if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
@@ -240,20 +188,15 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
         return 1;
     }
     /* nominal becomes the table's size: the argument, else the environment's */
-    if (shm__read_run_options(nominal) != 0 || shm__check_size(&nominal, &bytes) != 0 ||
-        shmalloc_map_huge_from_env(&huge) != 0)
-        return 1;
-    if (shm__run_init(&w, npes, (int)shmalloc_options()[shmalloc_wait_options_add()].value, pe_main, arg) != 0) {
+    if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
+    if (shm__run_init(&w, npes, start.timeout, pe_main, arg) != 0) {
         fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
         return 1;
     }
-    w.nominal = nominal;
+    w.start = start;
     shmalloc_options_announce(0); /* the process speaks for its PEs */
-    rc = shm__map_all(&w, bytes, &huge) == 0 ? shm__start_and_join(&w) : -1;
-    if (rc == 0 && w.create_failed) {
-        shm__report_create_failure(&w);
-        rc = -1;
-    }
+    rc = shm__map_all(&w) == 0 ? shm__start_and_join(&w) : -1;
+    if (w.create_failed) rc = -1; /* each PE said why */
     shm__run_fini(&w);
     return rc == 0 ? 0 : 1;
 }

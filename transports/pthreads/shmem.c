@@ -58,16 +58,11 @@ int shmem_addr_accessible(const void *addr, int pe)
 static char *shm__remote_range(const char *what, const void *addr, size_t n, int pe)
 {
     shm__pe *me = shm__self;
-    uintptr_t last = (uintptr_t)addr + (n - 1);
-    char *remote = (char *)shmem_ptr(addr, pe);
-
-    if (remote == NULL || last < (uintptr_t)addr ||
-        !shmalloc_heap_contains(me->heap, (const void *)last)) {
-        fprintf(stderr, "%s: %zu bytes at %p on PE %d are not a symmetric range "
-                "(calling PE %d of %d)\n", what, n, addr, pe, shmem_my_pe(), shmem_n_pes());
-        shmem_global_exit(1);
-    }
-    return remote;
+    const shmalloc_heap *h = me != NULL ? me->heap : NULL;
+    size_t offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL,
+                                     h ? shmalloc_heap_size(h) : 0, shmem_my_pe(), shmem_n_pes());
+    if (offset == SIZE_MAX) shmem_global_exit(1);
+    return (char *)shmalloc_heap_base(me->run->pes[pe].heap) + offset;
 }
 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)

@@ -1,0 +1,247 @@
+/* fork.c - the fork transport: PEs are processes forked from the caller
+   of shmalloc_fork_run.  See shmalloc_fork.h.
+
+   It binds what is its own and takes the rest from the start-up layer
+   (transports/common/start.h): options, sizes and pages read once before
+   the fork, every PE's heap mapped shared before the fork (so each PE sees
+   every heap at the same address), the heap created over the contract,
+   and the range check of puts and gets.  Its own: the barrier and the
+   all-reduce, through one shared anonymous mapping. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* MAP_ANONYMOUS */
+#endif
+#include "shmalloc_fork.h"
+#include "../../transports/common/map.h"
+#include "../../transports/common/start.h"
+#include "../../transports/common/wait.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A PE publishes its all-reduce values, then the number of the barrier
+   it has reached, in its own slot.  Values are double-buffered by the
+   number's parity: a PE writes a buffer again two barriers later, when
+   every PE has read it. */
+typedef struct shm__fork_slot {
+    uint64_t epoch; /* atomic: the last barrier this PE reached */
+    uint64_t values[2][SHMALLOC_REDUCE_MAX];
+} shm__fork_slot;
+
+/* One run; each PE process has its copy, and shares only slots. */
+static struct {
+    shm__fork_slot *slots; /* the shared anonymous mapping, one slot per PE */
+    shmalloc_map_mem maps[SHMALLOC_FORK_MAX_PES]; /* every PE's heap memory, shared */
+    shm__start start;
+    int npes;
+    int me;                /* this process's PE; -1 outside a PE */
+    uint64_t epoch;        /* barriers this PE has reached */
+    shmalloc_heap *heap;
+} shm__fork = {.me = -1};
+
+/* >> barrier and all-reduce -------------------------------------------------- */
+static void shm__fork_gave_up(int late, uint64_t epoch)
+{
+    shmalloc_print(2, "shmalloc: PE %d waited %d s in barrier %llu for PE %d (SHMALLOC_BARRIER_TIMEOUT)\n",
+                   shm__fork.me, shm__fork.start.timeout, (unsigned long long)epoch, late);
+    shmem_global_exit(1);
+}
+
+/* Barrier; count values become their maximum over the PEs. */
+static void shm__fork_sync(uint64_t *values, int count)
+{
+    shm__fork_slot *slots = shm__fork.slots;
+    uint64_t e = ++shm__fork.epoch;
+    int q, i, odd = (int)(e & 1);
+    for (i = 0; i < count; i++) slots[shm__fork.me].values[odd][i] = values[i];
+    __atomic_store_n(&slots[shm__fork.me].epoch, e, __ATOMIC_RELEASE);
+    for (q = 0; q < shm__fork.npes; q++) {
+        shmalloc_wait w;
+        shmalloc_wait_begin(&w, shm__fork.start.timeout, 0, 1000); /* PEs may outnumber cpus: yield at once */
+        while (__atomic_load_n(&slots[q].epoch, __ATOMIC_ACQUIRE) < e) {
+            int s = shmalloc_wait_step(&w);
+            if (s == SHMALLOC_WAIT_EXPIRED) shm__fork_gave_up(q, e);
+            if (s == SHMALLOC_WAIT_SLEEP) shmalloc_wait_sleep(&w);
+        }
+        for (i = 0; i < count; i++)
+            if (slots[q].values[odd][i] > values[i]) values[i] = slots[q].values[odd][i];
+    }
+}
+
+static int shm__fork_barrier(void *user)
+{
+    (void)user;
+    shm__fork_sync(NULL, 0);
+    return 0;
+}
+
+static int shm__fork_allreduce_max(void *user, uint64_t *values, int count)
+{
+    int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
+    (void)user;
+    shm__fork_sync(values, bad ? 0 : count); /* synchronises even when bad */
+    return bad ? -1 : 0;
+}
+
+/* >> one PE ------------------------------------------------------------------ */
+/* In the forked process: the heap over the contract, pe_main, the heap
+   destroyed.  The exit status of the PE. */
+static int shm__fork_pe(int me, void (*pe_main)(void *), void *arg)
+{
+    shmalloc_transport tp;
+    memset(&tp, 0, sizeof tp);
+    tp.barrier = shm__fork_barrier;
+    tp.allreduce_max = shm__fork_allreduce_max;
+    tp.pe = me;
+    tp.npes = shm__fork.npes;
+    shm__fork.me = me;
+    shm__fork.heap = shm__start_heap(&shm__fork.start, &shm__fork.maps[me], &tp, NULL);
+    if (!shm__fork.heap) return 1; /* on every PE: creation is collective */
+    shmalloc_set_process_heap(shm__fork.heap);
+    pe_main(arg);
+    shmalloc_heap_destroy(shm__fork.heap); /* collective: peers may read this heap until every PE is here */
+    shmalloc_set_process_heap(NULL);
+    return 0;
+}
+
+/* >> the run ------------------------------------------------------------------ */
+/* Every PE's heap, shared so the forked PEs see each other's. */
+static int shm__fork_map_all(int npes)
+{
+    int q;
+    for (q = 0; q < npes; q++) {
+        if (shm__start_map(&shm__fork.start, &shm__fork.maps[q], 1, NULL, q) != 0) return -1;
+        if (q == 0 || shm__fork.maps[q].pages != shm__fork.maps[0].pages)
+            shmalloc_map_report(&shm__fork.maps[q], &shm__fork.start.huge, q);
+    }
+    return 0;
+}
+
+/* Waits for the PEs started; the first that fails is named and ends the
+   others, which would otherwise wait for it until their barrier's
+   deadline.  0 when every PE ended with status 0. */
+static int shm__fork_join(pid_t *pids, int started)
+{
+    int status, q, left = started, failed = 0;
+    while (left > 0) {
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0 && errno == EINTR) continue;
+        if (pid < 0) return -1;
+        for (q = 0; q < started && pids[q] != pid; q++) continue;
+        if (q == started) continue; /* not a PE */
+        left--;
+        pids[q] = 0; /* reaped: its number may be reused */
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        if (!failed++) {
+            shmalloc_print(2, "shmalloc_fork_run: PE %d ended with %s %d\n", q,
+                           WIFEXITED(status) ? "status" : "signal",
+                           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            for (q = 0; q < started; q++)
+                if (pids[q] > 0) kill(pids[q], SIGKILL);
+        }
+    }
+    return failed ? -1 : 0;
+}
+
+static int shm__fork_start_and_join(int npes, void (*pe_main)(void *), void *arg)
+{
+    pid_t pids[SHMALLOC_FORK_MAX_PES];
+    int q;
+    fflush(NULL); /* nothing buffered is written twice */
+    for (q = 0; q < npes; q++) {
+        pids[q] = fork();
+        if (pids[q] == 0) {
+            int status = shm__fork_pe(q, pe_main, arg);
+            fflush(NULL);
+            _exit(status); /* not exit: the caller's atexit handlers are not the PE's */
+        }
+        if (pids[q] < 0) {
+            shmalloc_print(2, "shmalloc_fork_run: cannot fork PE %d: %s\n", q, strerror(errno));
+            while (q-- > 0) kill(pids[q], SIGKILL);
+            return -1;
+        }
+    }
+    return shm__fork_join(pids, npes);
+}
+
+int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg)
+{
+    static const char who[] = "shmalloc_fork_run";
+    size_t slots = sizeof(shm__fork_slot) * (size_t)SHMALLOC_FORK_MAX_PES;
+    int q, rc = -1;
+    if (npes < 1 || npes > SHMALLOC_FORK_MAX_PES || pe_main == NULL) {
+        shmalloc_print(2, "%s: npes is %d (must be 1..%d), pe_main %s\n", who, npes, SHMALLOC_FORK_MAX_PES,
+                       pe_main ? "given" : "NULL");
+        return 1;
+    }
+    if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
+    shm__fork.slots = (shm__fork_slot *)mmap(NULL, slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm__fork.slots == MAP_FAILED) {
+        shmalloc_print(2, "%s: cannot map the barrier's %zu bytes: %s\n", who, slots, strerror(errno));
+        return 1;
+    }
+    memset(shm__fork.maps, 0, sizeof shm__fork.maps);
+    shm__fork.npes = npes;
+    shm__fork.epoch = 0;
+    if (shm__fork_map_all(npes) == 0) rc = shm__fork_start_and_join(npes, pe_main, arg);
+    for (q = 0; q < npes; q++)
+        if (shm__fork.maps[q].base) shmalloc_map_release(&shm__fork.maps[q]);
+    munmap(shm__fork.slots, slots);
+    shm__fork.slots = NULL;
+    return rc == 0 ? 0 : 1;
+}
+
+/* >> the SHMEM names ------------------------------------------------------------ */
+int shmem_my_pe(void) { return shm__fork.me; }
+
+int shmem_n_pes(void) { return shm__fork.me >= 0 ? shm__fork.npes : 0; }
+
+void shmem_quiet(void)
+{
+    /* Puts are plain copies, complete on return: only ordering is left. */
+#if !defined(SHMALLOC_TSAN)
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+void shmem_barrier_all(void)
+{
+    if (shm__fork.me < 0) return;
+    shmem_quiet();
+    shm__fork_sync(NULL, 0);
+}
+
+/* Peer pe's address of the symmetric range [addr, addr + n); ends the PE
+   when it is not one. */
+static char *shm__fork_remote(const char *what, const void *addr, size_t n, int pe)
+{
+    const shmalloc_heap *h = shm__fork.heap;
+    size_t offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL,
+                                     h ? shmalloc_heap_size(h) : 0, shm__fork.me, shm__fork.npes);
+    if (offset == SIZE_MAX) shmem_global_exit(1);
+    /* Each heap starts at the same place of its memory. */
+    return shm__fork.maps[pe].base + ((const char *)shmalloc_heap_base(h) - shm__fork.maps[shm__fork.me].base) +
+           offset;
+}
+
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    if (nelems == 0) return;
+    memmove(shm__fork_remote("shmem_putmem", dest, nelems, pe), source, nelems);
+}
+
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
+{
+    if (nelems == 0) return;
+    memmove(dest, shm__fork_remote("shmem_getmem", source, nelems, pe), nelems);
+}
+
+void shmem_global_exit(int status)
+{
+    fflush(NULL);
+    _exit(status);
+}

@@ -1,0 +1,38 @@
+/* shmalloc_fork.h - a small transport of shmalloc, for its tests and as
+   the worked example of README.md's "Adding a transport": PEs are forked
+   processes.  MIT licence: see the end of ../../shmalloc.h.
+
+   USAGE
+     Link with this folder's fork.c and transports/common/[a-z]*.c (the
+     Makefile's $(FORK)), and the allocator:
+         static void pe_main(void *arg) { ... shmem_malloc ... }
+         int main(void) { return shmalloc_fork_run(4, 0, pe_main, NULL); }
+     shmalloc_fork_run forks npes processes (1..64), gives each its
+     symmetric heap (nominal bytes, or 0 for SHMEM_SYMMETRIC_HEAP_SIZE and
+     its fallbacks; SHMALLOC_HEAP_MAX makes it grow), runs pe_main(arg) in
+     every one and returns once all have ended: 0 when each returned from
+     pe_main, else 1 after a message (a PE that fails ends the others).
+     Every heap lives in shared memory mapped before the fork, so a put
+     or a get is a copy into or out of the peer's heap at the same offset.
+     A barrier that waits longer than SHMALLOC_BARRIER_TIMEOUT seconds
+     ends its PE, naming the PE it waited for. */
+#ifndef SHMALLOC_FORK_H_INCLUDED
+#define SHMALLOC_FORK_H_INCLUDED
+
+#include "../../shmalloc.h"
+#include <stddef.h>
+
+#define SHMALLOC_FORK_MAX_PES 64
+
+int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg);
+int shmem_my_pe(void);
+int shmem_n_pes(void);
+void shmem_barrier_all(void);
+/* A range that is not symmetric, or a bad pe, ends the PE with status 1. */
+void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
+void shmem_quiet(void);
+/* Ends this PE with status; shmalloc_fork_run then ends the others. */
+void shmem_global_exit(int status);
+
+#endif /* SHMALLOC_FORK_H_INCLUDED */

@@ -1,0 +1,119 @@
+/* start.c - the one start-up of every transport: see start.h. */
+#if !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE /* environ */
+#endif
+#include "start.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* >> options and sizes ------------------------------------------------------ */
+int shm__start_options(void)
+{
+    static const shmalloc_option timeout = {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
+        "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0};
+    return shmalloc_map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
+}
+
+int shm__start_size(const char *who, size_t nominal)
+{
+    static char text[32]; /* the table keeps the pointer */
+    if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
+        shmalloc_print(2, "%s: heap size %zu is not in 1..2^%d\n", who, nominal, SHMALLOC_MAX_LOG2);
+        return -1;
+    }
+    snprintf(text, sizeof text, "%zu", nominal);
+    return shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL);
+}
+
+int shm__start_read(shm__start *s, const char *who)
+{
+    const shmalloc_option *t = shmalloc_options();
+    memset(s, 0, sizeof *s);
+    s->who = who;
+    if (shm__start_options() != 0 || shmalloc_options_read(environ) != 0) return -1; /* misspelt ones said too */
+    s->nominal = (size_t)t[SHMALLOC_OPT_HEAP_SIZE].value;
+    s->timeout = (int)t[shmalloc_option_find("SHMALLOC_BARRIER_TIMEOUT")].value;
+    if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
+    s->bytes = shmalloc_heap_bytes(s->max);
+    if (s->bytes < s->max) {
+        shmalloc_print(2, "%s: heap size %zu is too large\n", who, s->nominal);
+        return -1;
+    }
+    return shmalloc_map_huge_from_env(&s->huge);
+}
+
+/* >> the heap's memory ------------------------------------------------------
+   Advice that follows the error: too many open files (a shared heap is a
+   memfd) is a limit to raise, not a size. */
+static int shm__fd_limit_advice(char *out, size_t cap, int e)
+{
+    struct rlimit rl;
+    if (e == ENFILE) {
+        snprintf(out, cap, "the system's open files are at its limit: raise fs.file-max (sysctl), or close files");
+        return 1;
+    }
+    if (e != EMFILE) return 0;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        snprintf(out, cap, "raise this process's limit on open files (ulimit -n, now %llu)",
+                 (unsigned long long)rl.rlim_cur);
+    else
+        snprintf(out, cap, "raise this process's limit on open files (ulimit -n)");
+    return 1;
+}
+
+/* Names the variable that asked for too much, or the limit to raise. */
+static void shm__unmappable(const shm__start *s, int pe, int e)
+{
+    const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
+    char advice[160];
+    if (shm__fd_limit_advice(advice, sizeof advice, e))
+        shmalloc_print(2, "shmalloc: cannot map %zu bytes for the symmetric heap: %s; %s\n", s->bytes, strerror(e),
+                       advice);
+    else if (s->max != s->nominal)
+        shmalloc_print(2, "shmalloc: cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; "
+                       "ask for less\n", s->bytes, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text, strerror(e));
+    else if (size->source && !strcmp(size->source, "program"))
+        shmalloc_print(2, "%s: cannot map %zu bytes for the heap of PE %d: %s\n", s->who, s->bytes, pe,
+                       strerror(e));
+    else if (size->source)
+        shmalloc_print(2, "shmalloc: cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
+                       "ask for less with %s\n", s->bytes, size->source, size->text, s->nominal, strerror(e),
+                       size->source);
+    else
+        shmalloc_print(2, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu bytes): %s; "
+                       "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n", s->bytes, s->nominal, strerror(e));
+}
+
+int shm__start_map(const shm__start *s, shmalloc_map_mem *m, int shared, const shmalloc_map_place *pl, int pe)
+{
+    if (shmalloc_map_heap(m, s->bytes, &s->huge, shared, pl) == 0) return 0;
+    shm__unmappable(s, pe, errno);
+    return -1;
+}
+
+/* >> the heap ---------------------------------------------------------------
+   It takes debug mode and the variable its out-of-memory reports name
+   from the options table, as shm__start_read left it. */
+shmalloc_heap *shm__start_heap(const shm__start *s, const shmalloc_map_mem *m, const shmalloc_transport *tp,
+                               long *err)
+{
+    long e = SHMEM_MALLOC_OK;
+    shmalloc_heap *h = shmalloc_heap_create_growable(m->base, m->bytes, s->max > s->nominal ? s->nominal : SIZE_MAX,
+                                                     tp, &e);
+    if (!h)
+        shmalloc_print(2, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)\n",
+                       s->nominal, tp->pe, e);
+    if (err) *err = e;
+    return h;
+}
+
+/* >> puts and gets ---------------------------------------------------------- */
+void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me, int npes)
+{
+    shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
+                   addr, pe, me, npes);
+}

@@ -1,0 +1,83 @@
+/* start.h - the one start-up of every transport: the options read once,
+   the heap's sizes and pages worked out, its memory mapped, the heap
+   created over the contract the transport fills, and the symmetric range
+   check of puts and gets.  A transport adds only what differs: where its
+   heap goes and whether peers share it, its barrier, all-reduce,
+   registration, puts and gets, and its own option rows.
+
+   A transport's start-up, in order:
+
+       shm__start s;
+       shm__start_options();                   and the transport's own rows
+       shm__start_size(who, nominal);          only if the program sets the size
+       shm__start_read(&s, who);               options, sizes, huge pages
+       shm__start_map(&s, &map, shared, pl, pe);  each heap's memory
+       h = shm__start_heap(&s, &map, &tp, &err);  on each PE, collective
+
+   Each returns -1 (NULL) after a message saying why; the transport then
+   closes what it opened.  Internal to the transports, as map.h: linked
+   into their libraries, not installed.  Calls only the allocator's API and
+   map.h, never a transport. */
+#if !defined(SHMALLOC_START_H_INCLUDED)
+#define SHMALLOC_START_H_INCLUDED
+
+#include "../../shmalloc.h"
+#include "map.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What start-up found, for the rest of it; read-only afterwards. */
+typedef struct shm__start {
+    const char *who;        /* the entry point, for messages: "shmalloc_pthreads_run" */
+    size_t nominal;         /* the heap's first size: bytes used and registered at first */
+    size_t max;             /* what it may grow to (SHMALLOC_HEAP_MAX); nominal: no growth */
+    size_t bytes;           /* to reserve for it: shmalloc_heap_bytes(max) */
+    shmalloc_map_huge huge; /* the pages asked for */
+    int timeout;            /* SHMALLOC_BARRIER_TIMEOUT, seconds */
+} shm__start;
+
+/* Adds the rows start-up reads beyond the heap's to the options table:
+   the mapping's (huge pages) and SHMALLOC_BARRIER_TIMEOUT.  A transport
+   adds them, and its own, before shm__start_read.  0, or -1 when the
+   table is full. */
+SHMALLOC_INTERNAL int shm__start_options(void);
+
+/* The program's heap size for the table: nominal bytes (1..2^MAX_LOG2),
+   or 0 to hand it back to the environment.  0, or -1 after a message. */
+SHMALLOC_INTERNAL int shm__start_size(const char *who, size_t nominal);
+
+/* Reads every option (a misspelt variable is reported) and works out s.
+   0, or -1 after a message naming the variable. */
+SHMALLOC_INTERNAL int shm__start_read(shm__start *s, const char *who);
+
+/* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl
+   NULL: anywhere aligned.  0, or -1 after a message naming what to
+   change: the limit on open files, or the variable that set the size. */
+SHMALLOC_INTERNAL int shm__start_map(const shm__start *s, shmalloc_map_mem *m, int shared,
+                                     const shmalloc_map_place *pl, int pe);
+
+/* Collective: the heap in m, over the contract tp.  NULL after a message,
+   with *err the reason (SHMEM_MALLOC_*), on every PE. */
+SHMALLOC_INTERNAL shmalloc_heap *shm__start_heap(const shm__start *s, const shmalloc_map_mem *m,
+                                                 const shmalloc_transport *tp, long *err);
+
+/* Says that [addr, addr + n) on PE pe is not a symmetric range, naming
+   the calling PE (me of npes; -1 of 0 outside a run). */
+SHMALLOC_INTERNAL void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,
+                                            int npes);
+
+/* The offset of [addr, addr + n) (n > 0) in this PE's heap [base, base +
+   bytes) when it lies inside and pe is one of npes; else SIZE_MAX, after
+   the message (base NULL: no heap).  Inline: every put and get checks. */
+static inline size_t shm__start_range(const char *what, const void *addr, size_t n, int pe, const void *base,
+                                      size_t bytes, int me, int npes)
+{
+    uintptr_t a = (uintptr_t)addr, b = (uintptr_t)base;
+    if (base != NULL && pe >= 0 && pe < npes && a >= b && a - b <= bytes && n <= bytes - (a - b))
+        return (size_t)(a - b);
+    shm__start_bad_range(what, addr, n, pe, base != NULL ? me : -1, base != NULL ? npes : 0);
+    return SIZE_MAX;
+}
+
+#endif /* SHMALLOC_START_H_INCLUDED */

@@ -221,9 +221,9 @@ static void fault(const char *name)
    names the PE that prints it, and the mismatch names the PEs of the most
    and the fewest calls.  The output hook tags each line with the rank that
    printed it, as the launcher merges the PEs' output. */
-static void tag_output(void *user, int stream, const char *text)
+static void tag_output(void *user, int stream, int id, const char *text)
 {
-    (void)user;
+    (void)user, (void)id;
     fprintf(stream == 1 ? stdout : stderr, "rank %d says %s", me, text);
 }
 

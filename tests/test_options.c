@@ -338,8 +338,9 @@ Test(options, a_long_value_is_quoted_short_and_the_message_kept)
                                   "characters) (from SHMALLOC_HUGE_PAGES)\n      off, auto"), "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "  SHMEM_INFO=1 (from SHMEM_INFO)\n"), "the listing is cut: %s", out_text[1]);
     capture_start();
-    shmalloc_print(2, "shmalloc: %s: the end\n", value);
+    shmalloc_print(2, SHMALLOC_MSG_CHECK_FINDING, "shmalloc_check: %s\n", value);
     capture_stop();
+    cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_FINDING), 1);
     cr_assert_eq(out_len[2], 511, "%zu bytes", (size_t)out_len[2]);
     cr_assert(!strcmp(out_text[2] + 507, "...\n"), "%s", out_text[2] + 480);
     unsetenv("SHMALLOC_HUGE_PAGES");

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#define SHMALLOC_MESSAGE_FORMATS /* each message's text, for assert_said */
 #include "shmalloc.h"
 
 #define TS_UNUSED __attribute__((unused))
@@ -125,6 +126,18 @@ TS_UNUSED static size_t out_said(int id)
     pthread_mutex_unlock(&out_lock);
     return n;
 }
+
+/* Message ID was printed with these arguments: checked by its ID and by
+   the line its own text makes of them, so that its words can change
+   without the test. */
+#define assert_said(ID, ...)                                                                                    \
+    do {                                                                                                        \
+        char said_line_[512];                                                                                   \
+        snprintf(said_line_, sizeof said_line_, shm__text_##ID, __VA_ARGS__);                                   \
+        cr_assert(out_said(SHMALLOC_MSG_##ID) > 0, "no message " #ID " in\n%s%s", out_text[1], out_text[2]);     \
+        cr_assert(strstr(out_text[1], said_line_) || strstr(out_text[2], said_line_), "expected\n%sin\n%s%s",   \
+                  said_line_, out_text[1], out_text[2]);                                                         \
+    } while (0)
 
 TS_UNUSED static void capture_stop(void) { shmalloc_set_output(NULL, NULL); }
 

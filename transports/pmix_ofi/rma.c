@@ -45,8 +45,8 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
         if (rc != -FI_EAGAIN) break;
         shm__progress();
     }
-    if (rc) shm__fatal("%s %s PE %d failed on PE %d: %s", shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from",
-                       pe, shm__job.me, fi_strerror((int)-rc));
+    if (rc) shm__fatal(SHM__MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
+                       shm__job.me, fi_strerror((int)-rc));
 }
 
 /* Moves n bytes between local and offset in pe's heap, waiting for each
@@ -101,8 +101,8 @@ static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t 
 {
     int running = shm__mem.heap != NULL;
     if (!running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(addr, n)) {
-        shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
-                       addr, pe, running ? shm__job.me : -1, running ? shm__job.npes : 0);
+        shmalloc_print(2, SHM__MSG(NOT_SYMMETRIC), what, n, addr, pe, running ? shm__job.me : -1,
+                       running ? shm__job.npes : 0);
         shm__pmix_abort(1);
     }
     return (uint64_t)((uintptr_t)addr - (uintptr_t)shm__mem.base);

@@ -102,7 +102,7 @@ static void shm__init_settings(int level, size_t *nominal, size_t *max, shmalloc
     shm__read_init_options(&shm__w.opt);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
-        shm__init_fail("cannot create the heap's lock");
+        shm__init_fail(SHM__MSG(PMIX_HEAP_LOCK_FAILED));
     if (shmalloc_heap_size_from_env(nominal) != 0 || shmalloc_heap_max_from_env(*nominal, max) != 0 ||
         shmalloc_map_huge_from_env(huge) != 0)
         exit(1); /* it printed why */
@@ -119,8 +119,7 @@ static void shm__init_runtime(size_t max, const shmalloc_map_huge *huge)
         int removed;
         shm__install_signals(shm__signal_words);
         if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
-            shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__job.me, removed,
-                      removed > 1 ? "s" : "");
+            shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
     shm__map_heap(max, huge, o);
@@ -141,8 +140,7 @@ static void shm__init_heap(size_t nominal, size_t max)
                                                      max > nominal ? nominal : SIZE_MAX, &tp, &err);
     if (!shm__mem.heap) {
         shm__w.running = 0;
-        shm__init_fail("cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)", nominal,
-                       shm__job.me, err);
+        shm__init_fail(SHM__MSG(PMIX_HEAP_CREATE_FAILED), nominal, shm__job.me, err);
     }
     shmalloc_set_process_heap(shm__mem.heap);
 }
@@ -162,17 +160,15 @@ static void shm__describe(void)
     char fabric[448], barriers[96];
     int q, direct = 0;
     if (!shm__ofi.ep) {
-        shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", h->bytes, (void *)h->base,
-                  shmalloc_map_pages_name(&h->map));
+        shm__note(SHM__MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shmalloc_map_pages_name(&h->map));
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
     for (q = 0; q < shm__job.npes; q++) direct += shm__ofi.peers[q].direct != NULL;
     shm__barriers_text(barriers, sizeof barriers);
-    shm__note("PE %d of %d: %s, heap %zu bytes at %p (%s, %s), direct copies to %d PE%s of this node, barriers %s",
-              shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base, h->same_address ?
-              "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map), direct,
-              direct == 1 ? "" : "s", barriers);
+    shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
+              h->same_address ? "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map),
+              direct, direct == 1 ? "" : "s", barriers);
 }
 
 /* A program that returns from main or calls exit without shmem_finalize
@@ -205,9 +201,7 @@ void shmem_init(void)
 int shmem_init_thread(int requested, int *provided)
 {
     if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE) {
-        shmalloc_print(2, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, "
-                       "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); nothing was "
-                       "initialised\n", requested);
+        shmalloc_print(2, SHM__MSG(PMIX_BAD_THREAD_LEVEL), requested);
         return -1;
     }
     if (!shm__w.running) shm__init(requested);

@@ -144,14 +144,13 @@ static int shm__map_all(shm__run *w, size_t bytes, const shmalloc_map_huge *huge
         pe->run = w;
         pe->index = q;
         if (shmalloc_map_heap(&pe->map, bytes, huge, 0, NULL) != 0) {
-            fprintf(stderr, "shmalloc_pthreads_run: cannot map %zu bytes for the heap of PE %d: %s\n",
-                    bytes, q, strerror(errno));
+            shmalloc_print(2, SHM__MSG(PTHREADS_MAP_FAILED), bytes, q, strerror(errno));
             return -1;
         }
         if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
             shmalloc_map_release(&pe->map);
-            fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
+            shmalloc_print(2, SHM__MSG(PTHREADS_LOCK_FAILED), q);
             return -1;
         }
     }
@@ -169,7 +168,7 @@ static int shm__start_and_join(shm__run *w)
         started = pe->thread_started;
     }
     if (!started)
-        fprintf(stderr, "shmalloc_pthreads_run: cannot start the thread of PE %d\n", q - 1);
+        shmalloc_print(2, SHM__MSG(PTHREADS_THREAD_FAILED), q - 1);
     shm__open_gate(w, started ? 1 : -1);
     for (q = 0; q < w->npes; q++)
         if (w->pes[q].thread_started) pthread_join(w->pes[q].thread, NULL);
@@ -181,8 +180,8 @@ static void shm__report_create_failure(const shm__run *w)
     int q;
     for (q = 0; q < w->npes; q++) {
         if (w->pes[q].heap == NULL) {
-            fprintf(stderr, "shmalloc_pthreads_run: PE %d could not create its heap: %s (malloc_error %ld)\n", q,
-                    shmalloc_strerror(w->pes[q].create_err), w->pes[q].create_err);
+            shmalloc_print(2, SHM__MSG(PTHREADS_HEAP_FAILED), q, shmalloc_strerror(w->pes[q].create_err),
+                           w->pes[q].create_err);
             return;
         }
     }
@@ -195,7 +194,7 @@ static int shm__read_run_options(size_t nominal)
     static char text[32]; /* the table keeps the pointer */
     snprintf(text, sizeof text, "%zu", nominal);
     if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is not in 1..2^%d\n", nominal, SHMALLOC_MAX_LOG2);
+        shmalloc_print(2, SHM__MSG(PTHREADS_BAD_SIZE), nominal, SHMALLOC_MAX_LOG2);
         return -1;
     }
     if (shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL) != 0) return -1;
@@ -211,7 +210,7 @@ static int shm__check_size(size_t *nominal, size_t *bytes)
     *nominal = max > size ? size : SIZE_MAX; /* SIZE_MAX: no growth */
     *bytes = shmalloc_heap_bytes(max);
     if (*bytes < max) {
-        fprintf(stderr, "shmalloc_pthreads_run: heap size %zu is too large\n", size);
+        shmalloc_print(2, SHM__MSG(PTHREADS_SIZE_TOO_LARGE), size);
         return -1;
     }
     return 0;
@@ -225,12 +224,11 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     int rc;
 
     if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
-        fprintf(stderr, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n", npes,
-                SHMALLOC_PTHREADS_MAX_PES);
+        shmalloc_print(2, SHM__MSG(PTHREADS_BAD_NPES), npes, SHMALLOC_PTHREADS_MAX_PES);
         return 1;
     }
     if (pe_main == NULL) {
-        fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
+        shmalloc_print(2, SHM__MSG(PTHREADS_NO_PE_MAIN));
         return 1;
     }
     /* nominal becomes the table's size: the argument, else the environment's */
@@ -238,7 +236,7 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
         shmalloc_map_huge_from_env(&huge) != 0)
         return 1;
     if (shm__run_init(&w, npes, (int)shmalloc_options()[SHMALLOC_OPT_BARRIER_TIMEOUT].value, pe_main, arg) != 0) {
-        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
+        shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;
     }
     w.nominal = nominal;

@@ -63,8 +63,7 @@ static char *shm__remote_range(const char *what, const void *addr, size_t n, int
 
     if (remote == NULL || last < (uintptr_t)addr ||
         !shmalloc_heap_contains(me->heap, (const void *)last)) {
-        fprintf(stderr, "%s: %zu bytes at %p on PE %d are not a symmetric range "
-                "(calling PE %d of %d)\n", what, n, addr, pe, shmem_my_pe(), shmem_n_pes());
+        shmalloc_print(2, SHM__MSG(NOT_SYMMETRIC), what, n, addr, pe, shmem_my_pe(), shmem_n_pes());
         shmem_global_exit(1);
     }
     return remote;

@@ -262,6 +262,9 @@ compile-check: deps-openmpi
 	@echo "the transports' own memory only through shmalloc_mem_alloc (libfabric frees its own)"; \
 	  ! grep -nE '(^|[^_[:alnum:]])(malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) *\(' \
 	    $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC)) | grep -v 'fi_freeinfo frees it'
+	@echo "the library and the transports print only through the output hook (SHMALLOC_MESSAGES)"; \
+	  ! grep -nE '(^|[^_[:alnum:]])(printf|vprintf|fprintf|vfprintf|dprintf|puts|fputs|putchar|fputc|putc|fwrite|perror) *\(' \
+	    shmalloc.h $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC)) | grep -v 'the default output'
 	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
 	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
 	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done

@@ -38,6 +38,7 @@
      COMPILE-TIME OPTIONS   search for ">> options"
      TRANSPORT CONTRACT     search for ">> transport"
      ERRORS                 search for ">> errors"
+     MESSAGES               search for ">> messages": every line printed, by ID
      THREAD SAFETY          search for ">> threads"
 */
 #ifndef SHMALLOC_H_INCLUDED
@@ -150,17 +151,209 @@
 extern "C" {
 #endif
 
+/* >> messages ---------------------------------------------------------------
+   Every line the library and its transports print is a row of this table:
+   an ID and its text, a printf format.  The output hook receives the ID
+   with the formatted text, so a runtime can tell messages apart (or word
+   them its own way) without matching text, and tests check IDs while the
+   wording improves.  The listings of shmalloc_stats and SHMEM_INFO are
+   output, not messages: their lines share the STATS_* and INFO_* IDs.
+   Stream 1 is what a program would print to stdout (statistics, SHMEM_INFO),
+   stream 2 to stderr (everything else). */
+#define SHMALLOC_MESSAGES(X) \
+    /* the heap checker (shmalloc_check) */ \
+    X(CHECK_FINDING, "shmalloc_check: %s\n") \
+    X(CHECK_BLOCK, "shmalloc_check: %s block at offset %zu, %zu bytes\n") \
+    X(CHECK_NO_HEAP, "shmalloc_check: no current symmetric heap\n") \
+    /* the symmetric heap */ \
+    X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock failed: the call fails\n") \
+    X(HEAP_UNLOCK_FAILED, "shmalloc: PE %d: the transport's unlock failed\n") \
+    X(HEAP_NO_TRANSPORT, "shmalloc: shmalloc_heap_create: no transport (shmalloc_transport_single() is the one for " \
+                         "one PE)\n") \
+    X(HEAP_NO_BARRIER, "shmalloc: shmalloc_heap_create: the transport has no barrier, which every heap needs\n") \
+    X(HEAP_BAD_PE, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PE%s: its pe and npes must " \
+                   "satisfy 0 <= pe < npes\n") \
+    X(HEAP_UNALIGNED, "shmalloc: PE %d: shmalloc_heap_create: the memory at %p is not 16-byte aligned\n") \
+    X(HEAP_MEMORY_SMALL, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory hold no heap: give it at " \
+                         "least %zu (shmalloc_heap_bytes of the size wanted)\n") \
+    X(HEAP_MEMORY_LARGE, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory are more than a heap can " \
+                         "span (SHMALLOC_MAX_LOG2 %d)\n") \
+    X(HEAP_REGISTER_FAILED, "shmalloc: PE %d: shmalloc_heap_create: the transport's register_region failed for " \
+                            "the first %zu bytes of the heap\n") \
+    X(HEAP_OOM, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of " \
+                "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n") \
+    X(HEAP_OOM_NO_HEAP_CAN, "shmalloc: PE %d: no heap can serve this call: it needs a heap of %s, more than the " \
+                            "largest (%zu%c, SHMALLOC_MAX_LOG2 %d)\n") \
+    X(HEAP_OOM_FRAGMENTED, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller " \
+                           "blocks; %s, or free blocks sooner\n") \
+    X(HEAP_OOM_TOO_SMALL, "shmalloc: PE %d: the heap is too small: %s%s\n") \
+    X(HEAP_OOM_QUIET, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports " \
+                      "each)\n") \
+    X(HEAP_MISUSE, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n") \
+    X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
+                         "reports each)\n") \
+    X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
+    X(HEAP_MISMATCH_FINALIZE_FIRST, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n") \
+    X(HEAP_MISMATCH_FINALIZE, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n") \
+    X(HEAP_MISMATCH_QUIET, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 " \
+                           "reports each, and compares the hints and the number of calls too)\n") \
+    X(HEAP_NO_BARRIER_DIFFER, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last " \
+                              "synchronising call differ%s from another PE's (in number, sizes, outcomes or " \
+                              "order): %s fails on every PE\n") \
+    X(HEAP_LEAKS_BEGIN, "shmalloc: PE %d: %zu block%s still allocated at finalize:\n") \
+    X(HEAP_LEAK, "shmalloc: PE %d:   block at offset %zu, %zu bytes usable, %zu with its header\n") \
+    X(HEAP_LEAKS, "shmalloc: PE %d: %zu block%s, %zu bytes with headers, leaked%s\n") \
+    /* shmalloc_stats */ \
+    X(STATS_NO_HEAP, "shmalloc_stats: no current symmetric heap\n") \
+    X(STATS_HEAP, "shmalloc_stats: heap at %p, %zu bytes\n") \
+    X(STATS_CALLS, "  calls:%s\n") \
+    X(STATS_BLOCKS, "  blocks:\n") \
+    X(STATS_BLOCK, "  block at offset %zu: %zu bytes with its header, %s\n") \
+    X(STATS_COUNTS, "  busy: %zu block%s, %zu bytes with headers\n  free: %zu block%s, %zu bytes with headers, " \
+                    "largest %zu\n") \
+    X(STATS_SPEC, "  spec: %d block%s, %zu bytes\n  high water: %zu bytes\n") \
+    X(STATS_GROWTH, "  grown %zu time%s, %d region%s registered, room for %zu bytes more\n") \
+    X(STATS_MAP, "%s%s") \
+    /* settings */ \
+    X(OPTION_BAD, "shmalloc: %s=%s is not %s%s\n") \
+    X(OPTION_UNKNOWN, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n") \
+    X(OPTION_HEAP_MAX_BELOW, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: " \
+                             "the heap would have no room to grow\n") \
+    X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=\"%s\" is not %s\n") \
+    X(INFO_VERSION, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n") \
+    X(INFO_OPTION, "  %s=%s (%s%s)\n      %s\n") \
+    /* the transports' mapping and entry points */ \
+    X(HUGE_PAGES_FELL_BACK, "shmalloc: huge pages fell back: %s asked for %s; the heap of PE %d (%zu bytes at " \
+                            "%p) has %s: %s\n") \
+    X(NOT_SYMMETRIC, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n") \
+    /* the transports' shared start-up (transports/common/start.c) */ \
+    X(START_BAD_SIZE, "%s: heap size %zu is not in 1..2^%d\n") \
+    X(START_SIZE_TOO_LARGE, "%s: heap size %zu is too large\n") \
+    X(START_MAP_FD_LIMIT, "shmalloc: cannot map %zu bytes for the symmetric heap: %s; %s\n") \
+    X(START_RESERVE_FAILED, "shmalloc: cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): " \
+                            "%s; ask for less\n") \
+    X(START_MAP_FAILED, "%s: cannot map %zu bytes for the heap of PE %d: %s\n") \
+    X(START_MAP_FAILED_VARIABLE, "shmalloc: cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu " \
+                                 "bytes): %s; ask for less with %s\n") \
+    X(START_MAP_FAILED_DEFAULT, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu " \
+                                "bytes): %s; ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n") \
+    X(START_HEAP_CREATE_FAILED, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error " \
+                                "%ld)\n") \
+    /* a transport built apart from this tree: its own text */ \
+    X(TRANSPORT, "%s") \
+    /* the pthreads transport */ \
+    X(PTHREADS_BAD_NPES, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n") \
+    X(PTHREADS_NO_PE_MAIN, "shmalloc_pthreads_run: pe_main is NULL\n") \
+    X(PTHREADS_NO_MEMORY, "shmalloc_pthreads_run: out of memory for %d PE%s\n") \
+    X(PTHREADS_LOCK_FAILED, "shmalloc_pthreads_run: cannot create the lock of PE %d\n") \
+    X(PTHREADS_THREAD_FAILED, "shmalloc_pthreads_run: cannot start the thread of PE %d\n") \
+    X(PTHREADS_PE_RETURNED, "shmalloc: PE %d waits in barrier %llu for PE%s %s, which ha%s returned from " \
+                            "pe_main: the PEs made different numbers of collective calls (SHMALLOC_DEBUG=1 says " \
+                            "which)\n") \
+    X(PTHREADS_BARRIER_TIMEOUT, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, " \
+                                "barrier %llu)\n") \
+    /* the PMIx transport: start-up (the PE ends) */ \
+    X(PMIX_BAD_THREAD_LEVEL, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, " \
+                             "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); " \
+                             "nothing was initialised\n") \
+    X(PMIX_INIT_FAILED, "shmalloc: PMIx_Init failed (%s) although a PMIx launcher started this process\n") \
+    X(PMIX_JOB_SIZE_FAILED, "shmalloc: PMIx_Get(PMIX_JOB_SIZE) failed\n") \
+    X(PMIX_BAD_RANK, "shmalloc: PMIx rank %u is not below the job size %u\n") \
+    X(PMIX_PUT_FAILED, "shmalloc: PMIx_Put(%s) failed: %s\n") \
+    X(PMIX_NO_MEMORY_PES, "shmalloc: out of memory for %d PEs\n") \
+    X(PMIX_TEST_NODE_SIZE_BAD, "shmalloc: SHMALLOC_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)\n") \
+    X(PMIX_FABRIC_CALL_FAILED, "shmalloc: %s failed: %s (provider %s, PE %d of %d)\n") \
+    X(PMIX_FABRIC_NO_MEMORY, "shmalloc: %s failed: out of memory\n") \
+    X(PMIX_NO_PROVIDER_CHOSEN, "shmalloc: no libfabric provider matches FI_PROVIDER=%s (chosen because " \
+                               "FI_PROVIDER is unset and %s) with RMA and messages on FI_EP_RDM endpoints: %s%s\n") \
+    X(PMIX_NO_PROVIDER, "shmalloc: no libfabric provider matches FI_PROVIDER=%s with RMA and messages on " \
+                        "FI_EP_RDM endpoints: %s%s\n") \
+    X(PMIX_BUFFERS_MAP_FAILED, "shmalloc: cannot map %zu bytes for message buffers\n") \
+    X(PMIX_NO_MEMORY_PEERS, "shmalloc: out of memory for %d peers\n") \
+    X(PMIX_AV_INSERT_FAILED, "shmalloc: fi_av_insert of PE %d failed: %s\n") \
+    X(PMIX_HEAP_LOCK_FAILED, "shmalloc: cannot create the heap's lock\n") \
+    /* the PMIx transport: notes (SHMALLOC_VERBOSE) and failures that leave the PE running */ \
+    X(PMIX_NOTE_SINGLETON, "shmalloc: no PMIx server reachable (PMIx_Init: %s): running as PE 0 of 1, without " \
+                           "libfabric\n") \
+    X(PMIX_NOTE_NO_EVENTS, "shmalloc: PE %d: PMIx event registration failed (%s): a dead PE is noticed by " \
+                           "timeout only\n") \
+    X(PMIX_NOTE_NO_HOSTS, "shmalloc: PE %d: PMIx gives no host names: nodes unknown, barriers by messages\n") \
+    X(PMIX_NOTE_FILES_REMOVED, "shmalloc: PE %d removed %d /dev/shm file%s of ended processes\n") \
+    X(PMIX_NOTE_PEER_UNMAPPED, "shmalloc: PE %d cannot map PE %d's heap (%s): puts and gets to it go through " \
+                               "libfabric\n") \
+    X(PMIX_NOTE_SINGLE_PE, "shmalloc: PE 0 of 1: heap %zu bytes at %p (%s), no libfabric\n") \
+    X(PMIX_NOTE_STARTED, "shmalloc: PE %d of %d: %s, heap %zu bytes at %p (%s, %s), direct copies to %d PE%s of " \
+                         "this node, barriers %s\n") \
+    X(PMIX_NODE_BARRIER_NO_SPACE, "shmalloc: PE %d cannot reserve %zu bytes in /dev/shm for the node barrier " \
+                                  "(%s; /dev/shm has %s): barriers go by messages\n") \
+    X(PMIX_MR_REG_FAILED, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n") \
+    X(PMIX_TEST_REGISTER_FAILED, "shmalloc: registration of the heap made to fail on PE %d (number %u; " \
+                                 "SHMALLOC_TEST_FAIL_REGISTER)\n") \
+    /* the PMIx transport: failures after start-up (the PE ends) */ \
+    X(PMIX_GET_NO_MEMORY, "shmalloc: out of memory for PMIx_Get(%s)\n") \
+    X(PMIX_GET_TIMEOUT, "shmalloc: PMIx_Get(%s) of PE %d timed out after %d s%s (PE %d of %d)\n") \
+    X(PMIX_GET_FAILED, "shmalloc: PMIx_Get(%s) of PE %d failed: %s\n") \
+    X(PMIX_FENCE_START_FAILED, "shmalloc: PMIx_Fence_nb (%s) failed: %s\n") \
+    X(PMIX_FENCE_TIMEOUT, "shmalloc: PMIx fence (%s) timed out after %d s%s (PE %d of %d)\n") \
+    X(PMIX_FENCE_FAILED, "shmalloc: PMIx fence (%s) failed: %s%s (PE %d of %d)\n") \
+    X(PMIX_LOST_SERVER, "shmalloc: lost the connection to the PMIx server (PE %d of %d)\n") \
+    X(PMIX_BARRIER_TIMEOUT, "shmalloc: barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)\n") \
+    X(PMIX_BARRIER_TIMEOUT_PES, "shmalloc: barrier timed out after %d s waiting for %s (PE %d of %d, barrier " \
+                                "%u)\n") \
+    X(PMIX_BARRIER_TIMEOUT_MESSAGE, "shmalloc: barrier timed out after %d s waiting for PE %d's message (PE %d, " \
+                                    "or a PE it waits for, has not arrived; PE %d of %d, barrier %u)\n") \
+    X(PMIX_BARRIER_MALFORMED, "shmalloc: PE %d received a malformed message (%zu bytes)\n") \
+    X(PMIX_BARRIER_WRONG_EPOCH, "shmalloc: PE %d received barrier %u's message from PE %d during barrier %u\n") \
+    X(PMIX_BARRIER_TWICE, "shmalloc: PE %d received two messages for barrier %u round %u\n") \
+    X(PMIX_BARRIER_WRONG_PE, "shmalloc: PE %d expected barrier %u round %d from PE %d, got PE %d\n") \
+    X(PMIX_SEND_FAILED, "shmalloc: fi_sendmsg to PE %d failed on PE %d: %s\n") \
+    X(PMIX_PEER_FINALIZED, "shmalloc: PE %d called shmem_finalize after %lu collective calls and ended (%s) while " \
+                           "PE %d waits in its collective call %lu: the PEs' collective calls differ; PE %d of %d " \
+                           "stops\n") \
+    X(PMIX_PEER_GAVE_UP_ON_ME, "shmalloc: PE %d gave up waiting for this PE (its barrier timed out after %d s; " \
+                               "%s): PE %d was stopped or busy outside shmem for longer than " \
+                               "SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops\n") \
+    X(PMIX_PEER_SIGNALLED, "shmalloc: PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) " \
+                           "while PE %d waits in its collective call %lu; PE %d of %d stops\n") \
+    X(PMIX_PEER_GAVE_UP, "shmalloc: PE %d gave up waiting for PE %d, which has not arrived (its barrier timed " \
+                         "out; %s); PE %d of %d stops\n") \
+    X(PMIX_PEER_NO_FINALIZE, "shmalloc: PE %d ended without shmem_finalize (%s); PE %d of %d stops\n") \
+    X(PMIX_PEER_ENDED, "shmalloc: PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d " \
+                       "stops\n") \
+    X(PMIX_MR_RAW_ATTR_FAILED, "shmalloc: fi_mr_raw_attr failed: %s (a key over %d bytes?)\n") \
+    X(PMIX_MR_KEY_UNAVAILABLE, "shmalloc: fi_mr_key of the heap is not available\n") \
+    X(PMIX_MR_MAP_RAW_FAILED, "shmalloc: fi_mr_map_raw of PE %d's key failed: %s\n") \
+    X(PMIX_TOO_MANY_REGIONS, "shmalloc: more than %d regions of heap to register\n") \
+    X(PMIX_CQ_READERR_FAILED, "shmalloc: fi_cq_readerr failed on PE %d\n") \
+    X(PMIX_CQ_READ_FAILED, "shmalloc: fi_cq_read failed on PE %d: %s\n") \
+    X(PMIX_RECV_FAILED, "shmalloc: fi_recv failed: %s\n") \
+    X(PMIX_OP_FAILED, "shmalloc: %s failed on PE %d: %s (%s)\n") \
+    X(PMIX_OP_TO_PE_FAILED, "shmalloc: %s %s PE %d failed on PE %d: %s%s%s%s\n") \
+    X(PMIX_RMA_FAILED, "shmalloc: %s %s PE %d failed on PE %d: %s\n") \
+    X(PMIX_OP_TIMEOUT, "shmalloc: %s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must " \
+                       "call into shmem)\n")
+
+typedef enum shmalloc_message {
+#define SHMALLOC_MESSAGE_ID(id, text) SHMALLOC_MSG_##id,
+    SHMALLOC_MESSAGES(SHMALLOC_MESSAGE_ID)
+#undef SHMALLOC_MESSAGE_ID
+    SHMALLOC_MSG_COUNT
+} shmalloc_message;
+/* "HEAP_OOM" for SHMALLOC_MSG_HEAP_OOM; NULL for a number no message has. */
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id);
+
 /* ---- output hook ---------------------------------------------------------
-   All text the library prints goes through one function: stream 1 is what a
-   program would print to stdout (statistics), stream 2 to stderr (checker
-   findings, start-up errors).  The default writes to stdout and stderr.
+   Every message goes through one function, in one call (at most 511 bytes;
+   a longer one is cut and ends in "...\n"), with its stream and its ID.
+   The default writes the text to stdout (stream 1) or stderr (stream 2).
    Passing NULL restores the default. */
-typedef void (*shmalloc_output_fn)(void *user, int stream, const char *text);
+typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* printf through the output hook, one line of at most 511 bytes (a longer
-   one is cut and ends in "...\n"): what transports print goes the same way
-   as the allocator's own messages. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+/* The mechanism under the messages, for the transports built apart: prints
+   message id, whose text is fmt, through the hook.  A file that defines
+   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
+   SHM__MSG(ID), which the compiler checks the arguments against. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
@@ -606,6 +799,21 @@ SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 #endif
 #endif /* SHMALLOC_H_INCLUDED */
 
+/* Each message's text as a static array, which gcc and clang check as a
+   printf format where SHM__MSG(ID) passes it with its ID: for the
+   implementation, and for transports, which define SHMALLOC_MESSAGE_FORMATS.
+   Outside the guard, so that an earlier include without them does not hide it. */
+#if (defined(SHMALLOC_IMPLEMENTATION) || defined(SHMALLOC_MESSAGE_FORMATS)) && !defined(SHM__MSG)
+#  if defined(__GNUC__) || defined(__clang__)
+#    define SHM__TEXT(id, text) static const char shm__text_##id[] __attribute__((unused)) = text;
+#  else
+#    define SHM__TEXT(id, text) static const char shm__text_##id[] = text;
+#  endif
+SHMALLOC_MESSAGES(SHM__TEXT)
+#  undef SHM__TEXT
+#  define SHM__MSG(id) SHMALLOC_MSG_##id, shm__text_##id
+#endif
+
 /* ========================================================================
    IMPLEMENTATION
    ======================================================================== */
@@ -701,10 +909,10 @@ typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && F
 #  define SHM__FLATTEN
 #endif
 /* >> output ----------------------------------------------------------------- */
-static void shm__default_output(void *user, int stream, const char *text)
+static void shm__default_output(void *user, int stream, int id, const char *text)
 {
-    (void)user;
-    fputs(text, stream == 1 ? stdout : stderr);
+    (void)user, (void)id;
+    fputs(text, stream == 1 ? stdout : stderr); /* the default output */
 }
 
 static shmalloc_output_fn shm__output = shm__default_output;
@@ -716,7 +924,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *
     shm__output_user = fn ? user : NULL;
 }
 
-SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -724,7 +932,15 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, const char *fmt, ...)
     if (vsnprintf(line, sizeof line, fmt, ap) >= (int)sizeof line)
         memcpy(line + sizeof line - 5, "...\n", 5); /* cut: still one whole line */
     va_end(ap);
-    shm__output(shm__output_user, stream, line);
+    shm__output(shm__output_user, stream, id, line);
+}
+
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id)
+{
+#define SHM__NAME(id, text) #id,
+    static const char *const names[] = {SHMALLOC_MESSAGES(SHM__NAME)};
+#undef SHM__NAME
+    return id >= 0 && id < SHMALLOC_MSG_COUNT ? names[id] : NULL;
 }
 
 /* ---- private memory: every byte of it through the hook pair ---- */
@@ -2080,7 +2296,7 @@ static void shm__problem(shm__checker *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(line, sizeof line, fmt, ap);
         va_end(ap);
-        shmalloc_print(2, "shmalloc_check: %s\n", line);
+        shmalloc_print(2, SHM__MSG(CHECK_FINDING), line);
     }
     c->problems++;
 }
@@ -2163,7 +2379,7 @@ static size_t shm__check_chain(shm__checker *c)
         if (is_free) nfree++;
         else nused++;
         if (c->level > 0)
-            shmalloc_print(2, "shmalloc_check: %s block at offset %zu, %zu bytes\n", is_free ? "free" : "used", off, size);
+            shmalloc_print(2, SHM__MSG(CHECK_BLOCK), is_free ? "free" : "used", off, size);
         prev_free = is_free;
         b = shm__at(b, size);
         if (!shm__plausible(t, b)) {
@@ -2461,7 +2677,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
 static long shm__lock(shmalloc_heap *h)
 {
     if (!h->tp.lock || !h->tp.lock(h->tp.user)) return SHMEM_MALLOC_OK;
-    shmalloc_print(2, "shmalloc: PE %d: the transport's lock failed: the call fails\n", h->tp.pe);
+    shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe);
     return SHMEM_MALLOC_FAIL;
 }
 
@@ -2470,7 +2686,7 @@ static long shm__lock(shmalloc_heap *h)
 static void shm__unlock(shmalloc_heap *h, long held)
 {
     if (held != SHMEM_MALLOC_OK || !h->tp.unlock || !h->tp.unlock(h->tp.user)) return;
-    shmalloc_print(2, "shmalloc: PE %d: the transport's unlock failed\n", h->tp.pe);
+    shmalloc_print(2, SHM__MSG(HEAP_UNLOCK_FAILED), h->tp.pe);
 }
 
 /* ---- hints kept per block ----
@@ -2624,13 +2840,11 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
     shm__call_args(args, sizeof args, c);
     shm__differences(what, sizeof what, v, order);
     if (c->kind == SHM__DESTROY && !calls)
-        shmalloc_print(2, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n", pe, what);
+        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE_FIRST), pe, what);
     else if (c->kind == SHM__DESTROY)
-        shmalloc_print(2, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n", pe,
-                       (unsigned long long)calls, what);
+        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE), pe, (unsigned long long)calls, what);
     else
-        shmalloc_print(2, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n", pe,
-                       shm__call_names[c->kind], args, (unsigned long long)calls, what);
+        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), pe, shm__call_names[c->kind], args, (unsigned long long)calls, what);
 }
 
 /* How much an error tells, as the agreement ranks it: a bad argument on
@@ -2693,18 +2907,15 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
     if (same) return shm__ranked(v[2]);
     if (!shm__same(v + 3))
-        shmalloc_print(2, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last synchronising "
-                   "call differ%s from another PE's (in number, sizes, outcomes or order): %s fails on every PE\n",
-                   tp->pe, (unsigned long long)pending, shm__s(pending), pending == 1 ? "s" : "",
-                   shm__call_names[c->kind]);
+        shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
+                       pending == 1 ? "s" : "", shm__call_names[c->kind]);
     if (debug) {
         shm__report_mismatch(tp->pe, c, o->calls, v);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
     } else if (shm__same(v + 3) && !o->mismatch_reported) { /* v[12..15] are this PE's own */
         o->mismatch_reported = 1;
         shm__report_mismatch(tp->pe, c, o->calls, v);
-        shmalloc_print(2, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 "
-                   "reports each, and compares the hints and the number of calls too)\n", tp->pe);
+        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_QUIET), tp->pe);
     }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
@@ -2719,8 +2930,7 @@ static int shm__leak_block(void *user, const shmalloc_block_info *b)
     shm__leaks *l = (shm__leaks *)user;
     if (!b->used) return 0;
     if (++l->count <= 16)
-        shmalloc_print(2, "shmalloc: PE %d:   block at offset %zu, %zu bytes usable, %zu with its header\n", l->h->tp.pe,
-                       b->offset, b->size - 8, b->size);
+        shmalloc_print(2, SHM__MSG(HEAP_LEAK), l->h->tp.pe, b->offset, b->size - 8, b->size);
     l->bytes += b->size;
     return 0;
 }
@@ -2733,11 +2943,10 @@ static void shm__report_leaks(const shmalloc_heap *h)
     l.h = h;
     shmalloc_tlsf_counters(h->tlsf, &c);
     if (!c.used_blocks) return;
-    shmalloc_print(2, "shmalloc: PE %d: %zu block%s still allocated at finalize:\n", h->tp.pe, c.used_blocks,
-                   shm__s(c.used_blocks));
+    shmalloc_print(2, SHM__MSG(HEAP_LEAKS_BEGIN), h->tp.pe, c.used_blocks, shm__s(c.used_blocks));
     shmalloc_tlsf_walk(h->tlsf, shm__leak_block, &l);
-    shmalloc_print(2, "shmalloc: PE %d: %zu block%s, %zu bytes with headers, leaked%s\n", h->tp.pe, l.count,
-                   shm__s(l.count), l.bytes, l.count > 16 ? " (first 16 shown)" : "");
+    shmalloc_print(2, SHM__MSG(HEAP_LEAKS), h->tp.pe, l.count, shm__s(l.count), l.bytes,
+                   l.count > 16 ? " (first 16 shown)" : "");
 }
 
 static void shm__debug_check(const shmalloc_heap *h)
@@ -2773,13 +2982,11 @@ static void shm__deregister(const shmalloc_transport *tp, shmalloc_tlsf *t, size
 static long shm__transport_fault(const shmalloc_transport *tp)
 {
     if (!tp)
-        shmalloc_print(2, "shmalloc: shmalloc_heap_create: no transport (shmalloc_transport_single() is the one for "
-                       "one PE)\n");
+        shmalloc_print(2, SHM__MSG(HEAP_NO_TRANSPORT));
     else if (!tp->barrier)
-        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport has no barrier, which every heap needs\n");
+        shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER));
     else if (tp->npes < 1 || tp->pe < 0 || tp->pe >= tp->npes)
-        shmalloc_print(2, "shmalloc: shmalloc_heap_create: the transport names PE %d of %d PE%s: its pe and npes "
-                       "must satisfy 0 <= pe < npes\n", tp->pe, tp->npes, tp->npes == 1 ? "" : "s");
+        shmalloc_print(2, SHM__MSG(HEAP_BAD_PE), tp->pe, tp->npes, tp->npes == 1 ? "" : "s");
     else return SHMEM_MALLOC_OK;
     return SHMEMX_MALLOC_BAD_TRANSPORT;
 }
@@ -2789,14 +2996,11 @@ static long shm__memory_fault(int pe, const void *mem, size_t bytes)
 {
     size_t least = shmalloc_heap_bytes(SHM__MIN_BLOCK);
     if (!mem || ((uintptr_t)mem & 15))
-        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: the memory at %p is not 16-byte aligned\n", pe,
-                       mem);
+        shmalloc_print(2, SHM__MSG(HEAP_UNALIGNED), pe, mem);
     else if (bytes < least)
-        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory hold no heap: give it at least "
-                       "%zu (shmalloc_heap_bytes of the size wanted)\n", pe, bytes, least);
+        shmalloc_print(2, SHM__MSG(HEAP_MEMORY_SMALL), pe, bytes, least);
     else
-        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: %zu bytes of memory are more than a heap can span "
-                       "(SHMALLOC_MAX_LOG2 %d)\n", pe, bytes, SHMALLOC_MAX_LOG2);
+        shmalloc_print(2, SHM__MSG(HEAP_MEMORY_LARGE), pe, bytes, SHMALLOC_MAX_LOG2);
     return SHMEMX_MALLOC_BAD_MEMORY;
 }
 
@@ -2824,8 +3028,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     if (!t) e = shm__memory_fault(tp->pe, mem, bytes);
     else first = shmalloc_tlsf_size(t);
     if (!e && (e = registered = shm__register(tp, t, 0, first)))
-        shmalloc_print(2, "shmalloc: PE %d: shmalloc_heap_create: the transport's register_region failed for the "
-                       "first %zu bytes of the heap\n", tp->pe, first);
+        shmalloc_print(2, SHM__MSG(HEAP_REGISTER_FAILED), tp->pe, first);
     call.size = bytes; /* the same reservation, */
     e = shm__agree(tp, debug, &order, &call, e);
     call.size = first; /* and the same first region, on every PE */
@@ -2977,27 +3180,22 @@ static void shm__report_oom(shmalloc_heap *h, int kind, size_t size, size_t alig
     h->oom_reported = 1;
     shm__info(h, &i);
     fragmented = need <= i.free;
-    shmalloc_print(2, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of "
-               "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n",
-               pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free, i.largest_free);
+    shmalloc_print(2, SHM__MSG(HEAP_OOM), pe, shm__call_names[kind], size, align, need, i.heap_size, i.heap_max, i.free,
+                   i.largest_free);
     /* the smallest heap that serves the call: the same blocks, the top one
        larger by what it lacks (a heap of N bytes holds a block of N + 16) */
     advised = i.heap_size - shmalloc_tlsf_top_free(h->tlsf) + need - SHMALLOC_HEADER;
     if (advised > SHMALLOC_TLSF_MAX_REQUEST) /* no size variable takes it */
-        shmalloc_print(2, "shmalloc: PE %d: no heap can serve this call: it needs a heap of %s, more than the "
-                   "largest (%zu%c, SHMALLOC_MAX_LOG2 %d)\n", pe, shm__size_text(text, sizeof text, advised),
-                   SHMALLOC_TLSF_MAX_REQUEST >> (SHMALLOC_MAX_LOG2 >= 40 ? 40 : 30), SHMALLOC_MAX_LOG2 >= 40 ? 'T' : 'G',
-                   SHMALLOC_MAX_LOG2);
+        shmalloc_print(2, SHM__MSG(HEAP_OOM_NO_HEAP_CAN), pe, shm__size_text(text, sizeof text, advised),
+                       SHMALLOC_TLSF_MAX_REQUEST >> (SHMALLOC_MAX_LOG2 >= 40 ? 40 : 30),
+                       SHMALLOC_MAX_LOG2 >= 40 ? 'T' : 'G', SHMALLOC_MAX_LOG2);
     else if (fragmented)
-        shmalloc_print(2, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller blocks; "
-                   "%s, or free blocks sooner\n", pe, shm__raise_text(h, raise, sizeof raise, advised));
+        shmalloc_print(2, SHM__MSG(HEAP_OOM_FRAGMENTED), pe, shm__raise_text(h, raise, sizeof raise, advised));
     else
-        shmalloc_print(2, "shmalloc: PE %d: the heap is too small: %s%s\n", pe,
-                   shm__raise_text(h, raise, sizeof raise, advised),
-                   h->growable || !h->size_var ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
+        shmalloc_print(2, SHM__MSG(HEAP_OOM_TOO_SMALL), pe, shm__raise_text(h, raise, sizeof raise, advised),
+                       h->growable || !h->size_var ? "" : ", or SHMALLOC_HEAP_MAX to let the heap grow");
     if (!h->debug)
-        shmalloc_print(2, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports "
-                   "each)\n", pe);
+        shmalloc_print(2, SHM__MSG(HEAP_OOM_QUIET), pe);
 }
 
 /* What this PE's bad argument was, for shm__report_misuse. */
@@ -3027,11 +3225,10 @@ static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void 
     char arg[96];
     if (h->misuse_reported && !h->debug) return;
     shm__misuse_text(arg, sizeof arg, c, ptr, e);
-    shmalloc_print(2, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n", h->tp.pe, shm__call_names[c->kind],
-                   arg, e == SHMEM_MALLOC_MEMALIGN_FAILED ? shm__align_fault(c->align) : shmalloc_strerror(e));
+    shmalloc_print(2, SHM__MSG(HEAP_MISUSE), h->tp.pe, shm__call_names[c->kind], arg,
+                   e == SHMEM_MALLOC_MEMALIGN_FAILED ? shm__align_fault(c->align) : shmalloc_strerror(e));
     if (!h->debug && !h->misuse_reported)
-        shmalloc_print(2, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 "
-                       "reports each)\n", h->tp.pe);
+        shmalloc_print(2, SHM__MSG(HEAP_MISUSE_QUIET), h->tp.pe);
     h->misuse_reported = 1;
 }
 
@@ -3311,7 +3508,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
     int problems;
     long held;
     if (!h) {
-        if (level >= 0) shmalloc_print(2, "shmalloc_check: no current symmetric heap\n");
+        if (level >= 0) shmalloc_print(2, SHM__MSG(CHECK_NO_HEAP));
         return 1;
     }
     if ((held = shm__lock(h))) return 1;
@@ -3334,8 +3531,7 @@ static int shm__tally_block(void *user, const shmalloc_block_info *b)
     s->count[b->used]++;
     s->bytes[b->used] += b->size;
     if (s->level >= 2)
-        shmalloc_print(1, "  block at offset %zu: %zu bytes with its header, %s\n", b->offset, b->size,
-                       b->used ? "busy" : "free");
+        shmalloc_print(1, SHM__MSG(STATS_BLOCK), b->offset, b->size, b->used ? "busy" : "free");
     return 0;
 }
 
@@ -3345,7 +3541,7 @@ static int shm__map_block(void *user, const shmalloc_block_info *b)
     s->map[s->fill++] = b->used ? '*' : '.';
     if (s->fill == sizeof s->map - 1) {
         s->map[s->fill] = 0;
-        shmalloc_print(1, "%s", s->map);
+        shmalloc_print(1, SHM__MSG(STATS_MAP), s->map, "");
         s->fill = 0;
     }
     return 0;
@@ -3357,33 +3553,34 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shm__tally s;
     long held;
     int i;
+    char calls[320]; /* SHM__CREATE names of at most 16 and counts of at most 20 characters */
+    size_t len;
     if (!h) {
-        shmalloc_print(1, "shmalloc_stats: no current symmetric heap\n");
+        shmalloc_print(1, SHM__MSG(STATS_NO_HEAP));
         return;
     }
     SHMALLOC_MEMSET(&s, 0, sizeof s);
     s.level = level;
     if ((held = shm__lock(h))) return;
     shmalloc_tlsf_counters(h->tlsf, &c);
-    shmalloc_print(1, "shmalloc_stats: heap at %p, %zu bytes\n  calls:", shmalloc_tlsf_base(h->tlsf), c.capacity);
-    for (i = 0; i < SHM__CREATE; i++)
-        shmalloc_print(1, " %s %zu%s", shm__call_names[i], h->calls[i], i + 1 < SHM__CREATE ? "," : "\n");
-    if (level >= 2) shmalloc_print(1, "  blocks:\n");
+    shmalloc_print(1, SHM__MSG(STATS_HEAP), shmalloc_tlsf_base(h->tlsf), c.capacity);
+    for (i = 0, len = 0; i < SHM__CREATE; i++) /* one line, one message */
+        len += (size_t)snprintf(calls + len, sizeof calls - len, " %s %zu%s", shm__call_names[i], h->calls[i],
+                                i + 1 < SHM__CREATE ? "," : "");
+    shmalloc_print(1, SHM__MSG(STATS_CALLS), calls);
+    if (level >= 2) shmalloc_print(1, SHM__MSG(STATS_BLOCKS));
     shmalloc_tlsf_walk(h->tlsf, shm__tally_block, &s);
-    shmalloc_print(1, "  busy: %zu block%s, %zu bytes with headers\n  free: %zu block%s, %zu bytes with headers, "
-                   "largest %zu\n", s.count[1], shm__s(s.count[1]), s.bytes[1], s.count[0], shm__s(s.count[0]),
-                   s.bytes[0], c.largest_free);
-    shmalloc_print(1, "  spec: %d block%s, %zu bytes\n  high water: %zu bytes\n", c.spec != 0, shm__s(c.spec != 0),
-                   c.spec, c.high_water);
+    shmalloc_print(1, SHM__MSG(STATS_COUNTS), s.count[1], shm__s(s.count[1]), s.bytes[1], s.count[0],
+                   shm__s(s.count[0]), s.bytes[0], c.largest_free);
+    shmalloc_print(1, SHM__MSG(STATS_SPEC), c.spec != 0, shm__s(c.spec != 0), c.spec, c.high_water);
     if (h->growable)
-        shmalloc_print(1, "  grown %zu time%s, %d region%s registered, room for %zu bytes more\n", h->calls[SHM__GROW],
-                   h->calls[SHM__GROW] == 1 ? "" : "s", h->regions, h->regions == 1 ? "" : "s",
-                   shmalloc_tlsf_room(h->tlsf));
+        shmalloc_print(1, SHM__MSG(STATS_GROWTH), h->calls[SHM__GROW], h->calls[SHM__GROW] == 1 ? "" : "s", h->regions,
+                       h->regions == 1 ? "" : "s", shmalloc_tlsf_room(h->tlsf));
     if (level >= 1) {
-        shmalloc_print(1, "  map: ");
+        shmalloc_print(1, SHM__MSG(STATS_MAP), "  map: ", "");
         shmalloc_tlsf_walk(h->tlsf, shm__map_block, &s);
         s.map[s.fill] = 0;
-        shmalloc_print(1, "%s%s\n", s.map, c.spec ? "@" : ""); /* the spec area is one block, at the top */
+        shmalloc_print(1, SHM__MSG(STATS_MAP), s.map, c.spec ? "@\n" : "\n"); /* the spec area: one block, at the top */
     }
     shm__unlock(h, held);
 }
@@ -3572,7 +3769,7 @@ static int shm__option_report(shmalloc_option *o)
     char expected[160], value[96], largest[32];
     if (!shm__option_parse(o)) return 0;
     snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], shm__largest_text(largest, sizeof largest));
-    shmalloc_print(2, "shmalloc: %s=%s is not %s%s\n", o->source, shm__value_text(value, sizeof value, o->text, "\""),
+    shmalloc_print(2, SHM__MSG(OPTION_BAD), o->source, shm__value_text(value, sizeof value, o->text, "\""),
                    shm__kind_text[o->kind][0], expected);
     o->text = o->fallback;
     shm__option_parse(o);
@@ -3674,8 +3871,8 @@ static void shm__report_unknown(char *const *env)
         if (d == 0 || (!ours && (d > (strlen(best) / 8 ? strlen(best) / 8 : 1) || shm__ends_with(name, best))))
             continue;
         if (d >= 4) best = NULL; /* too far to suggest */
-        shmalloc_print(2, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n", name,
-                       best ? " (did you mean " : "", best ? best : "", best ? "?)" : "");
+        shmalloc_print(2, SHM__MSG(OPTION_UNKNOWN), name, best ? " (did you mean " : "", best ? best : "",
+                       best ? "?)" : "");
     }
     reported = 1;
 }
@@ -3703,8 +3900,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
     if (!o->value) return 0;
     if (o->value >= nominal) return *out = (size_t)o->value, 0;
-    shmalloc_print(2, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: the "
-                   "heap would have no room to grow\n", shm__value_text(value, sizeof value, o->text, "\""),
+    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shm__value_text(value, sizeof value, o->text, "\""),
                    (unsigned long long)o->value, nominal);
     return -1;
 }
@@ -3714,12 +3910,12 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
     int id;
     if (pe != 0) return;
     if (shm__options[SHMALLOC_OPT_SHMEM_VERSION].value || shm__options[SHMALLOC_OPT_SHMEM_INFO].value)
-        shmalloc_print(1, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n", shmalloc_version());
+        shmalloc_print(1, SHM__MSG(INFO_VERSION), shmalloc_version());
     if (!shm__options[SHMALLOC_OPT_SHMEM_INFO].value) return;
     for (id = 0; id < shm__option_count; id++) {
         const shmalloc_option *o = &shm__options[id];
         char value[96];
-        shmalloc_print(1, "  %s=%s (%s%s)\n      %s\n", o->name,
+        shmalloc_print(1, SHM__MSG(INFO_OPTION), o->name,
                        shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);
     }

@@ -221,10 +221,10 @@ static void fault(const char *name)
    names the PE that prints it, and the mismatch names the PEs of the most
    and the fewest calls.  The output hook tags each line with the rank that
    printed it, as the launcher merges the PEs' output. */
-static void tag_output(void *user, int stream, const char *text)
+static void tag_output(void *user, int stream, int id, const char *text)
 {
     (void)user;
-    fprintf(stream == 1 ? stdout : stderr, "rank %d says %s", me, text);
+    fprintf(stream == 1 ? stdout : stderr, "rank %d says [%s] %s", me, shmalloc_message_name(id), text);
 }
 
 void scenario_reports(void)
@@ -269,12 +269,21 @@ static void run(const scenario *sc)
     fflush(stdout);
 }
 
+/* Every message after its ID's name ("[HEAP_OOM] shmalloc: ..."), which the
+   tests match rather than the words. */
+static void id_output(void *user, int stream, int id, const char *text)
+{
+    (void)user;
+    fprintf(stream == 1 ? stdout : stderr, "[%s] %s", shmalloc_message_name(id), text);
+}
+
 int main(int argc, char **argv)
 {
     const char *name = argc > 1 ? argv[1] : "all";
     size_t i, n = sizeof scenarios / sizeof scenarios[0];
     int known = 0;
 
+    shmalloc_set_output(id_output, NULL);
     if (getenv("SHMALLOC_TEST_WORKER_LEVEL") || strcmp(name, "threads") == 0) {
         const char *l = getenv("SHMALLOC_TEST_WORKER_LEVEL");
         int level = l ? atoi(l) : SHMEM_THREAD_MULTIPLE, provided = -99, query = -99;

@@ -79,12 +79,10 @@ Test(contract, a_transport_that_names_no_pe_or_pe_count_is_refused)
     size_t i;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         long err = 0;
-        char want[128];
         memset(&seen, 0, sizeof seen);
         cr_assert_null(create(cases[i][0], cases[i][1], &err), "PE %d of %d accepted", cases[i][0], cases[i][1]);
         cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
-        snprintf(want, sizeof want, "names PE %d of %d PE%s:", cases[i][0], cases[i][1], cases[i][1] == 1 ? "" : "s");
-        cr_assert(strstr(out_text[2], want), "%s", out_text[2]);
+        assert_said(HEAP_BAD_PE, cases[i][0], cases[i][1], cases[i][1] == 1 ? "" : "s");
         cr_assert_eq(seen.registers + seen.barriers + seen.reduces, 0, "refused before any collective step");
     }
 }
@@ -102,7 +100,8 @@ Test(contract, every_callback_gets_the_user_pointer_and_messages_name_the_pe)
     capture_start();
     cr_assert_null(shmalloc_heap_malloc(h, 4 << 20, &err)); /* out of memory: reported by this PE */
     capture_stop();
-    cr_assert(strstr(out_text[2], "shmalloc: PE 3: out of symmetric memory"), "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM), 1, "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "PE 3: "), "the message names the PE: %s", out_text[2]);
     shmalloc_heap_free(h, p, &err);
     cr_assert(seen.registers == 1 && seen.reduces >= 3 && seen.locks >= 3 && seen.unlocks == seen.locks);
     cr_assert_eq(seen.wrong_user, 0, "%d callbacks got another user pointer", seen.wrong_user);
@@ -136,7 +135,7 @@ Test(contract, a_failed_lock_fails_the_call_changes_nothing_and_still_agrees)
     cr_assert_eq(seen.reduces - reduces, 4, "each collective call still agreed, so no peer waits");
     cr_assert_eq(shmalloc_heap_check(h, -1), 1, "the checker cannot look without the lock");
     capture_stop();
-    cr_assert(strstr(out_text[2], "shmalloc: PE 0: the transport's lock failed: the call fails"), "%s", out_text[2]);
+    assert_said(HEAP_LOCK_FAILED, 0);
     cr_assert_eq(seen.unlocks, seen.locks - 5, "no unlock without the lock");
     seen.lock_fails = 0;
     shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &after);
@@ -165,7 +164,7 @@ Test(contract, a_failed_unlock_is_said_and_the_outcome_stands)
     seen.unlock_fails = 0;
     cr_assert_not_null(p, "the PEs agreed on the block: it stands");
     cr_assert_eq(err, SHMEM_MALLOC_OK);
-    cr_assert(strstr(out_text[2], "shmalloc: PE 1: the transport's unlock failed"), "%s", out_text[2]);
+    assert_said(HEAP_UNLOCK_FAILED, 1);
     shmalloc_heap_free(h, p, &err);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);

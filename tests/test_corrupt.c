@@ -35,6 +35,7 @@ static void expect_reported(shmalloc_tlsf *t, const char *words)
     cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "level -1 printed: %s", out_text[2]);
     cr_assert(shmalloc_tlsf_check(t, 0) != 0);
     capture_stop();
+    cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_FINDING), 1, "level 0 reports the first problem: %s", out_text[2]);
     cr_assert(strstr(out_text[2], words) != NULL, "expected \"%s\" in: %s", words, out_text[2]);
 }
 

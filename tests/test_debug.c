@@ -65,27 +65,32 @@ static void pe_different_realloc_blocks(void *arg)
 Test(debug, different_alignments_fail_on_every_pe_and_say_so)
 {
     cr_assert(run(2, pe_different_alignments) == 0);
-    cr_assert(count_in(out_text[2], "differs from another PE's call: the alignments") == 2, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISMATCH), 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], ": the alignments\n") == 2, "what differs: %s", out_text[2]);
     cr_assert(strstr(out_text[2], "PE 1: align(alignment 128, 100 bytes), its call 1") != NULL, "%s", out_text[2]);
 }
 
 Test(debug, freeing_different_blocks_fails_on_every_pe_and_frees_nothing)
 {
     cr_assert(run(4, pe_different_blocks) == 0);
-    cr_assert(count_in(out_text[2], "differs from another PE's call: the blocks") == 4, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISMATCH), 4, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], ": the blocks\n") == 4, "what differs: %s", out_text[2]);
 }
 
 Test(debug, different_calls_with_the_same_size_are_caught)
 {
     cr_assert(run(2, pe_different_calls) == 0);
-    cr_assert(count_in(out_text[2], "the calls") == 2, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISMATCH), 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "the calls") == 2, "what differs: %s", out_text[2]);
 }
 
 Test(debug, realloc_of_different_blocks_is_caught)
 {
     cr_assert(run(2, pe_different_realloc_blocks) == 0);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISMATCH), 2, "%s", out_text[2]);
     cr_assert(count_in(out_text[2], "realloc(the block at offset ") == 2 &&
-                  count_in(out_text[2], ", 200 bytes), its call 3, differs from another PE's call: the blocks\n") == 2,
+                  count_in(out_text[2], ", 200 bytes), its call 3, ") == 2 &&
+                  count_in(out_text[2], ": the blocks\n") == 2,
               "%s", out_text[2]);
 }
 
@@ -108,9 +113,13 @@ static void pe_frees_everything(void *arg)
 Test(debug, blocks_left_allocated_are_reported_with_offsets)
 {
     cr_assert(run(2, pe_leaks_two_blocks) == 0);
-    cr_assert(count_in(out_text[2], "2 blocks still allocated at finalize") == 2, "%s", out_text[2]);
-    cr_assert(count_in(out_text[2], "block at offset 16, ") == 2, "%s", out_text[2]);
-    cr_assert(count_in(out_text[2], "2 blocks, ") == 2, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_LEAKS_BEGIN), 2, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_LEAK), 4, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_LEAKS), 2, "%s", out_text[2]);
+    assert_said(HEAP_LEAKS_BEGIN, 0, (size_t)2, "s");
+    assert_said(HEAP_LEAKS_BEGIN, 1, (size_t)2, "s");
+    assert_said(HEAP_LEAK, 0, (size_t)16, (size_t)104, (size_t)112);
+    assert_said(HEAP_LEAK, 1, (size_t)16, (size_t)104, (size_t)112);
 }
 
 static void pe_leaks_48_bytes(void *arg)
@@ -124,10 +133,9 @@ static void pe_leaks_48_bytes(void *arg)
 Test(debug, a_leak_says_whether_the_header_is_counted)
 {
     cr_assert(run(1, pe_leaks_48_bytes) == 0);
-    cr_assert(strstr(out_text[2], "shmalloc: PE 0: 1 block still allocated at finalize:\n"), "%s", out_text[2]);
-    cr_assert(strstr(out_text[2], "shmalloc: PE 0:   block at offset 16, 56 bytes usable, 64 with its header\n"), "%s",
-              out_text[2]);
-    cr_assert(strstr(out_text[2], "shmalloc: PE 0: 1 block, 64 bytes with headers, leaked\n"), "%s", out_text[2]);
+    assert_said(HEAP_LEAKS_BEGIN, 0, (size_t)1, "");
+    assert_said(HEAP_LEAK, 0, (size_t)16, (size_t)56, (size_t)64);
+    assert_said(HEAP_LEAKS, 0, (size_t)1, "", (size_t)64, "");
 }
 
 Test(debug, a_clean_program_reports_nothing)
@@ -169,5 +177,6 @@ Test(debug, a_bad_shmalloc_debug_value_stops_start_up_with_a_message)
     rc = shmalloc_pthreads_run(2, HEAP, pe_nothing, NULL);
     capture_stop();
     cr_assert(rc != 0);
-    cr_assert(strstr(out_text[2], "SHMALLOC_DEBUG=\"yes\"") != NULL, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_BAD), 1, "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "SHMALLOC_DEBUG=\"yes\"") != NULL, "names the variable and value: %s", out_text[2]);
 }

@@ -227,10 +227,9 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
     cr_assert(shmalloc_heap_malloc(h, 2 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     cr_assert(shmalloc_heap_realloc(h, p, MAX + (1 << 20), &err) == NULL && err == SHMEM_MALLOC_REALLOC_FAILED);
     capture_stop();
-    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 67112960 bytes") &&
-                  strstr(out_text[2], "set SHMALLOC_HEAP_MAX to at least 65M\n"),
-              "the first failure is reported, naming SHMALLOC_HEAP_MAX:\n%s", out_text[2]);
-    cr_assert_eq(count_in(out_text[2], "out of symmetric memory"), 1, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM), 1, "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "malloc of 67112960 bytes"), "the first failure is reported:\n%s", out_text[2]);
+    assert_said(HEAP_OOM_TOO_SMALL, 0, "set SHMALLOC_HEAP_MAX to at least 65M", ""); /* the advice */
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_free(h, p, &err);
     cr_assert(err == SHMEM_MALLOC_OK && shmalloc_heap_check(h, 0) == 0);
@@ -250,7 +249,8 @@ Test(grow_heap, a_failed_registration_fails_the_call_and_leaves_the_heap_as_it_w
     capture_start();
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL, "error %ld", err);
     capture_stop();
-    cr_assert(strstr(out_text[2], "out of symmetric memory: malloc of 1048576 bytes"), "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM), 1, "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "malloc of 1048576 bytes"), "the call and its size: %s", out_text[2]);
     cr_assert(shmalloc_heap_size(h) == size && reg.registered == 1);
     p = shmalloc_heap_malloc(h, NOMINAL / 2, &err);
     cr_assert(p != NULL, "the heap still serves what fits");
@@ -285,7 +285,8 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
     cr_assert(h != NULL);
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     capture_stop();
-    cr_assert_eq(count_in(out_text[2], "out of symmetric memory: malloc of 1048576 bytes"), 2, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM), 2, "%s", out_text[2]);
+    cr_assert_eq(count_in(out_text[2], "malloc of 1048576 bytes"), 2, "%s", out_text[2]);
     cr_assert_eq(count_in(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 1M"), 2,
                  "neither heap can grow:\n%s", out_text[2]);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
@@ -305,6 +306,7 @@ Test(grow_heap, the_stats_count_the_growths)
     capture_start();
     shmalloc_heap_stats(h, 0);
     capture_stop();
+    cr_assert_eq(out_said(SHMALLOC_MSG_STATS_GROWTH), 1, "stats say:\n%s", out_text[1]);
     cr_assert(strstr(out_text[1], "grown 1 time") != NULL, "stats say:\n%s", out_text[1]);
     shmalloc_heap_free(h, p, &err);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
@@ -335,7 +337,9 @@ Test(grow_env, heap_max_parses_sizes_and_refuses_bad_values)
                   strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"128K\" (131072 bytes) is below the heap size of 262144 bytes") &&
                   strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"-1G\" is not a heap size"),
               "each bad value is named:\n%s", out_text[2]);
-    cr_assert_eq(count_lines(out_text[2]), 3, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_BAD), 2, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_HEAP_MAX_BELOW), 1, "%s", out_text[2]);
+    cr_assert_eq(out_nids, 3, "%s", out_text[2]);
 }
 
 static void never_runs(void *arg) { *(int *)arg = 1; }
@@ -348,6 +352,7 @@ Test(grow_env, a_bad_heap_max_stops_the_pthreads_transport_before_any_pe_runs)
     cr_assert(shmalloc_pthreads_run(2, NOMINAL, never_runs, &ran) != 0);
     capture_stop();
     cr_assert(ran == 0);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_BAD), 1, "%s", out_text[2]);
     cr_assert(strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"12Q\" is not a heap size"), "%s", out_text[2]);
 }
 

@@ -61,24 +61,25 @@ Test(heap_create, create_registers_the_block_space_once_and_destroy_deregisters_
 }
 
 /* Each cause of a refused create: its own code, whose description names
-   it, and its own line on stream 2. */
+   it, and its own message on stream 2, which shows the value at fault. */
 enum create_fault { NO_TRANSPORT, NO_BARRIER, PE_OUT_OF_RANGE, NO_PES, UNALIGNED, NO_MEMORY, TOO_SMALL, NO_REGISTER };
 typedef struct create_case {
     enum create_fault fault;
     long code;
-    char words[48];   /* in shmalloc_strerror(code) */
-    char message[96]; /* in what create printed */
+    char words[48]; /* in shmalloc_strerror(code) */
+    int message;    /* SHMALLOC_MSG_* */
+    char shows[16]; /* in the message */
 } create_case;
 
 static const create_case create_cases[] = {
-    {NO_TRANSPORT, SHMEMX_MALLOC_BAD_TRANSPORT, "transport", "shmalloc_heap_create: no transport"},
-    {NO_BARRIER, SHMEMX_MALLOC_BAD_TRANSPORT, "lacks a barrier", "the transport has no barrier"},
-    {PE_OUT_OF_RANGE, SHMEMX_MALLOC_BAD_TRANSPORT, "pe and npes", "the transport names PE 2 of 2 PEs"},
-    {NO_PES, SHMEMX_MALLOC_BAD_TRANSPORT, "pe and npes", "the transport names PE 0 of 0 PEs"},
-    {UNALIGNED, SHMEMX_MALLOC_BAD_MEMORY, "not 16-byte aligned", "is not 16-byte aligned"},
-    {NO_MEMORY, SHMEMX_MALLOC_BAD_MEMORY, "not 16-byte aligned", "the memory at (nil) is not 16-byte aligned"},
-    {TOO_SMALL, SHMEMX_MALLOC_BAD_MEMORY, "too small", "64 bytes of memory hold no heap: give it at least"},
-    {NO_REGISTER, SHMEMX_MALLOC_REGISTER_FAILED, "could not register", "register_region failed for the first"},
+    {NO_TRANSPORT, SHMEMX_MALLOC_BAD_TRANSPORT, "transport", SHMALLOC_MSG_HEAP_NO_TRANSPORT, ""},
+    {NO_BARRIER, SHMEMX_MALLOC_BAD_TRANSPORT, "lacks a barrier", SHMALLOC_MSG_HEAP_NO_BARRIER, ""},
+    {PE_OUT_OF_RANGE, SHMEMX_MALLOC_BAD_TRANSPORT, "pe and npes", SHMALLOC_MSG_HEAP_BAD_PE, "PE 2 of 2 PEs"},
+    {NO_PES, SHMEMX_MALLOC_BAD_TRANSPORT, "pe and npes", SHMALLOC_MSG_HEAP_BAD_PE, "PE 0 of 0 PEs"},
+    {UNALIGNED, SHMEMX_MALLOC_BAD_MEMORY, "not 16-byte aligned", SHMALLOC_MSG_HEAP_UNALIGNED, ""},
+    {NO_MEMORY, SHMEMX_MALLOC_BAD_MEMORY, "not 16-byte aligned", SHMALLOC_MSG_HEAP_UNALIGNED, "(nil)"},
+    {TOO_SMALL, SHMEMX_MALLOC_BAD_MEMORY, "too small", SHMALLOC_MSG_HEAP_MEMORY_SMALL, " 64 bytes"},
+    {NO_REGISTER, SHMEMX_MALLOC_REGISTER_FAILED, "could not register", SHMALLOC_MSG_HEAP_REGISTER_FAILED, ""},
 };
 
 ParameterizedTestParameters(heap_create, each_refusal_has_its_own_code_and_message)
@@ -103,11 +104,12 @@ ParameterizedTest(create_case *c, heap_create, each_refusal_has_its_own_code_and
     capture_start();
     cr_assert_null(shmalloc_heap_create(mem, bytes, c->fault == NO_TRANSPORT ? NULL : &tp, &err));
     capture_stop();
-    cr_assert_eq(err, c->code, "%s: malloc_error %ld, expected %ld", c->message, err, c->code);
+    cr_assert_eq(err, c->code, "%s: malloc_error %ld, expected %ld", shmalloc_message_name(c->message), err, c->code);
     cr_assert(strstr(shmalloc_strerror(err), c->words), "the description of %ld is \"%s\", without \"%s\"", err,
               shmalloc_strerror(err), c->words);
-    cr_assert(strstr(out_text[2], c->message), "expected \"%s\" in\n%s", c->message, out_text[2]);
-    cr_assert_eq(count_in(out_text[2], "shmalloc: "), 1, "one line:\n%s", out_text[2]);
+    cr_assert_eq(out_said(c->message), 1, "expected %s in\n%s", shmalloc_message_name(c->message), out_text[2]);
+    cr_assert_eq(out_nids, 1, "one message:\n%s", out_text[2]);
+    cr_assert(strstr(out_text[2], c->shows), "expected \"%s\" in\n%s", c->shows, out_text[2]);
 }
 
 /* Memory of the size the message asks for holds a heap. */

@@ -83,10 +83,12 @@ static long pool_2m(const char *file)
 static void check_report_matches(const seen *s, const char *setting)
 {
     if (s->kernel_page[0] == HUGE_2M) {
-        cr_assert(!strstr(out_text[2], "fell back"), "hugetlbfs pages obtained, yet a report:\n%s", out_text[2]);
+        cr_assert(!out_said(SHMALLOC_MSG_HUGE_PAGES_FELL_BACK), "hugetlbfs pages obtained, yet a report:\n%s",
+                  out_text[2]);
         return;
     }
-    cr_assert(strstr(out_text[2], "shmalloc: huge pages fell back: ") && strstr(out_text[2], setting), "no report:\n%s", out_text[2]);
+    cr_assert(out_said(SHMALLOC_MSG_HUGE_PAGES_FELL_BACK) && strstr(out_text[2], setting), "no report:\n%s",
+              out_text[2]);
     cr_assert(strstr(out_text[2], s->thp[0] ? "has 2 MiB transparent huge pages" : "has 4 KiB pages"),
               "the report does not say what smaps shows (thp %zu bytes):\n%s", s->thp[0], out_text[2]);
     cr_assert(strstr(out_text[2], "hugetlbfs pages could not be reserved"), "the report says no why:\n%s", out_text[2]);
@@ -144,7 +146,9 @@ Test(hugepages, auto_uses_transparent_huge_pages_when_the_pool_is_empty)
         cr_assert(s.thp[0] > 0, "THP is \"%s\" yet the heap has none", mode);
         cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "auto with transparent huge pages reported:\n%s", out_text[2]);
     } else {
-        cr_assert(strstr(out_text[2], "has 4 KiB pages") && strstr(out_text[2], "SHMALLOC_HUGE_PAGES=auto"), "%s", out_text[2]);
+        cr_assert(out_said(SHMALLOC_MSG_HUGE_PAGES_FELL_BACK) == 1, "%s", out_text[2]);
+        cr_assert(strstr(out_text[2], "has 4 KiB pages") && strstr(out_text[2], "SHMALLOC_HUGE_PAGES=auto"), "%s",
+                  out_text[2]);
     }
 }
 
@@ -203,6 +207,8 @@ static void bad_value(const char *var, const char *value, const char *message)
     setenv(var, value, 1);
     cr_assert(run_with(NULL, HEAP, &s) == 1, "%s=%s was accepted", var, value);
     unsetenv(var);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_HUGE_PAGES_BAD) + out_said(SHMALLOC_MSG_OPTION_BAD), 1, "%s",
+                 out_text[2]);
     cr_assert(strstr(out_text[2], message), "no \"%s\" in:\n%s", message, out_text[2]);
 }
 

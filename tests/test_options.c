@@ -126,6 +126,7 @@ Test(options, a_value_the_program_sets_stands_until_handed_back)
     capture_start();
     cr_assert(shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, NULL) == -1, "back to the environment's bad value");
     capture_stop();
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_BAD), 1, "%s", out_text[2]);
     cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE=\"abc\" is not a heap size"), "%s", out_text[2]);
     cr_assert(shmalloc_option_set(shmalloc_option_count(), "1") == -1, "no such entry");
 }
@@ -137,10 +138,9 @@ Test(options, a_misspelt_variable_is_reported_once_with_the_nearest_name)
     capture_start();
     cr_assert(shmalloc_options_read(env) == 0);
     capture_stop();
-    cr_assert(strstr(out_text[2], "shmalloc: SHMALLOC_HEAP_MAXX is set, but shmalloc has no such variable (did you mean "
-                           "SHMALLOC_HEAP_MAX?)\n"), "%s", out_text[2]);
-    cr_assert(strstr(out_text[2], "shmalloc: SHMALLOC_NONSENSE_VARIABLE is set, but shmalloc has no such variable\n"),
-              "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_UNKNOWN), 2, "%s", out_text[2]);
+    assert_said(OPTION_UNKNOWN, "SHMALLOC_HEAP_MAXX", " (did you mean ", "SHMALLOC_HEAP_MAX", "?)");
+    assert_said(OPTION_UNKNOWN, "SHMALLOC_NONSENSE_VARIABLE", "", "", "");
     cr_assert_null(strstr(out_text[2], "SHMALLOC_TEST_ANYTHING"), "the test suite's own variables are not ours");
     cr_assert_null(strstr(out_text[2], "SHMALLOC_DEBUG"), "a known variable is not reported");
     capture_start();
@@ -195,9 +195,8 @@ Test(options, near_misses_of_every_name_are_reported_and_other_libraries_variabl
     shmalloc_options_read(env);
     capture_stop();
     for (i = 0; i < n; i++) {
-        snprintf(want, sizeof want, "shmalloc: %s is set, but shmalloc has no such variable (did you mean %s?)\n",
-                 near_misses[i].set, near_misses[i].meant ? near_misses[i].meant : "");
-        if (near_misses[i].meant) cr_assert(strstr(out_text[2], want), "expected\n%s\nin\n%s", want, out_text[2]);
+        if (near_misses[i].meant)
+            assert_said(OPTION_UNKNOWN, near_misses[i].set, " (did you mean ", near_misses[i].meant, "?)");
         snprintf(want, sizeof want, "shmalloc: %s is set", near_misses[i].set);
         if (!near_misses[i].meant) cr_assert_null(strstr(out_text[2], want), "%s was reported:\n%s", want, out_text[2]);
     }
@@ -309,8 +308,9 @@ Test(options, a_long_value_is_quoted_short_and_the_message_kept)
                                   "characters) (from SHMALLOC_HUGE_PAGES)\n      off, auto"), "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "  SHMEM_INFO=1 (from SHMEM_INFO)\n"), "the listing is cut: %s", out_text[1]);
     capture_start();
-    shmalloc_print(2, "shmalloc: %s: the end\n", value);
+    shmalloc_print(2, SHMALLOC_MSG_CHECK_FINDING, "shmalloc_check: %s\n", value);
     capture_stop();
+    cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_FINDING), 1);
     cr_assert_eq(out_len[2], 511, "%zu bytes", (size_t)out_len[2]);
     cr_assert(!strcmp(out_text[2] + 507, "...\n"), "%s", out_text[2] + 480);
     unsetenv("SHMALLOC_HUGE_PAGES");

@@ -322,19 +322,21 @@ static void pe_count_call(void *arg)
     __atomic_add_fetch(&shared.calls, 1, __ATOMIC_RELAXED);
 }
 
-Test(pthreads, run_with_npes_outside_1_to_1024_fails_without_starting_pes,
-     .init = cr_redirect_stderr)
+/* Through the output hook, as every message of the transport. */
+Test(pthreads, run_with_npes_outside_1_to_1024_fails_without_starting_pes)
 {
     static const int bad[] = {0, -1, 1025, 100000};
-    char text[2048];
     size_t i;
+    capture_start();
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_neq(shmalloc_pthreads_run(bad[i], SMALL_HEAP, pe_count_call, NULL), 0,
                       "npes %d accepted", bad[i]);
     cr_assert_neq(shmalloc_pthreads_run(2, SMALL_HEAP, NULL, NULL), 0, "NULL pe_main accepted");
+    capture_stop();
     cr_assert_eq(shared.calls, 0);
-    read_redirected_stderr(text, sizeof text);
-    cr_assert(strstr(text, "npes is 100000") != NULL, "stderr was: %s", text);
+    cr_assert_eq(out_said(SHMALLOC_MSG_PTHREADS_BAD_NPES), 4, "%s", out_text[2]);
+    assert_said(PTHREADS_BAD_NPES, 100000, SHMALLOC_PTHREADS_MAX_PES);
+    cr_assert_eq(out_said(SHMALLOC_MSG_PTHREADS_NO_PE_MAIN), 1, "%s", out_text[2]);
 }
 
 Test(pthreads, run_with_a_bad_heap_size_variable_fails_naming_it,
@@ -346,19 +348,19 @@ Test(pthreads, run_with_a_bad_heap_size_variable_fails_naming_it,
     cr_assert_neq(shmalloc_pthreads_run(2, 0, pe_count_call, NULL), 0);
     capture_stop();
     cr_assert_eq(shared.calls, 0);
+    cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_BAD), 1, "%s", out_text[2]);
     cr_assert(strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE") != NULL && strstr(out_text[2], "abc"),
               "message was: %s", out_text[2]);
 }
 
-Test(pthreads, run_fails_cleanly_when_the_heaps_cannot_be_mapped,
-     .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+Test(pthreads, run_fails_cleanly_when_the_heaps_cannot_be_mapped, .timeout = TEST_TIMEOUT)
 {
-    char text[2048];
     /* 8 x 32 TiB is more than a 47-bit address space holds. */
+    capture_start();
     cr_assert_neq(shmalloc_pthreads_run(8, (size_t)1 << 45, pe_count_call, NULL), 0);
+    capture_stop();
     cr_assert_eq(shared.calls, 0);
-    read_redirected_stderr(text, sizeof text);
-    cr_assert(strstr(text, "cannot map") != NULL, "stderr was: %s", text);
+    cr_assert_eq(out_said(SHMALLOC_MSG_START_MAP_FAILED), 1, "%s", out_text[2]);
 }
 
 /* Heaps the environment's size makes too large: the message names the
@@ -434,6 +436,7 @@ Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout
     cr_assert_eq(shmalloc_pthreads_run(1, (size_t)1 << 20, pe_record_size, &want), 0);
     capture_stop();
     cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM_TOO_SMALL), 1, "%s", out_text[2]);
     cr_assert(!strstr(out_text[2], "SHMEM_SYMMETRIC_HEAP_SIZE"), "%s", out_text[2]);
     at = strstr(out_text[2], "the program sets the heap's size, not a variable: have it ask for at least ");
     cr_assert(at && sscanf(strstr(at, "at least "), "at least %63[0-9A-Za-z]", value) == 1, "%s", out_text[2]);

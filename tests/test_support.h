@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#define SHMALLOC_MESSAGE_FORMATS /* each message's text, for assert_said */
 #include "shmalloc.h"
 
 #define TS_UNUSED __attribute__((unused))
@@ -79,20 +80,25 @@ TS_UNUSED static int heap_check_fn(const void *h, int level)
 
 /* >> output capture ----------------------------------------------------------
    The allocator's messages by stream (0 other, 1 stdout, 2 stderr), from
-   any thread, so that expected messages are asserted on, not printed. */
+   any thread, so that expected messages are asserted on, not printed:
+   their IDs in order (out_said() counts one), and their text. */
 #define OUT_ROOM ((size_t)1 << 17)
+#define OUT_IDS 4096
 TS_UNUSED static char out_text[3][OUT_ROOM];
 TS_UNUSED static size_t out_len[3];
 TS_UNUSED static int out_calls[3];
+TS_UNUSED static int out_ids[OUT_IDS];
+TS_UNUSED static size_t out_nids;
 TS_UNUSED static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 
-TS_UNUSED static void capture(void *user, int stream, const char *text)
+TS_UNUSED static void capture(void *user, int stream, int id, const char *text)
 {
     int s = (stream == 1 || stream == 2) ? stream : 0;
     size_t n = strlen(text);
     (void)user;
     pthread_mutex_lock(&out_lock);
     out_calls[s]++;
+    if (out_nids < OUT_IDS) out_ids[out_nids++] = id;
     if (out_len[s] + n >= OUT_ROOM) n = OUT_ROOM - 1 - out_len[s];
     memcpy(out_text[s] + out_len[s], text, n);
     out_len[s] += n;
@@ -106,9 +112,32 @@ TS_UNUSED static void capture_start(void)
     int s;
     pthread_mutex_lock(&out_lock);
     for (s = 0; s < 3; s++) out_len[s] = 0, out_calls[s] = 0, out_text[s][0] = '\0';
+    out_nids = 0;
     pthread_mutex_unlock(&out_lock);
     shmalloc_set_output(capture, NULL);
 }
+
+/* How many times message id (SHMALLOC_MSG_*) was printed since capture_start. */
+TS_UNUSED static size_t out_said(int id)
+{
+    size_t i, n = 0;
+    pthread_mutex_lock(&out_lock);
+    for (i = 0; i < out_nids; i++) n += out_ids[i] == id;
+    pthread_mutex_unlock(&out_lock);
+    return n;
+}
+
+/* Message ID was printed with these arguments: checked by its ID and by
+   the line its own text makes of them, so that its words can change
+   without the test. */
+#define assert_said(ID, ...)                                                                                    \
+    do {                                                                                                        \
+        char said_line_[512];                                                                                   \
+        snprintf(said_line_, sizeof said_line_, shm__text_##ID, __VA_ARGS__);                                   \
+        cr_assert(out_said(SHMALLOC_MSG_##ID) > 0, "no message " #ID " in\n%s%s", out_text[1], out_text[2]);     \
+        cr_assert(strstr(out_text[1], said_line_) || strstr(out_text[2], said_line_), "expected\n%sin\n%s%s",   \
+                  said_line_, out_text[1], out_text[2]);                                                         \
+    } while (0)
 
 TS_UNUSED static void capture_stop(void) { shmalloc_set_output(NULL, NULL); }
 

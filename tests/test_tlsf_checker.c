@@ -35,6 +35,8 @@ static void assert_reported(const shmalloc_tlsf *t, const char *what)
     capture_stop();
     cr_assert_neq(r, 0);
     cr_assert(out_len[2] > 0, "%s: level 0 printed nothing to stream 2", what);
+    cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_FINDING), 1, "%s: level 0 reports the first problem: %s", what,
+                 out_text[2]);
 }
 
 /* The middle block's size word replaced; the message names the size or

@@ -30,11 +30,11 @@ static void shm__sos_say(const char *line)
 }
 
 /* The checker's findings come through the output hook: to the same place. */
-static void shm__sos_output(void *user, int stream, const char *text)
+static void shm__sos_output(void *user, int stream, int id, const char *text)
 {
     char line[512];
     size_t n = strlen(text);
-    (void)user, (void)stream;
+    (void)user, (void)stream, (void)id;
     while (n > 0 && text[n - 1] == '\n') n--;
     snprintf(line, sizeof line, "%.*s", (int)n, text);
     shm__sos_say(line);

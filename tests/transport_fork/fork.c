@@ -46,8 +46,9 @@ static struct {
 /* >> barrier and all-reduce -------------------------------------------------- */
 static void shm__fork_gave_up(int late, uint64_t epoch)
 {
-    shmalloc_print(2, "shmalloc: PE %d waited %d s in barrier %llu for PE %d (SHMALLOC_BARRIER_TIMEOUT)\n",
-                   shm__fork.me, shm__fork.start.timeout, (unsigned long long)epoch, late);
+    shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
+                   "shmalloc: PE %d waited %d s in barrier %llu for PE %d (SHMALLOC_BARRIER_TIMEOUT)\n", shm__fork.me,
+                   shm__fork.start.timeout, (unsigned long long)epoch, late);
     shmem_global_exit(1);
 }
 
@@ -137,7 +138,7 @@ static int shm__fork_join(pid_t *pids, int started)
         pids[q] = 0; /* reaped: its number may be reused */
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
         if (!failed++) {
-            shmalloc_print(2, "shmalloc_fork_run: PE %d ended with %s %d\n", q,
+            shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: PE %d ended with %s %d\n", q,
                            WIFEXITED(status) ? "status" : "signal",
                            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
             for (q = 0; q < started; q++)
@@ -160,7 +161,8 @@ static int shm__fork_start_and_join(int npes, void (*pe_main)(void *), void *arg
             _exit(status); /* not exit: the caller's atexit handlers are not the PE's */
         }
         if (pids[q] < 0) {
-            shmalloc_print(2, "shmalloc_fork_run: cannot fork PE %d: %s\n", q, strerror(errno));
+            shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: cannot fork PE %d: %s\n", q,
+                           strerror(errno));
             while (q-- > 0) kill(pids[q], SIGKILL);
             return -1;
         }
@@ -174,14 +176,15 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
     size_t slots = sizeof(shm__fork_slot) * (size_t)SHMALLOC_FORK_MAX_PES;
     int q, rc = -1;
     if (npes < 1 || npes > SHMALLOC_FORK_MAX_PES || pe_main == NULL) {
-        shmalloc_print(2, "%s: npes is %d (must be 1..%d), pe_main %s\n", who, npes, SHMALLOC_FORK_MAX_PES,
-                       pe_main ? "given" : "NULL");
+        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: npes is %d (must be 1..%d), pe_main %s\n", who, npes,
+                       SHMALLOC_FORK_MAX_PES, pe_main ? "given" : "NULL");
         return 1;
     }
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
     shm__fork.slots = (shm__fork_slot *)mmap(NULL, slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm__fork.slots == MAP_FAILED) {
-        shmalloc_print(2, "%s: cannot map the barrier's %zu bytes: %s\n", who, slots, strerror(errno));
+        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: cannot map the barrier's %zu bytes: %s\n", who, slots,
+                       strerror(errno));
         return 1;
     }
     memset(shm__fork.maps, 0, sizeof shm__fork.maps);

@@ -3,6 +3,7 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, memfd_create */
 #endif
 #include "map.h"
+#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 
 #include <errno.h>
@@ -68,7 +69,7 @@ static int shm__huge_size_ok(const char *text, size_t *size)
 
 static int shm__huge_bad(const char *var, const char *value, const char *expected)
 {
-    shmalloc_print(2, "shmalloc: %s=\"%s\" is not %s\n", var, value, expected);
+    shmalloc_print(2, SHM__MSG(OPTION_HUGE_PAGES_BAD), var, value, expected);
     return -1;
 }
 
@@ -368,9 +369,9 @@ void shmalloc_map_report(const shmalloc_map_mem *m, const shmalloc_map_huge *h, 
 {
     int short_of = h->mode == SHMALLOC_MAP_HUGE_SIZE ? m->pages != SHMALLOC_MAP_PAGES_HUGETLB : m->pages == SHMALLOC_MAP_PAGES_BASE;
     if (h->mode == SHMALLOC_MAP_HUGE_OFF || !short_of) return;
-    shmalloc_print(2, "shmalloc: huge pages fell back: %s asked for %s; the heap of PE %d (%zu bytes at %p) has %s: %s\n",
-               h->setting, h->mode == SHMALLOC_MAP_HUGE_AUTO ? "huge pages" : "hugetlbfs pages", pe, m->bytes,
-               (void *)m->base, shmalloc_map_pages_name(m), m->why[0] ? m->why : "no reason known");
+    shmalloc_print(2, SHM__MSG(HUGE_PAGES_FELL_BACK), h->setting,
+                   h->mode == SHMALLOC_MAP_HUGE_AUTO ? "huge pages" : "hugetlbfs pages", pe, m->bytes, (void *)m->base,
+                   shmalloc_map_pages_name(m), m->why[0] ? m->why : "no reason known");
 }
 
 void shmalloc_map_release(shmalloc_map_mem *m)

@@ -2,6 +2,7 @@
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* environ */
 #endif
+#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "start.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@ int shm__start_size(const char *who, size_t nominal)
 {
     static char text[32]; /* the table keeps the pointer */
     if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
-        shmalloc_print(2, "%s: heap size %zu is not in 1..2^%d\n", who, nominal, SHMALLOC_MAX_LOG2);
+        shmalloc_print(2, SHM__MSG(START_BAD_SIZE), who, nominal, SHMALLOC_MAX_LOG2);
         return -1;
     }
     snprintf(text, sizeof text, "%zu", nominal);
@@ -40,7 +41,7 @@ int shm__start_read(shm__start *s, const char *who)
     if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
     s->bytes = shmalloc_heap_bytes(s->max);
     if (s->bytes < s->max) {
-        shmalloc_print(2, "%s: heap size %zu is too large\n", who, s->nominal);
+        shmalloc_print(2, SHM__MSG(START_SIZE_TOO_LARGE), who, s->nominal);
         return -1;
     }
     return shmalloc_map_huge_from_env(&s->huge);
@@ -71,21 +72,17 @@ static void shm__unmappable(const shm__start *s, int pe, int e)
     const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
     char advice[160];
     if (shm__fd_limit_advice(advice, sizeof advice, e))
-        shmalloc_print(2, "shmalloc: cannot map %zu bytes for the symmetric heap: %s; %s\n", s->bytes, strerror(e),
-                       advice);
+        shmalloc_print(2, SHM__MSG(START_MAP_FD_LIMIT), s->bytes, strerror(e), advice);
     else if (s->max != s->nominal)
-        shmalloc_print(2, "shmalloc: cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): %s; "
-                       "ask for less\n", s->bytes, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text, strerror(e));
-    else if (size->source && !strcmp(size->source, "program"))
-        shmalloc_print(2, "%s: cannot map %zu bytes for the heap of PE %d: %s\n", s->who, s->bytes, pe,
+        shmalloc_print(2, SHM__MSG(START_RESERVE_FAILED), s->bytes, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text,
                        strerror(e));
+    else if (size->source && !strcmp(size->source, "program"))
+        shmalloc_print(2, SHM__MSG(START_MAP_FAILED), s->who, s->bytes, pe, strerror(e));
     else if (size->source)
-        shmalloc_print(2, "shmalloc: cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu bytes): %s; "
-                       "ask for less with %s\n", s->bytes, size->source, size->text, s->nominal, strerror(e),
-                       size->source);
+        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source, size->text, s->nominal,
+                       strerror(e), size->source);
     else
-        shmalloc_print(2, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu bytes): %s; "
-                       "ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n", s->bytes, s->nominal, strerror(e));
+        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
 }
 
 int shm__start_map(const shm__start *s, shmalloc_map_mem *m, int shared, const shmalloc_map_place *pl, int pe)
@@ -105,7 +102,7 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shmalloc_map_mem *m, c
     shmalloc_heap *h = shmalloc_heap_create_growable(m->base, m->bytes, s->max > s->nominal ? s->nominal : SIZE_MAX,
                                                      tp, &e);
     if (!h)
-        shmalloc_print(2, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error %ld)\n",
+        shmalloc_print(2, SHM__MSG(START_HEAP_CREATE_FAILED),
                        s->nominal, tp->pe, e);
     if (err) *err = e;
     return h;
@@ -114,6 +111,6 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shmalloc_map_mem *m, c
 /* >> puts and gets ---------------------------------------------------------- */
 void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me, int npes)
 {
-    shmalloc_print(2, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n", what, n,
+    shmalloc_print(2, SHM__MSG(NOT_SYMMETRIC), what, n,
                    addr, pe, me, npes);
 }

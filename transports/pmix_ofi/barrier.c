@@ -35,14 +35,13 @@ static void shm__deliver(const void *message, size_t len)
     shm__inbox *box;
     if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= c->rounds ||
         m->count > SHMALLOC_REDUCE_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
-        shm__fatal("PE %d received a malformed message (%zu bytes)", me, len);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_MALFORMED), me, len);
     e = m->epoch;
     /* A peer can be at most one barrier ahead of us. */
     if (e != c->epoch && e != c->epoch + 1u)
-        shm__fatal("PE %d received barrier %u's message from PE %d during barrier %u", me, e, (int)m->source,
-                   c->epoch);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_EPOCH), me, e, (int)m->source, c->epoch);
     box = &c->inbox[e & 1u][m->round];
-    if (box->full) shm__fatal("PE %d received two messages for barrier %u round %u", me, e, m->round);
+    if (box->full) shm__fatal(SHM__MSG(PMIX_BARRIER_TWICE), me, e, m->round);
     box->count = m->count;
     box->source = m->source;
     memcpy(box->values, m->values, m->count * sizeof(uint64_t));
@@ -79,7 +78,7 @@ static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *v
     msg.addr = f->peers[to].addr;
     msg.context = &op->ctx;
     while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
-    if (rc) shm__fatal("fi_sendmsg to PE %d failed on PE %d: %s", to, shm__job.me, fi_strerror((int)-rc));
+    if (rc) shm__fatal(SHM__MSG(PMIX_SEND_FAILED), to, shm__job.me, fi_strerror((int)-rc));
 }
 
 /* The rank of the group's member i (taken modulo the group's size). */
@@ -112,8 +111,7 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmal
     shm__await(&box->full, from, w);
     shm__enter();
     if (box->source != from)
-        shm__fatal("PE %d expected barrier %u round %d from PE %d, got PE %d", shm__job.me, epoch, r, from,
-                   box->source);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_PE), shm__job.me, epoch, r, from, box->source);
     for (i = 0; i < count && i < box->count; i++)
         if (box->values[i] > values[i]) values[i] = box->values[i];
     box->full = 0;

@@ -72,15 +72,13 @@ void shm__barrier_gave_up(int pe)
     shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
-        shm__fatal("barrier timed out after %d s waiting for %s (PE %d of %d, barrier %u)", shm__coll.timeout,
-                   absent, shm__job.me, shm__job.npes, shm__coll.epoch);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), shm__coll.timeout, absent, shm__job.me, shm__job.npes,
+                   shm__coll.epoch);
     }
     if (!shm__coll.node)
-        shm__fatal("barrier timed out after %d s waiting for PE %d's message (PE %d, or a PE it waits for, has not "
-                   "arrived; PE %d of %d, barrier %u)", shm__coll.timeout, pe, pe, shm__job.me,
-                   shm__job.npes, shm__coll.epoch);
-    shm__fatal("barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)", shm__coll.timeout, pe,
-               shm__job.me, shm__job.npes, shm__coll.epoch);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), shm__coll.timeout, pe, pe, shm__job.me, shm__job.npes,
+                   shm__coll.epoch);
+    shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT), shm__coll.timeout, pe, shm__job.me, shm__job.npes, shm__coll.epoch);
 }
 
 /* What a PE ended by signal sig says, after "shmalloc: ", and the word it
@@ -118,25 +116,18 @@ static void shm__peer_ended(int pe, const char *evidence)
     int me = shm__job.me, npes = shm__job.npes;
     unsigned long calls = shm__coll.calls;
     if ((how & 3u) == SHM__END_FINALIZED)
-        shm__fatal("PE %d called shmem_finalize after %lu collective calls and ended (%s) while PE %d waits in its "
-                   "collective call %lu: the PEs' collective calls differ; PE %d of %d stops", pe,
-                   (unsigned long)(how >> 2), evidence, me, calls, me, npes);
+        shm__fatal(SHM__MSG(PMIX_PEER_FINALIZED), pe, (unsigned long)(how >> 2), evidence, me, calls, me, npes);
     if ((how & 3u) == SHM__END_GAVE_UP && (int)(how >> 2) == me)
-        shm__fatal("PE %d gave up waiting for this PE (its barrier timed out after %d s; %s): PE %d was stopped or "
-                   "busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops", pe,
-                   shm__coll.timeout, evidence, me, me, npes);
+        shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP_ON_ME), pe, shm__coll.timeout, evidence, me, me, npes);
     if ((how & 3u) == SHM__END_SIGNALLED)
-        shm__fatal("PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) while PE %d waits in "
-                   "its collective call %lu; PE %d of %d stops", pe, (int)(how >> 2), evidence, me, calls, me, npes);
+        shm__fatal(SHM__MSG(PMIX_PEER_SIGNALLED), pe, (int)(how >> 2), evidence, me, calls, me, npes);
     if ((how & 3u) == SHM__END_GAVE_UP) {
         shm__node_note_end(how); /* the same cause ends this PE */
-        shm__fatal("PE %d gave up waiting for PE %d, which has not arrived (its barrier timed out; %s); PE %d of %d "
-                   "stops", pe, (int)(how >> 2), evidence, me, npes);
+        shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP), pe, (int)(how >> 2), evidence, me, npes);
     }
     if (shm__coll.node)
-        shm__fatal("PE %d ended without shmem_finalize (%s); PE %d of %d stops", pe, evidence, me, npes);
-    shm__fatal("PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d stops", pe, evidence, me,
-               calls, me, npes);
+        shm__fatal(SHM__MSG(PMIX_PEER_NO_FINALIZE), pe, evidence, me, npes);
+    shm__fatal(SHM__MSG(PMIX_PEER_ENDED), pe, evidence, me, calls, me, npes);
 }
 
 /* The peer a barrier waits for, when it shares this node: its process
@@ -174,7 +165,7 @@ void shm__check_deaths(void)
         return;
     }
     if (now - c->dead_seen < SHM__DEATH_GRACE) return;
-    if (dead == -2) shm__fatal("lost the connection to the PMIx server (PE %d of %d)", shm__job.me, shm__job.npes);
+    if (dead == -2) shm__fatal(SHM__MSG(PMIX_LOST_SERVER), shm__job.me, shm__job.npes);
     snprintf(evidence, sizeof evidence, "PMIx event %s",
              PMIx_Error_string((pmix_status_t)status));
     shm__peer_ended(dead, evidence);

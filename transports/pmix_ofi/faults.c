@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static struct {
@@ -19,30 +20,31 @@ void shm__faults_open(int verbose, void (*on_init_fail)(void))
     shm__faults.on_init_fail = on_init_fail;
 }
 
-/* Every line starts with "shmalloc: "; fatal ones end the PE. */
-static void shm__vsay(const char *fmt, va_list ap)
+/* Message id, whose text is fmt (SHM__MSG); fatal ones end the PE. */
+static void shm__vsay(int id, const char *fmt, va_list ap)
 {
-    char line[512 - sizeof "shmalloc: "]; /* shmalloc_print's line, newline included */
-    vsnprintf(line, sizeof line, fmt, ap);
-    shmalloc_print(2, "shmalloc: %s\n", line);
+    char line[512]; /* shmalloc_print's line */
+    if (vsnprintf(line, sizeof line, fmt, ap) >= (int)sizeof line)
+        memcpy(line + sizeof line - 5, "...\n", 5); /* cut: still one whole line */
+    shmalloc_print(2, id, "%s", line);
 }
 
-void shm__note(const char *fmt, ...)
+void shm__note(int id, const char *fmt, ...)
 {
     va_list ap;
     if (!shm__faults.verbose) return;
     va_start(ap, fmt);
-    shm__vsay(fmt, ap);
+    shm__vsay(id, fmt, ap);
     va_end(ap);
 }
 
 /* A failure after start-up: peers may be waiting for us, so no collective
    clean-up.  The files of start-up go; the launcher ends the others. */
-void shm__fatal(const char *fmt, ...)
+void shm__fatal(int id, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    shm__vsay(fmt, ap);
+    shm__vsay(id, fmt, ap);
     va_end(ap);
     shm__remove_files();
     fflush(NULL);
@@ -51,11 +53,11 @@ void shm__fatal(const char *fmt, ...)
 
 /* A failure during start-up (a bad variable, no provider, a limit): close
    what is open and end cleanly. */
-void shm__init_fail(const char *fmt, ...)
+void shm__init_fail(int id, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    shm__vsay(fmt, ap);
+    shm__vsay(id, fmt, ap);
     va_end(ap);
     shm__init_end();
 }

@@ -74,8 +74,7 @@ static int shm__registration_fails(unsigned n)
     if (!v || atoi(v) != shm__job.me) return 0;
     colon = strchr(v, ':');
     if ((colon ? (unsigned)atoi(colon + 1) : 0u) != n) return 0;
-    shmalloc_print(2, "shmalloc: registration of the heap made to fail on PE %d (number %u; "
-                   "SHMALLOC_TEST_FAIL_REGISTER)\n", shm__job.me, n);
+    shmalloc_print(2, SHM__MSG(PMIX_TEST_REGISTER_FAILED), shm__job.me, n);
     return 1;
 }
 #endif
@@ -113,8 +112,7 @@ static int shm__register_here(shm__region *r, void *base, size_t bytes, unsigned
     rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
                           SHM__HEAP_KEY + (uint64_t)(r - shm__mem.regions), &r->mr, &r->desc);
     if (rc)
-        shmalloc_print(2, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n", bytes, base,
-                       shm__job.me, fi_strerror(-rc));
+        shmalloc_print(2, SHM__MSG(PMIX_MR_REG_FAILED), bytes, base, shm__job.me, fi_strerror(-rc));
     return rc == 0;
 }
 
@@ -134,11 +132,11 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     if (shm__ofi.mr_mode & FI_MR_RAW) {
         size_t size = sizeof mine->raw;
         int rc = fi_mr_raw_attr(r->mr, &mine->raw_base, mine->raw, &size, 0);
-        if (rc) shm__fatal("fi_mr_raw_attr failed: %s (a key over %d bytes?)", fi_strerror(-rc), SHM__RAW_KEY_MAX);
+        if (rc) shm__fatal(SHM__MSG(PMIX_MR_RAW_ATTR_FAILED), fi_strerror(-rc), SHM__RAW_KEY_MAX);
         mine->raw_size = size;
     } else {
         mine->key = fi_mr_key(r->mr);
-        if (mine->key == FI_KEY_NOTAVAIL) shm__fatal("fi_mr_key of the heap is not available");
+        if (mine->key == FI_KEY_NOTAVAIL) shm__fatal(SHM__MSG(PMIX_MR_KEY_UNAVAILABLE));
     }
 }
 
@@ -151,8 +149,7 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
     p->direct_map = shmalloc_map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
-        shm__note("PE %d cannot map PE %d's heap (%s): puts and gets to it go through libfabric", shm__job.me, q,
-                  strerror(errno));
+        shm__note(SHM__MSG(PMIX_NOTE_PEER_UNMAPPED), shm__job.me, q, strerror(errno));
         return;
     }
     p->direct_len = (size_t)theirs->mapped;
@@ -175,7 +172,7 @@ static void shm__learn_peer(int q, int i, int ok, const shm__wire_heap *theirs,
     if (shm__ofi.mr_mode & FI_MR_RAW) {
         int rc = fi_mr_map_raw(shm__ofi.domain, theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw,
                                (size_t)theirs->raw_size, &p->key[i], 0);
-        if (rc) shm__fatal("fi_mr_map_raw of PE %d's key failed: %s", q, fi_strerror(-rc));
+        if (rc) shm__fatal(SHM__MSG(PMIX_MR_MAP_RAW_FAILED), q, fi_strerror(-rc));
         p->key_mapped[i] = 1;
     } else {
         p->key[i] = theirs->key;
@@ -223,7 +220,7 @@ int shm__tp_register(void *user, void *base, size_t bytes)
     (void)user;
     int ok, i = h->nregions;
     shm__region *r = &h->regions[i];
-    if (i == SHMALLOC_MAX_REGIONS) shm__fatal("more than %d regions of heap to register", SHMALLOC_MAX_REGIONS);
+    if (i == SHMALLOC_MAX_REGIONS) shm__fatal(SHM__MSG(PMIX_TOO_MANY_REGIONS), SHMALLOC_MAX_REGIONS);
     if (i == 0) h->base = (char *)base;
     shm__enter();
     r->offset = (size_t)((char *)base - h->base);

@@ -30,6 +30,7 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE, memfd_create */
 #endif
 
+#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 #include "../shmalloc_pmix_ofi.h"
 
@@ -118,9 +119,9 @@ SHMALLOC_INTERNAL int shm__pid_gone(long pid);
 SHMALLOC_INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
 
 SHMALLOC_INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void));
-SHMALLOC_INTERNAL void shm__note(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHMALLOC_INTERNAL void shm__fatal(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
-SHMALLOC_INTERNAL void shm__init_fail(const char *fmt, ...) SHMALLOC_FORMAT(1, 2);
+SHMALLOC_INTERNAL void shm__note(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+SHMALLOC_INTERNAL void shm__fatal(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+SHMALLOC_INTERNAL void shm__init_fail(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 SHMALLOC_INTERNAL void shm__init_end(void); /* shm__init_fail once the message is out */
 
 /* Appends to line what a PE ended by signal sig says; 0: no PE here. */

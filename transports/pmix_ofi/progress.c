@@ -30,16 +30,15 @@ static void shm__cq_failure(void)
     char detail[256] = "";
     int me = shm__job.me;
     memset(&err, 0, sizeof err);
-    if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal("fi_cq_readerr failed on PE %d", me);
+    if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal(SHM__MSG(PMIX_CQ_READERR_FAILED), me);
     op = (shm__op *)err.op_context;
     if (op && op->kind == SHM__OP_RECV && err.err == FI_ECANCELED) return;
     fi_cq_strerror(shm__ofi.cq, err.prov_errno, err.err_data, detail, sizeof detail);
     if (op && op->kind != SHM__OP_RECV)
-        shm__fatal("%s %s PE %d failed on PE %d: %s%s%s%s", shm__op_name(op->kind),
-                   op->kind == SHM__OP_READ ? "from" : "to", op->index, me, fi_strerror(err.err),
-                   detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
-    shm__fatal("%s failed on PE %d: %s (%s)", op ? shm__op_name(op->kind) : "an operation", me,
-               fi_strerror(err.err), detail);
+        shm__fatal(SHM__MSG(PMIX_OP_TO_PE_FAILED), shm__op_name(op->kind), op->kind == SHM__OP_READ ? "from" : "to",
+                   op->index, me, fi_strerror(err.err), detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+    shm__fatal(SHM__MSG(PMIX_OP_FAILED), op ? shm__op_name(op->kind) : "an operation", me, fi_strerror(err.err),
+               detail);
 }
 
 void shm__post_recv(int slot)
@@ -52,7 +51,7 @@ void shm__post_recv(int slot)
     rc = fi_recv(f->ep, f->recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, f->local_desc,
                  FI_ADDR_UNSPEC, &op->ctx);
     if (rc == -FI_EAGAIN) f->recv_unposted |= (uint64_t)1 << slot;
-    else if (rc) shm__fatal("fi_recv failed: %s", fi_strerror((int)-rc));
+    else if (rc) shm__fatal(SHM__MSG(PMIX_RECV_FAILED), fi_strerror((int)-rc));
     else f->recv_unposted &= ~((uint64_t)1 << slot);
 }
 
@@ -74,7 +73,7 @@ void shm__progress(void)
             shm__cq_failure();
             continue;
         }
-        if (n < 0) shm__fatal("fi_cq_read failed on PE %d: %s", shm__job.me, fi_strerror((int)-n));
+        if (n < 0) shm__fatal(SHM__MSG(PMIX_CQ_READ_FAILED), shm__job.me, fi_strerror((int)-n));
         for (i = 0; i < n; i++) {
             shm__op *op = (shm__op *)entries[i].op_context;
             if (op->kind == SHM__OP_RECV) {
@@ -127,7 +126,6 @@ void shm__wait_op(shm__op *op, const char *what, int pe)
         shm__progress();
         if (op->done) break;
         if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
-            shm__fatal("%s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must call "
-                       "into shmem)", what, pe, shm__ofi.timeout, shm__job.me, pe);
+            shm__fatal(SHM__MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__job.me, pe);
     }
 }

@@ -45,8 +45,8 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
         if (rc != -FI_EAGAIN) break;
         shm__progress();
     }
-    if (rc) shm__fatal("%s %s PE %d failed on PE %d: %s", shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from",
-                       pe, shm__job.me, fi_strerror((int)-rc));
+    if (rc) shm__fatal(SHM__MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
+                       shm__job.me, fi_strerror((int)-rc));
 }
 
 /* Moves n bytes between local and offset in pe's heap, waiting for each

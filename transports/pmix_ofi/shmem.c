@@ -103,7 +103,7 @@ static void shm__init_settings(int level, shm__start *s)
     shm__read_init_options(&shm__w.opt, s->timeout);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
-        shm__init_fail("cannot create the heap's lock");
+        shm__init_fail(SHM__MSG(PMIX_HEAP_LOCK_FAILED));
     shm__job.npes = 1;
 }
 
@@ -116,8 +116,7 @@ static void shm__init_runtime(const shm__start *s)
         int removed;
         shm__install_signals(shm__signal_words);
         if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
-            shm__note("PE %d removed %d /dev/shm file%s of ended processes", shm__job.me, removed,
-                      removed > 1 ? "s" : "");
+            shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
     shm__map_heap(s, o);
@@ -156,17 +155,15 @@ static void shm__describe(void)
     char fabric[448], barriers[96];
     int q, direct = 0;
     if (!shm__ofi.ep) {
-        shm__note("PE 0 of 1: heap %zu bytes at %p (%s), no libfabric", h->bytes, (void *)h->base,
-                  shmalloc_map_pages_name(&h->map));
+        shm__note(SHM__MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shmalloc_map_pages_name(&h->map));
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
     for (q = 0; q < shm__job.npes; q++) direct += shm__ofi.peers[q].direct != NULL;
     shm__barriers_text(barriers, sizeof barriers);
-    shm__note("PE %d of %d: %s, heap %zu bytes at %p (%s, %s), direct copies to %d PE%s of this node, barriers %s",
-              shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base, h->same_address ?
-              "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map), direct,
-              direct == 1 ? "" : "s", barriers);
+    shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
+              h->same_address ? "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map),
+              direct, direct == 1 ? "" : "s", barriers);
 }
 
 /* A program that returns from main or calls exit without shmem_finalize
@@ -198,9 +195,7 @@ void shmem_init(void)
 int shmem_init_thread(int requested, int *provided)
 {
     if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE) {
-        shmalloc_print(2, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, "
-                       "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); nothing was "
-                       "initialised\n", requested);
+        shmalloc_print(2, SHM__MSG(PMIX_BAD_THREAD_LEVEL), requested);
         return -1;
     }
     if (!shm__w.running) shm__init(requested);

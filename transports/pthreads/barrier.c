@@ -78,12 +78,11 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
         for (;;) pause();
     if (listed < missing) snprintf(late + n, sizeof late - n, " and %d more", missing - listed);
     if (ended)
-        shmalloc_print(2, "shmalloc: PE %d waits in barrier %llu for PE%s %s, which ha%s returned from pe_main: the "
-                       "PEs made different numbers of collective calls (SHMALLOC_DEBUG=1 says which)\n", me,
-                       (unsigned long long)epoch, missing > 1 ? "s" : "", late, missing > 1 ? "ve" : "s");
+        shmalloc_print(2, SHM__MSG(PTHREADS_PE_RETURNED), me, (unsigned long long)epoch, missing > 1 ? "s" : "", late,
+                       missing > 1 ? "ve" : "s");
     else
-        shmalloc_print(2, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, barrier %llu)\n",
-                       b->timeout, missing > 1 ? "s" : "", late, me, b->parties, (unsigned long long)epoch);
+        shmalloc_print(2, SHM__MSG(PTHREADS_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late, me, b->parties,
+                       (unsigned long long)epoch);
     shmem_global_exit(1);
 }
 

@@ -14,6 +14,7 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS and MAP_NORESERVE */
 #endif
 
+#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 #include "../shmalloc_pthreads.h"
 #include "../common/map.h"

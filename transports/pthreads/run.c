@@ -144,7 +144,7 @@ static int shm__map_all(shm__run *w)
         if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, &w->start.huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
             shmalloc_map_release(&pe->map);
-            fprintf(stderr, "shmalloc_pthreads_run: cannot create the lock of PE %d\n", q);
+            shmalloc_print(2, SHM__MSG(PTHREADS_LOCK_FAILED), q);
             return -1;
         }
     }
@@ -162,7 +162,7 @@ static int shm__start_and_join(shm__run *w)
         started = pe->thread_started;
     }
     if (!started)
-        fprintf(stderr, "shmalloc_pthreads_run: cannot start the thread of PE %d\n", q - 1);
+        shmalloc_print(2, SHM__MSG(PTHREADS_THREAD_FAILED), q - 1);
     shm__open_gate(w, started ? 1 : -1);
     for (q = 0; q < w->npes; q++)
         if (w->pes[q].thread_started) pthread_join(w->pes[q].thread, NULL);
@@ -179,18 +179,17 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     int rc;
 
     if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
-        fprintf(stderr, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n", npes,
-                SHMALLOC_PTHREADS_MAX_PES);
+        shmalloc_print(2, SHM__MSG(PTHREADS_BAD_NPES), npes, SHMALLOC_PTHREADS_MAX_PES);
         return 1;
     }
     if (pe_main == NULL) {
-        fprintf(stderr, "shmalloc_pthreads_run: pe_main is NULL\n");
+        shmalloc_print(2, SHM__MSG(PTHREADS_NO_PE_MAIN));
         return 1;
     }
     /* nominal becomes the table's size: the argument, else the environment's */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
     if (shm__run_init(&w, npes, start.timeout, pe_main, arg) != 0) {
-        fprintf(stderr, "shmalloc_pthreads_run: out of memory for %d PE%s\n", npes, npes == 1 ? "" : "s");
+        shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;
     }
     w.start = start;

@@ -441,7 +441,9 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_top_free(const shmalloc_tlsf *t);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size);
 /* align: any power of two (values below 16 mean 16); NULL on a bad one. */
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_align(shmalloc_tlsf *t, size_t align, size_t size);
+/* The name before 0.2, kept for programs written against it. */
+#define shmalloc_tlsf_memalign shmalloc_tlsf_align
 /* count * size bytes, zeroed; NULL when the product overflows (heap
    unchanged) or no block fits.  A runtime's calloc without its own check. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t count, size_t size);
@@ -2054,7 +2056,7 @@ static int shm__bad_align(size_t align)
     return align == 0 || (align & (align - 1)) || align > SHM__MAX_ALIGN;
 }
 
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_memalign(shmalloc_tlsf *t, size_t align, size_t size)
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_align(shmalloc_tlsf *t, size_t align, size_t size)
 {
     shm__block *list;
     size_t bsize;
@@ -2474,7 +2476,7 @@ static void shm__pending(const shmalloc_tlsf *t, shmalloc_tlsf_pending *op, int 
     op->high_water = t->high_water;
 }
 
-/* shmalloc_tlsf_memalign's search and take without its fit (the slack's
+/* shmalloc_tlsf_align's search and take without its fit (the slack's
    poisoning), which waits for the commit: the caller may fill the block. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align, size_t size,
                                                  shmalloc_tlsf_pending *op)

@@ -46,7 +46,7 @@ typedef struct allocator {
 
 /* Fill and warm-up go through these: not counted by callgrind. */
 static void *shm_malloc(void *h, size_t n) { return shmalloc_tlsf_malloc((shmalloc_tlsf *)h, n); }
-static void *shm_memalign(void *h, size_t a, size_t n) { return shmalloc_tlsf_memalign((shmalloc_tlsf *)h, a, n); }
+static void *shm_memalign(void *h, size_t a, size_t n) { return shmalloc_tlsf_align((shmalloc_tlsf *)h, a, n); }
 static void *shm_realloc(void *h, void *p, size_t n) { return shmalloc_tlsf_realloc((shmalloc_tlsf *)h, p, n); }
 static void shm_free(void *h, void *p)
 {
@@ -83,7 +83,7 @@ BENCH_OP static void *op_shm_malloc(void *h, size_t n)
 }
 BENCH_OP static void *op_shm_memalign(void *h, size_t a, size_t n)
 {
-    void *p = shmalloc_tlsf_memalign((shmalloc_tlsf *)h, a, n);
+    void *p = shmalloc_tlsf_align((shmalloc_tlsf *)h, a, n);
     BENCH_AFTER_CALL();
     return p;
 }

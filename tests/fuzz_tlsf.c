@@ -96,7 +96,7 @@ static void op_allocate(const op *o)
     int aligned = o->kind % 7 != 0;
     unsigned char *p;
     if (live[o->i].p) return;
-    p = aligned ? shmalloc_tlsf_memalign(heap, o->align, o->size) : shmalloc_tlsf_malloc(heap, o->size);
+    p = aligned ? shmalloc_tlsf_align(heap, o->align, o->size) : shmalloc_tlsf_malloc(heap, o->size);
     if (p) admit(o->i, p, o->size, aligned ? o->align : 1, o->a);
 }
 
@@ -206,8 +206,8 @@ static void op_sbreak(const op *o)
 /* absurd requests fail cleanly */
 static void op_absurd(const op *o)
 {
-    if (shmalloc_tlsf_malloc(heap, SIZE_MAX - o->a) || shmalloc_tlsf_memalign(heap, (size_t)1 << 63, 16) ||
-        shmalloc_tlsf_memalign(heap, 24, 16))
+    if (shmalloc_tlsf_malloc(heap, SIZE_MAX - o->a) || shmalloc_tlsf_align(heap, (size_t)1 << 63, 16) ||
+        shmalloc_tlsf_align(heap, 24, 16))
         fail("absurd request succeeded", o->i);
 }
 

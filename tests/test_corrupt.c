@@ -168,7 +168,7 @@ Test(top, the_gap_before_an_aligned_block_from_the_top_is_listed_and_merges_back
     shmalloc_tlsf *t = shmalloc_tlsf_create(region, sizeof region);
     void *p;
     cr_assert(t != NULL);
-    p = shmalloc_tlsf_memalign(t, 4096, 100);
+    p = shmalloc_tlsf_align(t, 4096, 100);
     cr_assert(p != NULL && ((uintptr_t)p & 4095) == 0);
     cr_assert(t->fl_bitmap != 0, "the gap before the aligned block is in no list");
     assert_tlsf_ok(t);

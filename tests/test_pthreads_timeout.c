@@ -20,7 +20,7 @@
 
 /* A timed-out run ends by _exit while PE threads that returned are not
    joined yet; ThreadSanitizer would call that a thread leak. */
-#if defined(SHMALLOC_TSAN) /* from common/wait.h */
+#if defined(SHM__TSAN) /* from common/wait.h */
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
 #endif
@@ -31,30 +31,30 @@ const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
 /* ---- the wait unit ------------------------------------------------------ */
 Test(wait, a_step_pauses_then_yields_then_asks_to_sleep)
 {
-    shmalloc_wait w;
+    shm__wait w;
     int i;
-    shmalloc_wait_begin(&w, 60, 3, 2);
-    for (i = 0; i < 5; i++) cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_POLL, "step %d", i);
-    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
-    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
+    shm__wait_begin(&w, 60, 3, 2);
+    for (i = 0; i < 5; i++) cr_assert_eq(shm__wait_step(&w), SHM__WAIT_POLL, "step %d", i);
+    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_SLEEP);
+    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_SLEEP);
 }
 
 Test(wait, the_deadline_is_the_timeout_after_the_first_yield, .timeout = TEST_TIMEOUT)
 {
-    shmalloc_wait w;
+    shm__wait w;
     struct timespec ts;
     double start, deadline;
-    shmalloc_wait_begin(&w, 1, 1, 0);
-    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_POLL); /* a pause: no deadline yet */
+    shm__wait_begin(&w, 1, 1, 0);
+    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_POLL); /* a pause: no deadline yet */
     sleep_seconds(0.5);
-    start = shmalloc_wait_now();
-    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
-    shmalloc_wait_deadline(&w, &ts);
+    start = shm__wait_now();
+    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_SLEEP);
+    shm__wait_deadline(&w, &ts);
     deadline = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     cr_assert(deadline >= start + 1.0 && deadline < start + 1.5, "deadline %.3f s after the step", deadline - start);
-    while (shmalloc_wait_step(&w) == SHMALLOC_WAIT_SLEEP) shmalloc_wait_sleep(&w);
-    cr_assert(shmalloc_wait_now() >= deadline, "expired before the deadline");
-    cr_assert(shmalloc_wait_now() < deadline + 1.0, "expired %.3f s late", shmalloc_wait_now() - deadline);
+    while (shm__wait_step(&w) == SHM__WAIT_SLEEP) shm__wait_sleep(&w);
+    cr_assert(shm__wait_now() >= deadline, "expired before the deadline");
+    cr_assert(shm__wait_now() < deadline + 1.0, "expired %.3f s late", shm__wait_now() - deadline);
 }
 
 /* ---- a run in a child --------------------------------------------------- */
@@ -70,7 +70,7 @@ static int read_until(int fd, child_result *r, double deadline)
     size_t used = 0;
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
-        int left = (int)((deadline - shmalloc_wait_now()) * 1000.0);
+        int left = (int)((deadline - shm__wait_now()) * 1000.0);
         ssize_t n;
         if (left <= 0) return -1;
         if (poll(&p, 1, left) <= 0) continue;
@@ -93,7 +93,7 @@ static void tag_output(void *user, int stream, int id, const char *text)
 static void run_child(int npes, const char *timeout, void (*pe_main)(void *), void *arg, child_result *r)
 {
     int fds[2], wstatus, ended;
-    double start = shmalloc_wait_now();
+    double start = shm__wait_now();
     pid_t pid;
     memset(r, 0, sizeof *r);
     cr_assert_eq(pipe(fds), 0);
@@ -111,7 +111,7 @@ static void run_child(int npes, const char *timeout, void (*pe_main)(void *), vo
     close(fds[0]);
     if (!ended) kill(pid, SIGKILL);
     cr_assert_eq(waitpid(pid, &wstatus, 0), pid);
-    r->seconds = shmalloc_wait_now() - start;
+    r->seconds = shm__wait_now() - start;
     r->status = ended && WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
     cr_assert(ended, "the run did not end within %.0f s (killed); stderr: %s", CHILD_BOUND, r->text);
 }
@@ -366,9 +366,9 @@ ParameterizedTestParameters(timeout, a_slow_pe_that_arrives_within_the_timeout_d
 ParameterizedTest(int *npes, timeout, a_slow_pe_that_arrives_within_the_timeout_does_not_trip_it,
                   .timeout = TEST_TIMEOUT)
 {
-    double start = shmalloc_wait_now();
+    double start = shm__wait_now();
     setenv("SHMALLOC_BARRIER_TIMEOUT", "2", 1);
     cr_assert_eq(shmalloc_pthreads_run(*npes, (size_t)1 << 20, pe_slow, NULL), 0);
     cr_assert_eq(pe_calls, *npes, "%d PEs allocated, or a heap check failed", pe_calls);
-    cr_assert(shmalloc_wait_now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
+    cr_assert(shm__wait_now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
 }

@@ -1,5 +1,5 @@
 /* Alignment in the TLSF core: every block is 16-byte aligned, and
-   shmalloc_tlsf_memalign honours every power of two, refuses the rest and
+   shmalloc_tlsf_align honours every power of two, refuses the rest and
    keeps neighbouring blocks intact. */
 #include "test_support.h"
 
@@ -44,7 +44,7 @@ Test(tlsf_memalign, bad_alignments_0_3_24_and_2_pow_63_return_null)
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
     snapshot *before = take_snapshot(t);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        cr_assert_null(shmalloc_tlsf_memalign(t, bad[i], 64), "memalign(%zu, 64) succeeded",
+        cr_assert_null(shmalloc_tlsf_align(t, bad[i], 64), "memalign(%zu, 64) succeeded",
                        bad[i]);
     snapshot *after = take_snapshot(t);
     assert_same_heap(before, after, "bad memalign");
@@ -55,7 +55,7 @@ Test(tlsf_memalign, alignments_1_2_4_8_give_16_aligned_blocks)
 {
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
     for (size_t a = 1; a < 16; a *= 2) {
-        void *p = shmalloc_tlsf_memalign(t, a, 40);
+        void *p = shmalloc_tlsf_align(t, a, 40);
         cr_assert(p != NULL, "memalign(%zu, 40) failed", a);
         cr_assert(((uintptr_t)p & 15) == 0);
     }
@@ -74,7 +74,7 @@ Test(tlsf_memalign, every_power_of_two_16_to_1MiB_gives_aligned_usable_blocks)
         for (size_t k = 0; k < 4; k++) {
             if (req[k] > 4 * MIB)
                 continue;
-            unsigned char *p = shmalloc_tlsf_memalign(t, a, req[k]);
+            unsigned char *p = shmalloc_tlsf_align(t, a, req[k]);
             cr_assert(p != NULL, "memalign(%zu, %zu) failed", a, req[k]);
             cr_assert(((uintptr_t)p & (a - 1)) == 0, "memalign(%zu) gave %p", a, (void *)p);
             cr_assert(shmalloc_tlsf_usable_size(t, p) >= req[k]);
@@ -98,7 +98,7 @@ Test(tlsf_memalign, alignment_of_half_the_heap_works_when_region_is_aligned_to_i
     void *mem;
     shmalloc_tlsf *t = heap_with_capacity(8 * MIB, &mem);
     (void)mem;
-    unsigned char *p = shmalloc_tlsf_memalign(t, 4 * MIB, MIB);
+    unsigned char *p = shmalloc_tlsf_align(t, 4 * MIB, MIB);
     cr_assert(p != NULL, "memalign(4 MiB, 1 MiB) on an 8 MiB heap failed");
     cr_assert(((uintptr_t)p & (4 * MIB - 1)) == 0);
     memset(p, 0x11, MIB);
@@ -115,7 +115,7 @@ Test(tlsf_memalign, alignment_of_half_the_heap_works_when_region_is_only_1MiB_al
     char *mem = m + MIB; /* 1 MiB aligned, not 2 MiB aligned */
     shmalloc_tlsf *t = shmalloc_tlsf_create(mem, bytes);
     cr_assert(t != NULL);
-    unsigned char *p = shmalloc_tlsf_memalign(t, 4 * MIB, MIB);
+    unsigned char *p = shmalloc_tlsf_align(t, 4 * MIB, MIB);
     cr_assert(p != NULL, "memalign(4 MiB, 1 MiB) on an 8 MiB heap at base%%4MiB=1MiB failed");
     cr_assert(((uintptr_t)p & (4 * MIB - 1)) == 0);
     memset(p, 0x22, MIB);
@@ -131,7 +131,7 @@ Test(tlsf_memalign, aligned_blocks_between_small_ones_keep_neighbours_intact)
         cr_assert(small[i]);
         fill_pattern(small[i], 40 + i, i);
         size_t a = (size_t)64 << (i % 8);
-        big[i] = shmalloc_tlsf_memalign(t, a, 24 + i);
+        big[i] = shmalloc_tlsf_align(t, a, 24 + i);
         cr_assert(big[i]);
         cr_assert(((uintptr_t)big[i] & (a - 1)) == 0);
         fill_pattern(big[i], 24 + i, 1000 + i);

@@ -123,7 +123,7 @@ Test(tlsf_whole, a_heap_over_memory_full_of_old_bytes_serves_real_blocks)
     t = shmalloc_tlsf_create(mem, bytes);
     cr_assert(t != NULL);
     p[0] = shmalloc_tlsf_malloc(t, 100);
-    p[1] = shmalloc_tlsf_memalign(t, 4096, 3000);
+    p[1] = shmalloc_tlsf_align(t, 4096, 3000);
     p[2] = shmalloc_tlsf_malloc(t, 70000);
     p[3] = shmalloc_tlsf_realloc(t, p[0], 5000);
     for (int i = 1; i < 4; i++) {
@@ -158,7 +158,7 @@ Test(tlsf_bad_size, malloc_of_huge_sizes_returns_null_and_leaves_heap_unchanged)
     snapshot *before = take_snapshot(t);
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         cr_assert_null(shmalloc_tlsf_malloc(t, sizes[i]), "malloc(%zu) succeeded", sizes[i]);
-        cr_assert_null(shmalloc_tlsf_memalign(t, 64, sizes[i]), "memalign(64, %zu)", sizes[i]);
+        cr_assert_null(shmalloc_tlsf_align(t, 64, sizes[i]), "memalign(64, %zu)", sizes[i]);
         cr_assert_null(shmalloc_tlsf_realloc(t, keep, sizes[i]), "realloc(p, %zu)", sizes[i]);
         cr_assert_null(shmalloc_tlsf_realloc(t, NULL, sizes[i]), "realloc(NULL, %zu)", sizes[i]);
     }

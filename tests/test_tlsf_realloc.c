@@ -232,7 +232,7 @@ Test(tlsf_realloc, moving_an_aligned_block_keeps_its_alignment)
     for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++) {
         size_t a = aligns[i];
         shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-        unsigned char *p = shmalloc_tlsf_memalign(t, a, 100);
+        unsigned char *p = shmalloc_tlsf_align(t, a, 100);
         cr_assert(p && ((uintptr_t)p & (a - 1)) == 0);
         fill_pattern(p, 100, 15);
         size_t n = fill_with_minimum_blocks(t, ptrs, 40000);
@@ -257,7 +257,7 @@ Test(tlsf_realloc, growing_an_aligned_block_backwards_keeps_its_alignment)
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
     void *lead = shmalloc_tlsf_malloc(t, 20000); /* p lands past offset 16 KiB */
     cr_assert(lead);
-    unsigned char *p = shmalloc_tlsf_memalign(t, a, 100);
+    unsigned char *p = shmalloc_tlsf_align(t, a, 100);
     cr_assert(p && ((uintptr_t)p & (a - 1)) == 0);
     fill_pattern(p, 100, 16);
     size_t n = fill_with_minimum_blocks(t, ptrs, 40000);
@@ -275,7 +275,7 @@ Test(tlsf_realloc, growing_an_aligned_block_backwards_keeps_its_alignment)
 Test(tlsf_realloc, growing_an_aligned_block_in_place_keeps_pointer)
 {
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
-    unsigned char *p = shmalloc_tlsf_memalign(t, 4096, 100);
+    unsigned char *p = shmalloc_tlsf_align(t, 4096, 100);
     cr_assert(p);
     fill_pattern(p, 100, 17);
     unsigned char *q = shmalloc_tlsf_realloc(t, p, 50000);

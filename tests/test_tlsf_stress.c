@@ -23,7 +23,7 @@ static void run_det(shmalloc_tlsf *t, det_trace *tr)
             p = shmalloc_tlsf_malloc(t, rng_size(16));
         } else if (op < 5) {
             size_t a = (size_t)16 << rng_below(17); /* up to 1 MiB */
-            p = shmalloc_tlsf_memalign(t, a, rng_size(12));
+            p = shmalloc_tlsf_align(t, a, rng_size(12));
         } else if (op < 7) {
             size_t k = rng_below(n);
             size_t s = rng_size(16);
@@ -158,7 +158,7 @@ static void stress_memalign(stress_model *m)
 {
     size_t a = (size_t)16 << rng_below(9);
     size_t s = rng_size(14);
-    stress_admit(m, shmalloc_tlsf_memalign(m->t, a, s), s, a, round16(s) + SHMALLOC_HEADER + a);
+    stress_admit(m, shmalloc_tlsf_align(m->t, a, s), s, a, round16(s) + SHMALLOC_HEADER + a);
 }
 
 /* A realloc keeps the contents it can; a failed one leaves the block as it was. */

@@ -36,8 +36,8 @@ static void assert_same_future(shmalloc_tlsf *a, shmalloc_tlsf *b)
     size_t i, n = sizeof sizes / sizeof sizes[0];
     for (i = 0; i < 64; i++) {
         size_t align = i % 5 == 4 ? 256 : SHMALLOC_ALIGNMENT;
-        pa[i] = shmalloc_tlsf_memalign(a, align, sizes[i % n]);
-        pb[i] = shmalloc_tlsf_memalign(b, align, sizes[i % n]);
+        pa[i] = shmalloc_tlsf_align(a, align, sizes[i % n]);
+        pb[i] = shmalloc_tlsf_align(b, align, sizes[i % n]);
         cr_assert(pa[i] && pb[i], "call %zu failed", i);
         cr_assert_eq(shmalloc_tlsf_offset(a, pa[i]), shmalloc_tlsf_offset(b, pb[i]), "call %zu: offsets differ", i);
         if (i % 3 == 2) {
@@ -201,7 +201,7 @@ Test(tlsf_take, commit_gives_the_block_memalign_gives)
     scatter(a, NULL);
     scatter(b, NULL);
     for (i = 0; i < 4; i++) {
-        void *q = shmalloc_tlsf_memalign(b, aligns[i], 700);
+        void *q = shmalloc_tlsf_align(b, aligns[i], 700);
         cr_assert_eq(shmalloc_tlsf_take(a, aligns[i], 700, &op), SHMALLOC_TLSF_OK);
         cr_assert_eq(shmalloc_tlsf_commit(a, &op), op.ptr);
         cr_assert_eq(shmalloc_tlsf_offset(a, op.ptr), shmalloc_tlsf_offset(b, q));
@@ -242,7 +242,7 @@ Test(tlsf_take, block_need_always_serves_the_request)
             shmalloc_tlsf *t = shmalloc_tlsf_create(map_aligned(bytes, 0x10000), bytes);
             cr_assert(t != NULL);
             cr_assert_eq(shmalloc_tlsf_grow_status(t, 0), SHMALLOC_TLSF_NO_ROOM, "a heap with no reservation");
-            cr_assert(shmalloc_tlsf_memalign(t, aligns[i], sizes[j]) != NULL, "size %zu at %zu in a block of %zu",
+            cr_assert(shmalloc_tlsf_align(t, aligns[i], sizes[j]) != NULL, "size %zu at %zu in a block of %zu",
                       sizes[j], aligns[i], need);
             assert_tlsf_ok(t);
         }
@@ -355,7 +355,7 @@ Test(tlsf_resize, a_move_keeps_the_contents_and_the_alignment)
 {
     shmalloc_tlsf *a = heap_with_capacity(CAP, NULL), *b = heap_with_capacity(CAP, NULL);
     shmalloc_tlsf_pending op;
-    unsigned char *x = shmalloc_tlsf_memalign(a, 512, 300), *y = shmalloc_tlsf_memalign(b, 512, 300), *q;
+    unsigned char *x = shmalloc_tlsf_align(a, 512, 300), *y = shmalloc_tlsf_align(b, 512, 300), *q;
     size_t i;
     block_of(a, 1024); /* after x: the gap before x is smaller */
     block_of(b, 1024);
@@ -442,8 +442,8 @@ Test(tlsf_random, random_takes_and_resizes_undone_leave_the_heaps_the_same)
             cr_assert_eq(shmalloc_tlsf_free(b, pb[k]), SHMALLOC_TLSF_OK);
             pa[k] = pb[k] = NULL;
         } else {
-            pa[k] = shmalloc_tlsf_memalign(a, align, size);
-            pb[k] = shmalloc_tlsf_memalign(b, align, size);
+            pa[k] = shmalloc_tlsf_align(a, align, size);
+            pb[k] = shmalloc_tlsf_align(b, align, size);
             cr_assert((pa[k] == NULL) == (pb[k] == NULL));
         }
     }

@@ -49,7 +49,7 @@ static void random_churn(shmalloc_tlsf *t, void **ptrs, size_t *n, size_t max, i
     for (int i = 0; i < ops; i++) {
         if (*n < max && (*n == 0 || rng_below(5) < 3)) {
             void *p = rng_below(4) ? shmalloc_tlsf_malloc(t, rng_size(13))
-                                   : shmalloc_tlsf_memalign(t, (size_t)16 << rng_below(8),
+                                   : shmalloc_tlsf_align(t, (size_t)16 << rng_below(8),
                                                             rng_size(10));
             if (p)
                 ptrs[(*n)++] = p;
@@ -168,7 +168,7 @@ Test(tlsf_walk, walk_reports_every_live_block_at_its_user_pointer_offset)
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
     void *p[10];
     for (int i = 0; i < 10; i++)
-        p[i] = shmalloc_tlsf_memalign(t, (size_t)16 << i, 50 + (size_t)i * 100);
+        p[i] = shmalloc_tlsf_align(t, (size_t)16 << i, 50 + (size_t)i * 100);
     for (int i = 0; i < 10; i++) {
         find_ctx f = {off_of(t, p[i]), 0, 0};
         shmalloc_tlsf_walk(t, find_cb, &f);

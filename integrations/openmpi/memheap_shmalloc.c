@@ -99,7 +99,7 @@ static int shm__om_memalign(size_t align, size_t size, void **out)
     }
     if (size == 0) return OSHMEM_SUCCESS;
     shm__om_lock();
-    p = shmalloc_tlsf_memalign(shm__om.user, align, size);
+    p = shmalloc_tlsf_align(shm__om.user, align, size);
     shm__om_unlock();
     return shm__om_result(p, out);
 }

@@ -106,5 +106,5 @@ void *dlmemalign(size_t alignment, size_t size)
         shm__sos_say(line);
         return NULL;
     }
-    return shmalloc_tlsf_memalign(shm__sos_heap, alignment, size);
+    return shmalloc_tlsf_align(shm__sos_heap, alignment, size);
 }

@@ -35,7 +35,7 @@ typedef struct shm__fork_slot {
 /* One run; each PE process has its copy, and shares only slots. */
 static struct {
     shm__fork_slot *slots; /* the shared anonymous mapping, one slot per PE */
-    shmalloc_map_mem maps[SHMALLOC_FORK_MAX_PES]; /* every PE's heap memory, shared */
+    shm__map_mem maps[SHMALLOC_FORK_MAX_PES]; /* every PE's heap memory, shared */
     shm__start start;
     int npes;
     int me;                /* this process's PE; -1 outside a PE */
@@ -61,12 +61,12 @@ static void shm__fork_sync(uint64_t *values, int count)
     for (i = 0; i < count; i++) slots[shm__fork.me].values[odd][i] = values[i];
     __atomic_store_n(&slots[shm__fork.me].epoch, e, __ATOMIC_RELEASE);
     for (q = 0; q < shm__fork.npes; q++) {
-        shmalloc_wait w;
-        shmalloc_wait_begin(&w, shm__fork.start.timeout, 0, 1000); /* PEs may outnumber cpus: yield at once */
+        shm__wait w;
+        shm__wait_begin(&w, shm__fork.start.timeout, 0, 1000); /* PEs may outnumber cpus: yield at once */
         while (__atomic_load_n(&slots[q].epoch, __ATOMIC_ACQUIRE) < e) {
-            int s = shmalloc_wait_step(&w);
-            if (s == SHMALLOC_WAIT_EXPIRED) shm__fork_gave_up(q, e);
-            if (s == SHMALLOC_WAIT_SLEEP) shmalloc_wait_sleep(&w);
+            int s = shm__wait_step(&w);
+            if (s == SHM__WAIT_EXPIRED) shm__fork_gave_up(q, e);
+            if (s == SHM__WAIT_SLEEP) shm__wait_sleep(&w);
         }
         for (i = 0; i < count; i++)
             if (slots[q].values[odd][i] > values[i]) values[i] = slots[q].values[odd][i];
@@ -117,7 +117,7 @@ static int shm__fork_map_all(int npes)
     for (q = 0; q < npes; q++) {
         if (shm__start_map(&shm__fork.start, &shm__fork.maps[q], 1, NULL, q) != 0) return -1;
         if (q == 0 || shm__fork.maps[q].pages != shm__fork.maps[0].pages)
-            shmalloc_map_report(&shm__fork.maps[q], &shm__fork.start.huge, q);
+            shm__map_report(&shm__fork.maps[q], &shm__fork.start.huge, q);
     }
     return 0;
 }
@@ -192,7 +192,7 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
     shm__fork.epoch = 0;
     if (shm__fork_map_all(npes) == 0) rc = shm__fork_start_and_join(npes, pe_main, arg);
     for (q = 0; q < npes; q++)
-        if (shm__fork.maps[q].base) shmalloc_map_release(&shm__fork.maps[q]);
+        if (shm__fork.maps[q].base) shm__map_release(&shm__fork.maps[q]);
     munmap(shm__fork.slots, slots);
     shm__fork.slots = NULL;
     return rc == 0 ? 0 : 1;
@@ -206,7 +206,7 @@ int shmem_n_pes(void) { return shm__fork.me >= 0 ? shm__fork.npes : 0; }
 void shmem_quiet(void)
 {
     /* Puts are plain copies, complete on return: only ordering is left. */
-#if !defined(SHMALLOC_TSAN)
+#if !defined(SHM__TSAN)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }

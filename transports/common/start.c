@@ -16,7 +16,7 @@ int shm__start_options(void)
 {
     static const shmalloc_option timeout = {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
         "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0};
-    return shmalloc_map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
+    return shm__map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
 }
 
 int shm__start_size(const char *who, size_t nominal)
@@ -44,7 +44,7 @@ int shm__start_read(shm__start *s, const char *who)
         shmalloc_print(2, SHM__MSG(START_SIZE_TOO_LARGE), who, s->nominal);
         return -1;
     }
-    return shmalloc_map_huge_from_env(&s->huge);
+    return shm__map_huge_from_env(&s->huge);
 }
 
 /* >> the heap's memory ------------------------------------------------------
@@ -85,9 +85,9 @@ static void shm__unmappable(const shm__start *s, int pe, int e)
         shmalloc_print(2, SHM__MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
 }
 
-int shm__start_map(const shm__start *s, shmalloc_map_mem *m, int shared, const shmalloc_map_place *pl, int pe)
+int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__map_place *pl, int pe)
 {
-    if (shmalloc_map_heap(m, s->bytes, &s->huge, shared, pl) == 0) return 0;
+    if (shm__map_heap(m, s->bytes, &s->huge, shared, pl) == 0) return 0;
     shm__unmappable(s, pe, errno);
     return -1;
 }
@@ -95,7 +95,7 @@ int shm__start_map(const shm__start *s, shmalloc_map_mem *m, int shared, const s
 /* >> the heap ---------------------------------------------------------------
    It takes debug mode and the variable its out-of-memory reports name
    from the options table, as shm__start_read left it. */
-shmalloc_heap *shm__start_heap(const shm__start *s, const shmalloc_map_mem *m, const shmalloc_transport *tp,
+shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const shmalloc_transport *tp,
                                long *err)
 {
     long e = SHMEM_MALLOC_OK;

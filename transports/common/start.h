@@ -18,8 +18,8 @@
    closes what it opened.  Internal to the transports, as map.h: linked
    into their libraries, not installed.  Calls only the allocator's API and
    map.h, never a transport. */
-#if !defined(SHMALLOC_START_H_INCLUDED)
-#define SHMALLOC_START_H_INCLUDED
+#if !defined(SHM__START_H_INCLUDED)
+#define SHM__START_H_INCLUDED
 
 #include "../../shmalloc.h"
 #include "map.h"
@@ -33,7 +33,7 @@ typedef struct shm__start {
     size_t nominal;         /* the heap's first size: bytes used and registered at first */
     size_t max;             /* what it may grow to (SHMALLOC_HEAP_MAX); nominal: no growth */
     size_t bytes;           /* to reserve for it: shmalloc_heap_bytes(max) */
-    shmalloc_map_huge huge; /* the pages asked for */
+    shm__map_huge huge; /* the pages asked for */
     int timeout;            /* SHMALLOC_BARRIER_TIMEOUT, seconds */
 } shm__start;
 
@@ -41,30 +41,30 @@ typedef struct shm__start {
    the mapping's (huge pages) and SHMALLOC_BARRIER_TIMEOUT.  A transport
    adds them, and its own, before shm__start_read.  0, or -1 when the
    table is full. */
-SHMALLOC_INTERNAL int shm__start_options(void);
+SHM__INTERNAL int shm__start_options(void);
 
 /* The program's heap size for the table: nominal bytes (1..2^MAX_LOG2),
    or 0 to hand it back to the environment.  0, or -1 after a message. */
-SHMALLOC_INTERNAL int shm__start_size(const char *who, size_t nominal);
+SHM__INTERNAL int shm__start_size(const char *who, size_t nominal);
 
 /* Reads every option (a misspelt variable is reported) and works out s.
    0, or -1 after a message naming the variable. */
-SHMALLOC_INTERNAL int shm__start_read(shm__start *s, const char *who);
+SHM__INTERNAL int shm__start_read(shm__start *s, const char *who);
 
 /* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl
    NULL: anywhere aligned.  0, or -1 after a message naming what to
    change: the limit on open files, or the variable that set the size. */
-SHMALLOC_INTERNAL int shm__start_map(const shm__start *s, shmalloc_map_mem *m, int shared,
-                                     const shmalloc_map_place *pl, int pe);
+SHM__INTERNAL int shm__start_map(const shm__start *s, shm__map_mem *m, int shared,
+                                     const shm__map_place *pl, int pe);
 
 /* Collective: the heap in m, over the contract tp.  NULL after a message,
    with *err the reason (SHMEM_MALLOC_*), on every PE. */
-SHMALLOC_INTERNAL shmalloc_heap *shm__start_heap(const shm__start *s, const shmalloc_map_mem *m,
+SHM__INTERNAL shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m,
                                                  const shmalloc_transport *tp, long *err);
 
 /* Says that [addr, addr + n) on PE pe is not a symmetric range, naming
    the calling PE (me of npes; -1 of 0 outside a run). */
-SHMALLOC_INTERNAL void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,
+SHM__INTERNAL void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,
                                             int npes);
 
 /* The offset of [addr, addr + n) (n > 0) in this PE's heap [base, base +
@@ -80,4 +80,4 @@ static inline size_t shm__start_range(const char *what, const void *addr, size_t
     return SIZE_MAX;
 }
 
-#endif /* SHMALLOC_START_H_INCLUDED */
+#endif /* SHM__START_H_INCLUDED */

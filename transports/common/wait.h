@@ -6,13 +6,13 @@
    not an API a program calls.  A waiter polls its own condition and, each
    time it does not hold, takes one step:
 
-       shmalloc_wait w;
-       shmalloc_wait_begin(&w, timeout, pauses, yields);
+       shm__wait w;
+       shm__wait_begin(&w, timeout, pauses, yields);
        while (!condition) {
-           int s = shmalloc_wait_step(&w);
-           if (s == SHMALLOC_WAIT_EXPIRED) ... give up, naming who is late
-           if (s == SHMALLOC_WAIT_SLEEP) ... block on a condition variable
-               until shmalloc_wait_deadline(&w, &ts), or shmalloc_wait_sleep(&w)
+           int s = shm__wait_step(&w);
+           if (s == SHM__WAIT_EXPIRED) ... give up, naming who is late
+           if (s == SHM__WAIT_SLEEP) ... block on a condition variable
+               until shm__wait_deadline(&w, &ts), or shm__wait_sleep(&w)
        }
 
    A step escalates: `pauses` polls with a cpu pause (PEs on idle cores
@@ -20,67 +20,67 @@
    sleeps, since with more PEs than cores the one still to come needs the
    cpu a poller would burn.  The clock is read only from the first yield
    on, so a wait that ends while pausing costs no clock reads. */
-#ifndef SHMALLOC_WAIT_H_INCLUDED
-#define SHMALLOC_WAIT_H_INCLUDED
+#ifndef SHM__WAIT_H_INCLUDED
+#define SHM__WAIT_H_INCLUDED
 
 /* Marks what one transport's files share: hidden from the programs that
    link it. */
 #if defined(__GNUC__) || defined(__clang__)
-#  define SHMALLOC_INTERNAL __attribute__((visibility("hidden")))
+#  define SHM__INTERNAL __attribute__((visibility("hidden")))
 #else
-#  define SHMALLOC_INTERNAL
+#  define SHM__INTERNAL
 #endif
 
 /* Defined when built with ThreadSanitizer, which the transports' waits
    and maps must suit: it does not model fences (gcc rejects them under
    -Werror) and owns fixed parts of the address space. */
 #if defined(__SANITIZE_THREAD__)
-#  define SHMALLOC_TSAN 1
+#  define SHM__TSAN 1
 #elif defined(__has_feature)
 #  if __has_feature(thread_sanitizer)
-#    define SHMALLOC_TSAN 1
+#    define SHM__TSAN 1
 #  endif
 #endif
 
-#define SHMALLOC_WAIT_POLL 0        /* poll the condition again */
-#define SHMALLOC_WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */
-#define SHMALLOC_WAIT_EXPIRED (-1)  /* the deadline has passed */
-#define SHMALLOC_WAIT_ALL_YIELDS 0x3fffffff /* `yields` of a wait that never sleeps */
+#define SHM__WAIT_POLL 0        /* poll the condition again */
+#define SHM__WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */
+#define SHM__WAIT_EXPIRED (-1)  /* the deadline has passed */
+#define SHM__WAIT_ALL_YIELDS 0x3fffffff /* `yields` of a wait that never sleeps */
 
 struct timespec;
 
-typedef struct shmalloc_wait {
+typedef struct shm__wait {
     double timeout;   /* seconds from the first yield to the deadline */
-    double deadline;  /* on shmalloc_wait_now's clock; 0 before the first yield */
+    double deadline;  /* on shm__wait_now's clock; 0 before the first yield */
     int pauses;       /* polls with a cpu pause */
     int yields;       /* then polls with sched_yield */
     int polls;        /* steps taken */
-} shmalloc_wait;
+} shm__wait;
 
 #if defined(__cplusplus)
 extern "C" {
 #endif
 
 /* Seconds on a monotonic clock (CLOCK_MONOTONIC). */
-SHMALLOC_INTERNAL double shmalloc_wait_now(void);
+SHM__INTERNAL double shm__wait_now(void);
 
 /* Starts a wait that expires timeout seconds after its first yield. */
-SHMALLOC_INTERNAL void shmalloc_wait_begin(shmalloc_wait *w, int timeout, int pauses, int yields);
+SHM__INTERNAL void shm__wait_begin(shm__wait *w, int timeout, int pauses, int yields);
 
-/* One step: a cpu pause or a sched_yield (SHMALLOC_WAIT_POLL), or, once
-   the pauses and yields are spent, SHMALLOC_WAIT_SLEEP without waiting;
-   SHMALLOC_WAIT_EXPIRED once the deadline has passed. */
-SHMALLOC_INTERNAL int shmalloc_wait_step(shmalloc_wait *w);
+/* One step: a cpu pause or a sched_yield (SHM__WAIT_POLL), or, once
+   the pauses and yields are spent, SHM__WAIT_SLEEP without waiting;
+   SHM__WAIT_EXPIRED once the deadline has passed. */
+SHM__INTERNAL int shm__wait_step(shm__wait *w);
 
 /* The deadline as an absolute CLOCK_MONOTONIC time, for
    pthread_cond_timedwait on a condition variable with that clock. */
-SHMALLOC_INTERNAL void shmalloc_wait_deadline(const shmalloc_wait *w, struct timespec *abs);
+SHM__INTERNAL void shm__wait_deadline(const shm__wait *w, struct timespec *abs);
 
 /* Sleeps a short while (100 us, never past the deadline): a SLEEP step
    for a waiter with nothing to block on. */
-SHMALLOC_INTERNAL void shmalloc_wait_sleep(const shmalloc_wait *w);
+SHM__INTERNAL void shm__wait_sleep(const shm__wait *w);
 
 #if defined(__cplusplus)
 }
 #endif
-#endif /* SHMALLOC_WAIT_H_INCLUDED */
+#endif /* SHM__WAIT_H_INCLUDED */

@@ -90,16 +90,16 @@ static int shm__member(long long i)
 }
 
 /* Waits for *flag, set by progress; pe is whom it waits for. */
-static void shm__await(const int *flag, int pe, shmalloc_wait *w)
+static void shm__await(const int *flag, int pe, shm__wait *w)
 {
     __atomic_store_n(&shm__coll.waiting_for, pe, __ATOMIC_RELAXED);
     while (!shm__progress_until(flag))
-        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__coll.gave_up(pe);
+        if (shm__wait_step(w) == SHM__WAIT_EXPIRED) shm__coll.gave_up(pe);
 }
 
 /* Round r: send to the member 2^r ahead, fold in the message from the one
    2^r behind. */
-static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shmalloc_wait *w)
+static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shm__wait *w)
 {
     shm__collective *c = &shm__coll;
     int dist = (int)(1u << r), i;
@@ -133,9 +133,9 @@ void shm__disseminate(uint64_t *values, int count)
 {
     shm__collective *c = &shm__coll;
     uint32_t epoch = c->epoch;
-    shmalloc_wait w; /* one deadline for the whole call */
+    shm__wait w; /* one deadline for the whole call */
     int r;
-    shmalloc_wait_begin(&w, c->timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
+    shm__wait_begin(&w, c->timeout, 0, SHM__WAIT_ALL_YIELDS);
     for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, &w);
     /* Send buffers are reused next barrier: their sends must be done. */
     for (r = 0; r < c->rounds; r++) {

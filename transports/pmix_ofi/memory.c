@@ -43,13 +43,13 @@ static int shm__shared_heap(int direct)
 }
 
 /* Reserves room for the heap (s: what start-up found; o: the settings). */
-void shm__map_heap(const shm__start *s, const shm__options *o)
+void shm__place_heap(const shm__start *s, const shm__options *o)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
-    size_t step = shmalloc_map_pow2_cover(s->bytes, page, SHMALLOC_MAP_MAX_ALIGN);
+    shm__map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
+    size_t step = shm__map_pow2_cover(s->bytes, page, SHM__MAP_MAX_ALIGN);
     uintptr_t slot = (uintptr_t)shm__job.me + 1;
-#if defined(SHMALLOC_TSAN) /* it owns fixed parts of the address space: map anywhere */
+#if defined(SHM__TSAN) /* it owns fixed parts of the address space: map anywhere */
     pl.first = 0;
 #endif
 #if defined(SHMALLOC_TESTING)
@@ -61,7 +61,7 @@ void shm__map_heap(const shm__start *s, const shm__options *o)
     }
     if (shm__start_map(s, &shm__mem.map, shm__shared_heap(o->direct), &pl, shm__job.me) != 0) shm__init_end();
     shm__mem.fixed_address = shm__mem.map.fixed;
-    shmalloc_map_report(&shm__mem.map, &s->huge, shm__job.me);
+    shm__map_report(&shm__mem.map, &s->huge, shm__job.me);
 }
 
 /* >> registration ---------------------------------------------------------------- */
@@ -123,7 +123,7 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     memset(mine, 0, sizeof *mine);
     mine->ok = (uint64_t)ok;
     mine->base = (uint64_t)(uintptr_t)h->base;
-    mine->node = r == &h->regions[0] ? shmalloc_map_node_id() : 0;
+    mine->node = r == &h->regions[0] ? shm__map_node_id() : 0;
     mine->pid = (uint64_t)getpid();
     mine->fd = h->map.fd;
     mine->mapped = h->map.mapped;
@@ -147,7 +147,7 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
 {
     shm__peer *p = &shm__ofi.peers[q];
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
-    p->direct_map = shmalloc_map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
+    p->direct_map = shm__map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
         shm__note(SHM__MSG(PMIX_NOTE_PEER_UNMAPPED), shm__job.me, q, strerror(errno));
         return;

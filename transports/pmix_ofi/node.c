@@ -258,19 +258,19 @@ static void shm__node_write(shm__node_slot *s, uint64_t epoch, const uint64_t *v
 /* Waits until slot s shows barrier epoch, and returns its values; pe is
    the PE that writes it.  The wait never sleeps: past its pauses each
    step makes progress, which a PE that is not here yet may need. */
-static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, int count, int pe, shmalloc_wait *w)
+static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, int count, int pe, shm__wait *w)
 {
     const shm__node_half *h = &s->half[epoch & 1u];
     while (__atomic_load_n(&h->epoch, __ATOMIC_ACQUIRE) < epoch) {
         if (w->polls < w->pauses) {
-            shmalloc_wait_step(w); /* a cpu pause */
+            shm__wait_step(w); /* a cpu pause */
             continue;
         }
         __atomic_store_n(&shm__coll.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
         shm__enter();
         shm__progress();
         shm__leave();
-        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__coll.gave_up(pe);
+        if (shm__wait_step(w) == SHM__WAIT_EXPIRED) shm__coll.gave_up(pe);
     }
     SHM__COUNT(slot_reads, 1);
     SHM__COUNT(lines_read, ((uintptr_t)&h->values[count] - 1) / 64 - (uintptr_t)h / 64 + 1);
@@ -279,7 +279,7 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
 
 /* Round k of the node's dissemination: publish, then combine the slot of
    the PE 2^k before this one (max is idempotent: overlaps do no harm). */
-static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shmalloc_wait *w)
+static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shm__wait *w)
 {
     shm__collective *c = &shm__coll;
     const shm__boot *b = &shm__job;
@@ -297,9 +297,9 @@ void shm__node_sync(uint64_t *values, int count)
     const shm__boot *b = &shm__job;
     uint64_t epoch = ++c->node_epoch;
     shm__node_slot *release = &c->node[shm__node_release()];
-    shmalloc_wait w;
+    shm__wait w;
     int k, i;
-    shmalloc_wait_begin(&w, c->timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
+    shm__wait_begin(&w, c->timeout, c->node_pauses, SHM__WAIT_ALL_YIELDS);
     for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
     if (b->nodes > 1 && b->node_me == 0) {
         shm__disseminate(values, count);

@@ -89,7 +89,7 @@ typedef struct shm__options {
 #endif
 } shm__options;
 
-SHMALLOC_INTERNAL void shm__read_init_options(shm__options *o, int timeout);
+SHM__INTERNAL void shm__read_init_options(shm__options *o, int timeout);
 
 /* ---- the bottom: files (files.c), faults (faults.c), signals (signals.c) -- */
 /* Appends s, or v in decimal, to line[*n], within cap: async-signal-safe. */
@@ -110,24 +110,24 @@ static inline void shm__append_int(char *line, size_t *n, size_t cap, long v)
 
 /* This PE's own files of start-up, removed when it ends abnormally. */
 enum { SHM__FILE_ENDPOINT, SHM__FILE_NODE, SHM__FILES };
-SHMALLOC_INTERNAL void shm__files_set(int which, const char *path); /* NULL: forgotten */
-SHMALLOC_INTERNAL void shm__files_unlink(int which);
-SHMALLOC_INTERNAL void shm__remove_files(void);
-SHMALLOC_INTERNAL int shm__sweep(int mine);
-SHMALLOC_INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
-SHMALLOC_INTERNAL int shm__pid_gone(long pid);
-SHMALLOC_INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
+SHM__INTERNAL void shm__files_set(int which, const char *path); /* NULL: forgotten */
+SHM__INTERNAL void shm__files_unlink(int which);
+SHM__INTERNAL void shm__remove_files(void);
+SHM__INTERNAL int shm__sweep(int mine);
+SHM__INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
+SHM__INTERNAL int shm__pid_gone(long pid);
+SHM__INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
 
-SHMALLOC_INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void));
-SHMALLOC_INTERNAL void shm__note(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
-SHMALLOC_INTERNAL void shm__fatal(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
-SHMALLOC_INTERNAL void shm__init_fail(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
-SHMALLOC_INTERNAL void shm__init_end(void); /* shm__init_fail once the message is out */
+SHM__INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void));
+SHM__INTERNAL void shm__note(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+SHM__INTERNAL void shm__fatal(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+SHM__INTERNAL void shm__init_fail(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+SHM__INTERNAL void shm__init_end(void); /* shm__init_fail once the message is out */
 
 /* Appends to line what a PE ended by signal sig says; 0: no PE here. */
 typedef int (*shm__signal_words_fn)(int sig, char *line, size_t *n, size_t cap);
-SHMALLOC_INTERNAL void shm__install_signals(shm__signal_words_fn words);
-SHMALLOC_INTERNAL void shm__restore_signals(void);
+SHM__INTERNAL void shm__install_signals(shm__signal_words_fn words);
+SHM__INTERNAL void shm__restore_signals(void);
 
 /* ---- bootstrap: PMIx (bootstrap.c) ------------------------------------- */
 typedef struct shm__boot {
@@ -146,24 +146,24 @@ typedef struct shm__boot {
 #endif
 } shm__boot;
 
-SHMALLOC_INTERNAL extern shm__boot shm__job; /* bootstrap.c's */
+SHM__INTERNAL extern shm__boot shm__job; /* bootstrap.c's */
 
-SHMALLOC_INTERNAL int shm__pmix_init(const shm__options *o);
-SHMALLOC_INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
-SHMALLOC_INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
-SHMALLOC_INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);
-SHMALLOC_INTERNAL void shm__fence(const char *what, void (*poll)(void));
-SHMALLOC_INTERNAL void shm__map_nodes(void);
-SHMALLOC_INTERNAL void shm__pmix_close(void);
-SHMALLOC_INTERNAL void shm__pmix_abort(int status);
-SHMALLOC_INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+SHM__INTERNAL int shm__pmix_init(const shm__options *o);
+SHM__INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
+SHM__INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
+SHM__INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);
+SHM__INTERNAL void shm__fence(const char *what, void (*poll)(void));
+SHM__INTERNAL void shm__map_nodes(void);
+SHM__INTERNAL void shm__pmix_close(void);
+SHM__INTERNAL void shm__pmix_abort(int status);
+SHM__INTERNAL void shm__pmix_event(size_t ref, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                                    size_t ninfo, pmix_info_t results[], size_t nresults,
                                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
-SHMALLOC_INTERNAL void shm__procs_open(const pmix_proc_t *self, int npes);
-SHMALLOC_INTERNAL int shm__dead_pe(int *status);
-SHMALLOC_INTERNAL void shm__gone_pes(char *out, size_t cap);
+SHM__INTERNAL void shm__procs_open(const pmix_proc_t *self, int npes);
+SHM__INTERNAL int shm__dead_pe(int *status);
+SHM__INTERNAL void shm__gone_pes(char *out, size_t cap);
 #if defined(SHMALLOC_TESTING)
-SHMALLOC_INTERNAL void shm__test_step(const char *what);
+SHM__INTERNAL void shm__test_step(const char *what);
 #endif
 
 /* ---- fabric (fabric.c, progress.c) ------------------------------------- */
@@ -215,20 +215,20 @@ typedef struct shm__fabric {
     int threaded;           /* SHMEM_THREAD_MULTIPLE: the progress lock is taken */
 } shm__fabric;
 
-SHMALLOC_INTERNAL extern shm__fabric shm__ofi; /* progress.c's, fabric.c's */
+SHM__INTERNAL extern shm__fabric shm__ofi; /* progress.c's, fabric.c's */
 
-SHMALLOC_INTERNAL void shm__fabric_open(const char *provider, int timeout, void (*check)(void));
-SHMALLOC_INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
+SHM__INTERNAL void shm__fabric_open(const char *provider, int timeout, void (*check)(void));
+SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
                                    void **desc);
-SHMALLOC_INTERNAL void shm__post_recv(int slot);
-SHMALLOC_INTERNAL void shm__fabric_close(void);
-SHMALLOC_INTERNAL void shm__fabric_text(char *out, size_t cap);
-SHMALLOC_INTERNAL const char *shm__op_name(int kind);
-SHMALLOC_INTERNAL void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len));
-SHMALLOC_INTERNAL void shm__progress(void);
-SHMALLOC_INTERNAL void shm__poll(void);
-SHMALLOC_INTERNAL int shm__progress_until(const int *flag);
-SHMALLOC_INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
+SHM__INTERNAL void shm__post_recv(int slot);
+SHM__INTERNAL void shm__fabric_close(void);
+SHM__INTERNAL void shm__fabric_text(char *out, size_t cap);
+SHM__INTERNAL const char *shm__op_name(int kind);
+SHM__INTERNAL void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len));
+SHM__INTERNAL void shm__progress(void);
+SHM__INTERNAL void shm__poll(void);
+SHM__INTERNAL int shm__progress_until(const int *flag);
+SHM__INTERNAL void shm__wait_op(shm__op *op, const char *what, int pe);
 
 /* ---- the heap's memory and regions (memory.c) -------------------------- */
 /* A registered region of this PE's heap: [offset, offset + bytes) from its
@@ -240,7 +240,7 @@ typedef struct shm__region {
 } shm__region;
 
 typedef struct shm__heap_state {
-    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
+    shm__map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
     char *base;             /* the registered block space */
@@ -253,12 +253,12 @@ typedef struct shm__heap_state {
 #endif
 } shm__heap_state;
 
-SHMALLOC_INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
+SHM__INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 
-SHMALLOC_INTERNAL void shm__map_heap(const shm__start *s, const shm__options *o);
-SHMALLOC_INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
-SHMALLOC_INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
-SHMALLOC_INTERNAL void shm__forget_region(int i);
+SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o);
+SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
+SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
+SHM__INTERNAL void shm__forget_region(int i);
 
 /* ---- barrier and all-reduce (barrier.c, node.c) ------------------------ */
 /* A round's message, received possibly before this PE reached the round. */
@@ -300,27 +300,27 @@ typedef struct shm__collective {
 #endif
 } shm__collective;
 
-SHMALLOC_INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
+SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
 
-SHMALLOC_INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
-SHMALLOC_INTERNAL void shm__disseminate(uint64_t *values, int count);
-SHMALLOC_INTERNAL void shm__node_open(int allowed);
-SHMALLOC_INTERNAL void shm__node_sync(uint64_t *values, int count);
-SHMALLOC_INTERNAL void shm__node_close(void);
+SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
+SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
+SHM__INTERNAL void shm__node_open(int allowed);
+SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
+SHM__INTERNAL void shm__node_close(void);
 /* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
    of collective calls, SHM__END_GAVE_UP with the PE its barrier timed out
    waiting for, or SHM__END_SIGNALLED with the signal, each shifted left
    by 2. */
 enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3 };
-SHMALLOC_INTERNAL void shm__node_note_end(uint64_t how);
-SHMALLOC_INTERNAL uint64_t shm__node_end_of(int pe);
-SHMALLOC_INTERNAL int shm__node_gave_up(int *by);
-SHMALLOC_INTERNAL int shm__node_absent(int *pes, int max);
+SHM__INTERNAL void shm__node_note_end(uint64_t how);
+SHM__INTERNAL uint64_t shm__node_end_of(int pe);
+SHM__INTERNAL int shm__node_gave_up(int *by);
+SHM__INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- when a peer does not come (ends.c) ------------------------------ */
-SHMALLOC_INTERNAL void shm__barrier_gave_up(int pe);
-SHMALLOC_INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
-SHMALLOC_INTERNAL void shm__check_deaths(void);
+SHM__INTERNAL void shm__barrier_gave_up(int pe);
+SHM__INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
+SHM__INTERNAL void shm__check_deaths(void);
 
 /* ---- the entry points (shmem.c, rma.c) ---------------------------------- */
 typedef struct shm__entry_state {
@@ -330,7 +330,7 @@ typedef struct shm__entry_state {
     shm__options opt;
 } shm__entry_state;
 
-SHMALLOC_INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
+SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the
@@ -340,7 +340,7 @@ SHMALLOC_INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
    poll, so puts of other threads go on meanwhile.  The heap's own lock
    (heap_mutex) is taken before it, never inside.  Copies into same-node
    peers' heaps take no lock.  Below MULTIPLE no lock is taken. */
-SHMALLOC_INTERNAL extern pthread_mutex_t shm__progress_mutex;
+SHM__INTERNAL extern pthread_mutex_t shm__progress_mutex;
 
 static inline void shm__enter(void)
 {

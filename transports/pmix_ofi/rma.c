@@ -168,7 +168,7 @@ static void shm__flush(void)
 void shmem_quiet(void)
 {
     if (shm__ofi.threaded || __atomic_load_n(&shm__ofi.direct_dirty, __ATOMIC_RELAXED)) {
-#if defined(SHMALLOC_TSAN) /* it refuses fences; a sequentially consistent exchange orders as much for it */
+#if defined(SHM__TSAN) /* it refuses fences; a sequentially consistent exchange orders as much for it */
         (void)__atomic_exchange_n(&shm__ofi.direct_dirty, 0, __ATOMIC_SEQ_CST);
 #else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);

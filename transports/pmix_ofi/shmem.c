@@ -74,7 +74,7 @@ static void shm__teardown(void)
     while (shm__mem.nregions > 0) shm__forget_region(shm__mem.nregions - 1);
     shm__fabric_close();
     shm__node_close();
-    shmalloc_map_release(&shm__mem.map);
+    shm__map_release(&shm__mem.map);
     shm__pmix_close();
 }
 
@@ -119,7 +119,7 @@ static void shm__init_runtime(const shm__start *s)
             shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shm__map_heap(s, o);
+    shm__place_heap(s, o);
     if (!shm__job.have_pmix) return;
     shm__fabric_open(o->provider, o->timeout, shm__check_deaths);
     shm__node_open(o->node_barrier);
@@ -155,14 +155,14 @@ static void shm__describe(void)
     char fabric[448], barriers[96];
     int q, direct = 0;
     if (!shm__ofi.ep) {
-        shm__note(SHM__MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shmalloc_map_pages_name(&h->map));
+        shm__note(SHM__MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shm__map_pages_name(&h->map));
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
     for (q = 0; q < shm__job.npes; q++) direct += shm__ofi.peers[q].direct != NULL;
     shm__barriers_text(barriers, sizeof barriers);
     shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
-              h->same_address ? "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map),
+              h->same_address ? "same address on every PE" : "addresses differ", shm__map_pages_name(&h->map),
               direct, direct == 1 ? "" : "s", barriers);
 }
 

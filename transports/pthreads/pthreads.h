@@ -57,15 +57,15 @@ typedef struct shm__barrier {
     pthread_cond_t cond; /* on CLOCK_MONOTONIC, the clock of the wait's deadline */
 } shm__barrier;
 
-SHMALLOC_INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout);
-SHMALLOC_INTERNAL void shm__barrier_fini(shm__barrier *b);
+SHM__INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout);
+SHM__INTERNAL void shm__barrier_fini(shm__barrier *b);
 /* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
    (count of them) become their maximum over the PEs. */
-SHMALLOC_INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count);
+SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count);
 /* PE me has returned from pe_main and destroyed its heap: a peer waiting
    for it in a barrier ends the program at once, naming it, rather than at
    the timeout. */
-SHMALLOC_INTERNAL void shm__barrier_leave(shm__barrier *b, int me);
+SHM__INTERNAL void shm__barrier_leave(shm__barrier *b, int me);
 
 /* >> run (run.c) ---------------------------------------------------------------
    One run of shmalloc_pthreads_run: the PEs, their heaps, the shared state
@@ -76,7 +76,7 @@ typedef struct shm__pe {
     shm__run *run;
     int index;
     uint64_t epoch;        /* barriers this PE has reached */
-    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
+    shm__map_mem map;      /* the heap's memory (common/map.h) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     int thread_started;
     pthread_t thread;
@@ -99,9 +99,9 @@ struct shm__run {
 };
 
 /* The calling thread's PE while it runs pe_main, else NULL. */
-extern SHMALLOC_INTERNAL SHMALLOC_TLS shm__pe *shm__self;
+extern SHM__INTERNAL SHMALLOC_TLS shm__pe *shm__self;
 
 /* The contract's barrier for PE pe (the user pointer of its transport). */
-SHMALLOC_INTERNAL int shm__pe_barrier(void *pe);
+SHM__INTERNAL int shm__pe_barrier(void *pe);
 
 #endif /* SHMALLOC_PTHREADS_INTERNAL_H */

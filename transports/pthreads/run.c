@@ -120,7 +120,7 @@ static void shm__run_fini(shm__run *w)
     int q;
     for (q = 0; q < w->npes; q++) {
         if (w->pes[q].map.base != NULL) {
-            shmalloc_map_release(&w->pes[q].map);
+            shm__map_release(&w->pes[q].map);
             pthread_mutex_destroy(&w->pes[q].lock);
         }
     }
@@ -141,9 +141,9 @@ static int shm__map_all(shm__run *w)
         pe->run = w;
         pe->index = q;
         if (shm__start_map(&w->start, &pe->map, 0, NULL, q) != 0) return -1;
-        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, &w->start.huge, q);
+        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shm__map_report(&pe->map, &w->start.huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
-            shmalloc_map_release(&pe->map);
+            shm__map_release(&pe->map);
             shmalloc_print(2, SHM__MSG(PTHREADS_LOCK_FAILED), q);
             return -1;
         }

@@ -20,7 +20,7 @@ int shmem_n_pes(void)
 void shmem_quiet(void)
 {
     /* Puts are plain memcpy, complete on return: only ordering is left. */
-#if !defined(SHMALLOC_TSAN)
+#if !defined(SHM__TSAN)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }

@@ -92,15 +92,13 @@ int shm__map_options_add(void)
 /* An entry's text when a variable set it, else NULL. */
 static const char *shm__set_text(const shmalloc_option *o) { return o->source ? o->text : NULL; }
 
-int shm__map_huge_from_env(shm__map_huge *h)
+int shm__map_huge_from_table(shm__map_huge *h)
 {
     int id = shm__map_options_add();
     const shmalloc_option *opt = shmalloc_options() + id;
     const char *v, *use, *size;
     const char *sizes = "a huge page size this kernel offers (see /sys/kernel/mm/hugepages), e.g. 2M or 1G";
-    if (id < 0 || shmalloc_option_read(id + SHM__OPT_HUGE_PAGES) ||
-        shmalloc_option_read(id + SHM__OPT_SOS_HUGE_PAGES) || shmalloc_option_read(id + SHM__OPT_SOS_PAGE_SIZE))
-        return -1;
+    if (id < 0) return -1;
     v = shm__set_text(&opt[SHM__OPT_HUGE_PAGES]);
     use = shm__set_text(&opt[SHM__OPT_SOS_HUGE_PAGES]);
     size = shm__set_text(&opt[SHM__OPT_SOS_PAGE_SIZE]);

@@ -8,7 +8,8 @@
    linked into each transport library; not part of the allocator's API.
    Prints through shmalloc_print.  Linux only.
 
-   ENVIRONMENT (read by shm__map_huge_from_env)
+   ENVIRONMENT (rows of the options table; shm__map_huge_from_table
+   interprets them once the table is read)
      SHMALLOC_HUGE_PAGES   off (the default), auto, 2M or 1G.  auto: the
                            default hugetlbfs size when enough pages are
                            free, else transparent huge pages, and a report
@@ -58,8 +59,10 @@ typedef struct shm__map_mem {
     char why[400];        /* why a better kind of page was not had */
 } shm__map_mem;
 
-/* 0 with h filled, or -1 after a message naming the variable and value. */
-SHM__INTERNAL int shm__map_huge_from_env(shm__map_huge *h);
+/* The pages asked for, from the rows below as the options table holds
+   them (shmalloc_options_read has read them): 0 with h filled, or -1
+   after a message naming the variable and value. */
+SHM__INTERNAL int shm__map_huge_from_table(shm__map_huge *h);
 /* Adds the ENVIRONMENT rows above to the options table: their first id,
    or -1 when it is full. */
 SHM__INTERNAL int shm__map_options_add(void);

@@ -44,7 +44,7 @@ int shm__start_read(shm__start *s, const char *who)
         shmalloc_print(2, SHM__MSG(START_SIZE_TOO_LARGE), who, s->nominal);
         return -1;
     }
-    return shm__map_huge_from_env(&s->huge);
+    return shm__map_huge_from_table(&s->huge);
 }
 
 /* >> the heap's memory ------------------------------------------------------

@@ -1291,6 +1291,25 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
     b->prev_free->next_free = b;
 }
 
+/* Is a list above *list, the list of the size searched for, not empty?
+   *list is then the first such. */
+SHM__INLINE int shm__find_above(const shmalloc_tlsf *t, shm__block **list)
+{
+    size_t bits, fl, sl_map;
+    uint64_t fl_map;
+    bits = shm__list_bits(*list);
+    fl = shm__bits_fl(bits);
+    sl_map = t->sl_bitmap[fl] & (0u - (shm__bits_sl(bits) << 1)); /* the lists above in this class; none above the last */
+    if (!sl_map) {
+        fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
+        if (!fl_map) return 0;
+        fl = shm__ctz(fl_map);
+        sl_map = t->sl_bitmap[fl];
+    }
+    *list = shm__list(t, shm__list_index((unsigned)fl, shm__ctz(sl_map)));
+    return 1;
+}
+
 /* Is there a listed free block of at least `size` bytes (the top is
    tried after, by the caller)?  It is then the head of the list with
    sentinel node *list (otherwise *list is unset); changes nothing.  The
@@ -1303,24 +1322,12 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
    among the heap's classes. */
 SHM__INLINE int shm__find_list_fits(const shmalloc_tlsf *t, size_t size, shm__block **list)
 {
-    size_t bits, fl, sl_map;
-    uint64_t fl_map;
     *list = shm__list_for(t, size);
     /* a free block's header is its size and the free bit (its previous block
        is used), so it is at least size exactly when the block fits; an
        empty list's sentinel has a header of 0 */
     if ((*list)->next_free->header >= size) return 1;
-    bits = shm__list_bits(*list);
-    fl = shm__bits_fl(bits);
-    sl_map = t->sl_bitmap[fl] & (0u - (shm__bits_sl(bits) << 1)); /* the lists above in this class; none above the last */
-    if (!sl_map) {
-        fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
-        if (!fl_map) return 0;
-        fl = shm__ctz(fl_map);
-        sl_map = t->sl_bitmap[fl];
-    }
-    *list = shm__list(t, shm__list_index((unsigned)fl, shm__ctz(sl_map)));
-    return 1;
+    return shm__find_above(t, list);
 }
 
 SHM__INLINE int shm__find_list(const shmalloc_tlsf *t, size_t size, shm__block **list)
@@ -1507,14 +1514,29 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
     return shm__user(b);
 }
 
+/* Takes free block b, the head of `list`, whole.  A block from the
+   request's own list (an exact-class hit) is taken so: its tail, less than
+   a list's width, would cost a header write in a line nothing else
+   touches, and a free block that small seldom serves a request. */
+SHM__INLINE void *shm__take_whole(shmalloc_tlsf *t, shm__block *b, shm__block *list)
+{
+    size_t bsize = shm__free_size(b->header);
+    SHM__UNPOISON((char *)b + 32, bsize - 32);
+    shm__pop(t, b, list);
+    shm__set_prev_used(shm__at(b, bsize));
+    shm__set_used(b, bsize, 0); /* a listed block is free, so its previous block is used */
+    return shm__taken(t, b, bsize);
+}
+
 /* Cuts free block b, the head of `list`, down to `size` and marks it
    used; the tail goes back to the free lists, in b's place when it stays
-   in b's list. */
+   in b's list.  A block of the request's own list is taken whole. */
 SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, shm__block *list)
 {
     size_t bsize = shm__free_size(b->header), rest_size = bsize - size;
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
+    if (list == shm__list_for(t, size)) return shm__take_whole(t, b, list);
     if (rest_size >= SHM__MIN_BLOCK) {
         shm__block *rest = shm__at(b, size);
         shm__block *rest_list = shm__list_for(t, rest_size);
@@ -2047,7 +2069,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t si
     size_t bsize;
     if (size - 1 >= t->malloc_limit) return NULL; /* 0, or too large for the heap */
     bsize = shm__block_size(size);
-    if (!shm__find_list_fits(t, bsize, &list)) return shm__fit(shm__take_top(t, bsize), size);
+    list = shm__list_for(t, bsize);
+    if (list->next_free->header >= bsize) /* as shm__find_list_fits: an exact-class hit */
+        return shm__fit(shm__take_whole(t, list->next_free, list), size);
+    if (!shm__find_above(t, &list)) return shm__fit(shm__take_top(t, bsize), size);
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 

@@ -8,6 +8,8 @@
 #   make bench-putget    same-node puts and gets: direct copies against libfabric
 #   make bench-cluster   collective calls with PEs on 2, 3 and 4 namespace nodes (root)
 #   make bench-floor     one cache line passed between two cpus: the floor under a barrier
+#   make bench-cest      the core's simulated cost per op on allocbench (CEST_WORKLOADS,
+#                        LIVE, REGION as cest.sh takes them), repeatable to the digit
 #
 # Run as root, it installs what it lacks (scripts/deps.sh bench); an
 # allocator whose library is still missing is skipped with a note.
@@ -38,7 +40,7 @@ BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
-.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor
+.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor bench-cest
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -51,6 +53,14 @@ bench-core: bench-deps
 bench-scaling: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
 	BENCH_BIN=$(BENCH_B) bash bench/run.sh scaling
+
+# The yardstick the core's targets are stated on lives beside the project,
+# not in it: without it there is nothing to measure, and the target says so.
+ALLOCBENCH     ?= ../shared/allocbench
+CEST_WORKLOADS ?= abcd
+bench-cest:
+	@test -f $(ALLOCBENCH)/cest.sh || { echo "bench-cest: $(ALLOCBENCH)/cest.sh not found: allocbench is expected beside the project (or set ALLOCBENCH=DIR)"; exit 1; }
+	sh $(ALLOCBENCH)/cest.sh . $(CEST_WORKLOADS)
 
 # Random 8-byte accesses over a 1 GiB heap: base pages, transparent huge
 # pages, hugetlbfs pages (as root).  Same-node puts and gets of 8 B and

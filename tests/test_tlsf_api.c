@@ -192,6 +192,24 @@ Test(tlsf_reuse, of_two_free_blocks_in_one_list_the_lower_is_taken_first_in_eith
     }
 }
 
+/* A free block in the request's own list (blocks of 2048..2111 bytes
+   share one) is taken whole: its 48-byte tail stays the block's slack, as
+   a free block it would cost a header write and seldom serve a request. */
+Test(tlsf_reuse, a_block_of_the_requests_own_list_is_taken_whole)
+{
+    shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);
+    void *x = shmalloc_tlsf_malloc(t, 2096 - SHMALLOC_HEADER), *guard = shmalloc_tlsf_malloc(t, 100);
+    cr_assert(x && guard);
+    shmalloc_counters c0 = counters(t);
+    size_t u0 = shmalloc_tlsf_usable_size(t, x);
+    cr_assert_eq(shmalloc_tlsf_free(t, x), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_malloc(t, 2048 - SHMALLOC_HEADER), x);
+    cr_assert_eq(shmalloc_tlsf_usable_size(t, x), u0);
+    shmalloc_counters c = counters(t);
+    cr_assert_eq(c.in_use, c0.in_use, "in_use %zu, before the free %zu: a tail was split off", c.in_use, c0.in_use);
+    assert_tlsf_ok(t);
+}
+
 Test(tlsf_free, free_of_a_block_restores_counters)
 {
     shmalloc_tlsf *t = heap_with_capacity(MIB, NULL);

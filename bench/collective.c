@@ -57,7 +57,7 @@ static void op_malloc_free(size_t size)
     if (!p) { fprintf(stderr, "shmem_malloc(%zu) failed\n", size); exit(1); }
     shmem_free(p);
 }
-static void *grow_block;
+static __thread void *grow_block; /* each PE's own: the pthreads transport's PEs are threads */
 static void op_realloc(size_t size)
 {
     grow_block = shmem_realloc(grow_block, size * 2);

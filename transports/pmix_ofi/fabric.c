@@ -17,7 +17,7 @@ static void shm__ofi_check(int rc, const char *call)
 {
     if (rc != 0)
         shm__init_fail(SHM__MSG(PMIX_FABRIC_CALL_FAILED), call, fi_strerror(rc < 0 ? -rc : rc),
-                       shm__ofi.prov ? shm__ofi.prov : "none", shm__job.me, shm__job.npes);
+                       shm__ofi.prov ? shm__ofi.prov : "none", shm__ofi.me, shm__ofi.npes);
 }
 
 static int shm__is_shm(const char *prov)
@@ -73,13 +73,14 @@ static void shm__no_provider(const char *want, const char *env, int rc)
     shm__init_fail(SHM__MSG(PMIX_NO_PROVIDER), env, fi_strerror(-rc), why);
 }
 
-static void shm__choose_provider(const char *env)
+/* env: FI_PROVIDER, or NULL; nodes: how many the PEs run on (0: unknown). */
+static void shm__choose_provider(const char *env, int nodes)
 {
     shm__fabric *f = &shm__ofi;
     const char *want = NULL;
     struct fi_info *hints, *list = NULL, *pick, *i;
     int rc;
-    if (!env || !*env) want = shm__job.nodes == 1 ? "shm" : "tcp;ofi_rxm";
+    if (!env || !*env) want = nodes == 1 ? "shm" : "tcp;ofi_rxm";
     hints = shm__hints(want);
     rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
     fi_freeinfo(hints);
@@ -147,7 +148,7 @@ static void shm__open_endpoint(void)
     shm__ofi_check(fi_domain(f->fabric, f->info, &f->domain, NULL), "fi_domain");
     memset(&av_attr, 0, sizeof av_attr);
     av_attr.type = FI_AV_TABLE;
-    av_attr.count = (size_t)shm__job.npes;
+    av_attr.count = (size_t)f->npes;
     shm__ofi_check(fi_av_open(f->domain, &av_attr, &f->av, NULL), "fi_av_open");
     memset(&cq_attr, 0, sizeof cq_attr);
     cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -189,7 +190,7 @@ static void shm__open_buffers(void)
 static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
 {
     shm__fabric *f = &shm__ofi;
-    int q, rc, npes = shm__job.npes;
+    int q, rc, npes = f->npes;
     char *names;
     shm__pmix_put(SHM__KEY_EP, name, name_len);
     shm__fence("endpoint names", shm__poll);
@@ -204,15 +205,18 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     shmalloc_mem_free(names);
 }
 
-/* provider: FI_PROVIDER, or NULL; timeout: seconds an operation may
-   take; check: what every poll of progress runs after the completions. */
-void shm__fabric_open(const char *provider, int timeout, void (*check)(void))
+/* PE me of npes, on nodes nodes (0: unknown); provider: FI_PROVIDER, or
+   NULL; timeout: seconds an operation may take; check: what every poll of
+   progress runs after the completions. */
+void shm__fabric_open(int me, int npes, int nodes, const char *provider, int timeout, void (*check)(void))
 {
     char name[256];
     size_t name_len = sizeof name;
+    shm__ofi.me = me;
+    shm__ofi.npes = npes;
     shm__ofi.timeout = timeout;
     shm__ofi.check = check;
-    shm__choose_provider(provider);
+    shm__choose_provider(provider, nodes);
 #if defined(SHMALLOC_TESTING)
     shm__test_step("endpoint");
 #endif
@@ -239,7 +243,7 @@ void shm__fabric_close(void)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) fi_freeinfo(f->info);
     if (f->local) munmap(f->local, f->local_bytes);
-    for (q = 0; f->peers && q < shm__job.npes; q++)
+    for (q = 0; f->peers && q < f->npes; q++)
         if (f->peers[q].direct_map) munmap(f->peers[q].direct_map, f->peers[q].direct_len);
     shmalloc_mem_free(f->peers);
     f->local_mr = NULL;

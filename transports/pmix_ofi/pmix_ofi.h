@@ -211,13 +211,15 @@ typedef struct shm__fabric {
     int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
     void (*deliver)(const void *message, size_t len); /* a received message goes there */
     void (*check)(void);    /* at every poll: a peer that died ends this PE */
+    int me, npes;           /* this PE and the job's size, named in messages */
     int timeout;            /* seconds an operation may take */
     int threaded;           /* SHMEM_THREAD_MULTIPLE: the progress lock is taken */
 } shm__fabric;
 
 SHM__INTERNAL extern shm__fabric shm__ofi; /* progress.c's, fabric.c's */
 
-SHM__INTERNAL void shm__fabric_open(const char *provider, int timeout, void (*check)(void));
+SHM__INTERNAL void shm__fabric_open(int me, int npes, int nodes, const char *provider, int timeout,
+                                   void (*check)(void));
 SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
                                    void **desc);
 SHM__INTERNAL void shm__post_recv(int slot);

@@ -28,7 +28,7 @@ static void shm__cq_failure(void)
     struct fi_cq_err_entry err;
     shm__op *op;
     char detail[256] = "";
-    int me = shm__job.me;
+    int me = shm__ofi.me;
     memset(&err, 0, sizeof err);
     if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal(SHM__MSG(PMIX_CQ_READERR_FAILED), me);
     op = (shm__op *)err.op_context;
@@ -73,7 +73,7 @@ void shm__progress(void)
             shm__cq_failure();
             continue;
         }
-        if (n < 0) shm__fatal(SHM__MSG(PMIX_CQ_READ_FAILED), shm__job.me, fi_strerror((int)-n));
+        if (n < 0) shm__fatal(SHM__MSG(PMIX_CQ_READ_FAILED), shm__ofi.me, fi_strerror((int)-n));
         for (i = 0; i < n; i++) {
             shm__op *op = (shm__op *)entries[i].op_context;
             if (op->kind == SHM__OP_RECV) {
@@ -126,6 +126,6 @@ void shm__wait_op(shm__op *op, const char *what, int pe)
         shm__progress();
         if (op->done) break;
         if (shm__wait_step(&w) == SHM__WAIT_EXPIRED)
-            shm__fatal(SHM__MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__job.me, pe);
+            shm__fatal(SHM__MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__ofi.me, pe);
     }
 }

@@ -121,7 +121,7 @@ static void shm__init_runtime(const shm__start *s)
     }
     shm__place_heap(s, o);
     if (!shm__job.have_pmix) return;
-    shm__fabric_open(o->provider, o->timeout, shm__check_deaths);
+    shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes, o->provider, o->timeout, shm__check_deaths);
     shm__node_open(o->node_barrier);
     shm__barrier_open(o->timeout, shm__barrier_gave_up);
 }

@@ -18,8 +18,9 @@ static int shm__stopped_peers(int *pes, int max)
     char text[512];
     const char *p;
     int q, n = 0;
-    for (q = 0; shm__ofi.peers && q < shm__job.npes && n < max; q++)
-        if (shm__ofi.peers[q].pid > 0 && (p = shm__proc_state(shm__ofi.peers[q].pid, text, sizeof text)) &&
+    long pid;
+    for (q = 0; q < shm__job.npes && n < max; q++)
+        if ((pid = shm__peer_pid(q)) > 0 && (p = shm__proc_state(pid, text, sizeof text)) &&
             (*p == 'T' || *p == 't'))
             pes[n++] = q;
     return n;
@@ -136,7 +137,7 @@ static void shm__peer_ended(int pe, const char *evidence)
 static void shm__check_awaited(shm__collective *c)
 {
     int pe = __atomic_load_n(&c->waiting_for, __ATOMIC_RELAXED);
-    long pid = pe >= 0 && shm__ofi.peers ? shm__ofi.peers[pe].pid : 0;
+    long pid = pe >= 0 ? shm__peer_pid(pe) : 0;
     double now;
     if (pid <= 0 || c->finalizing) return;
     now = shm__wait_now();

@@ -105,6 +105,18 @@ static void shm__choose_provider(const char *env, int nodes)
 }
 
 /* >> endpoint ------------------------------------------------------------------------ */
+/* 1 once the endpoint is open: PEs to reach. */
+int shm__fabric_up(void)
+{
+    return shm__ofi.ep != NULL;
+}
+
+/* The provider's FI_MR_* bits. */
+uint64_t shm__fabric_mr_mode(void)
+{
+    return shm__ofi.mr_mode;
+}
+
 /* Registers buf, honouring FI_MR_ENDPOINT; 0 or a libfabric error. */
 int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr, void **desc)
 {
@@ -124,6 +136,17 @@ int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struc
     }
     *desc = fi_mr_desc(*mr);
     return 0;
+}
+
+/* A peer's FI_MR_RAW key, mapped into *key; 0 or a libfabric error. */
+int shm__key_map_raw(uint64_t base, uint8_t *raw, size_t size, uint64_t *key)
+{
+    return fi_mr_map_raw(shm__ofi.domain, base, raw, size, key, 0);
+}
+
+void shm__key_unmap(uint64_t key)
+{
+    if (shm__ofi.domain) fi_mr_unmap_key(shm__ofi.domain, key);
 }
 
 /* The shm provider names its /dev/shm file after the endpoint. */
@@ -234,7 +257,6 @@ void shm__fabric_open(int me, int npes, int nodes, const char *provider, int tim
 void shm__fabric_close(void)
 {
     shm__fabric *f = &shm__ofi;
-    int q;
     if (f->local_mr) fi_close(&f->local_mr->fid);
     if (f->ep) fi_close(&f->ep->fid); /* removes the shm provider's file */
     if (f->av) fi_close(&f->av->fid);
@@ -243,8 +265,6 @@ void shm__fabric_close(void)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) fi_freeinfo(f->info);
     if (f->local) munmap(f->local, f->local_bytes);
-    for (q = 0; f->peers && q < f->npes; q++)
-        if (f->peers[q].direct_map) munmap(f->peers[q].direct_map, f->peers[q].direct_len);
     shmalloc_mem_free(f->peers);
     f->local_mr = NULL;
     f->ep = NULL;

@@ -179,15 +179,8 @@ typedef struct shm__op {
 
 typedef struct shm__peer {
     fi_addr_t addr;
-    uint64_t base;
-    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per region; mapped when FI_MR_RAW */
-    unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
     int dirty;              /* written since the last quiet */
     shm__op flush;          /* quiet's read */
-    long pid;               /* its process, when it shares this PE's node and PID namespace; else 0 */
-    char *direct;           /* its block space mapped here (same node), or NULL */
-    char *direct_map;       /* that mapping, and its length */
-    size_t direct_len;
 } shm__peer;
 
 typedef struct shm__fabric {
@@ -220,8 +213,12 @@ SHM__INTERNAL extern shm__fabric shm__ofi; /* progress.c's, fabric.c's */
 
 SHM__INTERNAL void shm__fabric_open(int me, int npes, int nodes, const char *provider, int timeout,
                                    void (*check)(void));
+SHM__INTERNAL int shm__fabric_up(void);
+SHM__INTERNAL uint64_t shm__fabric_mr_mode(void);
 SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
                                    void **desc);
+SHM__INTERNAL int shm__key_map_raw(uint64_t base, uint8_t *raw, size_t size, uint64_t *key);
+SHM__INTERNAL void shm__key_unmap(uint64_t key);
 SHM__INTERNAL void shm__post_recv(int slot);
 SHM__INTERNAL void shm__fabric_close(void);
 SHM__INTERNAL void shm__fabric_text(char *out, size_t cap);
@@ -241,7 +238,20 @@ typedef struct shm__region {
     void *desc;
 } shm__region;
 
+/* What this PE knows of a peer's heap. */
+typedef struct shm__heap_peer {
+    uint64_t base;
+    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per region; mapped when FI_MR_RAW */
+    unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
+    long pid;               /* its process, when it shares this PE's node and PID namespace; else 0 */
+    char *direct;           /* its block space mapped here (same node), or NULL */
+    char *direct_map;       /* that mapping, and its length */
+    size_t direct_len;
+} shm__heap_peer;
+
 typedef struct shm__heap_state {
+    int me, npes;           /* this PE and the job's size, given at shm__place_heap */
+    shm__heap_peer *peers;
     shm__map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
@@ -257,10 +267,11 @@ typedef struct shm__heap_state {
 
 SHM__INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 
-SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o);
+SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes);
 SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
-SHM__INTERNAL void shm__forget_region(int i);
+SHM__INTERNAL void shm__memory_close(void);
+SHM__INTERNAL long shm__peer_pid(int pe);
 
 /* ---- barrier and all-reduce (barrier.c, node.c) ------------------------ */
 /* A round's message, received possibly before this PE reached the round. */

@@ -28,9 +28,9 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
     op->done = 0;
     iov.iov_base = local;
     iov.iov_len = len;
-    rma.addr = (f->mr_mode & FI_MR_VIRT_ADDR ? f->peers[pe].base + r->offset : 0) + offset;
+    rma.addr = (f->mr_mode & FI_MR_VIRT_ADDR ? shm__mem.peers[pe].base + r->offset : 0) + offset;
     rma.len = len;
-    rma.key = f->peers[pe].key[r - shm__mem.regions];
+    rma.key = shm__mem.peers[pe].key[r - shm__mem.regions];
     memset(&msg, 0, sizeof msg);
     msg.msg_iov = &iov;
     msg.desc = &desc;
@@ -114,8 +114,8 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
         memmove(dest, source, nelems);
         return;
     }
-    if (shm__ofi.peers[pe].direct) {
-        memmove(shm__ofi.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
+    if (shm__mem.peers[pe].direct) {
+        memmove(shm__mem.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
         __atomic_store_n(&shm__ofi.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -131,8 +131,8 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
         memmove(dest, source, nelems);
         return;
     }
-    if (shm__ofi.peers[pe].direct) {
-        memmove(dest, shm__ofi.peers[pe].direct + offset, nelems);
+    if (shm__mem.peers[pe].direct) {
+        memmove(dest, shm__mem.peers[pe].direct + offset, nelems);
         return;
     }
     shm__rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);

@@ -71,10 +71,9 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
-    while (shm__mem.nregions > 0) shm__forget_region(shm__mem.nregions - 1);
+    shm__memory_close();
     shm__fabric_close();
     shm__node_close();
-    shm__map_release(&shm__mem.map);
     shm__pmix_close();
 }
 
@@ -119,7 +118,7 @@ static void shm__init_runtime(const shm__start *s)
             shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shm__place_heap(s, o);
+    shm__place_heap(s, o, shm__job.me, shm__job.npes);
     if (!shm__job.have_pmix) return;
     shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes, o->provider, o->timeout, shm__check_deaths);
     shm__node_open(o->node_barrier);
@@ -159,7 +158,7 @@ static void shm__describe(void)
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
-    for (q = 0; q < shm__job.npes; q++) direct += shm__ofi.peers[q].direct != NULL;
+    for (q = 0; q < shm__job.npes; q++) direct += shm__mem.peers[q].direct != NULL;
     shm__barriers_text(barriers, sizeof barriers);
     shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
               h->same_address ? "same address on every PE" : "addresses differ", shm__map_pages_name(&h->map),
@@ -239,10 +238,10 @@ int shmem_n_pes(void) { return shm__w.running ? shm__job.npes : 0; }
 
 void *shmem_ptr(const void *dest, int pe)
 {
-    const shm__fabric *f = &shm__ofi;
+    const shm__heap_state *m = &shm__mem;
     if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(dest, 1)) return NULL;
     if (pe == shm__job.me) return (void *)(uintptr_t)dest;
-    return f->peers && f->peers[pe].direct ? f->peers[pe].direct + ((const char *)dest - shm__mem.base) : NULL;
+    return m->peers && m->peers[pe].direct ? m->peers[pe].direct + ((const char *)dest - m->base) : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)

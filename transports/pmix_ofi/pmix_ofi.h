@@ -130,16 +130,21 @@ SHM__INTERNAL void shm__install_signals(shm__signal_words_fn words);
 SHM__INTERNAL void shm__restore_signals(void);
 
 /* ---- bootstrap: PMIx (bootstrap.c) ------------------------------------- */
+/* Which PEs share this PE's node (shm__map_nodes). */
+typedef struct shm__nodes {
+    int count;              /* nodes the PEs run on; 0: unknown */
+    int size, me;           /* PEs on this node, and our index among them */
+    int *ranks;             /* their ranks, ascending: ranks[0] leads */
+    int *leaders;           /* the node leaders' ranks, ascending */
+} shm__nodes;
+
 typedef struct shm__boot {
     int have_pmix;
     pmix_proc_t proc;
     size_t event_ref;
     int event_registered;
     int me, npes;
-    int nodes;              /* nodes the PEs run on; 0: unknown */
-    int node_size, node_me; /* PEs on this node, and our index among them */
-    int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
-    int *leaders;           /* the node leaders' ranks, ascending */
+    shm__nodes nodes;
     int timeout;            /* seconds a fence or a get may take */
 #if defined(SHMALLOC_TESTING)
     const char *kill_at, *stall_at, *test_node_size; /* the options of the same names */
@@ -220,6 +225,8 @@ SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint6
 SHM__INTERNAL int shm__key_map_raw(uint64_t base, uint8_t *raw, size_t size, uint64_t *key);
 SHM__INTERNAL void shm__key_unmap(uint64_t key);
 SHM__INTERNAL void shm__post_recv(int slot);
+SHM__INTERNAL void *shm__send_buffer(int slot);
+SHM__INTERNAL shm__op *shm__send(int slot, int to, size_t len);
 SHM__INTERNAL void shm__fabric_close(void);
 SHM__INTERNAL void shm__fabric_text(char *out, size_t cap);
 SHM__INTERNAL const char *shm__op_name(int kind);
@@ -291,9 +298,12 @@ typedef struct shm__node_slot shm__node_slot;
 #endif
 
 typedef struct shm__collective {
+    int me, npes;           /* this PE and the job's size (shm__ends_open) */
+    shm__nodes nodes;       /* the bootstrap's map, its arrays borrowed (shm__node_open) */
     /* Barrier messages go among a group: every PE, or one leader per node. */
     int group_size, group_me, rounds;
     shm__inbox inbox[2][SHM__MAX_ROUNDS];
+    shm__op *sent[SHM__MAX_ROUNDS]; /* each round's send, done before its slot is written again */
     uint32_t epoch;
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
     size_t node_bytes;
@@ -317,7 +327,7 @@ SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
-SHM__INTERNAL void shm__node_open(int allowed);
+SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
 SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);
 /* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
@@ -331,6 +341,7 @@ SHM__INTERNAL int shm__node_gave_up(int *by);
 SHM__INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- when a peer does not come (ends.c) ------------------------------ */
+SHM__INTERNAL void shm__ends_open(int me, int npes);
 SHM__INTERNAL void shm__barrier_gave_up(int pe);
 SHM__INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
 SHM__INTERNAL void shm__check_deaths(void);

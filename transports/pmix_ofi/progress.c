@@ -55,6 +55,40 @@ void shm__post_recv(int slot)
     else f->recv_unposted &= ~((uint64_t)1 << slot);
 }
 
+/* Send slot `slot`'s buffer (< SHM__MAX_ROUNDS), where a message is
+   written before shm__send; SHM__SLOT_BYTES long. */
+void *shm__send_buffer(int slot)
+{
+    return shm__ofi.send_slots + (size_t)slot * SHM__SLOT_BYTES;
+}
+
+/* Sends the first len bytes of send slot `slot` to pe; the slot may be
+   written again once the operation returned is done.  With threads the
+   caller holds the progress lock. */
+shm__op *shm__send(int slot, int to, size_t len)
+{
+    shm__fabric *f = &shm__ofi;
+    shm__op *op = &f->send_ops[slot];
+    struct iovec iov;
+    struct fi_msg msg;
+    void *desc = f->local_desc;
+    ssize_t rc;
+    op->kind = SHM__OP_SEND;
+    op->index = to;
+    op->done = 0;
+    iov.iov_base = shm__send_buffer(slot);
+    iov.iov_len = len;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = f->peers[to].addr;
+    msg.context = &op->ctx;
+    while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
+    if (rc) shm__fatal(SHM__MSG(PMIX_SEND_FAILED), to, f->me, fi_strerror((int)-rc));
+    return op;
+}
+
 /* The barrier receives the messages. */
 void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len))
 {

@@ -113,6 +113,7 @@ static void shm__init_runtime(const shm__start *s)
     const shm__options *o = &shm__w.opt;
     if (shm__pmix_init(o) == 0) {
         int removed;
+        shm__ends_open(shm__job.me, shm__job.npes);
         shm__install_signals(shm__signal_words);
         if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
             shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
@@ -120,8 +121,8 @@ static void shm__init_runtime(const shm__start *s)
     }
     shm__place_heap(s, o, shm__job.me, shm__job.npes);
     if (!shm__job.have_pmix) return;
-    shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes, o->provider, o->timeout, shm__check_deaths);
-    shm__node_open(o->node_barrier);
+    shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout, shm__check_deaths);
+    shm__node_open(o->node_barrier, &shm__job.nodes, shm__job.proc.nspace);
     shm__barrier_open(o->timeout, shm__barrier_gave_up);
 }
 
@@ -142,9 +143,9 @@ static void shm__init_heap(const shm__start *s)
 static void shm__barriers_text(char *barriers, size_t cap)
 {
     if (!shm__coll.node) snprintf(barriers, cap, "by messages");
-    else if (shm__job.nodes == 1) snprintf(barriers, cap, "through node memory");
+    else if (shm__job.nodes.count == 1) snprintf(barriers, cap, "through node memory");
     else snprintf(barriers, cap, "through node memory on each of %d nodes, messages between their leaders",
-                  shm__job.nodes);
+                  shm__job.nodes.count);
 }
 
 /* For SHMALLOC_VERBOSE: one line per PE of what start-up obtained. */

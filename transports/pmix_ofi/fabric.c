@@ -217,12 +217,12 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     char *names;
     shm__pmix_put(SHM__KEY_EP, name, name_len);
     shm__fence("endpoint names", shm__poll);
-    f->peers = (shm__peer *)shmalloc_mem_alloc((size_t)npes, sizeof *f->peers);
+    f->addrs = (fi_addr_t *)shmalloc_mem_alloc((size_t)npes, sizeof *f->addrs);
     names = (char *)shmalloc_mem_alloc(1, cap);
-    if (!f->peers || !names) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
+    if (!f->addrs || !names) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
     for (q = 0; q < npes; q++) {
         shm__pmix_get_bytes(q, SHM__KEY_EP, names, cap);
-        rc = fi_av_insert(f->av, names, 1, &f->peers[q].addr, 0, NULL);
+        rc = fi_av_insert(f->av, names, 1, &f->addrs[q], 0, NULL);
         if (rc != 1) shm__init_fail(SHM__MSG(PMIX_AV_INSERT_FAILED), q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
     }
     shmalloc_mem_free(names);
@@ -253,6 +253,17 @@ void shm__fabric_open(int me, int npes, int nodes, const char *provider, int tim
     shm__swap_addresses(name, name_len, sizeof name);
 }
 
+/* What puts, gets and quiet need of the open fabric. */
+void shm__fabric_rma(shm__rma_means *out)
+{
+    const shm__fabric *f = &shm__ofi;
+    out->max_msg = f->max_msg;
+    out->bounce = f->mr_mode & FI_MR_LOCAL ? f->bounce : NULL;
+    out->flush_word = f->flush_word;
+    out->local_desc = f->local_desc;
+    out->flush_by_read = !(f->tx_flags & FI_DELIVERY_COMPLETE);
+}
+
 /* Closes what is open, in order; safe at any point of start-up. */
 void shm__fabric_close(void)
 {
@@ -265,7 +276,7 @@ void shm__fabric_close(void)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) fi_freeinfo(f->info);
     if (f->local) munmap(f->local, f->local_bytes);
-    shmalloc_mem_free(f->peers);
+    shmalloc_mem_free(f->addrs);
     f->local_mr = NULL;
     f->ep = NULL;
     f->av = NULL;
@@ -275,7 +286,7 @@ void shm__fabric_close(void)
     f->info = NULL;
     f->prov = NULL;
     f->local = NULL;
-    f->peers = NULL;
+    f->addrs = NULL;
     shm__files_set(SHM__FILE_ENDPOINT, NULL);
 }
 

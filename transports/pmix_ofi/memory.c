@@ -255,6 +255,38 @@ int shm__tp_deregister(void *user, void *base, size_t bytes)
     return 0;
 }
 
+/* >> pieces for puts and gets ------------------------------------------------------ */
+/* The region holding heap offset `offset` (< the heap's bytes). */
+static const shm__region *shm__region_at(size_t offset)
+{
+    int i = shm__mem.nregions - 1;
+    while (i > 0 && shm__mem.regions[i].offset > offset) i--;
+    return &shm__mem.regions[i];
+}
+
+/* Where [offset, offset + len) of PE pe's heap is, into *remote; returns
+   len cut at the end of the region holding offset.  With threads the
+   caller holds the lock. */
+size_t shm__heap_remote(int pe, uint64_t offset, size_t len, shm__remote *remote)
+{
+    const shm__region *r = shm__region_at(offset);
+    const shm__heap_peer *p = &shm__mem.peers[pe];
+    remote->base = p->base + r->offset;
+    remote->offset = offset - r->offset;
+    remote->key = p->key[r - shm__mem.regions];
+    return len < r->offset + r->bytes - offset ? len : r->offset + r->bytes - offset;
+}
+
+/* The registration of local, inside this PE's heap, into *desc; returns
+   len cut at the end of its region. */
+size_t shm__heap_local(const char *local, size_t len, void **desc)
+{
+    size_t at = (size_t)(local - shm__mem.base);
+    const shm__region *l = shm__region_at(at);
+    *desc = l->desc;
+    return len < l->offset + l->bytes - at ? len : l->offset + l->bytes - at;
+}
+
 /* Closes what is open, in order, before the fabric closes: the regions,
    the peers' heaps mapped here, then the heap's memory.  Safe at any
    point of start-up. */

@@ -182,11 +182,20 @@ typedef struct shm__op {
     int done;
 } shm__op;
 
-typedef struct shm__peer {
-    fi_addr_t addr;
-    int dirty;              /* written since the last quiet */
-    shm__op flush;          /* quiet's read */
-} shm__peer;
+/* Where a piece of a peer's heap is for an RMA: its region's address
+   there, the offset in that region, and the region's key. */
+typedef struct shm__remote {
+    uint64_t base, offset, key;
+} shm__remote;
+
+/* What puts, gets and quiet need of the open fabric (shm__fabric_rma). */
+typedef struct shm__rma_means {
+    size_t max_msg;         /* the longest RMA */
+    char *bounce;           /* SHM__BOUNCE_BYTES for local memory outside the heap (FI_MR_LOCAL), or NULL */
+    char *flush_word;       /* quiet's reads land here, */
+    void *local_desc;       /* and both are of the message buffers' registration */
+    int flush_by_read;      /* quiet reads from each peer written to (no FI_DELIVERY_COMPLETE) */
+} shm__rma_means;
 
 typedef struct shm__fabric {
     struct fi_info *info;
@@ -204,9 +213,8 @@ typedef struct shm__fabric {
     size_t local_bytes;
     char *send_slots, *recv_slots, *flush_word, *bounce;
     uint64_t recv_unposted; /* slots whose repost met -FI_EAGAIN */
-    shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS], rma_op;
-    shm__peer *peers;
-    int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
+    shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS];
+    fi_addr_t *addrs;       /* each PE's address */
     void (*deliver)(const void *message, size_t len); /* a received message goes there */
     void (*check)(void);    /* at every poll: a peer that died ends this PE */
     int me, npes;           /* this PE and the job's size, named in messages */
@@ -227,6 +235,9 @@ SHM__INTERNAL void shm__key_unmap(uint64_t key);
 SHM__INTERNAL void shm__post_recv(int slot);
 SHM__INTERNAL void *shm__send_buffer(int slot);
 SHM__INTERNAL shm__op *shm__send(int slot, int to, size_t len);
+SHM__INTERNAL void shm__fabric_rma(shm__rma_means *out);
+SHM__INTERNAL void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__remote *remote,
+                                 shm__op *op);
 SHM__INTERNAL void shm__fabric_close(void);
 SHM__INTERNAL void shm__fabric_text(char *out, size_t cap);
 SHM__INTERNAL const char *shm__op_name(int kind);
@@ -277,6 +288,8 @@ SHM__INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes);
 SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
+SHM__INTERNAL size_t shm__heap_remote(int pe, uint64_t offset, size_t len, shm__remote *remote);
+SHM__INTERNAL size_t shm__heap_local(const char *local, size_t len, void **desc);
 SHM__INTERNAL void shm__memory_close(void);
 SHM__INTERNAL long shm__peer_pid(int pe);
 
@@ -356,6 +369,27 @@ typedef struct shm__entry_state {
 
 SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
 
+/* Puts, gets and quiet (rma.c): what quiet must flush, per peer. */
+typedef struct shm__rma_peer {
+    int dirty;              /* written by libfabric since the last quiet */
+    shm__op flush;          /* quiet's read */
+} shm__rma_peer;
+
+typedef struct shm__rma_state {
+    int me, npes;           /* this PE and the job's size, given at shm__rma_open */
+    int threaded;           /* SHMEM_THREAD_MULTIPLE */
+    int reach;              /* peers are reached by libfabric: the fabric is open */
+    shm__rma_means means;   /* the fabric's */
+    shm__rma_peer *peers;
+    shm__op op;             /* a put's or a get's piece under way */
+    int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
+} shm__rma_state;
+
+SHM__INTERNAL extern shm__rma_state shm__rma; /* rma.c's */
+
+SHM__INTERNAL void shm__rma_open(int me, int npes, int threaded);
+SHM__INTERNAL void shm__rma_close(void);
+
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the
    barrier's inbox, operations' done flags, the peers' keys and the heap's
@@ -381,6 +415,19 @@ static inline void shm__leave(void)
 static inline size_t shm__heap_bytes(void)
 {
     return __atomic_load_n(&shm__mem.bytes, __ATOMIC_RELAXED);
+}
+
+/* This PE's heap's base from shmem_init to shmem_finalize, else NULL. */
+static inline char *shm__heap_base(void)
+{
+    return shm__mem.heap ? shm__mem.base : NULL;
+}
+
+/* PE pe's heap mapped here (a same-node peer's), or NULL.  While the heap
+   exists. */
+static inline char *shm__peer_heap(int pe)
+{
+    return shm__mem.peers[pe].direct;
 }
 
 /* 1 when [p, p + n) lies inside this PE's registered heap. */

@@ -82,11 +82,47 @@ shm__op *shm__send(int slot, int to, size_t len)
     msg.msg_iov = &iov;
     msg.desc = &desc;
     msg.iov_count = 1;
-    msg.addr = f->peers[to].addr;
+    msg.addr = f->addrs[to];
     msg.context = &op->ctx;
     while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
     if (rc) shm__fatal(SHM__MSG(PMIX_SEND_FAILED), to, f->me, fi_strerror((int)-rc));
     return op;
+}
+
+/* A read or write of len bytes between local (desc: its registration,
+   or NULL) and the piece remote of PE pe's heap; op is done when it is.
+   With threads the caller holds the lock. */
+void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__remote *remote, shm__op *op)
+{
+    const shm__fabric *f = &shm__ofi;
+    struct iovec iov;
+    struct fi_rma_iov rma;
+    struct fi_msg_rma msg;
+    ssize_t rc;
+    op->kind = kind;
+    op->index = pe;
+    op->done = 0;
+    iov.iov_base = local;
+    iov.iov_len = len;
+    rma.addr = (f->mr_mode & FI_MR_VIRT_ADDR ? remote->base : 0) + remote->offset;
+    rma.len = len;
+    rma.key = remote->key;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = f->addrs[pe];
+    msg.rma_iov = &rma;
+    msg.rma_iov_count = 1;
+    msg.context = &op->ctx;
+    for (;;) {
+        rc = kind == SHM__OP_WRITE ? fi_writemsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)
+                                   : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+        if (rc != -FI_EAGAIN) break;
+        shm__progress();
+    }
+    if (rc) shm__fatal(SHM__MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
+                       f->me, fi_strerror((int)-rc));
 }
 
 /* The barrier receives the messages. */

@@ -71,6 +71,7 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
+    shm__rma_close();
     shm__memory_close();
     shm__fabric_close();
     shm__node_close();
@@ -95,6 +96,7 @@ static void shm__init_settings(int level, shm__start *s)
     memset(&shm__ofi, 0, sizeof shm__ofi);
     memset(&shm__mem, 0, sizeof shm__mem);
     memset(&shm__coll, 0, sizeof shm__coll);
+    memset(&shm__rma, 0, sizeof shm__rma);
     shm__w.thread_level = level;
     shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__coll.waiting_for = -1;
@@ -120,10 +122,13 @@ static void shm__init_runtime(const shm__start *s)
         shm__map_nodes();
     }
     shm__place_heap(s, o, shm__job.me, shm__job.npes);
-    if (!shm__job.have_pmix) return;
-    shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout, shm__check_deaths);
-    shm__node_open(o->node_barrier, &shm__job.nodes, shm__job.proc.nspace);
-    shm__barrier_open(o->timeout, shm__barrier_gave_up);
+    if (shm__job.have_pmix) {
+        shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout,
+                         shm__check_deaths);
+        shm__node_open(o->node_barrier, &shm__job.nodes, shm__job.proc.nspace);
+        shm__barrier_open(o->timeout, shm__barrier_gave_up);
+    }
+    shm__rma_open(shm__job.me, shm__job.npes, shm__ofi.threaded);
 }
 
 /* Collective: the heap registers its first region through the contract. */
@@ -159,7 +164,7 @@ static void shm__describe(void)
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
-    for (q = 0; q < shm__job.npes; q++) direct += shm__mem.peers[q].direct != NULL;
+    for (q = 0; q < shm__job.npes; q++) direct += shm__peer_heap(q) != NULL;
     shm__barriers_text(barriers, sizeof barriers);
     shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
               h->same_address ? "same address on every PE" : "addresses differ", shm__map_pages_name(&h->map),
@@ -239,10 +244,10 @@ int shmem_n_pes(void) { return shm__w.running ? shm__job.npes : 0; }
 
 void *shmem_ptr(const void *dest, int pe)
 {
-    const shm__heap_state *m = &shm__mem;
+    char *peer;
     if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(dest, 1)) return NULL;
     if (pe == shm__job.me) return (void *)(uintptr_t)dest;
-    return m->peers && m->peers[pe].direct ? m->peers[pe].direct + ((const char *)dest - m->base) : NULL;
+    return (peer = shm__peer_heap(pe)) != NULL ? peer + ((const char *)dest - shm__mem.base) : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)

@@ -7,7 +7,11 @@
    The files, in layers: each calls only the layers below it, and what a
    lower layer must run of a higher one (a message to deliver, a death to
    check, a barrier that timed out, what to close when start-up fails) is
-   registered with it by function pointer.
+   registered with it by function pointer.  Each reads only its own state:
+   what it needs of a lower layer it is given at its open (shmem.c wires
+   them) or asks through that layer's functions; the inline functions at
+   the end of this file are the fabric's and the memory layer's, for the
+   paths that a call would slow.
      the bottom   options.c    its own environment variables, read once
                                (common/start.c: the heap's, and the table)
                   files.c      /dev/shm files of start-up, ended processes

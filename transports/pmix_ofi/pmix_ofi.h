@@ -19,9 +19,9 @@
                   signals.c    a signal from the launcher
      bootstrap    procs.c      PMIx: deaths reported, the process table
                   bootstrap.c  PMIx: rank and size, key exchange, fences, nodes
-     fabric       progress.c   the completion queue: messages, operations, waits
+     fabric       progress.c   operations posted, the completion queue, waits
                   fabric.c     provider, endpoint, message buffers, registration
-     memory       memory.c     the heap's memory, and its regions registered with keys
+     memory       memory.c     the heap's memory, its regions and keys, the peers' heaps
      collectives  barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
                   node.c       the node barrier in shared memory
                   ends.c       a barrier that timed out, a peer that died

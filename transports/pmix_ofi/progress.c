@@ -1,7 +1,9 @@
-/* progress.c - the completion queue.  The providers progress manually, so
-   every wait of this PE polls here: received messages go to the barrier's
-   inbox, finished operations are marked done, and a dead peer is noticed
-   (through what shm__progress_deliver_to and shm__fabric_open register). */
+/* progress.c - operations and the completion queue: a barrier's message
+   and a put's or get's piece are posted here, and as the providers
+   progress manually every wait of this PE polls here: received messages
+   go to the barrier's inbox, finished operations are marked done, and a
+   dead peer is noticed (through what shm__progress_deliver_to and
+   shm__fabric_open register). */
 #include "pmix_ofi.h"
 
 #include <string.h>

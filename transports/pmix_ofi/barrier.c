@@ -30,7 +30,7 @@ static void shm__deliver(const void *message, size_t len)
 {
     const shm__msg *m = (const shm__msg *)message;
     shm__collective *c = &shm__coll;
-    int me = shm__job.me;
+    int me = c->me;
     uint32_t e;
     shm__inbox *box;
     if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= c->rounds ||
@@ -48,37 +48,21 @@ static void shm__deliver(const void *message, size_t len)
     box->full = 1;
 }
 
-/* With threads the caller holds the progress lock. */
+/* Round's message to PE to, in the fabric's send slot of the round.  With
+   threads the caller holds the progress lock. */
 static void shm__send_round(uint32_t epoch, int round, int to, const uint64_t *values, int count)
 {
-    shm__fabric *f = &shm__ofi;
-    shm__msg *m = (shm__msg *)(void *)(f->send_slots + (size_t)round * SHM__SLOT_BYTES);
-    shm__op *op = &f->send_ops[round];
-    struct iovec iov;
-    struct fi_msg msg;
-    void *desc = f->local_desc;
-    ssize_t rc;
+    shm__msg *m = (shm__msg *)shm__send_buffer(round);
+    size_t len = SHM__MSG_HEADER + (size_t)count * sizeof *values;
     m->magic = SHM__MSG_MAGIC;
     m->epoch = epoch;
     m->round = (uint16_t)round;
     m->count = (uint16_t)count;
-    m->source = shm__job.me;
+    m->source = shm__coll.me;
     if (count) memcpy(m->values, values, (size_t)count * sizeof *values);
-    op->kind = SHM__OP_SEND;
-    op->index = to;
-    op->done = 0;
-    iov.iov_base = m;
-    iov.iov_len = SHM__MSG_HEADER + (size_t)count * sizeof *values;
     SHM__COUNT(messages, 1);
-    SHM__COUNT(bytes, iov.iov_len);
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.desc = &desc;
-    msg.iov_count = 1;
-    msg.addr = f->peers[to].addr;
-    msg.context = &op->ctx;
-    while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
-    if (rc) shm__fatal(SHM__MSG(PMIX_SEND_FAILED), to, shm__job.me, fi_strerror((int)-rc));
+    SHM__COUNT(bytes, len);
+    shm__coll.sent[round] = shm__send(round, to, len);
 }
 
 /* The rank of the group's member i (taken modulo the group's size). */
@@ -86,7 +70,7 @@ static int shm__member(long long i)
 {
     const shm__collective *c = &shm__coll;
     int m = (int)(i % c->group_size);
-    return c->group_size < shm__job.npes ? shm__job.leaders[m] : m;
+    return c->group_size < c->npes ? c->nodes.leaders[m] : m;
 }
 
 /* Waits for *flag, set by progress; pe is whom it waits for. */
@@ -111,7 +95,7 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shm__
     shm__await(&box->full, from, w);
     shm__enter();
     if (box->source != from)
-        shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_PE), shm__job.me, epoch, r, from, box->source);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_PE), c->me, epoch, r, from, box->source);
     for (i = 0; i < count && i < box->count; i++)
         if (box->values[i] > values[i]) values[i] = box->values[i];
     box->full = 0;
@@ -138,10 +122,7 @@ void shm__disseminate(uint64_t *values, int count)
     shm__wait_begin(&w, c->timeout, 0, SHM__WAIT_ALL_YIELDS);
     for (r = 0; r < c->rounds; r++) shm__round(epoch, r, values, count, &w);
     /* Send buffers are reused next barrier: their sends must be done. */
-    for (r = 0; r < c->rounds; r++) {
-        shm__op *op = &shm__ofi.send_ops[r];
-        shm__await(&op->done, op->index, &w);
-    }
+    for (r = 0; r < c->rounds; r++) shm__await(&c->sent[r]->done, c->sent[r]->index, &w);
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
     shm__enter(); /* other threads' progress checks messages against it */
     c->epoch = epoch + 1u;

@@ -79,9 +79,9 @@ int shm__pmix_init(const shm__options *o)
 void shm__pmix_close(void)
 {
     shm__boot *b = &shm__job;
-    shmalloc_mem_free(b->leaders);
-    shmalloc_mem_free(b->node_ranks);
-    b->leaders = b->node_ranks = NULL;
+    shmalloc_mem_free(b->nodes.leaders);
+    shmalloc_mem_free(b->nodes.ranks);
+    b->nodes.leaders = b->nodes.ranks = NULL;
     if (b->event_registered) PMIx_Deregister_event_handler(b->event_ref, NULL, NULL);
     b->event_registered = 0;
     if (b->have_pmix) PMIx_Finalize(NULL, 0);
@@ -296,21 +296,22 @@ static int shm__leaders(int *leader)
 void shm__map_nodes(void)
 {
     shm__boot *b = &shm__job;
+    shm__nodes *m = &b->nodes;
     int *leader = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *leader), q;
-    b->nodes = 0;
+    m->count = 0;
     if (!leader || shm__leaders(leader) != 0) {
         shmalloc_mem_free(leader);
         shm__note(SHM__MSG(PMIX_NOTE_NO_HOSTS), b->me);
         return;
     }
-    b->leaders = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *b->leaders);
-    b->node_ranks = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *b->node_ranks);
-    if (!b->leaders || !b->node_ranks) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PES), b->npes);
+    m->leaders = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *m->leaders);
+    m->ranks = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *m->ranks);
+    if (!m->leaders || !m->ranks) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PES), b->npes);
     for (q = 0; q < b->npes; q++) {
-        if (leader[q] == q) b->leaders[b->nodes++] = q;
+        if (leader[q] == q) m->leaders[m->count++] = q;
         if (leader[q] == leader[b->me]) {
-            if (q == b->me) b->node_me = b->node_size;
-            b->node_ranks[b->node_size++] = q;
+            if (q == b->me) m->me = m->size;
+            m->ranks[m->size++] = q;
         }
     }
     shmalloc_mem_free(leader);

@@ -18,8 +18,9 @@ static int shm__stopped_peers(int *pes, int max)
     char text[512];
     const char *p;
     int q, n = 0;
-    for (q = 0; shm__ofi.peers && q < shm__job.npes && n < max; q++)
-        if (shm__ofi.peers[q].pid > 0 && (p = shm__proc_state(shm__ofi.peers[q].pid, text, sizeof text)) &&
+    long pid;
+    for (q = 0; q < shm__coll.npes && n < max; q++)
+        if ((pid = shm__peer_pid(q)) > 0 && (p = shm__proc_state(pid, text, sizeof text)) &&
             (*p == 'T' || *p == 't'))
             pes[n++] = q;
     return n;
@@ -63,35 +64,42 @@ static int shm__append_absent(char *line, size_t *n, size_t cap)
    leaves a word for the node's peers: it gave up. */
 void shm__barrier_gave_up(int pe)
 {
+    const shm__collective *c = &shm__coll;
     char absent[128];
     size_t n = 0;
     int pes[1], by;
     if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
-        (!shm__coll.node && shm__stopped_peers(pes, 1) > 0))
+        (!c->node && shm__stopped_peers(pes, 1) > 0))
         pe = pes[0];
     shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
-        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), shm__coll.timeout, absent, shm__job.me, shm__job.npes,
-                   shm__coll.epoch);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), c->timeout, absent, c->me, c->npes, c->epoch);
     }
-    if (!shm__coll.node)
-        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), shm__coll.timeout, pe, pe, shm__job.me, shm__job.npes,
-                   shm__coll.epoch);
-    shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT), shm__coll.timeout, pe, shm__job.me, shm__job.npes, shm__coll.epoch);
+    if (!c->node)
+        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), c->timeout, pe, pe, c->me, c->npes, c->epoch);
+    shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT), c->timeout, pe, c->me, c->npes, c->epoch);
+}
+
+/* PE me of npes: what a signal says from now on, and what a barrier's
+   end names.  Before shm__node_open. */
+void shm__ends_open(int me, int npes)
+{
+    shm__coll.me = me;
+    shm__coll.npes = npes;
 }
 
 /* What a PE ended by signal sig says, after "shmalloc: ", and the word it
-   leaves for its node's peers; 0 when no PE runs here (before start-up
-   or after shmem_finalize).  Async-signal-safe: the signal handler's. */
+   leaves for its node's peers; 0 when no PE runs here (before start-up).
+   Async-signal-safe: the signal handler's. */
 int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
 {
     long waiting = (long)__atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED);
-    if (!shm__job.have_pmix) return 0;
+    if (!shm__coll.npes) return 0;
     shm__append(line, n, cap, "PE ");
-    shm__append_int(line, n, cap, shm__job.me);
+    shm__append_int(line, n, cap, shm__coll.me);
     shm__append(line, n, cap, " of ");
-    shm__append_int(line, n, cap, shm__job.npes);
+    shm__append_int(line, n, cap, shm__coll.npes);
     shm__append(line, n, cap, " ended by signal ");
     shm__append_int(line, n, cap, sig);
     if (waiting >= 0) {
@@ -101,7 +109,7 @@ int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
             shm__append_int(line, n, cap, waiting);
         }
     }
-    if (!shm__node_end_of(shm__job.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
+    if (!shm__node_end_of(shm__coll.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
     return 1;
 }
 
@@ -113,7 +121,7 @@ int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
 static void shm__peer_ended(int pe, const char *evidence)
 {
     uint64_t how = shm__node_end_of(pe);
-    int me = shm__job.me, npes = shm__job.npes;
+    int me = shm__coll.me, npes = shm__coll.npes;
     unsigned long calls = shm__coll.calls;
     if ((how & 3u) == SHM__END_FINALIZED)
         shm__fatal(SHM__MSG(PMIX_PEER_FINALIZED), pe, (unsigned long)(how >> 2), evidence, me, calls, me, npes);
@@ -136,7 +144,7 @@ static void shm__peer_ended(int pe, const char *evidence)
 static void shm__check_awaited(shm__collective *c)
 {
     int pe = __atomic_load_n(&c->waiting_for, __ATOMIC_RELAXED);
-    long pid = pe >= 0 && shm__ofi.peers ? shm__ofi.peers[pe].pid : 0;
+    long pid = pe >= 0 ? shm__peer_pid(pe) : 0;
     double now;
     if (pid <= 0 || c->finalizing) return;
     now = shm__wait_now();
@@ -165,7 +173,7 @@ void shm__check_deaths(void)
         return;
     }
     if (now - c->dead_seen < SHM__DEATH_GRACE) return;
-    if (dead == -2) shm__fatal(SHM__MSG(PMIX_LOST_SERVER), shm__job.me, shm__job.npes);
+    if (dead == -2) shm__fatal(SHM__MSG(PMIX_LOST_SERVER), c->me, c->npes);
     snprintf(evidence, sizeof evidence, "PMIx event %s",
              PMIx_Error_string((pmix_status_t)status));
     shm__peer_ended(dead, evidence);

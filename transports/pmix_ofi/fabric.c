@@ -17,7 +17,7 @@ static void shm__ofi_check(int rc, const char *call)
 {
     if (rc != 0)
         shm__init_fail(SHM__MSG(PMIX_FABRIC_CALL_FAILED), call, fi_strerror(rc < 0 ? -rc : rc),
-                       shm__ofi.prov ? shm__ofi.prov : "none", shm__job.me, shm__job.npes);
+                       shm__ofi.prov ? shm__ofi.prov : "none", shm__ofi.me, shm__ofi.npes);
 }
 
 static int shm__is_shm(const char *prov)
@@ -73,13 +73,14 @@ static void shm__no_provider(const char *want, const char *env, int rc)
     shm__init_fail(SHM__MSG(PMIX_NO_PROVIDER), env, fi_strerror(-rc), why);
 }
 
-static void shm__choose_provider(const char *env)
+/* env: FI_PROVIDER, or NULL; nodes: how many the PEs run on (0: unknown). */
+static void shm__choose_provider(const char *env, int nodes)
 {
     shm__fabric *f = &shm__ofi;
     const char *want = NULL;
     struct fi_info *hints, *list = NULL, *pick, *i;
     int rc;
-    if (!env || !*env) want = shm__job.nodes == 1 ? "shm" : "tcp;ofi_rxm";
+    if (!env || !*env) want = nodes == 1 ? "shm" : "tcp;ofi_rxm";
     hints = shm__hints(want);
     rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL, NULL, 0, hints, &list);
     fi_freeinfo(hints);
@@ -104,6 +105,18 @@ static void shm__choose_provider(const char *env)
 }
 
 /* >> endpoint ------------------------------------------------------------------------ */
+/* 1 once the endpoint is open: PEs to reach. */
+int shm__fabric_up(void)
+{
+    return shm__ofi.ep != NULL;
+}
+
+/* The provider's FI_MR_* bits. */
+uint64_t shm__fabric_mr_mode(void)
+{
+    return shm__ofi.mr_mode;
+}
+
 /* Registers buf, honouring FI_MR_ENDPOINT; 0 or a libfabric error. */
 int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr, void **desc)
 {
@@ -123,6 +136,17 @@ int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struc
     }
     *desc = fi_mr_desc(*mr);
     return 0;
+}
+
+/* A peer's FI_MR_RAW key, mapped into *key; 0 or a libfabric error. */
+int shm__key_map_raw(uint64_t base, uint8_t *raw, size_t size, uint64_t *key)
+{
+    return fi_mr_map_raw(shm__ofi.domain, base, raw, size, key, 0);
+}
+
+void shm__key_unmap(uint64_t key)
+{
+    if (shm__ofi.domain) fi_mr_unmap_key(shm__ofi.domain, key);
 }
 
 /* The shm provider names its /dev/shm file after the endpoint. */
@@ -147,7 +171,7 @@ static void shm__open_endpoint(void)
     shm__ofi_check(fi_domain(f->fabric, f->info, &f->domain, NULL), "fi_domain");
     memset(&av_attr, 0, sizeof av_attr);
     av_attr.type = FI_AV_TABLE;
-    av_attr.count = (size_t)shm__job.npes;
+    av_attr.count = (size_t)f->npes;
     shm__ofi_check(fi_av_open(f->domain, &av_attr, &f->av, NULL), "fi_av_open");
     memset(&cq_attr, 0, sizeof cq_attr);
     cq_attr.format = FI_CQ_FORMAT_DATA;
@@ -189,30 +213,33 @@ static void shm__open_buffers(void)
 static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
 {
     shm__fabric *f = &shm__ofi;
-    int q, rc, npes = shm__job.npes;
+    int q, rc, npes = f->npes;
     char *names;
     shm__pmix_put(SHM__KEY_EP, name, name_len);
     shm__fence("endpoint names", shm__poll);
-    f->peers = (shm__peer *)shmalloc_mem_alloc((size_t)npes, sizeof *f->peers);
+    f->addrs = (fi_addr_t *)shmalloc_mem_alloc((size_t)npes, sizeof *f->addrs);
     names = (char *)shmalloc_mem_alloc(1, cap);
-    if (!f->peers || !names) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
+    if (!f->addrs || !names) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
     for (q = 0; q < npes; q++) {
         shm__pmix_get_bytes(q, SHM__KEY_EP, names, cap);
-        rc = fi_av_insert(f->av, names, 1, &f->peers[q].addr, 0, NULL);
+        rc = fi_av_insert(f->av, names, 1, &f->addrs[q], 0, NULL);
         if (rc != 1) shm__init_fail(SHM__MSG(PMIX_AV_INSERT_FAILED), q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
     }
     shmalloc_mem_free(names);
 }
 
-/* provider: FI_PROVIDER, or NULL; timeout: seconds an operation may
-   take; check: what every poll of progress runs after the completions. */
-void shm__fabric_open(const char *provider, int timeout, void (*check)(void))
+/* PE me of npes, on nodes nodes (0: unknown); provider: FI_PROVIDER, or
+   NULL; timeout: seconds an operation may take; check: what every poll of
+   progress runs after the completions. */
+void shm__fabric_open(int me, int npes, int nodes, const char *provider, int timeout, void (*check)(void))
 {
     char name[256];
     size_t name_len = sizeof name;
+    shm__ofi.me = me;
+    shm__ofi.npes = npes;
     shm__ofi.timeout = timeout;
     shm__ofi.check = check;
-    shm__choose_provider(provider);
+    shm__choose_provider(provider, nodes);
 #if defined(SHMALLOC_TESTING)
     shm__test_step("endpoint");
 #endif
@@ -226,11 +253,21 @@ void shm__fabric_open(const char *provider, int timeout, void (*check)(void))
     shm__swap_addresses(name, name_len, sizeof name);
 }
 
+/* What puts, gets and quiet need of the open fabric. */
+void shm__fabric_rma(shm__rma_means *out)
+{
+    const shm__fabric *f = &shm__ofi;
+    out->max_msg = f->max_msg;
+    out->bounce = f->mr_mode & FI_MR_LOCAL ? f->bounce : NULL;
+    out->flush_word = f->flush_word;
+    out->local_desc = f->local_desc;
+    out->flush_by_read = !(f->tx_flags & FI_DELIVERY_COMPLETE);
+}
+
 /* Closes what is open, in order; safe at any point of start-up. */
 void shm__fabric_close(void)
 {
     shm__fabric *f = &shm__ofi;
-    int q;
     if (f->local_mr) fi_close(&f->local_mr->fid);
     if (f->ep) fi_close(&f->ep->fid); /* removes the shm provider's file */
     if (f->av) fi_close(&f->av->fid);
@@ -239,9 +276,7 @@ void shm__fabric_close(void)
     if (f->fabric) fi_close(&f->fabric->fid);
     if (f->info) fi_freeinfo(f->info);
     if (f->local) munmap(f->local, f->local_bytes);
-    for (q = 0; f->peers && q < shm__job.npes; q++)
-        if (f->peers[q].direct_map) munmap(f->peers[q].direct_map, f->peers[q].direct_len);
-    shmalloc_mem_free(f->peers);
+    shmalloc_mem_free(f->addrs);
     f->local_mr = NULL;
     f->ep = NULL;
     f->av = NULL;
@@ -251,7 +286,7 @@ void shm__fabric_close(void)
     f->info = NULL;
     f->prov = NULL;
     f->local = NULL;
-    f->peers = NULL;
+    f->addrs = NULL;
     shm__files_set(SHM__FILE_ENDPOINT, NULL);
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define SHM__FIXED_FIRST ((uintptr_t)1 << 45) /* 32 TiB: above ASan's shadow, below libraries */
@@ -38,17 +39,22 @@ shm__heap_state shm__mem;
 static int shm__shared_heap(int direct)
 {
     uint32_t local = 0;
-    if (!direct || !shm__job.have_pmix || shm__job.npes < 2) return 0;
+    if (!direct || shm__mem.npes < 2) return 0; /* without PMIx, PE 0 of 1 */
     return shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local) != 0 || local > 1;
 }
 
-/* Reserves room for the heap (s: what start-up found; o: the settings). */
-void shm__place_heap(const shm__start *s, const shm__options *o)
+/* Reserves room for the heap of PE me of npes (s: what start-up found;
+   o: the settings). */
+void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     shm__map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
     size_t step = shm__map_pow2_cover(s->bytes, page, SHM__MAP_MAX_ALIGN);
-    uintptr_t slot = (uintptr_t)shm__job.me + 1;
+    uintptr_t slot = (uintptr_t)me + 1;
+    shm__mem.me = me;
+    shm__mem.npes = npes;
+    shm__mem.peers = (shm__heap_peer *)shmalloc_mem_alloc((size_t)npes, sizeof *shm__mem.peers);
+    if (!shm__mem.peers) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
 #if defined(SHM__TSAN) /* it owns fixed parts of the address space: map anywhere */
     pl.first = 0;
 #endif
@@ -59,9 +65,9 @@ void shm__place_heap(const shm__start *s, const shm__options *o)
         pl.first = 0;
         if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
     }
-    if (shm__start_map(s, &shm__mem.map, shm__shared_heap(o->direct), &pl, shm__job.me) != 0) shm__init_end();
+    if (shm__start_map(s, &shm__mem.map, shm__shared_heap(o->direct), &pl, me) != 0) shm__init_end();
     shm__mem.fixed_address = shm__mem.map.fixed;
-    shm__map_report(&shm__mem.map, &s->huge, shm__job.me);
+    shm__map_report(&shm__mem.map, &s->huge, me);
 }
 
 /* >> registration ---------------------------------------------------------------- */
@@ -71,27 +77,25 @@ void shm__place_heap(const shm__start *s, const shm__options *o)
 static int shm__registration_fails(unsigned n)
 {
     const char *v = shm__mem.fail_register, *colon;
-    if (!v || atoi(v) != shm__job.me) return 0;
+    if (!v || atoi(v) != shm__mem.me) return 0;
     colon = strchr(v, ':');
     if ((colon ? (unsigned)atoi(colon + 1) : 0u) != n) return 0;
-    shmalloc_print(2, SHM__MSG(PMIX_TEST_REGISTER_FAILED), shm__job.me, n);
+    shmalloc_print(2, SHM__MSG(PMIX_TEST_REGISTER_FAILED), shm__mem.me, n);
     return 1;
 }
 #endif
 
 /* Closes region i and forgets the peers' keys for it. */
-void shm__forget_region(int i)
+static void shm__forget_region(int i)
 {
     shm__heap_state *h = &shm__mem;
-    shm__fabric *f = &shm__ofi;
     shm__region *r = &h->regions[i];
     int q;
-    if (f->peers && f->domain)
-        for (q = 0; q < shm__job.npes; q++)
-            if (f->peers[q].key_mapped[i]) {
-                fi_mr_unmap_key(f->domain, f->peers[q].key[i]);
-                f->peers[q].key_mapped[i] = 0;
-            }
+    for (q = 0; h->peers && q < h->npes; q++)
+        if (h->peers[q].key_mapped[i]) {
+            shm__key_unmap(h->peers[q].key[i]);
+            h->peers[q].key_mapped[i] = 0;
+        }
     if (r->mr) fi_close(&r->mr->fid);
     memset(r, 0, sizeof *r);
     h->nregions = i;
@@ -108,11 +112,11 @@ static int shm__register_here(shm__region *r, void *base, size_t bytes, unsigned
 #else
     (void)n;
 #endif
-    if (!shm__ofi.ep) return 1;
+    if (!shm__fabric_up()) return 1;
     rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
                           SHM__HEAP_KEY + (uint64_t)(r - shm__mem.regions), &r->mr, &r->desc);
     if (rc)
-        shmalloc_print(2, SHM__MSG(PMIX_MR_REG_FAILED), bytes, base, shm__job.me, fi_strerror(-rc));
+        shmalloc_print(2, SHM__MSG(PMIX_MR_REG_FAILED), bytes, base, shm__mem.me, fi_strerror(-rc));
     return rc == 0;
 }
 
@@ -129,7 +133,7 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     mine->mapped = h->map.mapped;
     mine->at = (uint64_t)(h->base - h->map.base);
     if (!ok || !r->mr) return;
-    if (shm__ofi.mr_mode & FI_MR_RAW) {
+    if (shm__fabric_mr_mode() & FI_MR_RAW) {
         size_t size = sizeof mine->raw;
         int rc = fi_mr_raw_attr(r->mr, &mine->raw_base, mine->raw, &size, 0);
         if (rc) shm__fatal(SHM__MSG(PMIX_MR_RAW_ATTR_FAILED), fi_strerror(-rc), SHM__RAW_KEY_MAX);
@@ -145,11 +149,11 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
    address for it.  A peer that cannot be mapped is reached by libfabric. */
 static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__wire_heap *mine)
 {
-    shm__peer *p = &shm__ofi.peers[q];
+    shm__heap_peer *p = &shm__mem.peers[q];
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
     p->direct_map = shm__map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
-        shm__note(SHM__MSG(PMIX_NOTE_PEER_UNMAPPED), shm__job.me, q, strerror(errno));
+        shm__note(SHM__MSG(PMIX_NOTE_PEER_UNMAPPED), shm__mem.me, q, strerror(errno));
         return;
     }
     p->direct_len = (size_t)theirs->mapped;
@@ -161,17 +165,17 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
 static void shm__learn_peer(int q, int i, int ok, const shm__wire_heap *theirs,
                             const shm__wire_heap *mine)
 {
-    shm__peer *p = &shm__ofi.peers[q];
+    shm__heap_peer *p = &shm__mem.peers[q];
     if (i == 0) {
         p->base = theirs->base;
         if (theirs->base != mine->base) shm__mem.same_address = 0;
-        if (q != shm__job.me && theirs->node == mine->node) p->pid = (long)theirs->pid;
-        if (q != shm__job.me) shm__map_peer_heap(q, theirs, mine);
+        if (q != shm__mem.me && theirs->node == mine->node) p->pid = (long)theirs->pid;
+        if (q != shm__mem.me) shm__map_peer_heap(q, theirs, mine);
     }
     if (!ok || !theirs->ok) return;
-    if (shm__ofi.mr_mode & FI_MR_RAW) {
-        int rc = fi_mr_map_raw(shm__ofi.domain, theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw,
-                               (size_t)theirs->raw_size, &p->key[i], 0);
+    if (shm__fabric_mr_mode() & FI_MR_RAW) {
+        int rc = shm__key_map_raw(theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw, (size_t)theirs->raw_size,
+                                  &p->key[i]);
         if (rc) shm__fatal(SHM__MSG(PMIX_MR_MAP_RAW_FAILED), q, fi_strerror(-rc));
         p->key_mapped[i] = 1;
     } else {
@@ -199,8 +203,8 @@ static void shm__exchange_keys(const shm__region *r, int i, unsigned n, int ok)
            even a SIGKILL later leaves nothing in /dev/shm. */
         shm__files_unlink(SHM__FILE_ENDPOINT);
     }
-    for (q = 0; q < shm__job.npes; q++) {
-        if (q == shm__job.me) theirs = mine;
+    for (q = 0; q < shm__mem.npes; q++) {
+        if (q == shm__mem.me) theirs = mine;
         else shm__pmix_get_bytes(q, key, &theirs, sizeof theirs);
         shm__learn_peer(q, i, ok, &theirs, &mine);
     }
@@ -226,7 +230,7 @@ int shm__tp_register(void *user, void *base, size_t bytes)
     r->offset = (size_t)((char *)base - h->base);
     r->bytes = bytes;
     ok = shm__register_here(r, base, bytes, n);
-    if (shm__ofi.ep) shm__exchange_keys(r, i, n, ok);
+    if (shm__fabric_up()) shm__exchange_keys(r, i, n, ok);
     else if (i == 0) h->same_address = 1;
     if (!ok) {
         shm__forget_region(i);
@@ -249,4 +253,58 @@ int shm__tp_deregister(void *user, void *base, size_t bytes)
     shm__forget_region(i);
     shm__leave();
     return 0;
+}
+
+/* >> pieces for puts and gets ------------------------------------------------------ */
+/* The region holding heap offset `offset` (< the heap's bytes). */
+static const shm__region *shm__region_at(size_t offset)
+{
+    int i = shm__mem.nregions - 1;
+    while (i > 0 && shm__mem.regions[i].offset > offset) i--;
+    return &shm__mem.regions[i];
+}
+
+/* Where [offset, offset + len) of PE pe's heap is, into *remote; returns
+   len cut at the end of the region holding offset.  With threads the
+   caller holds the lock. */
+size_t shm__heap_remote(int pe, uint64_t offset, size_t len, shm__remote *remote)
+{
+    const shm__region *r = shm__region_at(offset);
+    const shm__heap_peer *p = &shm__mem.peers[pe];
+    remote->base = p->base + r->offset;
+    remote->offset = offset - r->offset;
+    remote->key = p->key[r - shm__mem.regions];
+    return len < r->offset + r->bytes - offset ? len : r->offset + r->bytes - offset;
+}
+
+/* The registration of local, inside this PE's heap, into *desc; returns
+   len cut at the end of its region. */
+size_t shm__heap_local(const char *local, size_t len, void **desc)
+{
+    size_t at = (size_t)(local - shm__mem.base);
+    const shm__region *l = shm__region_at(at);
+    *desc = l->desc;
+    return len < l->offset + l->bytes - at ? len : l->offset + l->bytes - at;
+}
+
+/* Closes what is open, in order, before the fabric closes: the regions,
+   the peers' heaps mapped here, then the heap's memory.  Safe at any
+   point of start-up. */
+void shm__memory_close(void)
+{
+    shm__heap_state *h = &shm__mem;
+    int q;
+    while (h->nregions > 0) shm__forget_region(h->nregions - 1);
+    for (q = 0; h->peers && q < h->npes; q++)
+        if (h->peers[q].direct_map) munmap(h->peers[q].direct_map, h->peers[q].direct_len);
+    shmalloc_mem_free(h->peers);
+    h->peers = NULL;
+    shm__map_release(&h->map);
+}
+
+/* PE pe's process, when it shares this PE's node and PID namespace; else
+   0.  Only reads memory: the signal handler calls it. */
+long shm__peer_pid(int pe)
+{
+    return shm__mem.peers ? shm__mem.peers[pe].pid : 0;
 }

@@ -44,18 +44,17 @@ struct shm__node_slot {
    several PEs. */
 static int shm__node_wanted(int allowed)
 {
-    const shm__boot *b = &shm__job;
-    return allowed && b->nodes > 0 && b->nodes < b->npes;
+    const shm__collective *c = &shm__coll;
+    return allowed && c->nodes.count > 0 && c->nodes.count < c->npes;
 }
 
 /* The segment's name: its creator's PID first, which the sweep of stale
    files reads (files.c), then the job's namespace and the leader's rank.
    Its path is removed should this PE end abnormally. */
-static void shm__node_name(long creator, int leader)
+static void shm__node_name(long creator, const char *nspace, int leader)
 {
     char *p, *name = shm__coll.node_file, path[sizeof shm__coll.node_file + 16];
-    snprintf(name, sizeof shm__coll.node_file, "/" SHM__NODE_PREFIX "%ld-%.100s-%d", creator,
-             shm__job.proc.nspace, leader);
+    snprintf(name, sizeof shm__coll.node_file, "/" SHM__NODE_PREFIX "%ld-%.100s-%d", creator, nspace, leader);
     for (p = name + 1; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
             *p = '_';
@@ -79,27 +78,28 @@ static int shm__node_create(size_t bytes)
     }
     if (fd >= 0) return fd;
     shm__dev_shm_space(space, sizeof space, &free_bytes);
-    shmalloc_print(2, SHM__MSG(PMIX_NODE_BARRIER_NO_SPACE), shm__job.me, bytes, strerror(e), space);
+    shmalloc_print(2, SHM__MSG(PMIX_NODE_BARRIER_NO_SPACE), shm__coll.me, bytes, strerror(e), space);
     return -1;
 }
 
 /* The leader creates the segment and says whether it could (its PID, or
-   0); the others open it after a fence.  Maps it; an fd < 0 maps nothing. */
-static void shm__node_attach(int leader, size_t bytes)
+   0); the others open it after a fence.  Maps it; an fd < 0 maps nothing.
+   nspace: the job's PMIx namespace, which names the segment. */
+static void shm__node_attach(int leader, size_t bytes, const char *nspace)
 {
     const char *file = shm__coll.node_file;
+    int me = shm__coll.me, fd = -1;
     uint64_t creator = 0;
-    int fd = -1;
-    if (shm__job.me == leader) {
-        shm__node_name((long)getpid(), leader);
+    if (me == leader) {
+        shm__node_name((long)getpid(), nspace, leader);
         fd = shm__node_create(bytes);
         creator = fd >= 0 ? (uint64_t)getpid() : 0;
         shm__pmix_put(SHM__KEY_NODE, &creator, sizeof creator);
     }
     shm__fence("node segment", shm__poll);
-    if (shm__job.me != leader) {
+    if (me != leader) {
         shm__pmix_get_bytes(leader, SHM__KEY_NODE, &creator, sizeof creator);
-        if (creator) shm__node_name((long)creator, leader);
+        if (creator) shm__node_name((long)creator, nspace, leader);
         if (creator) fd = shm_open(file, O_RDWR, 0600);
     }
     if (fd >= 0) {
@@ -122,12 +122,12 @@ static void shm__node_agree(int leader)
     int q;
     shm__pmix_put(SHM__KEY_NODE_OK, &ok, sizeof ok);
     shm__fence("node segment mapped", shm__poll);
-    if (shm__job.me == leader) shm_unlink(c->node_file);
+    if (c->me == leader) shm_unlink(c->node_file);
     c->node_file[0] = '\0';
     shm__files_set(SHM__FILE_NODE, NULL);
-    for (q = 0; q < shm__job.npes; q++) {
+    for (q = 0; q < c->npes; q++) {
         uint64_t theirs = 1;
-        if (q != shm__job.me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
+        if (q != c->me) shm__pmix_get_bytes(q, SHM__KEY_NODE_OK, &theirs, sizeof theirs);
         all &= theirs;
     }
     if (!all && c->node) { /* every PE decides alike: messages for all */
@@ -141,7 +141,7 @@ static void shm__node_agree(int leader)
 static size_t shm__node_release(void)
 {
     int rounds = shm__coll.node_rounds;
-    return (size_t)shm__job.node_size * (size_t)(rounds ? rounds : 1);
+    return (size_t)shm__coll.nodes.size * (size_t)(rounds ? rounds : 1);
 }
 
 /* Each PE's last word, after the release slot: how it ended (a
@@ -154,46 +154,49 @@ static uint64_t *shm__node_ends(void)
 
 static size_t shm__node_bytes(void)
 {
-    return (shm__node_release() + 1) * sizeof(shm__node_slot) + (size_t)shm__job.node_size * sizeof(uint64_t);
+    return (shm__node_release() + 1) * sizeof(shm__node_slot) + (size_t)shm__coll.nodes.size * sizeof(uint64_t);
 }
 
 /* Sets the message group: every PE, or with node memory (when allowed)
-   on several nodes only the leaders. */
-void shm__node_open(int allowed)
+   on several nodes only the leaders.  After shm__ends_open; nodes: the
+   bootstrap's map (its arrays are kept until shm__node_close); nspace:
+   the job's PMIx namespace. */
+void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace)
 {
     shm__collective *c = &shm__coll;
-    const shm__boot *b = &shm__job;
-    int leader = b->node_ranks ? b->node_ranks[0] : 0, q;
-    c->group_size = b->npes;
-    c->group_me = b->me;
+    const shm__nodes *m = &c->nodes;
+    int leader = nodes->ranks ? nodes->ranks[0] : 0, q;
+    c->nodes = *nodes;
+    c->group_size = c->npes;
+    c->group_me = c->me;
     if (!shm__node_wanted(allowed)) return;
-    while ((1 << c->node_rounds) < b->node_size) c->node_rounds++;
-    shm__node_attach(leader, shm__node_bytes());
+    while ((1 << c->node_rounds) < m->size) c->node_rounds++;
+    shm__node_attach(leader, shm__node_bytes(), nspace);
     /* Spin first only on one node with a cpu per PE: across nodes a
        barrier waits for the network anyway, and a spinning PE would hold
        the cpu its node's leader needs. */
-    c->node_pauses = b->nodes == 1 && b->node_size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
+    c->node_pauses = m->count == 1 && m->size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
     shm__node_agree(leader);
-    if (c->node && b->nodes > 1) {
-        c->group_size = b->nodes;
-        for (q = 0; q < b->nodes; q++)
-            if (b->leaders[q] == leader) c->group_me = q;
+    if (c->node && m->count > 1) {
+        c->group_size = m->count;
+        for (q = 0; q < m->count; q++)
+            if (m->leaders[q] == leader) c->group_me = q;
     }
 }
 
 /* Index of PE pe among this node's PEs, or -1. */
 static int shm__node_index(int pe)
 {
-    const shm__boot *b = &shm__job;
+    const shm__nodes *m = &shm__coll.nodes;
     int i;
-    for (i = 0; b->node_ranks && i < b->node_size; i++)
-        if (b->node_ranks[i] == pe) return i;
+    for (i = 0; m->ranks && i < m->size; i++)
+        if (m->ranks[i] == pe) return i;
     return -1;
 }
 
 void shm__node_note_end(uint64_t how)
 {
-    if (shm__coll.node) __atomic_store_n(&shm__node_ends()[shm__job.node_me], how, __ATOMIC_RELEASE);
+    if (shm__coll.node) __atomic_store_n(&shm__node_ends()[shm__coll.nodes.me], how, __ATOMIC_RELEASE);
 }
 
 uint64_t shm__node_end_of(int pe)
@@ -206,12 +209,12 @@ uint64_t shm__node_end_of(int pe)
    for, and *by that PE; -1 when none did.  Only reads memory. */
 int shm__node_gave_up(int *by)
 {
-    const shm__boot *b = &shm__job;
+    const shm__collective *c = &shm__coll;
     int i;
-    for (i = 0; shm__coll.node && i < b->node_size; i++) {
+    for (i = 0; c->node && i < c->nodes.size; i++) {
         uint64_t how = __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE);
-        if ((how & 3u) == SHM__END_GAVE_UP && i != b->node_me && (int)(how >> 2) != b->me) {
-            *by = b->node_ranks[i];
+        if ((how & 3u) == SHM__END_GAVE_UP && i != c->nodes.me && (int)(how >> 2) != c->me) {
+            *by = c->nodes.ranks[i];
             return (int)(how >> 2);
         }
     }
@@ -225,14 +228,14 @@ int shm__node_gave_up(int *by)
 int shm__node_absent(int *pes, int max)
 {
     const shm__collective *c = &shm__coll;
-    const shm__boot *b = &shm__job;
+    const shm__nodes *m = &c->nodes;
     uint64_t epoch = c->node_epoch;
     int i, n = 0;
     if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED) < 0)
         return -1;
-    for (i = 0; i < b->node_size && n < max; i++)
-        if (i != b->node_me && __atomic_load_n(&c->node[i].half[epoch & 1u].epoch, __ATOMIC_ACQUIRE) < epoch)
-            pes[n++] = b->node_ranks[i];
+    for (i = 0; i < m->size && n < max; i++)
+        if (i != m->me && __atomic_load_n(&c->node[i].half[epoch & 1u].epoch, __ATOMIC_ACQUIRE) < epoch)
+            pes[n++] = m->ranks[i];
     return n;
 }
 
@@ -282,11 +285,11 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
 static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shm__wait *w)
 {
     shm__collective *c = &shm__coll;
-    const shm__boot *b = &shm__job;
-    int from = (b->node_me - (1 << k) + b->node_size) % b->node_size, i;
+    const shm__nodes *m = &c->nodes;
+    int from = (m->me - (1 << k) + m->size) % m->size, i;
     const uint64_t *theirs;
-    shm__node_write(&c->node[k * b->node_size + b->node_me], epoch, values, count);
-    theirs = shm__node_read(&c->node[k * b->node_size + from], epoch, count, b->node_ranks[from], w);
+    shm__node_write(&c->node[k * m->size + m->me], epoch, values, count);
+    theirs = shm__node_read(&c->node[k * m->size + from], epoch, count, m->ranks[from], w);
     for (i = 0; i < count; i++)
         if (theirs[i] > values[i]) values[i] = theirs[i];
 }
@@ -294,18 +297,18 @@ static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, 
 void shm__node_sync(uint64_t *values, int count)
 {
     shm__collective *c = &shm__coll;
-    const shm__boot *b = &shm__job;
+    const shm__nodes *m = &c->nodes;
     uint64_t epoch = ++c->node_epoch;
     shm__node_slot *release = &c->node[shm__node_release()];
     shm__wait w;
     int k, i;
     shm__wait_begin(&w, c->timeout, c->node_pauses, SHM__WAIT_ALL_YIELDS);
     for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
-    if (b->nodes > 1 && b->node_me == 0) {
+    if (m->count > 1 && m->me == 0) {
         shm__disseminate(values, count);
         shm__node_write(release, epoch, values, count);
-    } else if (b->nodes > 1) {
-        const uint64_t *all = shm__node_read(release, epoch, count, b->node_ranks[0], &w);
+    } else if (m->count > 1) {
+        const uint64_t *all = shm__node_read(release, epoch, count, m->ranks[0], &w);
         for (i = 0; i < count; i++) values[i] = all[i];
     } else {
         shm__enter();

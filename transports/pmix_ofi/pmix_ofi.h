@@ -7,7 +7,11 @@
    The files, in layers: each calls only the layers below it, and what a
    lower layer must run of a higher one (a message to deliver, a death to
    check, a barrier that timed out, what to close when start-up fails) is
-   registered with it by function pointer.
+   registered with it by function pointer.  Each reads only its own state:
+   what it needs of a lower layer it is given at its open (shmem.c wires
+   them) or asks through that layer's functions; the inline functions at
+   the end of this file are the fabric's and the memory layer's, for the
+   paths that a call would slow.
      the bottom   options.c    its own environment variables, read once
                                (common/start.c: the heap's, and the table)
                   files.c      /dev/shm files of start-up, ended processes
@@ -15,9 +19,9 @@
                   signals.c    a signal from the launcher
      bootstrap    procs.c      PMIx: deaths reported, the process table
                   bootstrap.c  PMIx: rank and size, key exchange, fences, nodes
-     fabric       progress.c   the completion queue: messages, operations, waits
+     fabric       progress.c   operations posted, the completion queue, waits
                   fabric.c     provider, endpoint, message buffers, registration
-     memory       memory.c     the heap's memory, and its regions registered with keys
+     memory       memory.c     the heap's memory, its regions and keys, the peers' heaps
      collectives  barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
                   node.c       the node barrier in shared memory
                   ends.c       a barrier that timed out, a peer that died
@@ -130,16 +134,21 @@ SHM__INTERNAL void shm__install_signals(shm__signal_words_fn words);
 SHM__INTERNAL void shm__restore_signals(void);
 
 /* ---- bootstrap: PMIx (bootstrap.c) ------------------------------------- */
+/* Which PEs share this PE's node (shm__map_nodes). */
+typedef struct shm__nodes {
+    int count;              /* nodes the PEs run on; 0: unknown */
+    int size, me;           /* PEs on this node, and our index among them */
+    int *ranks;             /* their ranks, ascending: ranks[0] leads */
+    int *leaders;           /* the node leaders' ranks, ascending */
+} shm__nodes;
+
 typedef struct shm__boot {
     int have_pmix;
     pmix_proc_t proc;
     size_t event_ref;
     int event_registered;
     int me, npes;
-    int nodes;              /* nodes the PEs run on; 0: unknown */
-    int node_size, node_me; /* PEs on this node, and our index among them */
-    int *node_ranks;        /* their ranks, ascending: node_ranks[0] leads */
-    int *leaders;           /* the node leaders' ranks, ascending */
+    shm__nodes nodes;
     int timeout;            /* seconds a fence or a get may take */
 #if defined(SHMALLOC_TESTING)
     const char *kill_at, *stall_at, *test_node_size; /* the options of the same names */
@@ -177,18 +186,20 @@ typedef struct shm__op {
     int done;
 } shm__op;
 
-typedef struct shm__peer {
-    fi_addr_t addr;
-    uint64_t base;
-    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per region; mapped when FI_MR_RAW */
-    unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
-    int dirty;              /* written since the last quiet */
-    shm__op flush;          /* quiet's read */
-    long pid;               /* its process, when it shares this PE's node and PID namespace; else 0 */
-    char *direct;           /* its block space mapped here (same node), or NULL */
-    char *direct_map;       /* that mapping, and its length */
-    size_t direct_len;
-} shm__peer;
+/* Where a piece of a peer's heap is for an RMA: its region's address
+   there, the offset in that region, and the region's key. */
+typedef struct shm__remote {
+    uint64_t base, offset, key;
+} shm__remote;
+
+/* What puts, gets and quiet need of the open fabric (shm__fabric_rma). */
+typedef struct shm__rma_means {
+    size_t max_msg;         /* the longest RMA */
+    char *bounce;           /* SHM__BOUNCE_BYTES for local memory outside the heap (FI_MR_LOCAL), or NULL */
+    char *flush_word;       /* quiet's reads land here, */
+    void *local_desc;       /* and both are of the message buffers' registration */
+    int flush_by_read;      /* quiet reads from each peer written to (no FI_DELIVERY_COMPLETE) */
+} shm__rma_means;
 
 typedef struct shm__fabric {
     struct fi_info *info;
@@ -206,21 +217,31 @@ typedef struct shm__fabric {
     size_t local_bytes;
     char *send_slots, *recv_slots, *flush_word, *bounce;
     uint64_t recv_unposted; /* slots whose repost met -FI_EAGAIN */
-    shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS], rma_op;
-    shm__peer *peers;
-    int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
+    shm__op send_ops[SHM__MAX_ROUNDS], recv_ops[SHM__RECV_SLOTS];
+    fi_addr_t *addrs;       /* each PE's address */
     void (*deliver)(const void *message, size_t len); /* a received message goes there */
     void (*check)(void);    /* at every poll: a peer that died ends this PE */
+    int me, npes;           /* this PE and the job's size, named in messages */
     int timeout;            /* seconds an operation may take */
     int threaded;           /* SHMEM_THREAD_MULTIPLE: the progress lock is taken */
 } shm__fabric;
 
 SHM__INTERNAL extern shm__fabric shm__ofi; /* progress.c's, fabric.c's */
 
-SHM__INTERNAL void shm__fabric_open(const char *provider, int timeout, void (*check)(void));
+SHM__INTERNAL void shm__fabric_open(int me, int npes, int nodes, const char *provider, int timeout,
+                                   void (*check)(void));
+SHM__INTERNAL int shm__fabric_up(void);
+SHM__INTERNAL uint64_t shm__fabric_mr_mode(void);
 SHM__INTERNAL int shm__mr_register(void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr,
                                    void **desc);
+SHM__INTERNAL int shm__key_map_raw(uint64_t base, uint8_t *raw, size_t size, uint64_t *key);
+SHM__INTERNAL void shm__key_unmap(uint64_t key);
 SHM__INTERNAL void shm__post_recv(int slot);
+SHM__INTERNAL void *shm__send_buffer(int slot);
+SHM__INTERNAL shm__op *shm__send(int slot, int to, size_t len);
+SHM__INTERNAL void shm__fabric_rma(shm__rma_means *out);
+SHM__INTERNAL void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__remote *remote,
+                                 shm__op *op);
 SHM__INTERNAL void shm__fabric_close(void);
 SHM__INTERNAL void shm__fabric_text(char *out, size_t cap);
 SHM__INTERNAL const char *shm__op_name(int kind);
@@ -239,7 +260,20 @@ typedef struct shm__region {
     void *desc;
 } shm__region;
 
+/* What this PE knows of a peer's heap. */
+typedef struct shm__heap_peer {
+    uint64_t base;
+    uint64_t key[SHMALLOC_MAX_REGIONS]; /* per region; mapped when FI_MR_RAW */
+    unsigned char key_mapped[SHMALLOC_MAX_REGIONS];
+    long pid;               /* its process, when it shares this PE's node and PID namespace; else 0 */
+    char *direct;           /* its block space mapped here (same node), or NULL */
+    char *direct_map;       /* that mapping, and its length */
+    size_t direct_len;
+} shm__heap_peer;
+
 typedef struct shm__heap_state {
+    int me, npes;           /* this PE and the job's size, given at shm__place_heap */
+    shm__heap_peer *peers;
     shm__map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
@@ -255,10 +289,13 @@ typedef struct shm__heap_state {
 
 SHM__INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 
-SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o);
+SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes);
 SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
-SHM__INTERNAL void shm__forget_region(int i);
+SHM__INTERNAL size_t shm__heap_remote(int pe, uint64_t offset, size_t len, shm__remote *remote);
+SHM__INTERNAL size_t shm__heap_local(const char *local, size_t len, void **desc);
+SHM__INTERNAL void shm__memory_close(void);
+SHM__INTERNAL long shm__peer_pid(int pe);
 
 /* ---- barrier and all-reduce (barrier.c, node.c) ------------------------ */
 /* A round's message, received possibly before this PE reached the round. */
@@ -278,9 +315,12 @@ typedef struct shm__node_slot shm__node_slot;
 #endif
 
 typedef struct shm__collective {
+    int me, npes;           /* this PE and the job's size (shm__ends_open) */
+    shm__nodes nodes;       /* the bootstrap's map, its arrays borrowed (shm__node_open) */
     /* Barrier messages go among a group: every PE, or one leader per node. */
     int group_size, group_me, rounds;
     shm__inbox inbox[2][SHM__MAX_ROUNDS];
+    shm__op *sent[SHM__MAX_ROUNDS]; /* each round's send, done before its slot is written again */
     uint32_t epoch;
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
     size_t node_bytes;
@@ -304,7 +344,7 @@ SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
-SHM__INTERNAL void shm__node_open(int allowed);
+SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
 SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);
 /* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
@@ -318,6 +358,7 @@ SHM__INTERNAL int shm__node_gave_up(int *by);
 SHM__INTERNAL int shm__node_absent(int *pes, int max);
 
 /* ---- when a peer does not come (ends.c) ------------------------------ */
+SHM__INTERNAL void shm__ends_open(int me, int npes);
 SHM__INTERNAL void shm__barrier_gave_up(int pe);
 SHM__INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
 SHM__INTERNAL void shm__check_deaths(void);
@@ -331,6 +372,27 @@ typedef struct shm__entry_state {
 } shm__entry_state;
 
 SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
+
+/* Puts, gets and quiet (rma.c): what quiet must flush, per peer. */
+typedef struct shm__rma_peer {
+    int dirty;              /* written by libfabric since the last quiet */
+    shm__op flush;          /* quiet's read */
+} shm__rma_peer;
+
+typedef struct shm__rma_state {
+    int me, npes;           /* this PE and the job's size, given at shm__rma_open */
+    int threaded;           /* SHMEM_THREAD_MULTIPLE */
+    int reach;              /* peers are reached by libfabric: the fabric is open */
+    shm__rma_means means;   /* the fabric's */
+    shm__rma_peer *peers;
+    shm__op op;             /* a put's or a get's piece under way */
+    int direct_dirty;       /* atomic; copied into a peer's heap since the last quiet */
+} shm__rma_state;
+
+SHM__INTERNAL extern shm__rma_state shm__rma; /* rma.c's */
+
+SHM__INTERNAL void shm__rma_open(int me, int npes, int threaded);
+SHM__INTERNAL void shm__rma_close(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of
    the endpoint, the completion queue and what progress writes (the
@@ -357,6 +419,19 @@ static inline void shm__leave(void)
 static inline size_t shm__heap_bytes(void)
 {
     return __atomic_load_n(&shm__mem.bytes, __ATOMIC_RELAXED);
+}
+
+/* This PE's heap's base from shmem_init to shmem_finalize, else NULL. */
+static inline char *shm__heap_base(void)
+{
+    return shm__mem.heap ? shm__mem.base : NULL;
+}
+
+/* PE pe's heap mapped here (a same-node peer's), or NULL.  While the heap
+   exists. */
+static inline char *shm__peer_heap(int pe)
+{
+    return shm__mem.peers[pe].direct;
 }
 
 /* 1 when [p, p + n) lies inside this PE's registered heap. */

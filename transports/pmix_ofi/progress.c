@@ -1,7 +1,9 @@
-/* progress.c - the completion queue.  The providers progress manually, so
-   every wait of this PE polls here: received messages go to the barrier's
-   inbox, finished operations are marked done, and a dead peer is noticed
-   (through what shm__progress_deliver_to and shm__fabric_open register). */
+/* progress.c - operations and the completion queue: a barrier's message
+   and a put's or get's piece are posted here, and as the providers
+   progress manually every wait of this PE polls here: received messages
+   go to the barrier's inbox, finished operations are marked done, and a
+   dead peer is noticed (through what shm__progress_deliver_to and
+   shm__fabric_open register). */
 #include "pmix_ofi.h"
 
 #include <string.h>
@@ -28,7 +30,7 @@ static void shm__cq_failure(void)
     struct fi_cq_err_entry err;
     shm__op *op;
     char detail[256] = "";
-    int me = shm__job.me;
+    int me = shm__ofi.me;
     memset(&err, 0, sizeof err);
     if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal(SHM__MSG(PMIX_CQ_READERR_FAILED), me);
     op = (shm__op *)err.op_context;
@@ -55,6 +57,76 @@ void shm__post_recv(int slot)
     else f->recv_unposted &= ~((uint64_t)1 << slot);
 }
 
+/* Send slot `slot`'s buffer (< SHM__MAX_ROUNDS), where a message is
+   written before shm__send; SHM__SLOT_BYTES long. */
+void *shm__send_buffer(int slot)
+{
+    return shm__ofi.send_slots + (size_t)slot * SHM__SLOT_BYTES;
+}
+
+/* Sends the first len bytes of send slot `slot` to pe; the slot may be
+   written again once the operation returned is done.  With threads the
+   caller holds the progress lock. */
+shm__op *shm__send(int slot, int to, size_t len)
+{
+    shm__fabric *f = &shm__ofi;
+    shm__op *op = &f->send_ops[slot];
+    struct iovec iov;
+    struct fi_msg msg;
+    void *desc = f->local_desc;
+    ssize_t rc;
+    op->kind = SHM__OP_SEND;
+    op->index = to;
+    op->done = 0;
+    iov.iov_base = shm__send_buffer(slot);
+    iov.iov_len = len;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = f->addrs[to];
+    msg.context = &op->ctx;
+    while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
+    if (rc) shm__fatal(SHM__MSG(PMIX_SEND_FAILED), to, f->me, fi_strerror((int)-rc));
+    return op;
+}
+
+/* A read or write of len bytes between local (desc: its registration,
+   or NULL) and the piece remote of PE pe's heap; op is done when it is.
+   With threads the caller holds the lock. */
+void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__remote *remote, shm__op *op)
+{
+    const shm__fabric *f = &shm__ofi;
+    struct iovec iov;
+    struct fi_rma_iov rma;
+    struct fi_msg_rma msg;
+    ssize_t rc;
+    op->kind = kind;
+    op->index = pe;
+    op->done = 0;
+    iov.iov_base = local;
+    iov.iov_len = len;
+    rma.addr = (f->mr_mode & FI_MR_VIRT_ADDR ? remote->base : 0) + remote->offset;
+    rma.len = len;
+    rma.key = remote->key;
+    memset(&msg, 0, sizeof msg);
+    msg.msg_iov = &iov;
+    msg.desc = &desc;
+    msg.iov_count = 1;
+    msg.addr = f->addrs[pe];
+    msg.rma_iov = &rma;
+    msg.rma_iov_count = 1;
+    msg.context = &op->ctx;
+    for (;;) {
+        rc = kind == SHM__OP_WRITE ? fi_writemsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)
+                                   : fi_readmsg(f->ep, &msg, FI_COMPLETION);
+        if (rc != -FI_EAGAIN) break;
+        shm__progress();
+    }
+    if (rc) shm__fatal(SHM__MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
+                       f->me, fi_strerror((int)-rc));
+}
+
 /* The barrier receives the messages. */
 void shm__progress_deliver_to(void (*deliver)(const void *message, size_t len))
 {
@@ -73,7 +145,7 @@ void shm__progress(void)
             shm__cq_failure();
             continue;
         }
-        if (n < 0) shm__fatal(SHM__MSG(PMIX_CQ_READ_FAILED), shm__job.me, fi_strerror((int)-n));
+        if (n < 0) shm__fatal(SHM__MSG(PMIX_CQ_READ_FAILED), shm__ofi.me, fi_strerror((int)-n));
         for (i = 0; i < n; i++) {
             shm__op *op = (shm__op *)entries[i].op_context;
             if (op->kind == SHM__OP_RECV) {
@@ -126,6 +198,6 @@ void shm__wait_op(shm__op *op, const char *what, int pe)
         shm__progress();
         if (op->done) break;
         if (shm__wait_step(&w) == SHM__WAIT_EXPIRED)
-            shm__fatal(SHM__MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__job.me, pe);
+            shm__fatal(SHM__MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__ofi.me, pe);
     }
 }

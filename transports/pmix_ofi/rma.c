@@ -6,47 +6,29 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The region holding heap offset `offset` (< the heap's bytes). */
-static const shm__region *shm__region_at(size_t offset)
+shm__rma_state shm__rma;
+
+/* PE me of npes; threaded: SHMEM_THREAD_MULTIPLE.  After the fabric
+   opens, when it does. */
+void shm__rma_open(int me, int npes, int threaded)
 {
-    int i = shm__mem.nregions - 1;
-    while (i > 0 && shm__mem.regions[i].offset > offset) i--;
-    return &shm__mem.regions[i];
+    shm__rma_state *s = &shm__rma;
+    s->me = me;
+    s->npes = npes;
+    s->threaded = threaded;
+    if (!shm__fabric_up()) return;
+    shm__fabric_rma(&s->means);
+    s->peers = (shm__rma_peer *)shmalloc_mem_alloc((size_t)npes, sizeof *s->peers);
+    if (!s->peers) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
+    s->reach = 1;
 }
 
-/* len bytes at `offset` into region r of pe's heap. */
-static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const shm__region *r, uint64_t offset,
-                          shm__op *op)
+/* Before the fabric closes; safe at any point of start-up. */
+void shm__rma_close(void)
 {
-    const shm__fabric *f = &shm__ofi;
-    struct iovec iov;
-    struct fi_rma_iov rma;
-    struct fi_msg_rma msg;
-    ssize_t rc;
-    op->kind = kind;
-    op->index = pe;
-    op->done = 0;
-    iov.iov_base = local;
-    iov.iov_len = len;
-    rma.addr = (f->mr_mode & FI_MR_VIRT_ADDR ? f->peers[pe].base + r->offset : 0) + offset;
-    rma.len = len;
-    rma.key = f->peers[pe].key[r - shm__mem.regions];
-    memset(&msg, 0, sizeof msg);
-    msg.msg_iov = &iov;
-    msg.desc = &desc;
-    msg.iov_count = 1;
-    msg.addr = f->peers[pe].addr;
-    msg.rma_iov = &rma;
-    msg.rma_iov_count = 1;
-    msg.context = &op->ctx;
-    for (;;) {
-        rc = kind == SHM__OP_WRITE ? fi_writemsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)
-                                   : fi_readmsg(f->ep, &msg, FI_COMPLETION);
-        if (rc != -FI_EAGAIN) break;
-        shm__progress();
-    }
-    if (rc) shm__fatal(SHM__MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
-                       shm__job.me, fi_strerror((int)-rc));
+    shm__rma.reach = 0;
+    shmalloc_mem_free(shm__rma.peers);
+    shm__rma.peers = NULL;
 }
 
 /* Moves n bytes between local and offset in pe's heap, waiting for each
@@ -55,26 +37,19 @@ static void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len,
    the provider wants local registration (FI_MR_LOCAL). */
 static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
 {
-    shm__fabric *f = &shm__ofi;
-    char *heap = shm__mem.base;
+    shm__rma_state *s = &shm__rma;
     int in_heap = shm__in_heap(local, n);
-    int bounce = !in_heap && (f->mr_mode & FI_MR_LOCAL);
-    size_t piece = bounce ? SHM__BOUNCE_BYTES : f->max_msg;
+    char *bounce = in_heap ? NULL : s->means.bounce;
+    size_t piece = bounce ? SHM__BOUNCE_BYTES : s->means.max_msg;
     while (n > 0) {
-        const shm__region *r = shm__region_at(offset);
-        size_t len = n < piece ? n : piece;
-        void *buf = bounce ? f->bounce : local, *desc = bounce ? f->local_desc : NULL;
-        if (len > r->offset + r->bytes - offset) len = r->offset + r->bytes - offset;
-        if (in_heap) {
-            size_t at = (size_t)(local - heap);
-            const shm__region *l = shm__region_at(at);
-            if (len > l->offset + l->bytes - at) len = l->offset + l->bytes - at;
-            desc = l->desc;
-        }
-        if (bounce && kind == SHM__OP_WRITE) memcpy(f->bounce, local, len);
-        shm__post_rma(kind, pe, buf, desc, len, r, offset - r->offset, &f->rma_op);
-        shm__wait_op(&f->rma_op, what, pe);
-        if (bounce && kind == SHM__OP_READ) memcpy(local, f->bounce, len);
+        shm__remote remote;
+        size_t len = shm__heap_remote(pe, offset, n < piece ? n : piece, &remote);
+        void *buf = bounce ? bounce : local, *desc = bounce ? s->means.local_desc : NULL;
+        if (in_heap) len = shm__heap_local(local, len, &desc);
+        if (bounce && kind == SHM__OP_WRITE) memcpy(bounce, local, len);
+        shm__post_rma(kind, pe, buf, desc, len, &remote, &s->op);
+        shm__wait_op(&s->op, what, pe);
+        if (bounce && kind == SHM__OP_READ) memcpy(local, bounce, len);
         local += len;
         offset += len;
         n -= len;
@@ -86,11 +61,11 @@ static void shm__transfer(int kind, const char *what, int pe, uint64_t offset, c
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((noinline))
 #endif
-static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
+static void shm__remote_rma(int kind, const char *what, int pe, uint64_t offset, char *local, size_t n)
 {
     shm__enter();
     shm__transfer(kind, what, pe, offset, local, n);
-    if (kind == SHM__OP_WRITE) shm__ofi.peers[pe].dirty = 1;
+    if (kind == SHM__OP_WRITE) shm__rma.peers[pe].dirty = 1;
     shm__leave();
 }
 
@@ -99,8 +74,8 @@ static void shm__rma(int kind, const char *what, int pe, uint64_t offset, char *
    to shmem_finalize. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
 {
-    size_t offset = shm__start_range(what, addr, n, pe, shm__mem.heap ? shm__mem.base : NULL, shm__heap_bytes(),
-                                     shm__job.me, shm__job.npes);
+    size_t offset = shm__start_range(what, addr, n, pe, shm__heap_base(), shm__heap_bytes(), shm__rma.me,
+                                     shm__rma.npes);
     if (offset == SIZE_MAX) shm__pmix_abort(1);
     return offset;
 }
@@ -108,53 +83,57 @@ static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
     uint64_t offset;
+    char *peer;
     if (nelems == 0) return;
     offset = shm__symmetric_range("shmem_putmem", dest, nelems, pe);
-    if (pe == shm__job.me) {
+    if (pe == shm__rma.me) {
         memmove(dest, source, nelems);
         return;
     }
-    if (shm__ofi.peers[pe].direct) {
-        memmove(shm__ofi.peers[pe].direct + offset, source, nelems); /* source may be a shmem_ptr address */
-        __atomic_store_n(&shm__ofi.direct_dirty, 1, __ATOMIC_RELAXED);
+    if ((peer = shm__peer_heap(pe)) != NULL) {
+        memmove(peer + offset, source, nelems); /* source may be a shmem_ptr address */
+        __atomic_store_n(&shm__rma.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
-    shm__rma(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
+    shm__remote_rma(SHM__OP_WRITE, "shmem_putmem", pe, offset, (char *)(uintptr_t)source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
     uint64_t offset;
+    char *peer;
     if (nelems == 0) return;
     offset = shm__symmetric_range("shmem_getmem", source, nelems, pe);
-    if (pe == shm__job.me) {
+    if (pe == shm__rma.me) {
         memmove(dest, source, nelems);
         return;
     }
-    if (shm__ofi.peers[pe].direct) {
-        memmove(dest, shm__ofi.peers[pe].direct + offset, nelems);
+    if ((peer = shm__peer_heap(pe)) != NULL) {
+        memmove(dest, peer + offset, nelems);
         return;
     }
-    shm__rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
+    shm__remote_rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);
 }
 
 /* Quiet's reads, one per peer written to; with threads under the lock. */
 static void shm__flush(void)
 {
-    shm__fabric *f = &shm__ofi;
+    shm__rma_state *s = &shm__rma;
     int q, pending = 0;
-    for (q = 0; q < shm__job.npes; q++) {
-        shm__peer *p = &f->peers[q];
+    for (q = 0; q < s->npes; q++) {
+        shm__rma_peer *p = &s->peers[q];
+        shm__remote remote;
         if (!p->dirty) continue;
         p->dirty = 0;
-        if (f->tx_flags & FI_DELIVERY_COMPLETE) continue;
-        shm__post_rma(SHM__OP_READ, q, f->flush_word, f->local_desc, 8, &shm__mem.regions[0], 0, &p->flush);
+        if (!s->means.flush_by_read) continue;
+        shm__heap_remote(q, 0, 8, &remote);
+        shm__post_rma(SHM__OP_READ, q, s->means.flush_word, s->means.local_desc, 8, &remote, &p->flush);
         pending = 1;
     }
     if (!pending) return;
-    for (q = 0; q < shm__job.npes; q++)
-        if (f->peers[q].flush.kind == SHM__OP_READ && !f->peers[q].flush.done)
-            shm__wait_op(&f->peers[q].flush, "shmem_quiet", q);
+    for (q = 0; q < s->npes; q++)
+        if (s->peers[q].flush.kind == SHM__OP_READ && !s->peers[q].flush.done)
+            shm__wait_op(&s->peers[q].flush, "shmem_quiet", q);
 }
 
 /* Writes are waited for as they go; with FI_DELIVERY_COMPLETE their
@@ -167,15 +146,15 @@ static void shm__flush(void)
    under way returns after it. */
 void shmem_quiet(void)
 {
-    if (shm__ofi.threaded || __atomic_load_n(&shm__ofi.direct_dirty, __ATOMIC_RELAXED)) {
+    if (shm__rma.threaded || __atomic_load_n(&shm__rma.direct_dirty, __ATOMIC_RELAXED)) {
 #if defined(SHM__TSAN) /* it refuses fences; a sequentially consistent exchange orders as much for it */
-        (void)__atomic_exchange_n(&shm__ofi.direct_dirty, 0, __ATOMIC_SEQ_CST);
+        (void)__atomic_exchange_n(&shm__rma.direct_dirty, 0, __ATOMIC_SEQ_CST);
 #else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        __atomic_store_n(&shm__ofi.direct_dirty, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&shm__rma.direct_dirty, 0, __ATOMIC_RELAXED);
 #endif
     }
-    if (!shm__ofi.ep) return; /* no peers: before shmem_init, after shmem_finalize, or a singleton */
+    if (!shm__rma.reach) return; /* no peers: before shmem_init, after shmem_finalize, or a singleton */
     shm__enter();
     shm__flush();
     shm__leave();

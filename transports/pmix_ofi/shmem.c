@@ -71,10 +71,10 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
-    while (shm__mem.nregions > 0) shm__forget_region(shm__mem.nregions - 1);
+    shm__rma_close();
+    shm__memory_close();
     shm__fabric_close();
     shm__node_close();
-    shm__map_release(&shm__mem.map);
     shm__pmix_close();
 }
 
@@ -96,6 +96,7 @@ static void shm__init_settings(int level, shm__start *s)
     memset(&shm__ofi, 0, sizeof shm__ofi);
     memset(&shm__mem, 0, sizeof shm__mem);
     memset(&shm__coll, 0, sizeof shm__coll);
+    memset(&shm__rma, 0, sizeof shm__rma);
     shm__w.thread_level = level;
     shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__coll.waiting_for = -1;
@@ -114,16 +115,20 @@ static void shm__init_runtime(const shm__start *s)
     const shm__options *o = &shm__w.opt;
     if (shm__pmix_init(o) == 0) {
         int removed;
+        shm__ends_open(shm__job.me, shm__job.npes);
         shm__install_signals(shm__signal_words);
         if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
             shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shm__place_heap(s, o);
-    if (!shm__job.have_pmix) return;
-    shm__fabric_open(o->provider, o->timeout, shm__check_deaths);
-    shm__node_open(o->node_barrier);
-    shm__barrier_open(o->timeout, shm__barrier_gave_up);
+    shm__place_heap(s, o, shm__job.me, shm__job.npes);
+    if (shm__job.have_pmix) {
+        shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout,
+                         shm__check_deaths);
+        shm__node_open(o->node_barrier, &shm__job.nodes, shm__job.proc.nspace);
+        shm__barrier_open(o->timeout, shm__barrier_gave_up);
+    }
+    shm__rma_open(shm__job.me, shm__job.npes, shm__ofi.threaded);
 }
 
 /* Collective: the heap registers its first region through the contract. */
@@ -143,9 +148,9 @@ static void shm__init_heap(const shm__start *s)
 static void shm__barriers_text(char *barriers, size_t cap)
 {
     if (!shm__coll.node) snprintf(barriers, cap, "by messages");
-    else if (shm__job.nodes == 1) snprintf(barriers, cap, "through node memory");
+    else if (shm__job.nodes.count == 1) snprintf(barriers, cap, "through node memory");
     else snprintf(barriers, cap, "through node memory on each of %d nodes, messages between their leaders",
-                  shm__job.nodes);
+                  shm__job.nodes.count);
 }
 
 /* For SHMALLOC_VERBOSE: one line per PE of what start-up obtained. */
@@ -159,7 +164,7 @@ static void shm__describe(void)
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
-    for (q = 0; q < shm__job.npes; q++) direct += shm__ofi.peers[q].direct != NULL;
+    for (q = 0; q < shm__job.npes; q++) direct += shm__peer_heap(q) != NULL;
     shm__barriers_text(barriers, sizeof barriers);
     shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
               h->same_address ? "same address on every PE" : "addresses differ", shm__map_pages_name(&h->map),
@@ -239,10 +244,10 @@ int shmem_n_pes(void) { return shm__w.running ? shm__job.npes : 0; }
 
 void *shmem_ptr(const void *dest, int pe)
 {
-    const shm__fabric *f = &shm__ofi;
+    char *peer;
     if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(dest, 1)) return NULL;
     if (pe == shm__job.me) return (void *)(uintptr_t)dest;
-    return f->peers && f->peers[pe].direct ? f->peers[pe].direct + ((const char *)dest - shm__mem.base) : NULL;
+    return (peer = shm__peer_heap(pe)) != NULL ? peer + ((const char *)dest - shm__mem.base) : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)

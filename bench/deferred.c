@@ -1,8 +1,10 @@
-/* deferred.c - shmemx_free_deferred against shmem_free on the pthreads
-   transport: N blocks freed by N collective frees, against N local
-   releases and one drain, at 2, 4 and 8 PEs in one sitting; and a
+/* deferred.c - shmemx_free_deferred against shmem_free: N blocks freed by
+   N collective frees, against N local releases and one drain; and a
    shmem_malloc + shmem_free pair with nothing released, the cost every
-   program pays for the feature.
+   program pays for the feature.  Built two ways:
+
+     -DBENCH_PTHREADS   2, 4 and 8 PEs as threads, in one sitting
+     -DBENCH_PMIX_OFI   the PEs mpirun starts (one row)
 
    PE 0 prints one CSV row per PE count:
      pes,blocks,free_ns_per_block,release_ns_per_call,drain_ns_per_block,
@@ -10,7 +12,11 @@
    each the median over REPS repetitions.  BENCH_DEFERRED_BLOCKS=N sets N
    (10 000 by default).  Figures are printed, never judged. */
 #define _GNU_SOURCE
-#include "transports/shmalloc_pthreads.h"
+#if defined(BENCH_PMIX_OFI)
+#  include "transports/shmalloc_pmix_ofi.h"
+#else
+#  include "transports/shmalloc_pthreads.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,23 +103,36 @@ static void pe_main(void *arg)
     }
 }
 
+static void print_row(int npes)
+{
+    double rel = median(release_ns, REPS), dr = median(drain_ns, REPS);
+    printf("%d,%d,%.1f,%.1f,%.1f,%.1f,%zu,%.1f\n", npes, blocks_n, median(free_ns, REPS), rel, dr, rel + dr,
+           rounds[REPS / 2], median(pair_ns, REPS));
+    fflush(stdout);
+}
+
 int main(void)
 {
-    static const int pes[] = {2, 4, 8};
     const char *n = getenv("BENCH_DEFERRED_BLOCKS");
-    int k;
+    const char *head = "pes,blocks,free_ns_per_block,release_ns_per_call,drain_ns_per_block,"
+                       "release_and_drain_ns_per_block,drain_rounds,pair_ns\n";
     blocks_n = n ? atoi(n) : 10000;
     if (blocks_n < 1) return 1;
-    printf("pes,blocks,free_ns_per_block,release_ns_per_call,drain_ns_per_block,release_and_drain_ns_per_block,"
-           "drain_rounds,pair_ns\n");
-    for (k = 0; k < 3; k++) {
-        double rel, dr;
-        if (shmalloc_pthreads_run(pes[k], (size_t)64 << 20, pe_main, NULL) != 0) return 1;
-        rel = median(release_ns, REPS);
-        dr = median(drain_ns, REPS);
-        printf("%d,%d,%.1f,%.1f,%.1f,%.1f,%zu,%.1f\n", pes[k], blocks_n, median(free_ns, REPS), rel, dr, rel + dr,
-               rounds[REPS / 2], median(pair_ns, REPS));
-        fflush(stdout);
+#if defined(BENCH_PMIX_OFI)
+    shmem_init();
+    pe_main(NULL);
+    if (shmem_my_pe() == 0) {
+        printf("%s", head);
+        print_row(shmem_n_pes());
     }
+    shmem_finalize();
+#else
+    static const int pes[] = {2, 4, 8};
+    printf("%s", head);
+    for (int k = 0; k < 3; k++) {
+        if (shmalloc_pthreads_run(pes[k], (size_t)64 << 20, pe_main, NULL) != 0) return 1;
+        print_row(pes[k]);
+    }
+#endif
     return 0;
 }

@@ -81,7 +81,11 @@ bench-deferred: $(BENCH_B)/deferred
 	$(BENCH_B)/deferred
 
 $(BENCH_B)/deferred: bench/deferred.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) $^ -pthread -o $@
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $^ -pthread -o $@
+
+# The same on PMIx PEs: FI_PROVIDER=shm mpirun --oversubscribe -np N build/bench/deferred_pmix
+$(BENCH_B)/deferred_pmix: bench/deferred.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
 
 $(BENCH_B)/floor: bench/floor.c | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) $< -pthread -o $@

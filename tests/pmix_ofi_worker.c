@@ -329,5 +329,6 @@ int main(int argc, char **argv)
     if (strcmp(name, "no_finalize") == 0) return failures ? 1 : 0; /* finalized at exit */
     if (strcmp(name, "exit_3") == 0 && me == 1) exit(3);
     shmem_finalize();
+    if (strcmp(name, "deferred") == 0) deferred_after_finalize();
     return failures ? 1 : 0;
 }

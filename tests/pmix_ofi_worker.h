@@ -79,5 +79,6 @@ void scenario_threads(void);
 void scenario_reports(void);
 void scenario_counts(void);
 void scenario_deferred(void);
+void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

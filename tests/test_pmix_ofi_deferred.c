@@ -21,6 +21,8 @@ static void check_deferred(const char *provider, int node_barrier)
     cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
     cr_assert_eq(count(&r, ": OK deferred"), 4, "not every PE passed:\n%s", tail(&r));
     cr_assert(has(&r, "PE 0 of 4: drain of 1 block among"), "%s", tail(&r));
+    cr_assert_eq(count(&r, "[DEFER_NO_HEAP] shmalloc: shmemx_free_deferred("), 4,
+                 "two releases after shmem_finalize, one message per PE:\n%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 

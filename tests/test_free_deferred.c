@@ -287,3 +287,44 @@ Test(free_deferred, releases_in_a_growing_heap_are_drained_before_it_grows)
     for (int i = 0; i < 64; i++) shmem_free(b[i]);
     assert_heap_ok();
 }
+
+/* ---- allocations made without a barrier ---------------------------------------- */
+
+/* allreduce_max whose peer, while digest_differs, made other allocations
+   without a barrier: its digest pair never matches this PE's. */
+static int digest_differs;
+static int peer_other_digest(void *user, uint64_t *values, int count)
+{
+    (void)user;
+    cnt.allreduces++;
+    if (digest_differs && count >= 12) {
+        if (values[3] < 12345) values[3] = 12345;
+        if (values[4] < ~(uint64_t)12345) values[4] = ~(uint64_t)12345;
+    }
+    return 0;
+}
+
+Test(free_deferred, no_pe_drains_while_the_allocations_made_without_a_barrier_differ)
+{
+    shmalloc_transport tp = counting_transport_for(0, 2, 1);
+    tp.allreduce_max = peer_other_digest;
+    tp.allreduce_and = peer_and;
+    memset(peer_released, 0xff, sizeof peer_released);
+    ands = 0;
+    shmalloc_heap *h = make_heap(MIB, &tp);
+    void *p = shmem_malloc(100);
+    shmemx_free_deferred(p);
+    digest_differs = 1;
+    capture_start();
+    cr_assert_null(shmem_malloc(200));
+    capture_stop();
+    digest_differs = 0;
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    assert_said(HEAP_NO_BARRIER_DIFFER, 0, 0ULL, "s", "", "malloc");
+    cr_assert_eq(ands, 0, "the live blocks may differ: no drain");
+    cr_assert_eq(block_state(h, p), SHMALLOC_TLSF_OK);
+    shmemx_free_deferred_drain(); /* the same again: the release is still fresh */
+    cr_assert_eq(ands, 1);
+    cr_assert_eq(block_state(h, p), SHMALLOC_TLSF_ALREADY_FREE);
+    assert_heap_ok();
+}

@@ -13,7 +13,9 @@
      1. SHMEM names: shmem_malloc/shmalloc, shmem_free/shfree,
         shmem_realloc/shrealloc, shmem_align/shmemalign, shmem_calloc,
         shmem_malloc_with_hints, shsbreak, malloc_error, shmalloc_check,
-        shmalloc_stats.  They act on the *current* heap (shmalloc_set_current).
+        shmalloc_stats, and shmemx_free_deferred (a local release from any
+        thread, freed by a later collective call once every PE released
+        the block).  They act on the *current* heap (shmalloc_set_current).
         SHMALLOC_DEBUG=1 in the environment turns on debug mode: asymmetric
         calls are caught on every PE, leaks are listed at the end, fresh
         and freed memory get fill bytes (see ">> heap").

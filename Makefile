@@ -39,9 +39,9 @@ TLSF_TESTS     = test_tlsf_api test_tlsf_align test_tlsf_realloc test_tlsf_limit
                  test_tlsf_checker test_tlsf_stress test_tlsf_undo
 HEAP_TESTS     = test_heap_create test_heap_api test_heap_realloc test_heap_sync test_heap_collective \
                  test_heap_no_barrier test_heap_hints test_heap_oom test_heap_report test_heap_env \
-                 test_heap_stress
+                 test_heap_stress test_free_deferred
 CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_contract
-PTHREADS_TESTS = test_options test_pthreads_data test_pthreads_errors test_pthreads_stress test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages
+PTHREADS_TESTS = test_options test_pthreads_data test_pthreads_errors test_pthreads_stress test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages test_pthreads_deferred
 FORK_TESTS     = test_fork
 HOOKS_TESTS    = test_alloc_hooks
 WHITEBOX_TESTS = test_corrupt test_mapping
@@ -117,7 +117,7 @@ $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
 # The tests that launch the worker, one suite per concern (pmix_ofi_launch.h).
 PMIX_OFI_TESTS = test_pmix_ofi_scenarios test_pmix_ofi_start test_pmix_ofi_faults test_pmix_ofi_threads \
-                 test_pmix_ofi_counts
+                 test_pmix_ofi_counts test_pmix_ofi_deferred
 $(addprefix $(B)/,$(PMIX_OFI_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< -lcriterion -o $@
@@ -204,29 +204,29 @@ test-cluster: deps $(B)/pmix_ofi_worker
 	@$(SUITE) cluster-check tests/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # ---- the same tests under the sanitizers and Valgrind ----------------------
-# Also the PMIx transport's thread tests (test_pmix_ofi_threads), worker and
+# Also the PMIx transport's thread tests (test_pmix_ofi_threads, _deferred), worker and
 # transport built with ASan and UBSan (under the mpirun lock, as make test).
 ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan: deps
 	@rm -f build/asan/results
 	@+$(SUB) run-tests $(ASAN) || tests/run.sh build/asan/results --failed run-tests
-	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi_threads $(ASAN) || \
+	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi_threads build/asan/test_pmix_ofi_deferred $(ASAN) || \
 	  tests/run.sh build/asan/results --failed test_pmix_ofi_threads
-	@tests/run.sh build/asan/results test_pmix_ofi_threads env SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker \
-	  ./build/asan/test_pmix_ofi_threads --jobs 1; true
+	@for t in test_pmix_ofi_threads test_pmix_ofi_deferred; do tests/run.sh build/asan/results $$t \
+	  env SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker ./build/asan/$$t --jobs 1; done; true
 	@tests/run.sh build/asan/results --total
 
-# Also the PMIx transport's thread tests (test_pmix_ofi_threads: 4 threads
-# per PE under mpirun), worker and transport built with TSan, under the
+# Also the PMIx transport's thread tests (test_pmix_ofi_threads, _deferred:
+# 4 threads per PE under mpirun), worker and transport built with TSan, under the
 # stand-in runner.  Run it under the mpirun lock, as make test.
 TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
 	@rm -f build/tsan/results
 	@+$(SUB) run-tests $(TSAN) || tests/run.sh build/tsan/results --failed run-tests
-	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi_threads $(TSAN) || \
+	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi_threads build/tsan/test_pmix_ofi_deferred $(TSAN) || \
 	  tests/run.sh build/tsan/results --failed test_pmix_ofi_threads
-	@tests/run.sh build/tsan/results test_pmix_ofi_threads env SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker \
-	  ./build/tsan/test_pmix_ofi_threads --jobs 1; true
+	@for t in test_pmix_ofi_threads test_pmix_ofi_deferred; do tests/run.sh build/tsan/results $$t \
+	  env SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/$$t --jobs 1; done; true
 	@tests/run.sh build/tsan/results --total
 
 # Criterion's worker protocol can time out under Valgrind on a loaded

@@ -13,7 +13,9 @@
      1. SHMEM names: shmem_malloc/shmalloc, shmem_free/shfree,
         shmem_realloc/shrealloc, shmem_align/shmemalign, shmem_calloc,
         shmem_malloc_with_hints, shsbreak, malloc_error, shmalloc_check,
-        shmalloc_stats.  They act on the *current* heap (shmalloc_set_current).
+        shmalloc_stats, and shmemx_free_deferred (a local release from any
+        thread, freed by a later collective call once every PE released
+        the block).  They act on the *current* heap (shmalloc_set_current).
         SHMALLOC_DEBUG=1 in the environment turns on debug mode: asymmetric
         calls are caught on every PE, leaks are listed at the end, fresh
         and freed memory get fill bytes (see ">> heap").
@@ -203,6 +205,15 @@ extern "C" {
     X(HEAP_LEAKS_BEGIN, "shmalloc: PE %d: %zu block%s still allocated at finalize:\n") \
     X(HEAP_LEAK, "shmalloc: PE %d:   block at offset %zu, %zu bytes usable, %zu with its header\n") \
     X(HEAP_LEAKS, "shmalloc: PE %d: %zu block%s, %zu bytes with headers, leaked%s\n") \
+    /* deferred releases (shmemx_free_deferred) */ \
+    X(DEFER_BAD_POINTER, "shmalloc: PE %d: shmemx_free_deferred(%p): %s; nothing is released\n") \
+    X(DEFER_NO_HEAP, "shmalloc: shmemx_free_deferred(%p) with no heap (after shmem_finalize, or before " \
+                     "shmem_init): nothing is released; further such calls are not reported\n") \
+    X(DEFER_RELEASED_ON, "shmalloc: PE %d:     released by shmemx_free_deferred on PE%s %s of %d, not on " \
+                         "every PE\n") \
+    X(DEFER_UNDRAINED, "shmalloc: PE %d: %zu block%s released by shmemx_free_deferred on this PE stay%s " \
+                       "allocated at finalize: not every PE released %s (SHMALLOC_DEBUG=1 names the PEs that " \
+                       "did)\n") \
     /* shmalloc_stats */ \
     X(STATS_NO_HEAP, "shmalloc_stats: no current symmetric heap\n") \
     X(STATS_HEAP, "shmalloc_stats: heap at %p, %zu bytes\n") \
@@ -551,6 +562,15 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
                     register are deregistered again.
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
+   allreduce_and    optional.  values[0..count) := the bitwise AND over all
+                    PEs, count <= SHMALLOC_REDUCE_AND_MAX; synchronises like
+                    barrier.  Drains deferred releases (shmalloc_heap_free_
+                    deferred) in one round per SHMALLOC_REDUCE_AND_MAX * 64
+                    live blocks.  Without it, with allreduce_max, a drain
+                    sends one value per live block (1 - released, whose
+                    maximum is 0 only when every PE released it):
+                    SHMALLOC_REDUCE_MAX blocks per round.  Without either,
+                    released blocks are never freed.
    pe, npes         REQUIRED: this PE's number and the number of PEs
                     (0 <= pe < npes), which every message names; a heap
                     refuses a transport without them.
@@ -562,6 +582,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    shmalloc_heap_destroy on every PE (collective). */
 #define SHMALLOC_REDUCE_MAX 16  /* values of one allreduce_max call, at most */
 #define SHMALLOC_MAX_REGIONS 64 /* regions register_region is called with, at most */
+#define SHMALLOC_REDUCE_AND_MAX 512 /* values of one allreduce_and call, at most */
 
 typedef struct shmalloc_transport {
     void *user;
@@ -573,6 +594,7 @@ typedef struct shmalloc_transport {
     int (*unlock)(void *user);
     int pe;   /* this PE's number, 0 <= pe < npes */
     int npes; /* the number of PEs */
+    int (*allreduce_and)(void *user, uint64_t *values, int count);
 } shmalloc_transport;
 
 /* A transport for one PE in one thread: barrier and all-reduce do nothing. */
@@ -636,6 +658,18 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void 
 /* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err);
+/* Not collective: this PE releases the block, which stays allocated until
+   every PE has released it; then the next collective call (on every PE)
+   frees it.  O(1), makes no transport call, waits for no peer; any thread
+   may call it at any time, even during another thread's collective call.
+   The pointer is checked at once, under the heap's release lock, which
+   collective calls hold while they change the heap and never while they
+   wait for peers: a bad pointer gets the code shmalloc_heap_free would
+   give, a second release SHMEM_MALLOC_ALREADY_FREE, and nothing changes. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred(shmalloc_heap *h, void *ptr, long *err);
+/* Collective: frees, on every PE, the blocks every PE has released, as
+   each collective call does first; for programs that want it explicitly. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred_drain(shmalloc_heap *h, long *err);
 /* Not collective. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level);
@@ -660,6 +694,9 @@ typedef struct shmalloc_info {
     size_t largest_request; /* the largest malloc that fits now: 0 when none */
     size_t used_blocks;     /* blocks allocated */
     size_t failures;        /* allocations this PE could not serve for lack of room */
+    size_t released;        /* blocks this PE released (shmalloc_heap_free_deferred), not yet freed */
+    size_t drained;         /* blocks freed by drains so far */
+    size_t drain_rounds;    /* all-reduce rounds the drains made beyond their calls' own */
 } shmalloc_info;
 /* Not collective.  0 with *out filled, or -1 when h is NULL. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out);
@@ -794,6 +831,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 /* shmalloc_heap_info of the current heap. */
 SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
+SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred(void *ptr);
+SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred_drain(void);
 #endif
 
 #if defined(__cplusplus)
@@ -2622,10 +2661,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
 
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
-enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__CREATE, SHM__GROW,
-       SHM__DESTROY, SHM__CALLS };
-static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align",   "calloc",
-                                                        "sbreak", "create", "grow",    "finalize"};
+enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__DRAIN, SHM__CREATE,
+       SHM__GROW, SHM__DESTROY, SHM__CALLS };
+static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align", "calloc",
+                                                        "sbreak", "drain",  "create",  "grow",  "finalize"};
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -2636,7 +2675,15 @@ typedef struct shm__order {
     uint64_t pending; /* allocations made without a barrier since the last agreement */
     uint64_t digest;  /* of those allocations, in order: 0 when there are none */
     int mismatch_reported; /* outside debug mode a mismatch is reported once */
+    int release_lock; /* see shm__hold */
+    size_t fresh;     /* releases since the last drain, under release_lock */
+    int drain;        /* the last agreement found fresh releases on some PE */
 } shm__order;
+
+typedef struct shm__table {
+    uint64_t *slots;
+    size_t cap, count;
+} shm__table;
 
 struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
@@ -2648,8 +2695,10 @@ struct shmalloc_heap {
     size_t ends[SHMALLOC_MAX_REGIONS];
     size_t calls[SHM__CALLS];
     shm__order order;
-    uint64_t *hint_slots; /* blocks with hints: see shm__hints_keep */
-    size_t hint_cap, hint_count;
+    shm__table hints;    /* blocks with hints: see shm__table_put */
+    shm__table released; /* blocks this PE released, not yet freed; under order.release_lock */
+    size_t drained;      /* blocks freed by drains */
+    size_t drain_rounds; /* all-reduce rounds the drains made */
     size_t failures;  /* allocations this PE could not serve for lack of room */
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
     int misuse_reported; /* and the first bad argument */
@@ -2662,7 +2711,8 @@ static int shm__noop_reduce(void *user, uint64_t *values, int count)
     (void)user, (void)values, (void)count;
     return 0;
 }
-static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1};
+static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1,
+                                               shm__noop_reduce};
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
 
@@ -2698,104 +2748,147 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
     }
 }
 
-/* The transport's lock: SHMEM_MALLOC_OK when held.  A call that could not
-   take it changes nothing, yet a collective one still agrees, so no PE is
-   left waiting; its failure is what every PE learns. */
-static long shm__lock(shmalloc_heap *h)
+/* The release lock: a deferred release (shmalloc_heap_free_deferred),
+   from any thread at any time, reads the block headers and changes the
+   released set under it; every call that holds the transport's lock holds
+   it too, except while it waits for peers (shm__agree, shm__wait), so a
+   release waits at most for one call's local part. */
+static void shm__hold(shm__order *o)
 {
-    if (!h->tp.lock || !h->tp.lock(h->tp.user)) return SHMEM_MALLOC_OK;
-    shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe);
-    return SHMEM_MALLOC_FAIL;
+#if defined(__GNUC__) || defined(__clang__)
+    while (__atomic_exchange_n(&o->release_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&o->release_lock, __ATOMIC_RELAXED)) {
+        }
+#else /* no atomics: releases only from the threads that make the collective calls */
+    o->release_lock = 1;
+#endif
 }
 
-/* Undoes shm__lock when it held; a failed unlock is said, the call's
-   outcome stands (it is the same on every PE). */
+static void shm__let_go(shm__order *o)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(&o->release_lock, 0, __ATOMIC_RELEASE);
+#else
+    o->release_lock = 0;
+#endif
+}
+
+/* The transport's lock, then the release lock: SHMEM_MALLOC_OK when the
+   transport's is held.  A call that could not take it changes nothing, yet
+   a collective one still agrees, so no PE is left waiting; its failure is
+   what every PE learns. */
+static long shm__lock(shmalloc_heap *h)
+{
+    long e = SHMEM_MALLOC_OK;
+    if (h->tp.lock && h->tp.lock(h->tp.user)) {
+        shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe);
+        e = SHMEM_MALLOC_FAIL;
+    }
+    shm__hold(&h->order);
+    return e;
+}
+
+/* Undoes shm__lock; a failed unlock is said, the call's outcome stands
+   (it is the same on every PE). */
 static void shm__unlock(shmalloc_heap *h, long held)
 {
+    shm__let_go(&h->order);
     if (held != SHMEM_MALLOC_OK || !h->tp.unlock || !h->tp.unlock(h->tp.user)) return;
     shmalloc_print(2, SHM__MSG(HEAP_UNLOCK_FAILED), h->tp.pe);
 }
 
-/* ---- hints kept per block ----
-   The hints that describe a block (SHMEM_MALLOC_ATOMICS_REMOTE,
-   SHMEM_MALLOC_SIGNAL_REMOTE) stay with it, and shmem_realloc carries them
-   to the resized block (OpenSHMEM 1.6).  Few blocks have any, so they live
-   in a small open-addressing table in the PE's private memory, one word
-   per block: (offset + 16) | hints.  Plain blocks cost nothing. */
+/* ---- tables of blocks ----
+   A few bits per block, for the few blocks that have any, in a small
+   open-addressing table in the PE's private memory, one word per block:
+   (offset + 16) | bits, bits in 1..15.  Plain blocks cost nothing.  Two
+   tables: the hints that describe a block (SHMEM_MALLOC_ATOMICS_REMOTE,
+   SHMEM_MALLOC_SIGNAL_REMOTE), which stay with it and which shmem_realloc
+   carries to the resized block (OpenSHMEM 1.6), and the blocks this PE
+   released with shmalloc_heap_free_deferred. */
 #define SHM__KEPT_HINTS (SHMALLOC_HINT_ATOMICS_REMOTE | SHMALLOC_HINT_SIGNAL_REMOTE)
 
-static size_t shm__hint_home(const shmalloc_heap *h, uint64_t key)
+static size_t shm__table_home(const shm__table *t, uint64_t key)
 {
-    return (size_t)((key >> 4) * 0x9e3779b97f4a7c15u >> 24) & (h->hint_cap - 1);
+    return (size_t)((key >> 4) * 0x9e3779b97f4a7c15u >> 24) & (t->cap - 1);
 }
 
 /* The slot of the block at `offset`, or the empty slot where it would go. */
-static size_t shm__hint_slot(const shmalloc_heap *h, size_t offset)
+static size_t shm__table_slot(const shm__table *t, size_t offset)
 {
     uint64_t key = (uint64_t)offset + 16;
-    size_t i = shm__hint_home(h, key);
-    while (h->hint_slots[i] && (h->hint_slots[i] & ~(uint64_t)15) != key) i = (i + 1) & (h->hint_cap - 1);
+    size_t i = shm__table_home(t, key);
+    while (t->slots[i] && (t->slots[i] & ~(uint64_t)15) != key) i = (i + 1) & (t->cap - 1);
     return i;
 }
 
-static long shm__hints_of(const shmalloc_heap *h, size_t offset)
+static long shm__table_get(const shm__table *t, size_t offset)
 {
-    return h->hint_count ? (long)(h->hint_slots[shm__hint_slot(h, offset)] & 15) : 0;
+    return t->count ? (long)(t->slots[shm__table_slot(t, offset)] & 15) : 0;
 }
 
-/* Room for one more block with hints: 0, or -1 when memory runs out. */
-static int shm__hints_reserve(shmalloc_heap *h)
+/* Room for one more block: 0, or -1 when memory runs out. */
+static int shm__table_reserve(shm__table *t)
 {
-    uint64_t *old = h->hint_slots;
-    size_t i, cap = h->hint_cap;
-    if ((h->hint_count + 1) * 2 <= cap) return 0;
-    h->hint_slots = (uint64_t *)shmalloc_mem_alloc(cap ? cap * 2 : 64, sizeof *old);
-    if (!h->hint_slots) {
-        h->hint_slots = old;
+    uint64_t *old = t->slots;
+    size_t i, cap = t->cap;
+    if ((t->count + 1) * 2 <= cap) return 0;
+    t->slots = (uint64_t *)shmalloc_mem_alloc(cap ? cap * 2 : 64, sizeof *old);
+    if (!t->slots) {
+        t->slots = old;
         return -1;
     }
-    h->hint_cap = cap ? cap * 2 : 64;
+    t->cap = cap ? cap * 2 : 64;
     for (i = 0; i < cap; i++)
-        if (old[i]) h->hint_slots[shm__hint_slot(h, (size_t)(old[i] & ~(uint64_t)15) - 16)] = old[i];
+        if (old[i]) t->slots[shm__table_slot(t, (size_t)(old[i] & ~(uint64_t)15) - 16)] = old[i];
     shmalloc_mem_free(old);
     return 0;
 }
 
-/* After shm__hints_reserve (or the removal of another block's hints). */
-static void shm__hints_keep(shmalloc_heap *h, size_t offset, long hints)
+/* After shm__table_reserve (or the removal of another block); bits 0 keep nothing. */
+static void shm__table_put(shm__table *t, size_t offset, long bits)
 {
     size_t i;
-    if (!(hints & SHM__KEPT_HINTS)) return;
-    i = shm__hint_slot(h, offset);
-    h->hint_count += !h->hint_slots[i];
-    h->hint_slots[i] = ((uint64_t)offset + 16) | (uint64_t)(hints & SHM__KEPT_HINTS);
+    if (!(bits & 15)) return;
+    i = shm__table_slot(t, offset);
+    t->count += !t->slots[i];
+    t->slots[i] = ((uint64_t)offset + 16) | (uint64_t)(bits & 15);
 }
 
 /* Removes the block's entry; the entries after it that probed past it move
    back, so no lookup ever stops early. */
-static void shm__hints_drop(shmalloc_heap *h, size_t offset)
+static void shm__table_drop(shm__table *t, size_t offset)
 {
-    size_t mask = h->hint_cap - 1, i, j;
-    if (!h->hint_count || !h->hint_slots[i = shm__hint_slot(h, offset)]) return;
-    h->hint_slots[i] = 0;
-    h->hint_count--;
-    for (j = (i + 1) & mask; h->hint_slots[j]; j = (j + 1) & mask) {
-        size_t home = shm__hint_home(h, h->hint_slots[j]);
+    size_t mask = t->cap - 1, i, j;
+    if (!t->count || !t->slots[i = shm__table_slot(t, offset)]) return;
+    t->slots[i] = 0;
+    t->count--;
+    for (j = (i + 1) & mask; t->slots[j]; j = (j + 1) & mask) {
+        size_t home = shm__table_home(t, t->slots[j]);
         if (((j - home) & mask) >= ((j - i) & mask)) { /* home is not between i and j: it may move to i */
-            h->hint_slots[i] = h->hint_slots[j];
-            h->hint_slots[j] = 0;
+            t->slots[i] = t->slots[j];
+            t->slots[j] = 0;
             i = j;
         }
     }
+}
+
+static void shm__table_free(shm__table *t)
+{
+    shmalloc_mem_free(t->slots);
+    t->slots = NULL;
+    t->cap = t->count = 0;
 }
 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr)
 {
     long r, held;
     if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
-    if ((held = shm__lock(h))) return held;
+    if ((held = shm__lock(h))) {
+        shm__unlock(h, held);
+        return held;
+    }
     r = shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
-    if (!r) r = shm__hints_of(h, shmalloc_tlsf_offset(h->tlsf, ptr));
+    if (!r) r = shm__table_get(&h->hints, shmalloc_tlsf_offset(h->tlsf, ptr));
     shm__unlock(h, held);
     return r;
 }
@@ -2900,7 +2993,7 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
     shm__pair_named(v, c->size, none || err == SHMEM_MALLOC_BAD_SIZE);
     v[2] = shm__rank(err);
     shm__pair(v + 3, digest);
-    v[5] = (uint64_t)c->again;
+    v[5] = (uint64_t)c->again | (o->fresh ? 2u : 0u);
     shm__pair(v + 6, (uint64_t)c->kind);
     shm__pair_named(v + 8, c->align, err == SHMEM_MALLOC_MEMALIGN_FAILED || bad_block);
     shm__pair_named(v + 10, c->offset, bad_block);
@@ -2923,12 +3016,22 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
     uint64_t v[SHMALLOC_REDUCE_MAX], pending = o->pending, digest = o->digest;
-    int same;
+    int same, failed;
     o->pending = o->digest = 0; /* the next agreement starts afresh */
-    if (!tp->allreduce_max) return tp->barrier(tp->user) ? SHMEM_MALLOC_FAIL : err;
+    o->drain = 0;
+    if (!tp->allreduce_max) {
+        shm__let_go(o);
+        failed = tp->barrier(tp->user);
+        shm__hold(o);
+        return failed ? SHMEM_MALLOC_FAIL : err;
+    }
     shm__agree_values(v, tp, o, c, err, digest);
-    if (tp->allreduce_max(tp->user, v, debug ? SHMALLOC_REDUCE_MAX : 12)) return SHMEM_MALLOC_FAIL;
-    c->again = v[5] != 0;
+    shm__let_go(o);
+    failed = tp->allreduce_max(tp->user, v, debug ? SHMALLOC_REDUCE_MAX : 12);
+    shm__hold(o);
+    if (failed) return SHMEM_MALLOC_FAIL;
+    c->again = (v[5] & 1) != 0;
+    o->drain = (v[5] & 2) && shm__same(v + 3); /* the same blocks everywhere: see shm__drain */
     same = shm__same_named(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
            shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
@@ -2950,22 +3053,35 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
 typedef struct shm__leaks {
     const shmalloc_heap *h;
     size_t count, bytes;
+    const uint64_t *released_on; /* of the first 16: the PEs that released each */
 } shm__leaks;
+
+static void shm__pe_list(char *buf, size_t n, uint64_t mask);
 
 static int shm__leak_block(void *user, const shmalloc_block_info *b)
 {
     shm__leaks *l = (shm__leaks *)user;
+    char pes[192];
+    uint64_t on;
     if (!b->used) return 0;
-    if (++l->count <= 16)
+    if (++l->count <= 16) {
         shmalloc_print(2, SHM__MSG(HEAP_LEAK), l->h->tp.pe, b->offset, b->size - 8, b->size);
+        if ((on = l->released_on[l->count - 1]) != 0) {
+            shm__pe_list(pes, sizeof pes, on);
+            shmalloc_print(2, SHM__MSG(DEFER_RELEASED_ON), l->h->tp.pe, on & (on - 1) ? "s" : "", pes,
+                           l->h->tp.npes);
+        }
+    }
     l->bytes += b->size;
     return 0;
 }
 
-/* Debug mode: what the program never freed, at heap destruction. */
-static void shm__report_leaks(const shmalloc_heap *h)
+/* Debug mode: what the program never freed, at heap destruction, with the
+   PEs that released each of the first 16 (released_on). */
+static void shm__report_leaks(const shmalloc_heap *h, const uint64_t *released_on)
 {
-    shm__leaks l = {NULL, 0, 0};
+    shm__leaks l = {NULL, 0, 0, NULL};
+    l.released_on = released_on;
     shmalloc_counters c;
     l.h = h;
     shmalloc_tlsf_counters(h->tlsf, &c);
@@ -2983,6 +3099,178 @@ static void shm__debug_check(const shmalloc_heap *h)
 #else
     (void)h;
 #endif
+}
+
+/* ---- deferred releases ----
+   shmalloc_heap_free_deferred records the block in this PE's released set
+   and counts it in order.fresh; the next agreement carries "fresh releases
+   here" in a bit beside `again`, so a call costs nothing more while no PE
+   has any.  When some PE has, every PE drains after its call (shm__drain):
+   the live blocks, numbered in offset order, get one bit each, set where
+   this PE released the block, and one bitwise AND over the PEs gives the
+   blocks every PE released, freed in ascending offset everywhere.  The
+   numbering is the same on every PE because the agreement found the same
+   allocations made without a barrier (else no PE drains).  A block
+   released on some PEs only stays allocated and in their sets. */
+
+/* The block at ptr, agreed: freed, its hints and this PE's release of it
+   dropped; debug mode fills it, the slack too (the free poisons it again). */
+static void shm__free_block(shmalloc_heap *h, void *ptr)
+{
+    size_t offset = shmalloc_tlsf_offset(h->tlsf, ptr);
+    shm__table_drop(&h->hints, offset);
+    shm__table_drop(&h->released, offset);
+    if (h->debug) {
+        size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
+        SHM__UNPOISON(ptr, usable);
+        SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
+    }
+    shmalloc_tlsf_free(h->tlsf, ptr);
+}
+
+/* words[0..ceil(bits/64)) := their bitwise AND over the PEs, in pieces of
+   SHMALLOC_REDUCE_AND_MAX words, each one round of allreduce_and; without
+   it one value per bit, 1 - bit, whose maximum over the PEs is 0 only when
+   every PE had the bit: SHMALLOC_REDUCE_MAX bits per round of
+   allreduce_max.  Every PE calls it with the same bits.  0, or -1 when the
+   transport failed. */
+static int shm__reduce_and(shmalloc_heap *h, uint64_t *words, size_t bits)
+{
+    const shmalloc_transport *tp = &h->tp;
+    uint64_t v[SHMALLOC_REDUCE_MAX];
+    size_t i, j, k, n = (bits + 63) / 64;
+    int failed = 0;
+    shm__let_go(&h->order);
+    for (i = 0; tp->allreduce_and && i < n && !failed; i += k, h->drain_rounds++) {
+        k = n - i < SHMALLOC_REDUCE_AND_MAX ? n - i : SHMALLOC_REDUCE_AND_MAX;
+        failed = tp->allreduce_and(tp->user, words + i, (int)k);
+    }
+    for (i = 0; !tp->allreduce_and && i < bits && !failed; i += k, h->drain_rounds++) {
+        k = bits - i < SHMALLOC_REDUCE_MAX ? bits - i : SHMALLOC_REDUCE_MAX;
+        for (j = 0; j < k; j++) v[j] = ~words[(i + j) / 64] >> ((i + j) % 64) & 1;
+        failed = tp->allreduce_max(tp->user, v, (int)k);
+        for (j = 0; j < k; j++)
+            if (v[j]) words[(i + j) / 64] &= ~((uint64_t)1 << ((i + j) % 64));
+    }
+    shm__hold(&h->order);
+    return failed ? -1 : 0;
+}
+
+typedef struct shm__live {
+    uint64_t *offsets; /* of the used blocks, ascending */
+    size_t count;
+} shm__live;
+
+static int shm__live_block(void *user, const shmalloc_block_info *b)
+{
+    shm__live *l = (shm__live *)user;
+    if (b->used) l->offsets[l->count++] = b->offset;
+    return 0;
+}
+
+/* A PE with no memory for the bitmap contributes zeros in the same
+   pieces, so that every PE makes the same rounds and none frees. */
+static void shm__reduce_nothing(shmalloc_heap *h, size_t bits)
+{
+    uint64_t none[SHMALLOC_REDUCE_AND_MAX];
+    size_t i, piece = (size_t)SHMALLOC_REDUCE_AND_MAX * 64;
+    for (i = 0; i < bits; i += piece) {
+        SHMALLOC_MEMSET(none, 0, sizeof none);
+        shm__reduce_and(h, none, bits - i < piece ? bits - i : piece);
+    }
+}
+
+/* After a collective call whose agreement found fresh releases (on every
+   PE alike): frees the blocks every PE released.  Returns how many. */
+static size_t shm__drain(shmalloc_heap *h)
+{
+    shmalloc_counters c;
+    shm__live l = {NULL, 0};
+    uint64_t *bits;
+    size_t i, fresh = h->order.fresh, freed = 0;
+    if (!h->order.drain) return 0;
+    h->order.drain = 0;
+    shmalloc_tlsf_counters(h->tlsf, &c);
+    if (!c.used_blocks) return 0;
+    l.offsets = (uint64_t *)shmalloc_mem_alloc(c.used_blocks + (c.used_blocks + 63) / 64, sizeof(uint64_t));
+    if (!l.offsets) { /* kept fresh: a later call tries again */
+        shm__reduce_nothing(h, c.used_blocks);
+        return 0;
+    }
+    h->order.fresh = 0;
+    bits = l.offsets + c.used_blocks;
+    shmalloc_tlsf_walk(h->tlsf, shm__live_block, &l);
+    for (i = 0; i < l.count; i++)
+        if (shm__table_get(&h->released, (size_t)l.offsets[i])) bits[i / 64] |= (uint64_t)1 << (i % 64);
+    if (shm__reduce_and(h, bits, c.used_blocks)) h->order.fresh = fresh; /* the transport failed */
+    else
+        for (i = 0; i < l.count; i++)
+            if ((bits[i / 64] >> (i % 64) & 1) && shm__table_get(&h->released, (size_t)l.offsets[i])) {
+                shm__free_block(h, (char *)shmalloc_tlsf_base(h->tlsf) + l.offsets[i]);
+                freed++;
+            }
+    h->drained += freed;
+    shmalloc_mem_free(l.offsets);
+    return freed;
+}
+
+/* "0, 2": the PEs whose bits are set in mask (PEs 0..63). */
+static void shm__pe_list(char *buf, size_t n, uint64_t mask)
+{
+    size_t len = 0;
+    int pe;
+    buf[0] = '\0';
+    for (pe = 0; pe < 64 && len < n; pe++)
+        if (mask >> pe & 1) len += (size_t)snprintf(buf + len, n - len, "%s%d", len ? ", " : "", pe);
+}
+
+typedef struct shm__marks {
+    const shmalloc_heap *h;
+    uint64_t *words;
+    size_t count;
+} shm__marks;
+
+/* The complement of this PE's bit (PEs 0..63) for each of the first 16
+   used blocks it released, all ones for the others. */
+static int shm__mark_block(void *user, const shmalloc_block_info *b)
+{
+    shm__marks *m = (shm__marks *)user;
+    int pe = m->h->tp.pe;
+    if (!b->used || m->count == 16) return m->count == 16;
+    m->words[m->count++] = ~(pe < 64 && shm__table_get(&m->h->released, b->offset) ? (uint64_t)1 << pe : 0);
+    return 0;
+}
+
+/* Debug mode, at finalize, collective: on[i] := the PEs that released the
+   i-th of the first 16 used blocks, as the AND of the complements (16
+   words on every PE, whatever blocks it has); 0 when the transport
+   failed. */
+static void shm__released_on(shmalloc_heap *h, uint64_t *on)
+{
+    shm__marks m;
+    size_t i;
+    m.h = h;
+    m.words = on;
+    m.count = 0;
+    for (i = 0; i < 16; i++) on[i] = ~(uint64_t)0;
+    shmalloc_tlsf_walk(h->tlsf, shm__mark_block, &m);
+    if (shm__reduce_and(h, on, 16 * 64)) m.count = 0;
+    for (i = 0; i < 16; i++) on[i] = i < m.count ? ~on[i] : 0;
+}
+
+/* Finalize: the drain is done, and what this PE released stays allocated
+   because some PE did not release it.  Debug mode names the PEs that did,
+   by block, with the leaks (collective); otherwise one line says so. */
+static void shm__report_unreleased(shmalloc_heap *h, int any_released)
+{
+    uint64_t on[16] = {0};
+    size_t n = h->released.count;
+    if (h->debug) {
+        if (any_released) shm__released_on(h, on); /* agreed: every PE makes the round or none */
+        shm__report_leaks(h, on);
+    } else if (n)
+        shmalloc_print(2, SHM__MSG(DEFER_UNDRAINED), h->tp.pe, n, shm__s(n), n == 1 ? "s" : "",
+                       n == 1 ? "it" : "them");
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
@@ -3042,7 +3330,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -3109,13 +3397,18 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
 {
     shm__call call = {SHM__DESTROY, 0, 0, 0, 0, 0};
-    int i;
+    long e;
+    int i, any;
     if (!h) return;
-    if (h->debug) shm__report_leaks(h);
-    shmalloc_mem_free(h->hint_slots);
-    h->hint_slots = NULL;
-    h->hint_cap = h->hint_count = 0;
-    shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */
+    shm__hold(&h->order);
+    h->order.fresh += h->released.count != 0; /* every release, not only the fresh, is named below */
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */
+    any = h->order.drain && e == SHMEM_MALLOC_OK && h->tp.allreduce_max;
+    shm__drain(h);
+    shm__report_unreleased(h, any);
+    shm__table_free(&h->hints);
+    shm__table_free(&h->released);
+    shm__let_go(&h->order);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
 
@@ -3138,7 +3431,9 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     if (need > g + top || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
     call.size = g;
     if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) return SHMEM_MALLOC_FAIL;
+    shm__let_go(&h->order); /* a registration may exchange keys */
     e = shm__register(&h->tp, t, have, have + g);
+    shm__hold(&h->order);
     if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
         if (!e) shm__deregister(&h->tp, t, have, have + g);
         return SHMEM_MALLOC_FAIL;
@@ -3161,12 +3456,19 @@ static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
     out->largest_request = c.largest_request;
     out->used_blocks = c.used_blocks;
     out->failures = h->failures;
+    out->released = h->released.count;
+    out->drained = h->drained;
+    out->drain_rounds = h->drain_rounds;
 }
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out)
 {
     long held;
-    if (!h || !out || (held = shm__lock(h))) return -1;
+    if (!h || !out) return -1;
+    if ((held = shm__lock(h))) {
+        shm__unlock(h, held);
+        return -1;
+    }
     shm__info(h, out);
     shm__unlock(h, held);
     return 0;
@@ -3351,18 +3653,22 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     if (!e) e = held;
     if (!e && (hints & SHM__KEPT_HINTS)) { /* else the take finds a bad request */
         e = shm__malloc_error(shmalloc_tlsf_request_status(align, size), 0);
-        if (!e && shm__hints_reserve(h)) e = SHMEM_MALLOC_FAIL; /* no private memory */
+        if (!e && shm__table_reserve(&h->hints)) e = SHMEM_MALLOC_FAIL; /* no private memory */
     }
     call.kind = kind;
     call.size = size;
     call.align = align;
     call.hints = hints;
     if (!(hints & SHMALLOC_HINT_NO_BARRIER) || shm__alloc_unsynced(h, &call, &p, &e, &short_here)) {
+        long before = e;
         p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
+        if (e == SHMEM_MALLOC_FAIL && shm__drain(h) && !(e = before)) /* room made by the drain */
+            p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
         if (e == SHMEM_MALLOC_FAIL && h->growable && !(e = shm__grow(h, shmalloc_tlsf_block_need(size, align))))
             p = shm__alloc_agreed(h, &call, zero, &e, &short_here);
     }
-    if (p) shm__hints_keep(h, shmalloc_tlsf_offset(h->tlsf, p), hints);
+    shm__drain(h);
+    if (p) shm__table_put(&h->hints, shmalloc_tlsf_offset(h->tlsf, p), hints & SHM__KEPT_HINTS);
     if (short_here && e == SHMEM_MALLOC_FAIL) shm__report_oom(h, kind, size, align); /* not a mismatch's */
     shm__debug_check(h);
     shm__unlock(h, held);
@@ -3412,15 +3718,8 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
     e = held ? held : shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
     if (shm__bad_argument(e)) shm__report_misuse(h, &call, ptr, e);
     e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
-    if (!e) {
-        shm__hints_drop(h, call.offset);
-        if (h->debug) { /* the slack too: the free poisons the block again */
-            size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
-            SHM__UNPOISON(ptr, usable);
-            SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
-        }
-        shmalloc_tlsf_free(h->tlsf, ptr);
-    }
+    if (!e) shm__free_block(h, ptr); /* a release of it is dropped: the collective free wins */
+    shm__drain(h);
     shm__debug_check(h);
     shm__unlock(h, held);
     shm__set(err, e);
@@ -3429,6 +3728,67 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err)
 {
     shm__free(h, SHM__FREE_CALL, ptr, err);
+}
+
+/* 1 the first time, 0 after: a message said once per process. */
+static int shm__first(int *said)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return !__atomic_exchange_n(said, 1, __ATOMIC_RELAXED);
+#else
+    int first = !*said;
+    *said = 1;
+    return first;
+#endif
+}
+
+/* Checked and recorded under the release lock alone (see shm__hold):
+   collective calls never hold it while they wait, so this never waits for
+   a peer, and the check sees the heap between two of their changes. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred(shmalloc_heap *h, void *ptr, long *err)
+{
+    static int no_heap_said;
+    size_t offset;
+    long e;
+    if (!ptr) {
+        shm__set(err, SHMEM_MALLOC_OK);
+        return;
+    }
+    if (!h) {
+        if (shm__first(&no_heap_said)) shmalloc_print(2, SHM__MSG(DEFER_NO_HEAP), ptr);
+        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        return;
+    }
+    shm__hold(&h->order);
+    e = shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
+    offset = e ? 0 : shmalloc_tlsf_offset(h->tlsf, ptr);
+    if (!e && shm__table_get(&h->released, offset)) e = SHMEM_MALLOC_ALREADY_FREE;
+    if (!e && shm__table_reserve(&h->released)) e = SHMEM_MALLOC_FAIL; /* no private memory */
+    if (!e) {
+        shm__table_put(&h->released, offset, 1);
+        h->order.fresh++;
+    }
+    shm__let_go(&h->order);
+    if (e) shmalloc_print(2, SHM__MSG(DEFER_BAD_POINTER), h->tp.pe, ptr, shmalloc_strerror(e));
+    shm__set(err, e);
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred_drain(shmalloc_heap *h, long *err)
+{
+    shm__call call = {SHM__DRAIN, 0, 0, 0, 0, 0};
+    long e, held;
+    if (!h) {
+        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        return;
+    }
+    held = shm__lock(h);
+    h->calls[SHM__DRAIN]++;
+    h->order.calls++;
+    e = shm__agree(&h->tp, h->debug, &h->order, &call, held);
+    shm__drain(h);
+    shm__debug_check(h);
+    shm__unlock(h, held);
+    shm__set(err, e);
 }
 
 /* Plans the resize, then agrees; *local: this PE's own outcome.  A grow
@@ -3458,7 +3818,11 @@ static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *c
     int late = !op->ptr;
     void *q = shmalloc_tlsf_commit(h->tlsf, op);
     if (late && h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
-    if (late && call->again && h->tp.barrier(h->tp.user)) *e = SHMEM_MALLOC_FAIL;
+    if (late && call->again) {
+        shm__let_go(&h->order);
+        if (h->tp.barrier(h->tp.user)) *e = SHMEM_MALLOC_FAIL;
+        shm__hold(&h->order);
+    }
     return q;
 }
 
@@ -3471,7 +3835,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     shmalloc_tlsf_pending op;
     shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
     void *q = NULL;
-    long e, local, held;
+    long e, local, held, released;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
@@ -3488,20 +3852,30 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     call.offset = shmalloc_tlsf_offset(h->tlsf, ptr);
     if (held) { /* agreed all the same, so no PE waits for this one */
         shm__set(err, shm__agree(&h->tp, h->debug, &h->order, &call, held));
+        shm__drain(h);
+        shm__unlock(h, held);
         return NULL;
     }
-    call.hints = shm__hints_of(h, call.offset); /* the block's, agreed in debug mode and kept */
+    call.hints = shm__table_get(&h->hints, call.offset); /* the block's, agreed in debug mode and kept */
     call.align = shmalloc_tlsf_alignment(h->tlsf, ptr); /* kept by a move: agreed too */
+    released = shm__table_get(&h->released, call.offset); /* out of the drains while resized */
+    shm__table_drop(&h->released, call.offset);
     shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (shm__bad_argument(local)) shm__report_misuse(h, &call, ptr, local);
+    if (e == SHMEM_MALLOC_REALLOC_FAILED && shm__drain(h)) shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable && !shm__grow(h, shmalloc_tlsf_block_need(size, call.align)))
         shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local) shm__report_oom(h, SHM__REALLOC, size, call.align);
     if (!e) q = shm__realloc_commit(h, ptr, &call, &op, &e);
     if (!e && q != ptr && call.hints) {
-        shm__hints_drop(h, call.offset);
-        shm__hints_keep(h, shmalloc_tlsf_offset(h->tlsf, q), call.hints);
+        shm__table_drop(&h->hints, call.offset);
+        shm__table_put(&h->hints, shmalloc_tlsf_offset(h->tlsf, q), call.hints);
     }
+    if (e && released) { /* the block stays, and so does its release; the realloc won otherwise */
+        shm__table_put(&h->released, call.offset, 1);
+        h->order.fresh++;
+    }
+    shm__drain(h);
     shm__debug_check(h);
     shm__unlock(h, held);
     shm__set(err, e);
@@ -3524,6 +3898,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     if (!e) e = shm__malloc_error(shmalloc_tlsf_sbreak_status(h->tlsf, increment), 0);
     e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
     if (!e) p = shmalloc_tlsf_sbreak(h->tlsf, increment);
+    shm__drain(h);
     shm__debug_check(h);
     shm__unlock(h, held);
     shm__set(err, e);
@@ -3538,7 +3913,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
         if (level >= 0) shmalloc_print(2, SHM__MSG(CHECK_NO_HEAP));
         return 1;
     }
-    if ((held = shm__lock(h))) return 1;
+    if ((held = shm__lock(h))) {
+        shm__unlock(h, held);
+        return 1;
+    }
     problems = shmalloc_tlsf_check(h->tlsf, level);
     shm__unlock(h, held);
     return problems;
@@ -3588,7 +3966,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     }
     SHMALLOC_MEMSET(&s, 0, sizeof s);
     s.level = level;
-    if ((held = shm__lock(h))) return;
+    if ((held = shm__lock(h))) {
+        shm__unlock(h, held);
+        return;
+    }
     shmalloc_tlsf_counters(h->tlsf, &c);
     shmalloc_print(1, SHM__MSG(STATS_HEAP), shmalloc_tlsf_base(h->tlsf), c.capacity);
     for (i = 0, len = 0; i < SHM__CREATE; i++) /* one line, one message */
@@ -3990,6 +4371,14 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { shmalloc_heap_stats(s
 SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info)
 {
     return shmalloc_heap_info(shmalloc_current(), info);
+}
+SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred(void *ptr)
+{
+    shmalloc_heap_free_deferred(shmalloc_current(), ptr, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred_drain(void)
+{
+    shmalloc_heap_free_deferred_drain(shmalloc_current(), &malloc_error);
 }
 #endif
 

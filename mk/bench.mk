@@ -8,6 +8,7 @@
 #   make bench-putget    same-node puts and gets: direct copies against libfabric
 #   make bench-cluster   collective calls with PEs on 2, 3 and 4 namespace nodes (root)
 #   make bench-floor     one cache line passed between two cpus: the floor under a barrier
+#   make bench-deferred  shmemx_free_deferred and a drain against shmem_free, 2/4/8 pthreads PEs
 #   make bench-cest      the core's simulated cost per op on allocbench (CEST_WORKLOADS,
 #                        LIVE, REGION as cest.sh takes them), repeatable to the digit
 #
@@ -40,7 +41,8 @@ BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
-.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor bench-cest
+.PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor bench-cest \
+        bench-deferred
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -73,6 +75,17 @@ bench-putget: $(BENCH_B)/putget
 
 bench-floor: $(BENCH_B)/floor
 	$(BENCH_B)/floor
+
+# shmemx_free_deferred: N releases and a drain against N collective frees, 2/4/8 pthreads PEs
+bench-deferred: $(BENCH_B)/deferred
+	$(BENCH_B)/deferred
+
+$(BENCH_B)/deferred: bench/deferred.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $^ -pthread -o $@
+
+# The same on PMIx PEs: FI_PROVIDER=shm mpirun --oversubscribe -np N build/bench/deferred_pmix
+$(BENCH_B)/deferred_pmix: bench/deferred.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
 
 $(BENCH_B)/floor: bench/floor.c | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) $< -pthread -o $@

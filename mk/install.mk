@@ -95,7 +95,8 @@ $(B)/lib%.so.$(SHMALLOC_VERSION): $$(call shm_pic,$$*) \
 # and shmalloc.7.
 shm_man3_aliases := shmem_malloc shmem_free shfree shmem_realloc shrealloc shmem_align \
                     shmemalign shmem_calloc shmem_malloc_with_hints malloc_error \
-                    shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run shmemx_heap_info
+                    shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run shmemx_heap_info \
+                    shmemx_free_deferred shmemx_free_deferred_drain
 shm_man3_real     = shmalloc shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
 shm_man3_pages    = $(shm_man3_real) $(shm_man3_aliases)
 shm_man7_pages   := shmalloc

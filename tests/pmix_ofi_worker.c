@@ -256,7 +256,7 @@ static const scenario scenarios[] = {
     {"mismatch", scenario_mismatch, 1},   {"barrier", scenario_barrier, 1}, {"stress", scenario_stress, 1},
     {"direct", scenario_direct, 1},
     {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
-    {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},
+    {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},    {"deferred", scenario_deferred, 0},
 };
 
 static void run(const scenario *sc)
@@ -329,5 +329,6 @@ int main(int argc, char **argv)
     if (strcmp(name, "no_finalize") == 0) return failures ? 1 : 0; /* finalized at exit */
     if (strcmp(name, "exit_3") == 0 && me == 1) exit(3);
     shmem_finalize();
+    if (strcmp(name, "deferred") == 0) deferred_after_finalize();
     return failures ? 1 : 0;
 }

@@ -7,7 +7,8 @@
      pmix_ofi_worker_all.c      the seven scenarios of "all"
      pmix_ofi_worker_grow.c     grow and bad_grow
      pmix_ofi_worker_threads.c  threads
-     pmix_ofi_worker_counts.c   counts, against the cost model */
+     pmix_ofi_worker_counts.c   counts, against the cost model
+     pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads) */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -77,5 +78,7 @@ void scenario_bad_grow(void);
 void scenario_threads(void);
 void scenario_reports(void);
 void scenario_counts(void);
+void scenario_deferred(void);
+void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

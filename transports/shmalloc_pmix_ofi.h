@@ -282,6 +282,7 @@ int shmalloc_pmix_ofi_options(void);
    and their bytes. */
 typedef struct shmalloc_pmix_ofi_counts {
     unsigned long long calls, slot_reads, lines_read, messages, bytes;
+    unsigned long long and_calls; /* of the calls, bitwise-AND all-reduces (deferred releases' drains) */
 } shmalloc_pmix_ofi_counts;
 void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out);
 #endif

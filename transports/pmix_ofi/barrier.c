@@ -1,7 +1,7 @@
 /* barrier.c - the barrier and the allocator's all-reduce by messages.
    Dissemination among the group (every PE, or the node leaders): in round
    r each member sends to member me + 2^r and hears from member me - 2^r.
-   Max is idempotent, so the same rounds compute the all-reduce: after
+   Max (and AND) is idempotent, so the same rounds compute the all-reduce: after
    ceil(log2 n) rounds every PE has seen every value.  A message names its
    barrier (epoch) and round, so one that arrives early waits in its inbox;
    peers are at most one barrier ahead, so two inboxes suffice. */
@@ -86,7 +86,7 @@ static void shm__await(const int *flag, int pe, shm__wait *w)
 static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shm__wait *w)
 {
     shm__collective *c = &shm__coll;
-    int dist = (int)(1u << r), i;
+    int dist = (int)(1u << r);
     int to = shm__member((long long)c->group_me + dist), from = shm__member((long long)c->group_me - dist + c->group_size);
     shm__inbox *box = &c->inbox[epoch & 1u][r];
     shm__enter();
@@ -96,10 +96,18 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shm__
     shm__enter();
     if (box->source != from)
         shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_PE), c->me, epoch, r, from, box->source);
-    for (i = 0; i < count && i < box->count; i++)
-        if (box->values[i] > values[i]) values[i] = box->values[i];
+    shm__combine(values, box->values, count < box->count ? count : box->count);
     box->full = 0;
     shm__leave();
+}
+
+void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
+{
+    int i;
+    for (i = 0; i < count; i++) {
+        if (shm__coll.fold_and) values[i] &= theirs[i];
+        else if (theirs[i] > values[i]) values[i] = theirs[i];
+    }
 }
 
 /* Ready for barriers among the group node.c set: the rounds counted,

@@ -281,17 +281,17 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
 }
 
 /* Round k of the node's dissemination: publish, then combine the slot of
-   the PE 2^k before this one (max is idempotent: overlaps do no harm). */
+   the PE 2^k before this one (max and AND are idempotent: overlaps do no
+   harm). */
 static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shm__wait *w)
 {
     shm__collective *c = &shm__coll;
     const shm__nodes *m = &c->nodes;
-    int from = (m->me - (1 << k) + m->size) % m->size, i;
+    int from = (m->me - (1 << k) + m->size) % m->size;
     const uint64_t *theirs;
     shm__node_write(&c->node[k * m->size + m->me], epoch, values, count);
     theirs = shm__node_read(&c->node[k * m->size + from], epoch, count, m->ranks[from], w);
-    for (i = 0; i < count; i++)
-        if (theirs[i] > values[i]) values[i] = theirs[i];
+    shm__combine(values, theirs, count);
 }
 
 void shm__node_sync(uint64_t *values, int count)

@@ -335,6 +335,7 @@ typedef struct shm__collective {
     double dead_seen;       /* when a death reported was first seen (ends.c) */
     double awaited_checked; /* when the awaited peer's process was last looked at */
     int finalizing;         /* peers that end now end normally */
+    int fold_and;           /* values combine by bitwise AND (allreduce_and), else by max */
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
@@ -344,6 +345,8 @@ SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
+/* values[i] := max(values[i], theirs[i]), or their AND while fold_and is set. */
+SHM__INTERNAL void shm__combine(uint64_t *values, const uint64_t *theirs, int count);
 SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
 SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);

@@ -47,6 +47,22 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
     return bad ? -1 : 0;
 }
 
+/* In pieces of SHMALLOC_REDUCE_MAX values, the most a message or a node
+   slot carries: one collective call per 1024 live blocks of a drain. */
+static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
+{
+    int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX, i, n;
+    (void)user;
+    shm__coll.fold_and = 1;
+    for (i = 0; i < (bad ? 1 : count); i += SHMALLOC_REDUCE_MAX) {
+        n = bad ? 0 : count - i < SHMALLOC_REDUCE_MAX ? count - i : SHMALLOC_REDUCE_MAX;
+        SHM__COUNT(and_calls, 1);
+        shm__collective_call(values + i, n); /* synchronises even when bad */
+    }
+    shm__coll.fold_and = 0;
+    return bad ? -1 : 0;
+}
+
 #if defined(SHMALLOC_TESTING)
 void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out) { *out = shm__coll.counts; }
 #endif
@@ -59,6 +75,7 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
     tp->npes = shm__job.npes;
     tp->barrier = shm__tp_barrier;
     tp->allreduce_max = shm__tp_allreduce_max;
+    tp->allreduce_and = shm__tp_allreduce_and;
     tp->register_region = shm__tp_register;
     tp->deregister_region = shm__tp_deregister;
     if (shm__ofi.threaded) {

@@ -134,7 +134,7 @@ static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
 
 /* The epoch store and the sleepers load are sequentially consistent, so
    an arriver either sees a sleeper or is seen by it. */
-void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count)
+void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op)
 {
     shm__slot *mine = &b->slots[me];
     unsigned buf = (unsigned)(epoch & 1u);
@@ -149,8 +149,11 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
     }
     while (q < b->parties && shm__arrived(b, q, epoch)) q++;
     if (q < b->parties) shm__wait_all(b, me, epoch, q);
-    for (q = 0; q < b->parties; q++) /* a peer in a plain barrier (a skipped call) adds no values */
-        if (q != me)
-            for (i = 0; i < count && i < b->slots[q].counts[buf]; i++)
-                if (b->slots[q].values[buf][i] > values[i]) values[i] = b->slots[q].values[buf][i];
+    for (q = 0; q < b->parties; q++) { /* a peer in a plain barrier (a skipped call) adds no values */
+        const uint64_t *theirs = b->slots[q].values[buf];
+        for (i = 0; q != me && i < count && i < b->slots[q].counts[buf]; i++) {
+            if (op == SHM__REDUCE_AND) values[i] &= theirs[i];
+            else if (theirs[i] > values[i]) values[i] = theirs[i];
+        }
+    }
 }

@@ -35,10 +35,13 @@
    (shm__barrier_leave) ends it at once.  All-reduce values are
    double-buffered by the number's parity: a PE writes a buffer again two
    barriers later, once every PE has passed the barrier in between and so
-   has read it.  One barrier per call suffices. */
+   has read it.  One barrier per call suffices.  The values are reduced
+   by maximum (allreduce_max) or by bitwise AND (allreduce_and, the
+   longer). */
+enum { SHM__REDUCE_MAX, SHM__REDUCE_AND };
 typedef struct shm__slot {
     uint64_t epoch;                  /* atomic: the last barrier this PE reached */
-    uint64_t values[2][SHMALLOC_REDUCE_MAX];
+    uint64_t values[2][SHMALLOC_REDUCE_AND_MAX > SHMALLOC_REDUCE_MAX ? SHMALLOC_REDUCE_AND_MAX : SHMALLOC_REDUCE_MAX];
     int counts[2];                   /* values published with them: 0 for a plain barrier */
     int ended;                       /* atomic: this PE reaches no more barriers */
     char pad[64 - sizeof(uint64_t) - 3 * sizeof(int)]; /* whole cache lines */
@@ -61,7 +64,7 @@ SHM__INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout);
 SHM__INTERNAL void shm__barrier_fini(shm__barrier *b);
 /* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
    (count of them) become their maximum over the PEs. */
-SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count);
+SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op);
 /* PE me has returned from pe_main and destroyed its heap: a peer waiting
    for it in a barrier ends the program at once, naming it, rather than at
    the timeout. */

@@ -12,7 +12,7 @@ SHMALLOC_TLS shm__pe *shm__self;
 int shm__pe_barrier(void *user)
 {
     shm__pe *pe = (shm__pe *)user;
-    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, NULL, 0);
+    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, NULL, 0, SHM__REDUCE_MAX);
     return 0;
 }
 
@@ -20,7 +20,15 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     shm__pe *pe = (shm__pe *)user;
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count); /* even when bad */
+    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
+    return bad ? -1 : 0;
+}
+
+static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
+{
+    shm__pe *pe = (shm__pe *)user;
+    int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX;
+    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count, SHM__REDUCE_AND);
     return bad ? -1 : 0;
 }
 
@@ -74,6 +82,7 @@ static void *shm__pe_thread(void *arg)
     tp.user = pe;
     tp.barrier = shm__pe_barrier;
     tp.allreduce_max = shm__tp_allreduce_max;
+    tp.allreduce_and = shm__tp_allreduce_and;
     tp.lock = shm__tp_lock;
     tp.unlock = shm__tp_unlock;
     tp.pe = pe->index;

@@ -1,0 +1,36 @@
+/* test_pmix_ofi_deferred.c - shmemx_free_deferred on the PMIx + libfabric
+   transport, PEs as processes under SHMEM_THREAD_MULTIPLE: the deferred
+   scenario on 4 PEs (oversubscribed) over shm and tcp;ofi_rxm. */
+#include "pmix_ofi_launch.h" /* first: it includes test_support.h */
+
+/* Each PE releases a thousand blocks from four threads while its main
+   thread allocates and frees in a heap that grows from 1 MiB; the scenario
+   checks that exactly the blocks every PE released are freed, contents,
+   offsets, the heap, and that a drain is one heap round, which the
+   transport makes in ceil(live / 1024) AND calls (its counters). */
+static void check_deferred(const char *provider, int node_barrier)
+{
+    static run r;
+    char prov[64], node[64];
+    const char *env[] = {prov, node, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M",
+                         "SHMALLOC_TEST_WORKER_LEVEL=3", NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
+    launch(&r, 4, "deferred", env);
+    cr_assert_eq(r.status, 0, "%s: exit status %d after %.1f s:\n%s", provider, r.status, r.seconds, tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK deferred"), 4, "not every PE passed:\n%s", tail(&r));
+    cr_assert(has(&r, "PE 0 of 4: drain of 1 block among"), "%s", tail(&r));
+    cr_assert_eq(count(&r, "[DEFER_NO_HEAP] shmalloc: shmemx_free_deferred("), 4,
+                 "two releases after shmem_finalize, one message per PE:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, deferred_releases_from_threads_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)
+{
+    check_deferred("shm", 1);
+}
+Test(pmix_ofi, deferred_releases_from_threads_tcp_rxm_4pe_by_messages, .timeout = TEST_TIMEOUT)
+{
+    check_deferred("tcp;ofi_rxm", 0);
+}

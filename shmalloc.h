@@ -866,6 +866,9 @@ SHMALLOC_MESSAGES(SHM__TEXT)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#  include <sched.h>
+#endif
 
 #if !defined(SHMALLOC_MEMCPY)
 #  define SHMALLOC_MEMCPY(d, s, n) memcpy((d), (s), (n))
@@ -2748,6 +2751,16 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
     }
 }
 
+/* Gives the cpu away while waiting for a lock whose holder may be
+   descheduled: with more PEs' threads than cores, spinning would only
+   delay it. */
+static void shm__yield(void)
+{
+#if defined(__unix__) || defined(__APPLE__)
+    sched_yield();
+#endif
+}
+
 /* The release lock: a deferred release (shmalloc_heap_free_deferred),
    from any thread at any time, reads the block headers and changes the
    released set under it; every call that holds the transport's lock holds
@@ -2757,8 +2770,7 @@ static void shm__hold(shm__order *o)
 {
 #if defined(__GNUC__) || defined(__clang__)
     while (__atomic_exchange_n(&o->release_lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&o->release_lock, __ATOMIC_RELAXED)) {
-        }
+        while (__atomic_load_n(&o->release_lock, __ATOMIC_RELAXED)) shm__yield(); /* the holder may need this cpu */
 #else /* no atomics: releases only from the threads that make the collective calls */
     o->release_lock = 1;
 #endif

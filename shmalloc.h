@@ -436,6 +436,29 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create(void *mem, size_t 
    block at the region's end, so the rest of a reservation (mmap with
    MAP_NORESERVE) costs nothing until shmalloc_tlsf_grow hands it out. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem, size_t bytes, size_t initial);
+/* How a core with separate metadata writes the memory it manages, which
+   it never loads or stores itself: fill(user, dst, byte, n) and
+   copy(user, dst, src, n), 0 on success, with addresses in the managed
+   range (a device's memset and copy engine, say).  Either may be NULL:
+   calloc, or a realloc that must move, then fails. */
+typedef struct shmalloc_memops {
+    void *user;
+    int (*fill)(void *user, void *dst, int byte, size_t n);
+    int (*copy)(void *user, void *dst, const void *src, size_t n);
+} shmalloc_memops;
+/* A core over `bytes` at mem (16-byte aligned) that keeps all of its
+   state in memory from the allocator hooks and never touches mem: block
+   records, found from an offset through buckets, that grow with the
+   blocks.  Its blocks start as `initial` bytes (as
+   shmalloc_tlsf_create_reserved's) and grow to `bytes`.  Same placement
+   as the inline core's; no header, so a block is its request rounded to
+   16.  ops may be NULL.  Free it with shmalloc_tlsf_destroy.  Not yet:
+   the spec area and the tentative operations, which refuse (NO_ROOM). */
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem, size_t bytes, size_t initial,
+                                                                     const shmalloc_memops *ops);
+/* Frees what a separate core obtained; does nothing for an inline one,
+   which lives in its region. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_destroy(shmalloc_tlsf *t);
 /* Adds `bytes` (rounded up to 16, at least 32) at the top of the blocks, as
    free space merged with a free top block.  SHMALLOC_TLSF_OK, or NO_ROOM
    (nothing changes) when the reservation has less room or the spec area
@@ -1089,6 +1112,7 @@ struct shmalloc_tlsf {
     uint64_t fl_bitmap;
     uint32_t sl_bitmap[SHM__FL_COUNT];
     unsigned fl_count;     /* first-level classes this region can hold */
+    struct shm__records *records; /* separate metadata (shmalloc_tlsf_create_separate), else NULL */
     /* circular free lists, each with a sentinel node of size 0: unlinking
        needs no list index and no NULL checks */
     shm__block lists[][SHM__SL_COUNT];
@@ -2043,6 +2067,704 @@ static size_t shm__control_bytes(size_t bytes)
     return (n + 15) & ~(size_t)15;
 }
 
+/* ---- separate metadata: a core that never touches the memory it manages
+   Every block has a record in one array obtained through the library's
+   allocator hooks: its offset and size, its physical neighbours and, when
+   free, its list links, all as record indices.  Used blocks are found from
+   their offset through buckets chained through their records' fnext.
+   Placement is the inline core's: the same mapping, filing order, carves
+   and top, so the same calls give the same offsets on every PE.  What
+   the core would write into blocks (calloc's zeroing, a moving realloc's
+   copy) goes through the caller's shmalloc_memops, or fails without it.
+   Record 0 closes the chain of blocks (its next is the first, its prev the
+   last) and has size 0, so that a neighbour test needs no NULL test;
+   records 1 .. lists are the free lists' sentinels, offset ~0 so that
+   every block files below them; spare records form a stack through fnext,
+   and one never used has fnext 0, meaning the record after it. ---- */
+typedef struct shm__rec {
+    uint64_t off;          /* of the block (its user pointer) from base */
+    uint64_t size;         /* bytes | SHM__FREE | SHM__TOP; a used block's align log2 on top */
+    uint32_t prev, next;   /* physical neighbours, 0 at the ends; a sentinel's next: its list bits */
+    uint32_t fprev, fnext; /* free: the list; used: the bucket chain; spare: the stack */
+} shm__rec;
+
+struct shm__records {
+    shm__rec *r;
+    uint32_t cap, spare;   /* records allocated; top of the spare stack */
+    uint32_t fresh;        /* the first record never used */
+    size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
+    uint32_t *buckets;     /* as many as records: a chain of one on average */
+    uint32_t bucket_shift; /* 64 - log2(buckets) */
+    uint32_t top;          /* the last block when free, in no list; 0: none */
+    uint32_t lists;        /* fl_count * SHM__SL_COUNT */
+    shmalloc_memops ops;
+};
+
+#define SHM__REC_HEADROOM 4 /* records one call can create, at most */
+
+SHM__INLINE shm__rec *shm__r(const shmalloc_tlsf *t) { return t->records->r; }
+SHM__INLINE uint32_t shm__rec_list(size_t size) { return (uint32_t)(shm__list_key(size) - SHM__KEY_BIAS + 1); }
+SHM__INLINE size_t shm__rec_fsize(const shm__rec *x) { return (size_t)x->size & ~(size_t)15; }
+SHM__INLINE size_t shm__rec_usize(const shm__rec *x) { return (size_t)x->size & SHM__SIZE_MASK; }
+/* A request's block: no header, so its bytes rounded to 16, at least the minimum. */
+SHM__INLINE size_t shm__rec_bsize(size_t n)
+{
+    size_t s = (n + 15) & ~(size_t)15;
+    return s < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : s;
+}
+SHM__INLINE void *shm__rec_user(const shmalloc_tlsf *t, uint32_t b) { return t->base + shm__r(t)[b].off; }
+
+SHM__INLINE uint32_t *shm__bucket(const struct shm__records *s, uint64_t off)
+{
+    return &s->buckets[(uint32_t)(off * 0x9E3779B97F4A7C15ull >> s->bucket_shift)];
+}
+
+static void shm__bucket_put(struct shm__records *s, uint32_t i)
+{
+    uint32_t *h = shm__bucket(s, s->r[i].off);
+    s->r[i].fnext = *h;
+    *h = i;
+}
+
+/* The used block at off: its record, or 0. */
+SHM__INLINE uint32_t shm__rec_find(const shmalloc_tlsf *t, uint64_t off)
+{
+    const struct shm__records *s = t->records;
+    uint32_t i = *shm__bucket(s, off);
+    while (i && s->r[i].off != off) i = s->r[i].fnext;
+    return i;
+}
+
+/* Takes the used block at off out of its bucket: its record, or 0. */
+SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
+{
+    struct shm__records *s = t->records;
+    uint32_t *h = shm__bucket(s, off), i;
+    for (i = *h; i; h = &s->r[i].fnext, i = *h)
+        if (s->r[i].off == off) {
+            *h = s->r[i].fnext;
+            return i;
+        }
+    return 0;
+}
+
+SHM__INLINE uint32_t shm__rec_new(shmalloc_tlsf *t)
+{
+    struct shm__records *s = t->records;
+    uint32_t i = s->spare, nx = s->r[i].fnext;
+    s->spare = nx ? nx : i + 1;
+    s->fresh += !nx;
+    return i;
+}
+
+SHM__INLINE void shm__rec_drop(shmalloc_tlsf *t, uint32_t i)
+{
+    struct shm__records *s = t->records;
+    s->r[i].fnext = s->spare;
+    s->spare = i;
+}
+
+/* Doubles the records and the buckets when a call could run out: 0, or
+   -1 (nothing changed) when the hooks have no memory. */
+static int shm__rec_room(shmalloc_tlsf *t)
+{
+    struct shm__records *s = t->records;
+    uint32_t cap = s->cap * 2, i;
+    shm__rec *r;
+    uint32_t *b;
+    if (SHM__LIKELY(s->fresh + SHM__REC_HEADROOM <= s->cap)) return 0;
+    if (s->cap > UINT32_MAX / 2) return -1;
+    r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *r);
+    b = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *b);
+    if (!r || !b) {
+        shmalloc_mem_free(r);
+        shmalloc_mem_free(b);
+        return -1;
+    }
+    SHMALLOC_MEMCPY(r, s->r, s->cap * sizeof *r); /* the new half is zeroed: never used */
+    shmalloc_mem_free(s->r);
+    shmalloc_mem_free(s->buckets);
+    s->r = r;
+    s->buckets = b;
+    s->cap = cap;
+    s->bucket_shift--;
+    for (i = s->r[0].next; i; i = s->r[i].next)
+        if (!(s->r[i].size & SHM__FREE)) shm__bucket_put(s, i);
+    return 0;
+}
+
+/* ---- the free lists, as the inline core's, over record indices ---- */
+SHM__INLINE void shm__rec_filled(shmalloc_tlsf *t, uint32_t l)
+{
+    uint32_t bits = shm__r(t)[l].next, fl = bits >> 8;
+    t->fl_bitmap |= (uint64_t)1 << fl;
+    t->sl_bitmap[fl] |= 1u << (bits & 255);
+}
+
+SHM__INLINE void shm__rec_emptied(shmalloc_tlsf *t, uint32_t l)
+{
+    uint32_t bits = shm__r(t)[l].next, fl = bits >> 8;
+    t->sl_bitmap[fl] &= ~(1u << (bits & 255));
+    if (!t->sl_bitmap[fl]) t->fl_bitmap &= ~((uint64_t)1 << fl);
+}
+
+/* First when below the head, else last (shm__push_on), selected without a branch. */
+SHM__INLINE void shm__rec_push(shmalloc_tlsf *t, uint32_t b, uint32_t l)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t head = r[l].fnext, last = r[l].fprev, above = 0u - (uint32_t)(r[b].off > r[head].off);
+    uint32_t prev = l ^ ((last ^ l) & above), next = head ^ ((l ^ head) & above);
+    r[b].fprev = prev;
+    r[prev].fnext = b;
+    r[b].fnext = next;
+    r[next].fprev = b;
+    if (head == l) shm__rec_filled(t, l);
+}
+
+SHM__INLINE void shm__rec_remove(shmalloc_tlsf *t, uint32_t b)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t next = r[b].fnext, prev = r[b].fprev;
+    r[next].fprev = prev;
+    r[prev].fnext = next;
+    if (next == prev) shm__rec_emptied(t, prev);
+}
+
+SHM__INLINE void shm__rec_pop(shmalloc_tlsf *t, uint32_t b, uint32_t l)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t next = r[b].fnext;
+    r[l].fnext = next;
+    r[next].fprev = l;
+    if (next == l) shm__rec_emptied(t, l);
+}
+
+/* Free block b, not the top, changed size from old: to its new list, if another. */
+SHM__INLINE void shm__rec_relist(shmalloc_tlsf *t, uint32_t b, size_t old, size_t size)
+{
+    if (shm__list_key(old) == shm__list_key(size)) return;
+    shm__rec_remove(t, b);
+    shm__rec_push(t, b, shm__rec_list(size));
+}
+
+/* shm__find_above over the records: the first non-empty list above *l. */
+SHM__INLINE int shm__rec_above(const shmalloc_tlsf *t, uint32_t *l)
+{
+    uint32_t bits = shm__r(t)[*l].next, fl = bits >> 8, sl_map;
+    uint64_t fl_map;
+    sl_map = t->sl_bitmap[fl] & (0u - (2u << (bits & 255)));
+    if (!sl_map) {
+        fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
+        if (!fl_map) return 0;
+        fl = shm__ctz(fl_map);
+        sl_map = t->sl_bitmap[fl];
+    }
+    *l = 1 + (fl << SHMALLOC_SL_LOG2 | shm__ctz(sl_map));
+    return 1;
+}
+
+/* ---- taking ---- */
+SHM__INLINE void *shm__rec_taken(shmalloc_tlsf *t, uint32_t b)
+{
+    size_t end = shm__r(t)[b].off + shm__rec_usize(&shm__r(t)[b]);
+    shm__bucket_put(t->records, b);
+    if (end > t->high_water) t->high_water = end;
+    return shm__rec_user(t, b);
+}
+
+/* A new used record of `size` bytes at free f's start; f moves up behind
+   it (its list is the caller's business). */
+SHM__INLINE uint32_t shm__rec_cut(shmalloc_tlsf *t, uint32_t f, size_t size, size_t flags)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t u = shm__rec_new(t), p = r[f].prev;
+    r[u].off = r[f].off;
+    r[u].size = size | flags;
+    r[u].prev = p;
+    r[u].next = f;
+    r[p].next = u;
+    r[f].prev = u;
+    r[f].off += size;
+    return u;
+}
+
+static void *shm__rec_take_top(shmalloc_tlsf *t, size_t size, size_t flags)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t top = t->records->top;
+    size_t tsize;
+    if (!top) return NULL;
+    tsize = shm__rec_fsize(&r[top]);
+    if (tsize < size) return NULL;
+    if (tsize - size >= SHM__MIN_BLOCK) {
+        uint32_t u = shm__rec_cut(t, top, size, flags);
+        r[top].size = (tsize - size) | SHM__FREE | SHM__TOP;
+        return shm__rec_taken(t, u);
+    }
+    r[top].size = tsize | flags;
+    t->records->top = 0;
+    return shm__rec_taken(t, top);
+}
+
+SHM__INLINE void *shm__rec_whole(shmalloc_tlsf *t, uint32_t b, uint32_t l)
+{
+    shm__rec_pop(t, b, l);
+    shm__r(t)[b].size &= ~SHM__FREE;
+    return shm__rec_taken(t, b);
+}
+
+/* As shm__carve: the front is taken, the rest keeps b's record and its
+   list place when it stays in b's list. */
+SHM__INLINE void *shm__rec_carve(shmalloc_tlsf *t, uint32_t b, uint32_t l, size_t size)
+{
+    shm__rec *r = shm__r(t);
+    size_t rest = shm__rec_fsize(&r[b]) - size;
+    uint32_t u;
+    if (l == shm__rec_list(size) || rest < SHM__MIN_BLOCK) return shm__rec_whole(t, b, l);
+    u = shm__rec_cut(t, b, size, 0);
+    r[b].size = rest | SHM__FREE;
+    if (shm__rec_list(rest) != l) {
+        shm__rec_pop(t, b, l);
+        shm__rec_push(t, b, shm__rec_list(rest));
+    }
+    return shm__rec_taken(t, u);
+}
+
+/* As shm__carve_end: `size` at `align` from b's end; b keeps its start,
+   the bytes after the aligned block become a free block or its slack. */
+static void *shm__rec_carve_end(shmalloc_tlsf *t, uint32_t b, uint32_t l, size_t size, size_t align)
+{
+    shm__rec *r = shm__r(t);
+    uintptr_t base = (uintptr_t)t->base;
+    size_t end = r[b].off + shm__rec_fsize(&r[b]), aoff, front, tail;
+    uint32_t a = shm__rec_new(t), n = r[b].next;
+    aoff = ((base + end - size) & ~(uintptr_t)(align - 1)) - base;
+    front = aoff - r[b].off;
+    tail = end - aoff - size;
+    if (tail > size / 2) {
+        uint32_t f = shm__rec_new(t);
+        r[f].off = aoff + size;
+        r[f].size = tail | SHM__FREE;
+        r[f].prev = a;
+        r[f].next = n;
+        r[n].prev = f;
+        r[a].next = f;
+        shm__rec_push(t, f, shm__rec_list(tail));
+    } else {
+        size += tail;
+        r[a].next = n;
+        r[n].prev = a;
+    }
+    r[a].off = aoff;
+    r[a].size = size | shm__align_bits(align);
+    r[a].prev = b;
+    r[b].next = a;
+    r[b].size = front | SHM__FREE;
+    if (shm__rec_list(front) != l) {
+        shm__rec_pop(t, b, l);
+        shm__rec_push(t, b, shm__rec_list(front));
+    }
+    return shm__rec_taken(t, a);
+}
+
+static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
+{
+    size_t size;
+    uint32_t l, h;
+    if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
+    size = shm__rec_bsize(n);
+    if (size > t->records->capacity) return NULL;
+    l = shm__rec_list(size);
+    h = shm__r(t)[l].fnext;
+    if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
+    if (!shm__rec_above(t, &l)) return shm__rec_take_top(t, size, 0);
+    return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
+}
+
+/* The top's aligned block; the gap before it becomes a listed free block. */
+static void *shm__rec_top_aligned(shmalloc_tlsf *t, size_t size, size_t align)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t top = t->records->top, g;
+    size_t gap, tsize;
+    uintptr_t u;
+    if (!top) return NULL;
+    u = (uintptr_t)t->base + r[top].off;
+    gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
+    if (gap && gap < SHM__MIN_BLOCK) gap += align;
+    tsize = shm__rec_fsize(&r[top]);
+    if (tsize < gap || tsize - gap < size) return NULL;
+    if (gap) {
+        g = shm__rec_cut(t, top, gap, SHM__FREE);
+        r[top].size = (tsize - gap) | SHM__FREE | SHM__TOP;
+        shm__rec_push(t, g, shm__rec_list(gap));
+    }
+    return shm__rec_take_top(t, size, shm__align_bits(align));
+}
+
+static void *shm__rec_align(shmalloc_tlsf *t, size_t align, size_t n)
+{
+    size_t size, need;
+    uint32_t l;
+    if (align <= SHMALLOC_ALIGNMENT) return shm__rec_malloc(t, n);
+    if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
+    size = shm__rec_bsize(n);
+    need = shm__aligned_need(size, align);
+    if (need > t->records->capacity) return shm__rec_top_aligned(t, size, align);
+    l = shm__rec_list(need);
+    if (shm__r(t)[shm__r(t)[l].fnext].size < need && !shm__rec_above(t, &l)) return shm__rec_top_aligned(t, size, align);
+    return shm__rec_carve_end(t, shm__r(t)[l].fnext, l, size, align);
+}
+
+/* ---- giving back ---- */
+/* Used block b, between free p and n, merges into p (and n, when free). */
+static void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+{
+    shm__rec *r = shm__r(t);
+    size_t psize = shm__rec_fsize(&r[p]), total = psize + shm__rec_usize(&r[b]);
+    uint32_t after = n;
+    if (r[n].size & SHM__FREE) {
+        total += shm__rec_fsize(&r[n]);
+        after = r[n].next;
+        if (n == t->records->top) t->records->top = 0;
+        else shm__rec_remove(t, n);
+        shm__rec_drop(t, n);
+    }
+    r[p].next = after;
+    r[after].prev = p;
+    shm__rec_drop(t, b);
+    if (!after) { /* p reaches the end: the top */
+        shm__rec_remove(t, p);
+        r[p].size = total | SHM__FREE | SHM__TOP;
+        t->records->top = p;
+        return;
+    }
+    r[p].size = total | SHM__FREE;
+    shm__rec_relist(t, p, psize, total);
+}
+
+/* Used block b, after used p, merges with free n, which takes b's start
+   and keeps its list place when its class stays. */
+static void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+{
+    shm__rec *r = shm__r(t);
+    size_t nsize = shm__rec_fsize(&r[n]), total = nsize + shm__rec_usize(&r[b]);
+    r[n].off = r[b].off;
+    r[n].prev = p;
+    r[p].next = n;
+    shm__rec_drop(t, b);
+    if (n == t->records->top) {
+        r[n].size = total | SHM__FREE | SHM__TOP;
+        return;
+    }
+    r[n].size = total | SHM__FREE;
+    shm__rec_relist(t, n, nsize, total);
+}
+
+/* Used block b, out of its bucket, merges with its free neighbours. */
+static void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
+{
+    shm__rec *r = shm__r(t);
+    size_t size = shm__rec_usize(&r[b]);
+    uint32_t p = r[b].prev, n = r[b].next;
+    if (r[p].size & SHM__FREE) {
+        shm__rec_merge_prev(t, b, p, n);
+    } else if (r[n].size & SHM__FREE) {
+        shm__rec_merge_next(t, b, p, n);
+    } else if (!n) {
+        r[b].size = size | SHM__FREE | SHM__TOP;
+        t->records->top = b;
+    } else {
+        r[b].size = size | SHM__FREE;
+        shm__rec_push(t, b, shm__rec_list(size));
+    }
+}
+
+/* Why ptr, which no bucket holds, is not a used block, as shm__invalid
+   says it: in memory handed out and freed since, a double free; elsewhere
+   not a block's start.  The blocks are walked, as only a bad pointer
+   comes here. */
+static SHM__NOINLINE int shm__rec_invalid(const shmalloc_tlsf *t, const void *ptr)
+{
+    const shm__rec *r = shm__r(t);
+    uintptr_t q = (uintptr_t)ptr, base = (uintptr_t)t->base;
+    uint32_t i;
+    if (q < base || q >= (uintptr_t)t->limit) return SHMALLOC_TLSF_NOT_IN_HEAP;
+    if (q - base >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
+    for (i = r[0].next; i; i = r[i].next)
+        if (q - base < r[i].off + shm__rec_fsize(&r[i]))
+            return r[i].size & SHM__FREE ? SHMALLOC_TLSF_ALREADY_FREE : SHMALLOC_TLSF_NOT_A_BLOCK;
+    return SHMALLOC_TLSF_NOT_IN_HEAP;
+}
+
+SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
+{
+    return (uint64_t)((uintptr_t)ptr - (uintptr_t)t->base);
+}
+
+static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
+{
+    uint32_t b;
+    if (!ptr) return SHMALLOC_TLSF_OK;
+    b = shm__rec_unhash(t, shm__rec_offset(t, ptr));
+    if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
+    shm__rec_release(t, b);
+    return SHMALLOC_TLSF_OK;
+}
+
+static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
+{
+    return shm__rec_find(t, shm__rec_offset(t, ptr)) ? SHMALLOC_TLSF_OK : shm__rec_invalid(t, ptr);
+}
+
+/* ---- resizing ---- */
+/* Used block b gives back its bytes beyond `size` when they are more than
+   a minimum block (else they stay its slack, as in the inline core). */
+static void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
+{
+    shm__rec *r = shm__r(t);
+    size_t tail = shm__rec_usize(&r[b]) - size;
+    uint32_t n = r[b].next, f;
+    if (tail <= SHM__MIN_BLOCK) return;
+    r[b].size -= tail;
+    if (r[n].size & SHM__FREE) {
+        size_t nsize = shm__rec_fsize(&r[n]);
+        r[n].off -= tail;
+        r[n].size += tail;
+        if (n != t->records->top) shm__rec_relist(t, n, nsize, nsize + tail);
+        return;
+    }
+    f = shm__rec_new(t);
+    r[f].off = r[b].off + size;
+    r[f].prev = b;
+    r[f].next = n;
+    r[b].next = f;
+    r[n].prev = f;
+    if (!n) {
+        r[f].size = tail | SHM__FREE | SHM__TOP;
+        t->records->top = f;
+        return;
+    }
+    r[f].size = tail | SHM__FREE;
+    shm__rec_push(t, f, shm__rec_list(tail));
+}
+
+/* Used block b grows to `size` into a free next block: 0, changing
+   nothing, when it is not free or too small. */
+static int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
+{
+    shm__rec *r = shm__r(t);
+    size_t bsize = shm__rec_usize(&r[b]), nsize;
+    uint32_t n = r[b].next, after;
+    if (!(r[n].size & SHM__FREE)) return 0;
+    nsize = shm__rec_fsize(&r[n]);
+    if (bsize + nsize < size) return 0;
+    if (bsize + nsize - size >= SHM__MIN_BLOCK) {
+        r[n].off += size - bsize;
+        r[n].size -= size - bsize;
+        if (n != t->records->top) shm__rec_relist(t, n, nsize, bsize + nsize - size);
+    } else { /* too little is left for a block: b takes all of n */
+        after = r[n].next;
+        if (n == t->records->top) t->records->top = 0;
+        else shm__rec_remove(t, n);
+        r[b].next = after;
+        r[after].prev = b;
+        shm__rec_drop(t, n);
+        size = bsize + nsize;
+    }
+    r[b].size += size - bsize;
+    if (r[b].off + size > t->high_water) t->high_water = r[b].off + size;
+    return 1;
+}
+
+/* Used block b (at ptr) moves to a new block of its alignment, through
+   the caller's copy; NULL, changing nothing, without room or copy. */
+static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
+{
+    const shmalloc_memops *ops = &t->records->ops;
+    size_t keep = shm__rec_usize(&shm__r(t)[b]), align = (size_t)1 << (shm__r(t)[b].size >> SHM__ALIGN_SHIFT);
+    void *q;
+    if (!ops->copy) return NULL;
+    q = shm__rec_align(t, align, n);
+    if (!q) return NULL;
+    if (ops->copy(ops->user, q, ptr, keep < n ? keep : n)) {
+        shm__rec_free(t, q);
+        return NULL;
+    }
+    shm__rec_free(t, ptr);
+    return q;
+}
+
+static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
+{
+    uint32_t b;
+    size_t size;
+    if (!ptr) return shm__rec_malloc(t, n);
+    if (!n) {
+        shm__rec_free(t, ptr);
+        return NULL;
+    }
+    b = shm__rec_find(t, shm__rec_offset(t, ptr));
+    if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
+    size = shm__rec_bsize(n);
+    if (size <= shm__rec_usize(&shm__r(t)[b])) {
+        shm__rec_shrink(t, b, size);
+        return ptr;
+    }
+    if (shm__rec_grow(t, b, size)) return ptr;
+    return shm__rec_move(t, b, ptr, n);
+}
+
+static void *shm__rec_calloc(shmalloc_tlsf *t, size_t count, size_t size)
+{
+    const shmalloc_memops *ops = &t->records->ops;
+    void *p;
+    if (!ops->fill || (count && size > SIZE_MAX / count)) return NULL;
+    p = shm__rec_malloc(t, count * size);
+    if (p && ops->fill(ops->user, p, 0, count * size)) {
+        shm__rec_free(t, p);
+        return NULL;
+    }
+    return p;
+}
+
+/* ---- walking and checking ---- */
+static void shm__rec_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t i;
+    for (i = r[0].next; i; i = r[i].next) {
+        shmalloc_block_info info;
+        info.offset = (size_t)r[i].off;
+        info.used = !(r[i].size & SHM__FREE);
+        info.size = info.used ? shm__rec_usize(&r[i]) : shm__rec_fsize(&r[i]);
+        if (fn(user, &info)) return;
+    }
+}
+
+/* The chain: contiguous from 0 to the capacity, linked both ways, no two
+   free blocks side by side, the top last; every free block in its list
+   and every used one in its bucket. */
+static int shm__rec_check(const shmalloc_tlsf *t)
+{
+    const struct shm__records *s = t->records;
+    const shm__rec *r = s->r;
+    uint64_t off = 0;
+    uint32_t i, p = 0, x;
+    int problems = 0, prev_free = 0;
+    for (i = r[0].next; i; p = i, i = r[i].next) {
+        int is_free = (r[i].size & SHM__FREE) != 0;
+        size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]);
+        if (i <= s->lists || i >= s->cap || r[i].off != off || r[i].prev != p || size < SHM__MIN_BLOCK) {
+            problems++;
+            break;
+        }
+        if (is_free && prev_free) problems++;
+        if ((r[i].size & SHM__TOP) && (i != s->top || r[i].next)) problems++;
+        if (is_free && !(r[i].size & SHM__TOP)) {
+            uint32_t l = shm__rec_list(size);
+            for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
+            problems += x != i;
+        }
+        if (!is_free) problems += shm__rec_find(t, off) != i;
+        prev_free = is_free;
+        off += size;
+    }
+    if (off != t->records->capacity || r[0].prev != p) problems++;
+    return problems;
+}
+
+/* The counters the walk does not give (shmalloc_tlsf_counters). */
+static void shm__rec_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
+{
+    out->capacity = t->records->capacity;
+    out->free = out->capacity - out->in_use;
+    out->spec = 0;
+    out->high_water = t->high_water;
+    out->largest_request = out->largest_free; /* no header */
+}
+
+/* The managed bytes grow by n at their end, into the top. */
+static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
+{
+    struct shm__records *s = t->records;
+    shm__rec *r;
+    uint32_t last;
+    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_ROOM;
+    r = s->r;
+    if (s->top) {
+        r[s->top].size += n;
+    } else {
+        last = r[0].prev;
+        s->top = shm__rec_new(t);
+        r[s->top].off = s->capacity;
+        r[s->top].size = n | SHM__FREE | SHM__TOP;
+        r[s->top].prev = last;
+        r[s->top].next = 0;
+        r[last].next = r[0].prev = s->top;
+    }
+    s->capacity += n;
+    t->limit += n;
+    return SHMALLOC_TLSF_OK;
+}
+
+static void shm__rec_destroy(shmalloc_tlsf *t)
+{
+    shmalloc_mem_free(t->records->r);
+    shmalloc_mem_free(t->records->buckets);
+    shmalloc_mem_free(t->records);
+    shmalloc_mem_free(t);
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem, size_t bytes, size_t initial,
+                                                                     const shmalloc_memops *ops)
+{
+    shmalloc_tlsf *t = (shmalloc_tlsf *)shmalloc_mem_alloc(1, sizeof *t);
+    struct shm__records *s = (struct shm__records *)shmalloc_mem_alloc(1, sizeof *s);
+    uint32_t i, cap = 64;
+    bytes &= ~(size_t)15;
+    if (!t || !s || !mem || ((uintptr_t)mem & 15) || bytes < SHM__MIN_BLOCK ||
+        bytes - 1 >= (size_t)1 << (SHMALLOC_MAX_LOG2 + 1)) {
+        shmalloc_mem_free(t);
+        shmalloc_mem_free(s);
+        return NULL;
+    }
+    SHMALLOC_MEMSET(t, 0, sizeof *t);
+    t->records = s;
+    t->fl_count = shm__fl_count(bytes);
+    s->lists = t->fl_count * SHM__SL_COUNT;
+    while (cap < s->lists + 2 + SHM__REC_HEADROOM) cap *= 2;
+    s->cap = cap;
+    s->bucket_shift = 64 - shm__fls(cap);
+    s->r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *s->r);
+    s->buckets = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *s->buckets);
+    if (!s->r || !s->buckets) {
+        shm__rec_destroy(t);
+        return NULL;
+    }
+    if (ops) s->ops = *ops;
+    for (i = 1; i <= s->lists; i++) {
+        s->r[i].off = ~(uint64_t)0;
+        s->r[i].fprev = s->r[i].fnext = i;
+        s->r[i].next = (i - 1) >> SHMALLOC_SL_LOG2 << 8 | ((i - 1) & (SHM__SL_COUNT - 1));
+    }
+    s->top = s->r[0].next = s->r[0].prev = s->lists + 1;
+    initial = initial < bytes ? (initial + 15) & ~(size_t)15 : bytes;
+    initial = initial < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : initial;
+    s->r[s->top].size = initial | SHM__FREE | SHM__TOP;
+    s->spare = s->fresh = s->lists + 2;
+    t->base = (char *)mem;
+    t->limit = (char *)mem + initial;
+    t->end = (char *)mem + bytes;
+    s->capacity = initial; /* t's capacity, malloc_limit and mapped_bits stay 0: the inline paths send every call here */
+    return t;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_destroy(shmalloc_tlsf *t)
+{
+    if (t && t->records) shm__rec_destroy(t);
+}
+
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
 {
     size_t area, bytes, total, last;
@@ -2105,11 +2827,19 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
     return p;
 }
 
+/* A request the inline paths refuse: 0, too large, or for a separate
+   core, whose malloc_limit is 0 so that its test costs the inline core
+   nothing. */
+static SHM__NOINLINE void *shm__malloc_refused(shmalloc_tlsf *t, size_t size)
+{
+    return t->records ? shm__rec_malloc(t, size) : NULL;
+}
+
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *list;
     size_t bsize;
-    if (size - 1 >= t->malloc_limit) return NULL; /* 0, or too large for the heap */
+    if (size - 1 >= t->malloc_limit) return shm__malloc_refused(t, size); /* 0, too large, or separate */
     bsize = shm__block_size(size);
     list = shm__list_for(t, bsize);
     if (list->next_free->header >= bsize) /* as shm__find_list_fits: an exact-class hit */
@@ -2131,30 +2861,40 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_align(shmalloc_tlsf *t, size_t ali
     if (align <= SHMALLOC_ALIGNMENT) return shmalloc_tlsf_malloc(t, size); /* every block is aligned so */
     if (size - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return NULL;
     bsize = shm__block_size(size);
-    if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) return shm__fit(shm__take_top_aligned(t, bsize, align), size);
+    if (!shm__find_list(t, shm__aligned_need(bsize, align), &list)) /* a separate core's capacity is 0: here too */
+        return t->records ? shm__rec_align(t, align, size) : shm__fit(shm__take_top_aligned(t, bsize, align), size);
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, align), size);
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t count, size_t size)
 {
     void *p;
+    if (t->records) return shm__rec_calloc(t, count, size);
     if (count && size > SIZE_MAX / count) return NULL;
     p = shmalloc_tlsf_malloc(t, count * size);
     if (p) SHMALLOC_MEMSET(p, 0, count * size);
     return p;
 }
 
+/* A pointer the start map refuses: a bad one, or any of a separate core,
+   whose map is empty. */
+static SHM__NOINLINE int shm__free_refused(shmalloc_tlsf *t, void *ptr)
+{
+    return t->records ? shm__rec_free(t, ptr) : shm__invalid(t, ptr);
+}
+
 /* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
     if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, shm__of_user(ptr));
-    return ptr ? shm__invalid(t, ptr) : SHMALLOC_TLSF_OK;
+    return ptr ? shm__free_refused(t, ptr) : SHMALLOC_TLSF_OK;
 }
 
 /* Out of line: its frame would cost the in-place path. */
 static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     shm__resize r;
+    if (t->records) return shm__rec_realloc(t, ptr, size); /* its start map is empty: every call comes here */
     if (!ptr) return shmalloc_tlsf_malloc(t, size);
     if (!size) {
         shmalloc_tlsf_free(t, ptr);
@@ -2191,20 +2931,29 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
 {
-    return shm__validate(t, ptr);
+    return t->records ? shm__rec_validate(t, ptr) : shm__validate(t, ptr);
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr)
 {
-    return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
+    uint32_t b;
+    if (!t->records) return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
+    b = shm__rec_find(t, shm__rec_offset(t, ptr));
+    return b ? shm__rec_usize(&shm__r(t)[b]) : 0;
 }
 
 /* A plain block records alignment 1 (no bits), and is aligned to 16. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t, const void *ptr)
 {
     size_t align;
-    if (shm__validate(t, ptr)) return 0;
-    align = shm__align_of(shm__of_user(ptr));
+    if (t->records) {
+        uint32_t b = shm__rec_find(t, shm__rec_offset(t, ptr));
+        if (!b) return 0;
+        align = (size_t)1 << (shm__r(t)[b].size >> SHM__ALIGN_SHIFT);
+    } else {
+        if (shm__validate(t, ptr)) return 0;
+        align = shm__align_of(shm__of_user(ptr));
+    }
     return align < SHMALLOC_ALIGNMENT ? SHMALLOC_ALIGNMENT : align;
 }
 
@@ -2261,6 +3010,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_sbreak_status(const shmalloc_tlsf *t
     int bad;
     ptrdiff_t inc = shm__sbreak_round(increment, &bad);
     if (bad) return SHMALLOC_TLSF_BAD_SIZE;
+    if (t->records) return SHMALLOC_TLSF_NO_ROOM; /* no spec area yet */
     return shm__sbreak_ok(t, inc) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
 }
 
@@ -2273,6 +3023,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t) { return (size_t)(t->end - t->limit); }
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_top_free(const shmalloc_tlsf *t)
 {
+    if (t->records) return t->records->top ? shm__rec_fsize(&shm__r(t)[t->records->top]) : 0;
     return shm__has_top(t) ? shm__size(t->sentinel->prev_phys) : 0;
 }
 
@@ -2286,7 +3037,7 @@ static size_t shm__grow_bytes(size_t bytes)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow_status(const shmalloc_tlsf *t, size_t bytes)
 {
     size_t room = shmalloc_tlsf_room(t);
-    if (bytes > room || shm__grow_bytes(bytes) > room || t->limit != (char *)t->sentinel + 16)
+    if (bytes > room || shm__grow_bytes(bytes) > room || (!t->records && t->limit != (char *)t->sentinel + 16))
         return SHMALLOC_TLSF_NO_ROOM;
     return SHMALLOC_TLSF_OK;
 }
@@ -2297,6 +3048,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 {
     size_t n = shm__grow_bytes(bytes);
     if (shmalloc_tlsf_grow_status(t, bytes)) return SHMALLOC_TLSF_NO_ROOM;
+    if (t->records) return shm__rec_extend(t, n);
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
     shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped_bits` too */
@@ -2309,6 +3061,10 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_offset(const shmalloc_tlsf *t, co
 
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *user)
 {
+    if (t->records) {
+        shm__rec_walk(t, fn, user);
+        return;
+    }
     const shm__block *b = (const shm__block *)(const void *)t->base;
     while (b < t->sentinel) {
         shmalloc_block_info info;
@@ -2341,6 +3097,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
 {
     out->in_use = out->used_blocks = out->largest_free = 0;
     shmalloc_tlsf_walk(t, shm__count_block, out);
+    if (t->records) {
+        shm__rec_counters(t, out);
+        return;
+    }
     out->capacity = t->capacity;
     out->free = t->capacity - out->in_use;
     out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
@@ -2513,6 +3273,7 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level)
 {
     shm__checker c;
+    if (t->records) return shm__rec_check(t);
     c.t = t;
     c.level = level;
     c.problems = 0;
@@ -2554,6 +3315,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align,
     shm__block *b;
     shm__pending(t, op, SHM__TAKE, size);
     if (status) return status;
+    if (t->records) return SHMALLOC_TLSF_NO_ROOM; /* not yet */
     b = shm__find_aligned(t, bsize, align, &fl, &sl);
     op->ptr = b ? shm__take(t, b, fl, sl, bsize, align) : shm__take_top_aligned(t, bsize, align);
     return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
@@ -2589,7 +3351,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_resize(shmalloc_tlsf *t, void *ptr, 
 {
     shm__resize r = {0, 0, NULL, 0, 0};
     shm__block *b = shm__of_user(ptr);
-    int status = shm__plan_resize(t, ptr, size, &r);
+    int status = t->records ? SHMALLOC_TLSF_NO_ROOM : shm__plan_resize(t, ptr, size, &r); /* separate: not yet */
     shm__pending(t, op, r.how, size);
     op->commit_grows = 0;
     op->old = ptr;

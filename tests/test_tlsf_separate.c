@@ -1,0 +1,281 @@
+/* The core with separate metadata (shmalloc_tlsf_create_separate), which
+   never loads or stores a byte of the memory it manages.  The managed
+   range here is a PROT_NONE view of a memfd: one touch and the test dies.
+   Its fill and copy go through a second, writable view of the same file,
+   as a device's memset and copy engine would; the tests read and write
+   blocks through that view too.  Every test that changes a heap ends with
+   the checker passing. */
+#include "test_support.h"
+#include <unistd.h>
+
+typedef struct device {
+    char *hidden; /* what the core manages: PROT_NONE */
+    char *view;   /* the same bytes, writable */
+    size_t bytes;
+    int fills, copies;
+} device;
+
+static device *dev_make(size_t bytes)
+{
+    device *d = calloc(1, sizeof *d);
+    int fd = memfd_create("shmalloc-device", 0);
+    cr_assert(d && fd >= 0 && ftruncate(fd, (off_t)bytes) == 0);
+    d->hidden = mmap(NULL, bytes, PROT_NONE, MAP_SHARED, fd, 0);
+    d->view = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    cr_assert(d->hidden != MAP_FAILED && d->view != MAP_FAILED);
+    close(fd);
+    d->bytes = bytes;
+    return d;
+}
+
+/* The writable alias of managed address p, which must lie in the range. */
+static char *dev_at(const device *d, const void *p, size_t n)
+{
+    size_t off = (size_t)((const char *)p - d->hidden);
+    cr_assert(off <= d->bytes && n <= d->bytes - off, "an access outside the managed range");
+    return d->view + off;
+}
+
+static int dev_fill(void *user, void *dst, int byte, size_t n)
+{
+    device *d = user;
+    memset(dev_at(d, dst, n), byte, n);
+    d->fills++;
+    return 0;
+}
+
+static int dev_copy(void *user, void *dst, const void *src, size_t n)
+{
+    device *d = user;
+    memmove(dev_at(d, dst, n), dev_at(d, src, n), n);
+    d->copies++;
+    return 0;
+}
+
+static shmalloc_tlsf *dev_heap(device *d, size_t initial, int with_ops)
+{
+    shmalloc_memops ops = {d, dev_fill, dev_copy};
+    shmalloc_tlsf *t = shmalloc_tlsf_create_separate(d->hidden, d->bytes, initial, with_ops ? &ops : NULL);
+    cr_assert(t != NULL);
+    return t;
+}
+
+/* A block's first and last bytes, written and checked through the view. */
+static void tag(const device *d, void *p, size_t n, unsigned char v)
+{
+    dev_at(d, p, n)[0] = (char)v;
+    dev_at(d, p, n)[n - 1] = (char)(v ^ 0xff);
+}
+static int tagged(const device *d, void *p, size_t n, unsigned char v)
+{
+    return (unsigned char)dev_at(d, p, n)[0] == v && (unsigned char)dev_at(d, p, n)[n - 1] == (unsigned char)(v ^ 0xff);
+}
+
+Test(tlsf_separate, the_whole_api_runs_on_memory_the_core_may_not_touch)
+{
+    device *d = dev_make(4 * MIB);
+    shmalloc_tlsf *t = dev_heap(d, 4 * MIB, 1);
+    shmalloc_counters c;
+    char *a = shmalloc_tlsf_malloc(t, 100), *b = shmalloc_tlsf_align(t, 4096, 5000), *z;
+    cr_assert(a && b && ((uintptr_t)b & 4095) == 0);
+    cr_assert_eq(shmalloc_tlsf_usable_size(t, a), 112, "no header: the request rounded to 16");
+    cr_assert_eq(shmalloc_tlsf_alignment(t, b), 4096);
+    cr_assert_eq(shmalloc_tlsf_validate(t, b), SHMALLOC_TLSF_OK);
+    z = shmalloc_tlsf_calloc(t, 10, 30);
+    cr_assert(z && d->fills == 1);
+    for (int i = 0; i < 300; i++) cr_assert_eq(dev_at(d, z, 300)[i], 0);
+    tag(d, a, 100, 0x31);
+    a = shmalloc_tlsf_realloc(t, a, 60); /* shrinks in place */
+    cr_assert(a && tagged(d, a, 60, 0x31) == 0 && dev_at(d, a, 1)[0] == 0x31);
+    tag(d, a, 60, 0x32);
+    a = shmalloc_tlsf_realloc(t, a, 100000); /* z follows: moves, through copy */
+    cr_assert(a && d->copies == 1 && dev_at(d, a, 1)[0] == 0x32);
+    shmalloc_tlsf_counters(t, &c);
+    cr_assert_eq(c.used_blocks, 3);
+    cr_assert_eq(c.in_use, 100000 + 5008 + 304);
+    cr_assert_eq(shmalloc_tlsf_free(t, z), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    shmalloc_tlsf_counters(t, &c);
+    cr_assert_eq(c.used_blocks, 0);
+    cr_assert_eq(c.largest_free, 4 * MIB, "everything merged back into one block");
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}
+
+/* One step of a random workload over `slots` live blocks, as allocbench's:
+   mallocs, aligned ones, reallocs and frees; every block carries a tag
+   that must survive, and the offsets are written to `trace`. */
+static void random_steps(device *d, shmalloc_tlsf *t, long steps, uint64_t seed, size_t *trace)
+{
+    enum { SLOTS = 1000 };
+    void *p[SLOTS] = {0};
+    size_t n[SLOTS] = {0};
+    rng_seed(seed);
+    for (long k = 0; k < steps; k++) {
+        size_t i = rng() % SLOTS, size = 2 + rng() % (rng() % 8 ? 512 : 65536); /* 2: a tag has two bytes */
+        if (p[i]) cr_assert(tagged(d, p[i], n[i], (unsigned char)i), "step %ld: block %zu lost its bytes", k, i);
+        if (p[i] && rng() % 3 == 0) {
+            void *q = shmalloc_tlsf_realloc(t, p[i], size);
+            if (q) p[i] = q, n[i] = size;
+        } else if (p[i]) {
+            cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
+            p[i] = NULL;
+        } else {
+            size_t align = rng() % 4 ? 16 : (size_t)16 << rng() % 9;
+            p[i] = shmalloc_tlsf_align(t, align, size);
+            if (p[i]) n[i] = size;
+            cr_assert(!p[i] || ((uintptr_t)p[i] & (align - 1)) == 0);
+        }
+        if (p[i]) tag(d, p[i], n[i], (unsigned char)i);
+        if (trace) trace[k] = p[i] ? (size_t)((char *)p[i] - d->hidden) : SIZE_MAX;
+        if (k % 100000 == 0) assert_tlsf_ok(t);
+    }
+}
+
+Test(tlsf_separate, a_million_random_steps_keep_every_block_and_a_sound_heap)
+{
+    device *d = dev_make(64 * MIB);
+    shmalloc_tlsf *t = dev_heap(d, 64 * MIB, 1);
+    random_steps(d, t, 1000000, 11, NULL);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}
+
+Test(tlsf_separate, the_same_calls_give_the_same_offsets)
+{
+    enum { STEPS = 200000 };
+    device *d1 = dev_make(16 * MIB), *d2 = dev_make(16 * MIB);
+    shmalloc_tlsf *t1 = dev_heap(d1, 16 * MIB, 1), *t2 = dev_heap(d2, 16 * MIB, 1);
+    size_t *o1 = malloc(STEPS * sizeof *o1), *o2 = malloc(STEPS * sizeof *o2);
+    random_steps(d1, t1, STEPS, 5, o1);
+    random_steps(d2, t2, STEPS, 5, o2);
+    cr_assert(memcmp(o1, o2, STEPS * sizeof *o1) == 0);
+    assert_tlsf_ok(t1);
+    assert_tlsf_ok(t2);
+}
+
+/* The codes a bad pointer gets, each checked against the inline core's
+   for the same calls, and the heap unchanged after each. */
+typedef struct bad_case {
+    const char *what;
+    int (*make)(shmalloc_tlsf *t, char **ptr);
+} bad_case;
+
+static int interior(shmalloc_tlsf *t, char **ptr) { *ptr = (char *)shmalloc_tlsf_malloc(t, 200) + 48; return 0; }
+static int off_by_16(shmalloc_tlsf *t, char **ptr) { *ptr = (char *)shmalloc_tlsf_malloc(t, 200) + 16; return 0; }
+static int twice(shmalloc_tlsf *t, char **ptr)
+{
+    shmalloc_tlsf_malloc(t, 64);
+    *ptr = shmalloc_tlsf_malloc(t, 64);
+    shmalloc_tlsf_malloc(t, 64);
+    return shmalloc_tlsf_free(t, *ptr);
+}
+static int merged_away(shmalloc_tlsf *t, char **ptr)
+{
+    char *a = shmalloc_tlsf_malloc(t, 64);
+    *ptr = shmalloc_tlsf_malloc(t, 64);
+    shmalloc_tlsf_malloc(t, 64);
+    return shmalloc_tlsf_free(t, a) | shmalloc_tlsf_free(t, *ptr); /* *ptr is now inside a's free block */
+}
+static int into_free(shmalloc_tlsf *t, char **ptr)
+{
+    char *a = shmalloc_tlsf_malloc(t, 1000);
+    shmalloc_tlsf_malloc(t, 64);
+    *ptr = a + 512;
+    return shmalloc_tlsf_free(t, a);
+}
+static int into_top(shmalloc_tlsf *t, char **ptr) { *ptr = (char *)shmalloc_tlsf_malloc(t, 64) + 4096; return 0; }
+static int foreign(shmalloc_tlsf *t, char **ptr)
+{
+    static char elsewhere[64];
+    (void)t;
+    *ptr = elsewhere + 16;
+    return 0;
+}
+
+static const bad_case bad_cases[] = {
+    {"an interior pointer", interior}, {"a pointer 16 bytes into a block", off_by_16},
+    {"a double free", twice},          {"a pointer into a block merged away", merged_away},
+    {"a pointer into a free block", into_free}, {"a pointer into the top", into_top},
+    {"a foreign pointer", foreign},
+};
+
+Test(tlsf_separate, bad_pointers_get_the_inline_cores_codes_and_change_nothing)
+{
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        device *d = dev_make(MIB);
+        shmalloc_tlsf *s = dev_heap(d, MIB, 1), *in = heap_with_capacity(MIB, NULL);
+        char *ps, *pin;
+        shmalloc_counters before, after;
+        cr_assert_eq(bad_cases[i].make(s, &ps), 0);
+        cr_assert_eq(bad_cases[i].make(in, &pin), 0);
+        shmalloc_tlsf_counters(s, &before);
+        int want = shmalloc_tlsf_free(in, pin);
+        cr_assert_neq(want, SHMALLOC_TLSF_OK, "%s: the inline core accepted it", bad_cases[i].what);
+        cr_assert_eq(shmalloc_tlsf_validate(s, ps), want, "%s: %d, the inline core %d", bad_cases[i].what, shmalloc_tlsf_validate(s, ps), want);
+        cr_assert_eq(shmalloc_tlsf_free(s, ps), want, "%s", bad_cases[i].what);
+        cr_assert_null(shmalloc_tlsf_realloc(s, ps, 10), "%s", bad_cases[i].what);
+        cr_assert_eq(shmalloc_tlsf_usable_size(s, ps), 0, "%s", bad_cases[i].what);
+        shmalloc_tlsf_counters(s, &after);
+        cr_assert(memcmp(&before, &after, sizeof before) == 0, "%s changed the heap", bad_cases[i].what);
+        assert_tlsf_ok(s);
+        assert_tlsf_ok(in);
+        shmalloc_tlsf_destroy(s);
+    }
+}
+
+Test(tlsf_separate, growth_adds_to_the_top_up_to_the_reservation)
+{
+    device *d = dev_make(MIB);
+    shmalloc_tlsf *t = dev_heap(d, 64 * KIB, 1);
+    void *full;
+    cr_assert_null(shmalloc_tlsf_malloc(t, 100 * KIB));
+    cr_assert_eq(shmalloc_tlsf_room(t), MIB - 64 * KIB);
+    full = shmalloc_tlsf_malloc(t, 64 * KIB); /* no top left: growth makes one */
+    cr_assert(full != NULL);
+    cr_assert_eq(shmalloc_tlsf_grow(t, 200 * KIB), SHMALLOC_TLSF_OK);
+    cr_assert_not_null(shmalloc_tlsf_malloc(t, 100 * KIB));
+    cr_assert_eq(shmalloc_tlsf_grow(t, MIB), SHMALLOC_TLSF_NO_ROOM);
+    cr_assert_eq(shmalloc_tlsf_grow(t, shmalloc_tlsf_room(t)), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_size(t), MIB);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}
+
+Test(tlsf_separate, without_fill_or_copy_calloc_and_a_move_fail_and_change_nothing)
+{
+    device *d = dev_make(MIB);
+    shmalloc_tlsf *t = dev_heap(d, MIB, 0);
+    char *a = shmalloc_tlsf_malloc(t, 100), *b = shmalloc_tlsf_malloc(t, 100);
+    shmalloc_counters before, after;
+    cr_assert(a && b);
+    tag(d, a, 100, 0x44);
+    shmalloc_tlsf_counters(t, &before);
+    cr_assert_null(shmalloc_tlsf_calloc(t, 1, 64));
+    cr_assert_null(shmalloc_tlsf_realloc(t, a, 1000), "a, hemmed in by b, would have to move");
+    shmalloc_tlsf_counters(t, &after);
+    cr_assert(memcmp(&before, &after, sizeof before) == 0);
+    cr_assert(tagged(d, a, 100, 0x44));
+    cr_assert_eq(shmalloc_tlsf_realloc(t, b, 5000), b, "b grows in place: no copy needed");
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}
+
+Test(tlsf_separate, the_records_grow_with_the_blocks_and_shrink_back_to_one)
+{
+    enum { N = 100000 };
+    device *d = dev_make(8 * MIB);
+    shmalloc_tlsf *t = dev_heap(d, 8 * MIB, 1);
+    void **p = malloc(N * sizeof *p);
+    shmalloc_counters c;
+    for (int i = 0; i < N; i++) cr_assert_not_null(p[i] = shmalloc_tlsf_malloc(t, 32));
+    assert_tlsf_ok(t);
+    for (int i = 0; i < N; i += 2) cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
+    for (int i = 1; i < N; i += 2) cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
+    shmalloc_tlsf_counters(t, &c);
+    cr_assert_eq(c.used_blocks, 0);
+    cr_assert_eq(c.largest_free, 8 * MIB);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}

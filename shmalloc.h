@@ -2577,17 +2577,51 @@ static int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
     return 1;
 }
 
-/* Used block b (at ptr) moves to a new block of its alignment, through
-   the caller's copy; NULL, changing nothing, without room or copy. */
+/* Can used block b grow to `size` by sliding down into its free previous
+   block, as shm__plan_elsewhere allows: a small one, on b's alignment?
+   And one at least as large as the bytes kept, so that the copy's ranges
+   never overlap (a device's copy engine need not allow it). */
+static uint32_t shm__rec_slide(const shmalloc_tlsf *t, uint32_t b, size_t size, size_t keep)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t p = r[b].prev, n = r[b].next;
+    size_t room = shm__rec_usize(&r[b]) + (r[n].size & SHM__FREE ? shm__rec_fsize(&r[n]) : 0);
+    size_t align = (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT);
+    if (!(r[p].size & SHM__FREE) || shm__rec_fsize(&r[p]) >= SHM__SLIDE_MAX || room + shm__rec_fsize(&r[p]) < size ||
+        shm__rec_fsize(&r[p]) < (keep < size ? keep : size) ||
+        (((uintptr_t)t->base + r[p].off) & (align - 1)))
+        return 0;
+    return p;
+}
+
+/* Used block b (at ptr) moves, through the caller's copy: down into its
+   free previous block p, or to a new block of its alignment.  NULL,
+   changing nothing, without room or copy. */
 static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
 {
     const shmalloc_memops *ops = &t->records->ops;
-    size_t keep = shm__rec_usize(&shm__r(t)[b]), align = (size_t)1 << (shm__r(t)[b].size >> SHM__ALIGN_SHIFT);
+    shm__rec *r = shm__r(t);
+    size_t keep = shm__rec_usize(&r[b]), align = (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT);
+    uint32_t p;
     void *q;
     if (!ops->copy) return NULL;
+    keep = keep < n ? keep : n;
+    p = shm__rec_slide(t, b, shm__rec_bsize(n), keep);
+    if (p) {
+        if (ops->copy(ops->user, t->base + r[p].off, ptr, keep)) return NULL;
+        shm__rec_unhash(t, r[b].off);
+        shm__rec_remove(t, p);
+        r[p].size = (shm__rec_fsize(&r[p]) + shm__rec_usize(&r[b])) | (r[b].size & SHM__ALIGN_MASK);
+        r[p].next = r[b].next;
+        r[r[b].next].prev = p;
+        shm__rec_drop(t, b);
+        if (shm__rec_bsize(n) > shm__rec_usize(&r[p])) shm__rec_grow(t, p, shm__rec_bsize(n)); /* room enough: the slide said so */
+        else shm__rec_shrink(t, p, shm__rec_bsize(n));
+        return shm__rec_taken(t, p);
+    }
     q = shm__rec_align(t, align, n);
     if (!q) return NULL;
-    if (ops->copy(ops->user, q, ptr, keep < n ? keep : n)) {
+    if (ops->copy(ops->user, q, ptr, keep)) {
         shm__rec_free(t, q);
         return NULL;
     }

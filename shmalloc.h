@@ -453,7 +453,8 @@ typedef struct shmalloc_memops {
    shmalloc_tlsf_create_reserved's) and grow to `bytes`.  Same placement
    as the inline core's; no header, so a block is its request rounded to
    16.  ops may be NULL.  Free it with shmalloc_tlsf_destroy.  Not yet:
-   the spec area and the tentative operations, which refuse (NO_ROOM). */
+   the spec area (shmalloc_tlsf_sbreak refuses, NO_ROOM).  A tentative
+   resize makes nothing before its commit. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem, size_t bytes, size_t initial,
                                                                      const shmalloc_memops *ops);
 /* Frees what a separate core obtained; does nothing for an inline one,
@@ -2708,6 +2709,61 @@ static int shm__rec_check(const shmalloc_tlsf *t)
     return problems;
 }
 
+/* Would shm__rec_align(t, align, n) find room, changing nothing? */
+static int shm__rec_fits(const shmalloc_tlsf *t, size_t align, size_t n)
+{
+    const shm__rec *r = shm__r(t);
+    size_t size = shm__rec_bsize(n), need = align <= SHMALLOC_ALIGNMENT ? size : shm__aligned_need(size, align), gap = 0;
+    uint32_t l = shm__rec_list(need), top = t->records->top;
+    if (need <= t->records->capacity && (r[r[l].fnext].size >= need || shm__rec_above(t, &l))) return 1;
+    if (!top) return 0;
+    if (align > SHMALLOC_ALIGNMENT) {
+        uintptr_t u = (uintptr_t)t->base + r[top].off;
+        gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
+        if (gap && gap < SHM__MIN_BLOCK) gap += align;
+    }
+    return shm__rec_fsize(&r[top]) >= gap && shm__rec_fsize(&r[top]) - gap >= size;
+}
+
+/* Undoes the take that gave used block b: b merges back into the free
+   block it was cut from, which heads its list again, as shm__untake. */
+static void shm__rec_untake(shmalloc_tlsf *t, uint32_t b)
+{
+    shm__rec *r = shm__r(t);
+    uint32_t p = r[b].prev, n = r[b].next, f = r[p].size & SHM__FREE ? p : r[n].size & SHM__FREE ? n : b, l;
+    shm__rec_unhash(t, r[b].off);
+    shm__rec_release(t, b);
+    if (r[f].size & SHM__TOP) return;
+    l = shm__rec_list(shm__rec_fsize(&r[f]));
+    if (r[l].fnext == f) return;
+    shm__rec_remove(t, f);
+    r[f].fnext = r[l].fnext; /* to the head */
+    r[f].fprev = l;
+    r[r[l].fnext].fprev = f;
+    r[l].fnext = f;
+    if (r[f].fnext == l) shm__rec_filled(t, l);
+}
+
+/* The plan of a resize of ptr to n bytes, changing nothing but the
+   records' room: SHMALLOC_TLSF_OK when shm__rec_realloc will succeed. */
+static int shm__rec_resize_status(shmalloc_tlsf *t, const void *ptr, size_t n)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t b = shm__rec_find(t, shm__rec_offset(t, ptr)), next;
+    size_t size = shm__rec_bsize(n), keep;
+    if (!b) return shm__rec_invalid(t, ptr);
+    if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return SHMALLOC_TLSF_BAD_SIZE;
+    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_ROOM;
+    r = shm__r(t);
+    next = r[b].next;
+    if (size <= shm__rec_usize(&r[b])) return SHMALLOC_TLSF_OK;
+    if ((r[next].size & SHM__FREE) && shm__rec_usize(&r[b]) + shm__rec_fsize(&r[next]) >= size) return SHMALLOC_TLSF_OK;
+    if (!t->records->ops.copy) return SHMALLOC_TLSF_NO_ROOM;
+    keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
+    if (shm__rec_slide(t, b, size, keep)) return SHMALLOC_TLSF_OK;
+    return shm__rec_fits(t, (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT), n) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
+}
+
 /* The counters the walk does not give (shmalloc_tlsf_counters). */
 static void shm__rec_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
 {
@@ -3349,7 +3405,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align,
     shm__block *b;
     shm__pending(t, op, SHM__TAKE, size);
     if (status) return status;
-    if (t->records) return SHMALLOC_TLSF_NO_ROOM; /* not yet */
+    if (t->records) {
+        op->ptr = shm__rec_align(t, align, size);
+        return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
+    }
     b = shm__find_aligned(t, bsize, align, &fl, &sl);
     op->ptr = b ? shm__take(t, b, fl, sl, bsize, align) : shm__take_top_aligned(t, bsize, align);
     return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
@@ -3385,7 +3444,15 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_resize(shmalloc_tlsf *t, void *ptr, 
 {
     shm__resize r = {0, 0, NULL, 0, 0};
     shm__block *b = shm__of_user(ptr);
-    int status = t->records ? SHMALLOC_TLSF_NO_ROOM : shm__plan_resize(t, ptr, size, &r); /* separate: not yet */
+    int status;
+    if (t->records) { /* nothing early: the commit makes it */
+        shm__pending(t, op, SHM__IN_PLACE, size);
+        op->old = ptr;
+        status = shm__rec_resize_status(t, ptr, size);
+        op->commit_grows = !status && shm__rec_bsize(size) > shmalloc_tlsf_usable_size(t, ptr);
+        return status;
+    }
+    status = shm__plan_resize(t, ptr, size, &r);
     shm__pending(t, op, r.how, size);
     op->commit_grows = 0;
     op->old = ptr;
@@ -3408,6 +3475,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_resize(shmalloc_tlsf *t, void *ptr, 
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_commit(shmalloc_tlsf *t, shmalloc_tlsf_pending *op)
 {
+    if (t->records) {
+        if (!op->ptr) op->ptr = shm__rec_realloc(t, op->old, op->request); /* cannot fail: planned */
+        return op->ptr;
+    }
     if (!op->ptr && op->how != SHM__TAKE) { /* a resize not made yet */
         shm__resize r;
         r.how = op->how;
@@ -3427,6 +3498,12 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
 {
     shm__block *b;
     if (!op->ptr) return; /* a resize not made yet changed nothing */
+    if (t->records) { /* only a take is made early */
+        shm__rec_untake(t, shm__rec_find(t, shm__rec_offset(t, op->ptr)));
+        t->high_water = op->high_water;
+        op->ptr = NULL;
+        return;
+    }
     b = shm__of_user(op->ptr);
     if (op->how == SHM__TAKE) {
         shm__untake(t, b);

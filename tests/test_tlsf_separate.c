@@ -279,3 +279,77 @@ Test(tlsf_separate, the_records_grow_with_the_blocks_and_shrink_back_to_one)
     assert_tlsf_ok(t);
     shmalloc_tlsf_destroy(t);
 }
+
+/* The blocks, as (offset, size, used) triples, for comparing heaps. */
+typedef struct walked {
+    size_t n, v[3 * 4096];
+} walked;
+static int walk_one(void *user, const shmalloc_block_info *b)
+{
+    walked *w = user;
+    cr_assert(w->n + 3 <= sizeof w->v / sizeof w->v[0]);
+    w->v[w->n++] = b->offset;
+    w->v[w->n++] = b->size;
+    w->v[w->n++] = (size_t)b->used;
+    return 0;
+}
+static void same_blocks(shmalloc_tlsf *a, shmalloc_tlsf *b)
+{
+    static walked wa, wb;
+    wa.n = wb.n = 0;
+    shmalloc_tlsf_walk(a, walk_one, &wa);
+    shmalloc_tlsf_walk(b, walk_one, &wb);
+    cr_assert(wa.n == wb.n && memcmp(wa.v, wb.v, wa.n * sizeof wa.v[0]) == 0, "the heaps' blocks differ");
+}
+
+/* A take undone leaves the heap exactly as a twin that never took: the
+   same blocks, and the same offsets for every later call. */
+Test(tlsf_separate, a_take_undone_leaves_the_heap_as_its_twin)
+{
+    device *d1 = dev_make(64 * MIB), *d2 = dev_make(64 * MIB);
+    shmalloc_tlsf *t1 = dev_heap(d1, 64 * MIB, 1), *t2 = dev_heap(d2, 64 * MIB, 1);
+    size_t o1[2000], o2[2000];
+    random_steps(d1, t1, 3000, 9, NULL);
+    random_steps(d2, t2, 3000, 9, NULL);
+    rng_seed(21);
+    for (int k = 0; k < 2000; k++) {
+        shmalloc_tlsf_pending op;
+        size_t align = rng() % 3 ? 16 : (size_t)32 << rng() % 8, size = 1 + rng() % 3000;
+        void *p1, *p2;
+        cr_assert_eq(shmalloc_tlsf_take(t1, align, size, &op), SHMALLOC_TLSF_OK);
+        shmalloc_tlsf_undo(t1, &op);
+        same_blocks(t1, t2);
+        p1 = shmalloc_tlsf_align(t1, align, size);
+        p2 = shmalloc_tlsf_align(t2, align, size);
+        o1[k] = (size_t)((char *)p1 - d1->hidden);
+        o2[k] = (size_t)((char *)p2 - d2->hidden);
+        if (rng() % 2) {
+            shmalloc_tlsf_free(t1, p1);
+            shmalloc_tlsf_free(t2, p2);
+        }
+    }
+    cr_assert(memcmp(o1, o2, sizeof o1) == 0);
+    assert_tlsf_ok(t1);
+    assert_tlsf_ok(t2);
+}
+
+Test(tlsf_separate, a_resize_is_planned_and_made_at_its_commit)
+{
+    device *d = dev_make(MIB);
+    shmalloc_tlsf *t = dev_heap(d, MIB, 1);
+    shmalloc_tlsf_pending op;
+    char *a = shmalloc_tlsf_malloc(t, 100), *b = shmalloc_tlsf_malloc(t, 100), *q;
+    tag(d, a, 100, 0x55);
+    cr_assert_eq(shmalloc_tlsf_resize(t, a, 5000, &op), SHMALLOC_TLSF_OK);
+    cr_assert(op.commit_grows);
+    shmalloc_tlsf_undo(t, &op); /* nothing was made: nothing to undo */
+    cr_assert_eq(shmalloc_tlsf_usable_size(t, a), 112);
+    cr_assert_eq(shmalloc_tlsf_resize(t, a, 5000, &op), SHMALLOC_TLSF_OK);
+    q = shmalloc_tlsf_commit(t, &op);
+    cr_assert(q != NULL && q != a && dev_at(d, q, 1)[0] == 0x55, "moved, through copy");
+    cr_assert_eq(shmalloc_tlsf_resize(t, b, (size_t)1 << 40, &op), SHMALLOC_TLSF_NO_ROOM);
+    cr_assert_eq(shmalloc_tlsf_resize(t, b + 16, 10, &op), SHMALLOC_TLSF_NOT_A_BLOCK);
+    cr_assert_eq(shmalloc_tlsf_resize(t, a, 10, &op), SHMALLOC_TLSF_ALREADY_FREE);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}

@@ -140,6 +140,9 @@
 #define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
 #define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
 #define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
+/* A heap with separate metadata must write its memory (calloc, a moving
+   realloc) and its transport has no fill or copy. */
+#define SHMEMX_MALLOC_NO_MEMOPS      (-18L)
 
 /* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
    SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
@@ -393,7 +396,8 @@ enum {
     SHMALLOC_TLSF_NOT_A_BLOCK,  /* pointer inside the heap, not a used block's start */
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
     SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
-    SHMALLOC_TLSF_BAD_ALIGN     /* alignment 0, not a power of two, or too large */
+    SHMALLOC_TLSF_BAD_ALIGN,    /* alignment 0, not a power of two, or too large */
+    SHMALLOC_TLSF_NO_MEMOPS     /* a separate core must move a block and has no copy */
 };
 #define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
 /* A one-line description of a SHMALLOC_TLSF_* status, the words of the
@@ -595,6 +599,16 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
                     maximum is 0 only when every PE released it):
                     SHMALLOC_REDUCE_MAX blocks per round.  Without either,
                     released blocks are never freed.
+   fill, copy       optional.  fill(user, dst, byte, n) and copy(user, dst,
+                    src, n) write the heap's memory (addresses in it; a
+                    copy's ranges never overlap).  A heap with separate
+                    metadata (SHMALLOC_METADATA_SEPARATE) writes its memory
+                    only through them: calloc's zeroing, a moving realloc's
+                    copy, debug mode's fill patterns.  Without them, such a
+                    heap's calloc and moving realloc fail on every PE with
+                    SHMEMX_MALLOC_NO_MEMOPS and debug fills are skipped; an
+                    inline heap ignores them.  A device runtime binds its
+                    memset and copy engine.
    pe, npes         REQUIRED: this PE's number and the number of PEs
                     (0 <= pe < npes), which every message names; a heap
                     refuses a transport without them.
@@ -619,6 +633,8 @@ typedef struct shmalloc_transport {
     int pe;   /* this PE's number, 0 <= pe < npes */
     int npes; /* the number of PEs */
     int (*allreduce_and)(void *user, uint64_t *values, int count);
+    int (*fill)(void *user, void *dst, int byte, size_t n);
+    int (*copy)(void *user, void *dst, const void *src, size_t n);
 } shmalloc_transport;
 
 /* A transport for one PE in one thread: barrier and all-reduce do nothing. */
@@ -658,7 +674,16 @@ typedef struct shmalloc_heap_config {
     size_t nominal; /* bytes used and registered at first (SIZE_MAX: all of mem); the rest is room to grow */
     int debug;      /* debug mode: asymmetric calls reported, leaks listed, fill patterns */
     const char *size_var; /* the variable an out-of-memory report says to raise; NULL: the program sets the size */
+    int metadata;   /* SHMALLOC_METADATA_INLINE (0), or _SEPARATE: the heap never touches mem itself */
 } shmalloc_heap_config;
+/* Where a heap keeps its metadata.  INLINE: block headers in mem and the
+   control structures at its end (the fastest on host memory).  SEPARATE:
+   all of it in memory from the allocator hooks, so that mem may be memory
+   this process cannot touch (a device's) and no write into mem, a peer's
+   put past a block's end included, can reach the allocator's state; the
+   heap writes mem only through the transport's fill and copy. */
+#define SHMALLOC_METADATA_INLINE 0
+#define SHMALLOC_METADATA_SEPARATE 1
 /* Collective: shmalloc_heap_create_growable with a config. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
                                                                    const shmalloc_heap_config *config,
@@ -1049,6 +1074,9 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
     case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
+    case SHMEMX_MALLOC_NO_MEMOPS:
+        return "the heap keeps its metadata apart (SHMALLOC_METADATA=separate) and writes its memory only through "
+               "the transport's fill and copy, which it lacks: bind them, or use SHMALLOC_METADATA=inline";
     default: return "unknown error code";
     }
 }
@@ -2758,7 +2786,7 @@ static int shm__rec_resize_status(shmalloc_tlsf *t, const void *ptr, size_t n)
     next = r[b].next;
     if (size <= shm__rec_usize(&r[b])) return SHMALLOC_TLSF_OK;
     if ((r[next].size & SHM__FREE) && shm__rec_usize(&r[b]) + shm__rec_fsize(&r[next]) >= size) return SHMALLOC_TLSF_OK;
-    if (!t->records->ops.copy) return SHMALLOC_TLSF_NO_ROOM;
+    if (!t->records->ops.copy) return SHMALLOC_TLSF_NO_MEMOPS;
     keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
     if (shm__rec_slide(t, b, size, keep)) return SHMALLOC_TLSF_OK;
     return shm__rec_fits(t, (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT), n) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
@@ -3565,6 +3593,7 @@ struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
     int debug;
+    int separate;   /* SHMALLOC_METADATA_SEPARATE: mem is written only through tp.fill and tp.copy */
     int growable;   /* room to grow and an all-reduce to agree on it */
     const char *size_var; /* shmalloc_heap_config's */
     int regions;    /* registered regions: [ends[i - 1], ends[i]) from the base */
@@ -3587,8 +3616,31 @@ static int shm__noop_reduce(void *user, uint64_t *values, int count)
     (void)user, (void)values, (void)count;
     return 0;
 }
+/* fill and copy for memory this process may touch */
+static int shm__host_fill(void *user, void *dst, int byte, size_t n)
+{
+    (void)user;
+    SHMALLOC_MEMSET(dst, byte, n);
+    return 0;
+}
+static int shm__host_copy(void *user, void *dst, const void *src, size_t n)
+{
+    (void)user;
+    SHMALLOC_MEMCPY(dst, src, n);
+    return 0;
+}
 static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1,
-                                               shm__noop_reduce};
+                                               shm__noop_reduce, shm__host_fill, shm__host_copy};
+
+/* Writes n bytes of `byte` at dst in the heap's memory: directly, or
+   through the transport's fill when the metadata is separate (memory this
+   process may not touch).  -1 when that has none. */
+static int shm__fill(const shmalloc_heap *h, void *dst, int byte, size_t n)
+{
+    if (h->separate) return h->tp.fill ? h->tp.fill(h->tp.user, dst, byte, n) : -1;
+    SHMALLOC_MEMSET(dst, byte, n);
+    return 0;
+}
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
 
@@ -3611,6 +3663,7 @@ static long shm__malloc_error(int status, int resizing)
     case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
     case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
     case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
+    case SHMALLOC_TLSF_NO_MEMOPS: return SHMEMX_MALLOC_NO_MEMOPS;
     default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
     }
 }
@@ -4008,7 +4061,7 @@ static void shm__free_block(shmalloc_heap *h, void *ptr)
     if (h->debug) {
         size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
         SHM__UNPOISON(ptr, usable);
-        SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
+        shm__fill(h, ptr, SHM__FILL_FREED, usable); /* skipped without a fill */
     }
     shmalloc_tlsf_free(h->tlsf, ptr);
 }
@@ -4209,11 +4262,11 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
                                                                    const shmalloc_transport *tp, long *err)
 {
     shmalloc_tlsf *t = NULL;
-    shmalloc_heap *h;
+    shmalloc_heap *h = NULL;
     size_t tbytes = 0, first = 0;
     long e = SHMEM_MALLOC_OK, registered = SHMEM_MALLOC_FAIL;
     size_t nominal = config ? config->nominal : SIZE_MAX;
-    int debug = config && config->debug;
+    int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
     shm__order order = {0, 0, 0, 0, 0, 0, 0};
     if ((e = shm__transport_fault(tp))) {
@@ -4221,12 +4274,18 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
         return NULL;
     }
     if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
-    if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
+    if (separate) { /* all of mem is blocks; the heap and the core's state come from the hooks */
+        shmalloc_memops ops;
+        ops.user = tp->user, ops.fill = tp->fill, ops.copy = tp->copy;
+        tbytes = bytes & ~(size_t)15;
+        t = shmalloc_tlsf_create_separate(mem, tbytes, (nominal + 15) & ~(size_t)15, &ops);
+    } else if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
         t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);
     }
     if (!t) e = shm__memory_fault(tp->pe, mem, bytes);
     else first = shmalloc_tlsf_size(t);
+    if (!e && separate && !(h = (shmalloc_heap *)shmalloc_mem_alloc(1, sizeof *h))) e = SHMEM_MALLOC_FAIL;
     if (!e && (e = registered = shm__register(tp, t, 0, first)))
         shmalloc_print(2, SHM__MSG(HEAP_REGISTER_FAILED), tp->pe, first);
     call.size = bytes; /* the same reservation, */
@@ -4235,14 +4294,17 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     e = shm__agree(tp, debug, &order, &call, e);
     if (e) {
         if (registered == SHMEM_MALLOC_OK) shm__deregister(tp, t, 0, first);
+        if (separate) shmalloc_tlsf_destroy(t);
+        if (separate) shmalloc_mem_free(h);
         shm__set(err, e);
         return NULL;
     }
-    h = (shmalloc_heap *)(void *)((char *)mem + tbytes);
+    if (!separate) h = (shmalloc_heap *)(void *)((char *)mem + tbytes);
     SHMALLOC_MEMSET(h, 0, sizeof *h);
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
+    h->separate = separate;
     h->size_var = config ? config->size_var : NULL;
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
@@ -4295,6 +4357,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     shm__table_free(&h->released);
     shm__let_go(&h->order);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
+    if (h->separate) { /* the rest lives in mem, which the caller unmaps */
+        shmalloc_tlsf_destroy(h->tlsf);
+        shmalloc_mem_free(h);
+    }
 }
 
 /* The agreed call found no room for `need` bytes: grow every heap by the
@@ -4454,14 +4520,15 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
 {
     int status;
     op->ptr = NULL;
+    if (!*e && zero && h->separate && !h->tp.fill) *e = SHMEMX_MALLOC_NO_MEMOPS;
     if (!*e && (status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op)) != SHMALLOC_TLSF_OK) {
         *e = shm__malloc_error(status, 0);
         *short_here = status == SHMALLOC_TLSF_NO_ROOM;
     }
+    if (op->ptr && zero && shm__fill(h, op->ptr, 0, call->size)) *e = SHMEMX_MALLOC_NO_MEMOPS; /* the fill failed */
+    else if (op->ptr && h->debug && !zero) /* the whole usable size */
+        shm__fill(h, op->ptr, SHM__FILL_NEW, shmalloc_tlsf_usable_size(h->tlsf, op->ptr));
     if (shm__bad_argument(*e)) shm__report_misuse(h, call, NULL, *e);
-    if (op->ptr && zero) SHMALLOC_MEMSET(op->ptr, 0, call->size);
-    else if (op->ptr && h->debug) /* the whole usable size */
-        SHMALLOC_MEMSET(op->ptr, SHM__FILL_NEW, shmalloc_tlsf_usable_size(h->tlsf, op->ptr));
     return op->ptr;
 }
 
@@ -4689,7 +4756,7 @@ static void shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, sh
     size_t old = shmalloc_tlsf_usable_size(h->tlsf, ptr), size = call->size;
     *local = shm__malloc_error(shmalloc_tlsf_resize(h->tlsf, ptr, size, op), 1);
     call->again = !*local && op->commit_grows;
-    if (op->ptr && h->debug && size > old) SHMALLOC_MEMSET((char *)op->ptr + old, SHM__FILL_NEW, size - old);
+    if (op->ptr && h->debug && size > old) shm__fill(h, (char *)op->ptr + old, SHM__FILL_NEW, size - old);
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);
     if (*e) shmalloc_tlsf_undo(h->tlsf, op);
 }
@@ -4702,7 +4769,7 @@ static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *c
     size_t old = shmalloc_tlsf_usable_size(h->tlsf, ptr), size = call->size;
     int late = !op->ptr;
     void *q = shmalloc_tlsf_commit(h->tlsf, op);
-    if (late && h->debug && size > old) SHMALLOC_MEMSET((char *)q + old, SHM__FILL_NEW, size - old);
+    if (late && h->debug && size > old) shm__fill(h, (char *)q + old, SHM__FILL_NEW, size - old);
     if (late && call->again) {
         shm__let_go(&h->order);
         if (h->tp.barrier(h->tp.user)) *e = SHMEM_MALLOC_FAIL;

@@ -1,5 +1,6 @@
-/* The core with separate metadata (shmalloc_tlsf_create_separate), which
-   never loads or stores a byte of the memory it manages.  The managed
+/* Separate metadata (shmalloc_tlsf_create_separate, and heaps made with
+   SHMALLOC_METADATA_SEPARATE): the allocator never loads or stores a byte
+   of the memory it manages.  The managed
    range here is a PROT_NONE view of a memfd: one touch and the test dies.
    Its fill and copy go through a second, writable view of the same file,
    as a device's memset and copy engine would; the tests read and write
@@ -352,4 +353,101 @@ Test(tlsf_separate, a_resize_is_planned_and_made_at_its_commit)
     cr_assert_eq(shmalloc_tlsf_resize(t, a, 10, &op), SHMALLOC_TLSF_ALREADY_FREE);
     assert_tlsf_ok(t);
     shmalloc_tlsf_destroy(t);
+}
+
+/* >> the symmetric heap over a device ----------------------------------- */
+
+/* A one-PE heap over d, its fill and copy the device's (or none). */
+static shmalloc_heap *dev_sym_heap(device *d, size_t nominal, int debug, int with_ops)
+{
+    static shmalloc_transport tp;
+    shmalloc_heap_config config = {nominal, debug, NULL, SHMALLOC_METADATA_SEPARATE};
+    shmalloc_heap *h;
+    long err = -1;
+    tp = *shmalloc_transport_single();
+    tp.user = d;
+    tp.fill = with_ops ? dev_fill : NULL;
+    tp.copy = with_ops ? dev_copy : NULL;
+    h = shmalloc_heap_create_with(d->hidden, d->bytes, &config, &tp, &err);
+    cr_assert(h != NULL && err == SHMEM_MALLOC_OK, "create: %ld", err);
+    return h;
+}
+
+Test(heap_separate, every_call_runs_on_memory_the_heap_may_not_touch)
+{
+    device *d = dev_make(16 * MIB);
+    shmalloc_heap *h = dev_sym_heap(d, 4 * MIB, 1, 1);
+    capture_start(); /* the leak report at the end */
+    shmalloc_info info;
+    long err;
+    char *a = shmalloc_heap_malloc(h, 1000, &err), *z, *big;
+    cr_assert(a && err == SHMEM_MALLOC_OK);
+    z = shmalloc_heap_calloc(h, 100, 10, &err);
+    cr_assert(z && err == SHMEM_MALLOC_OK);
+    for (int i = 0; i < 1000; i++) cr_assert_eq(dev_at(d, z, 1000)[i], 0);
+    cr_assert((unsigned char)dev_at(d, a, 1)[0] == 0xAB || d->fills >= 2, "debug mode fills through the device");
+    tag(d, a, 1000, 0x61);
+    a = shmalloc_heap_realloc(h, a, 50000, &err); /* moves past z: copied by the device */
+    cr_assert(a && err == SHMEM_MALLOC_OK && tagged(d, a, 1000, 0x61));
+    cr_assert_not_null(shmalloc_heap_align(h, 65536, 100, &err));
+    big = shmalloc_heap_malloc(h, 8 * MIB, &err); /* past the nominal 4 MiB: the heap grows */
+    cr_assert(big && err == SHMEM_MALLOC_OK);
+    shmalloc_heap_free_deferred(h, z, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    shmalloc_heap_free_deferred_drain(h, &err);
+    cr_assert_eq(shmalloc_heap_hints(h, z), SHMEM_MALLOC_ALREADY_FREE, "drained");
+    shmalloc_heap_free(h, big, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_heap_info(h, &info), 0);
+    cr_assert(info.heap_size > 8 * MIB && info.used_blocks == 2, "size %zu, %zu blocks", info.heap_size, info.used_blocks);
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    shmalloc_heap_destroy(h);
+}
+
+Test(heap_separate, bad_pointers_get_their_codes_and_change_nothing)
+{
+    device *d = dev_make(MIB);
+    shmalloc_heap *h = dev_sym_heap(d, MIB, 0, 1);
+    static char elsewhere[64];
+    long err;
+    char *a = shmalloc_heap_malloc(h, 200, &err), *b = shmalloc_heap_malloc(h, 200, &err);
+    capture_start();
+    shmalloc_heap_free(h, a + 16, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_NOT_ALIGNED);
+    shmalloc_heap_free(h, elsewhere, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    shmalloc_heap_free(h, a, &err);
+    shmalloc_heap_free(h, a, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_ALREADY_FREE);
+    cr_assert_null(shmalloc_heap_realloc(h, a + 32, 10, &err));
+    cr_assert_eq(err, SHMEM_MALLOC_ALREADY_FREE);
+    cr_assert_eq(shmalloc_heap_hints(h, b + 48), SHMEM_MALLOC_NOT_ALIGNED);
+    shmalloc_heap_free(h, b, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    shmalloc_heap_destroy(h);
+}
+
+/* Without fill and copy, what needs them fails with a message that says
+   what to do; following it (a transport that has them) makes it work. */
+Test(heap_separate, without_fill_and_copy_calloc_and_a_move_fail_and_say_why)
+{
+    device *d = dev_make(MIB);
+    shmalloc_heap *h = dev_sym_heap(d, MIB, 0, 0);
+    long err;
+    char *a = shmalloc_heap_malloc(h, 100, &err), *b = shmalloc_heap_malloc(h, 100, &err);
+    capture_start();
+    cr_assert_null(shmalloc_heap_calloc(h, 1, 64, &err));
+    cr_assert_eq(err, SHMEMX_MALLOC_NO_MEMOPS);
+    assert_said(HEAP_MISUSE, 0, "calloc", "64 bytes", shmalloc_strerror(SHMEMX_MALLOC_NO_MEMOPS));
+    cr_assert(strstr(out_text[2], "fill and copy") && strstr(out_text[2], "SHMALLOC_METADATA=inline"));
+    cr_assert_null(shmalloc_heap_realloc(h, a, 5000, &err));
+    cr_assert_eq(err, SHMEMX_MALLOC_NO_MEMOPS);
+    cr_assert_eq(shmalloc_heap_realloc(h, b, 5000, &err), b, "a grow in place needs no copy");
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    shmalloc_heap_destroy(h);
+    h = dev_sym_heap(d, MIB, 0, 1); /* the advice: a transport with fill and copy */
+    cr_assert_not_null(shmalloc_heap_calloc(h, 1, 64, &err));
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    shmalloc_heap_destroy(h);
 }

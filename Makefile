@@ -155,6 +155,8 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	@$(if $(filter 0,$(TOTAL)),,rm -f $(RESULTS))
 	@status=0; \
 	for t in $(TESTS); do $(SUITE) $$t $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
+	$(SUITE) test_pthreads_data-separate env SHMALLOC_METADATA=separate $(RUN) ./$(B)/test_pthreads_data \
+	  --jobs $(JOBS) || status=1; \
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
 	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \
@@ -188,6 +190,8 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 test-pmix: $(addprefix $(B)/,pmix_ofi_worker $(PMIX_OFI_TESTS) hello_pmix_ofi)
 	@status=0; for t in $(PMIX_OFI_TESTS); do \
 	  $(SUITE) $$t env SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/$$t --jobs 1 || status=1; done; \
+	  $(SUITE) test_pmix_ofi_scenarios-separate env SHMALLOC_METADATA=separate \
+	    SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/test_pmix_ofi_scenarios --jobs 1 || status=1; \
 	  test $$status = 0 $(NOSTOP)
 	@$(SUITE) hello_pmix_ofi env $(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER \
 	  ./$(B)/hello_pmix_ofi $(NOSTOP)

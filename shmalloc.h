@@ -777,6 +777,7 @@ enum {
     SHMALLOC_OPT_DEBUG,              /* SHMALLOC_DEBUG: debug mode */
     SHMALLOC_OPT_SHMEM_VERSION,      /* SHMEM_VERSION (OpenSHMEM's): print the version at start-up */
     SHMALLOC_OPT_SHMEM_INFO,         /* SHMEM_INFO (OpenSHMEM's): print the variables at start-up */
+    SHMALLOC_OPT_METADATA,           /* SHMALLOC_METADATA: inline or separate (shmalloc_heap_config) */
     SHMALLOC_OPT_CORE_COUNT          /* the heap's own rows; each layer's follow (shmalloc_options_add) */
 };
 #define SHMALLOC_OPT_MAX 32          /* rows in all */
@@ -788,7 +789,8 @@ enum {
     SHMALLOC_KIND_SWITCH,      /* 0 (or empty): 0; 1 to 9: 1 */
     SHMALLOC_KIND_BIT,         /* 0 or 1 */
     SHMALLOC_KIND_YES_NO,      /* SOS's booleans 1/0, y/n, yes/no, on/off, true/false (empty: no): 1 or 0 */
-    SHMALLOC_KIND_WORD         /* text its reader checks (e.g. a huge page size the kernel has) */
+    SHMALLOC_KIND_WORD,        /* text its reader checks (e.g. a huge page size the kernel has) */
+    SHMALLOC_KIND_METADATA     /* "inline" (or empty) or "separate": SHMALLOC_METADATA_* */
 };
 typedef struct shmalloc_option {
     const char *name;     /* the variable */
@@ -4329,6 +4331,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     shmalloc_heap_config config;
     config.nominal = nominal;
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    config.metadata = (int)shmalloc_options()[SHMALLOC_OPT_METADATA].value;
     config.size_var = shm__size_var(nominal != SIZE_MAX && tp && tp->allreduce_max); /* growth needs it */
     return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
@@ -4977,6 +4980,8 @@ static shmalloc_option shm__options[SHMALLOC_OPT_MAX] = {
      "yes: PE 0 prints the library's version at start-up", NULL, NULL, 0},
     {"SHMEM_INFO", {NULL, NULL}, SHMALLOC_KIND_YES_NO, "0",
      "yes: PE 0 prints every variable its transport reads, its value and meaning, at start-up", NULL, NULL, 0},
+    {"SHMALLOC_METADATA", {NULL, NULL}, SHMALLOC_KIND_METADATA, "inline",
+     "separate: the allocator's state outside the heap's memory, which it never touches", NULL, NULL, 0},
 };
 static int shm__option_count = SHMALLOC_OPT_CORE_COUNT;
 
@@ -5085,6 +5090,10 @@ static int shm__option_parse(shmalloc_option *o)
         if (*t && shm__yes_no(t) < 0) return -1;
         o->value = *t && shm__yes_no(t) == 1;
         return 0;
+    case SHMALLOC_KIND_METADATA:
+        if (*t && strcmp(t, "inline") && strcmp(t, "separate")) return -1;
+        o->value = *t == 's' ? SHMALLOC_METADATA_SEPARATE : SHMALLOC_METADATA_INLINE;
+        return 0;
     default:
         o->value = 0;
         return 0;
@@ -5102,6 +5111,8 @@ static const char *const shm__kind_text[][2] = {
     {"a switch", ": expected 0 (off) or 1 to 9 (on)"},
     {"0 or 1", ""},
     {"a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false"},
+    {"a word", ""}, /* its reader checks it */
+    {"a metadata placement", ": expected inline (block headers in the heap's memory) or separate (none there)"},
 };
 
 /* The largest heap, as the docs write it: "64T", or "512G" below 1T. */

@@ -181,6 +181,7 @@ TS_UNUSED static void launch_in(run *r, int npes, const char *scenario, const ch
     if (npes > 0) {
         snprintf(word, sizeof word, " mpirun --allow-run-as-root --oversubscribe -np %d -x FI_TCP_IFACE -x IPATH_NO_BACKTRACE", npes);
         append(cmd, sizeof cmd, word);
+        if (getenv("SHMALLOC_METADATA")) append(cmd, sizeof cmd, " -x SHMALLOC_METADATA"); /* a suite run per mode */
         for (e = env; e && *e; e++) {
             snprintf(word, sizeof word, " -x %.*s", (int)(strchr(*e, '=') - *e), *e);
             append(cmd, sizeof cmd, word);

@@ -443,3 +443,32 @@ Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout
     cr_assert_eq(shmalloc_parse_size(value, &advised), 0, "%s", value);
     heap_size_with(advised, want); /* asserts the call is served */
 }
+
+/* With separate metadata nothing of the allocator's is in the heap's
+   memory: a peer's put 16 to 64 bytes past the end of a block lands in
+   the next block's bytes, and every later call, and the checker, are as
+   if it had not happened.  (With headers in the heap, the same put
+   overwrites the next block's header.) */
+static void pe_put_past_the_end(void *arg)
+{
+    size_t over = *(const size_t *)arg;
+    char *a = shmem_malloc(100), *b = shmem_malloc(100), *c, junk[64];
+    memset(junk, 0xEE, sizeof junk);
+    shmem_barrier_all();
+    if (shmem_my_pe() == 1) shmem_putmem(a + 100, junk, over, 0); /* into PE 0's heap, past a's end */
+    shmem_barrier_all();
+    shmem_free(b); /* the block whose start the put reached */
+    shmem_free(a);
+    c = shmem_malloc(200); /* a's and b's room, merged: the same offset on every PE */
+    PE_CHECK(c == a);
+    shmem_free(c);
+    PE_CHECK_EQ(shmalloc_check(0), 0);
+    CHECK_HEAP_EMPTY();
+}
+
+Test(pthreads, in_separate_mode_a_put_past_a_blocks_end_harms_no_later_call, .timeout = TEST_TIMEOUT)
+{
+    static size_t over[] = {16, 32, 64};
+    setenv("SHMALLOC_METADATA", "separate", 1);
+    for (int i = 0; i < 3; i++) run_pes(2, SMALL_HEAP, pe_put_past_the_end, &over[i]);
+}

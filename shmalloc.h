@@ -2162,6 +2162,7 @@ SHM__INLINE uint32_t shm__rec_find(const shmalloc_tlsf *t, uint64_t off)
 {
     const struct shm__records *s = t->records;
     uint32_t i = *shm__bucket(s, off);
+    if (SHM__LIKELY(s->r[i].off == off)) return i; /* the chain's first; r[0], offset 0, answers 0 for an empty one */
     while (i && s->r[i].off != off) i = s->r[i].fnext;
     return i;
 }
@@ -2195,15 +2196,14 @@ SHM__INLINE void shm__rec_drop(shmalloc_tlsf *t, uint32_t i)
     s->spare = i;
 }
 
-/* Doubles the records and the buckets when a call could run out: 0, or
-   -1 (nothing changed) when the hooks have no memory. */
-static int shm__rec_room(shmalloc_tlsf *t)
+/* Doubles the records and the buckets: 0, or -1 (nothing changed) when
+   the hooks have no memory. */
+static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
 {
     struct shm__records *s = t->records;
     uint32_t cap = s->cap * 2, i;
     shm__rec *r;
     uint32_t *b;
-    if (SHM__LIKELY(s->fresh + SHM__REC_HEADROOM <= s->cap)) return 0;
     if (s->cap > UINT32_MAX / 2) return -1;
     r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *r);
     b = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *b);
@@ -2222,6 +2222,12 @@ static int shm__rec_room(shmalloc_tlsf *t)
     for (i = s->r[0].next; i; i = s->r[i].next)
         if (!(s->r[i].size & SHM__FREE)) shm__bucket_put(s, i);
     return 0;
+}
+
+/* Room for the records a call may create: 0, or -1 when there is none. */
+SHM__INLINE int shm__rec_room(shmalloc_tlsf *t)
+{
+    return SHM__LIKELY(t->records->fresh + SHM__REC_HEADROOM <= t->records->cap) ? 0 : shm__rec_more(t);
 }
 
 /* ---- the free lists, as the inline core's, over record indices ---- */
@@ -2449,7 +2455,7 @@ static void *shm__rec_align(shmalloc_tlsf *t, size_t align, size_t n)
 
 /* ---- giving back ---- */
 /* Used block b, between free p and n, merges into p (and n, when free). */
-static void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+static SHM__NOINLINE void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
 {
     shm__rec *r = shm__r(t);
     size_t psize = shm__rec_fsize(&r[p]), total = psize + shm__rec_usize(&r[b]);
@@ -2476,7 +2482,7 @@ static void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32
 
 /* Used block b, after used p, merges with free n, which takes b's start
    and keeps its list place when its class stays. */
-static void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+static SHM__NOINLINE void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
 {
     shm__rec *r = shm__r(t);
     size_t nsize = shm__rec_fsize(&r[n]), total = nsize + shm__rec_usize(&r[b]);
@@ -2493,7 +2499,7 @@ static void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32
 }
 
 /* Used block b, out of its bucket, merges with its free neighbours. */
-static void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
+SHM__INLINE void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
 {
     shm__rec *r = shm__r(t);
     size_t size = shm__rec_usize(&r[b]);
@@ -2551,12 +2557,10 @@ static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
 /* ---- resizing ---- */
 /* Used block b gives back its bytes beyond `size` when they are more than
    a minimum block (else they stay its slack, as in the inline core). */
-static void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
+static SHM__NOINLINE void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail)
 {
     shm__rec *r = shm__r(t);
-    size_t tail = shm__rec_usize(&r[b]) - size;
     uint32_t n = r[b].next, f;
-    if (tail <= SHM__MIN_BLOCK) return;
     r[b].size -= tail;
     if (r[n].size & SHM__FREE) {
         size_t nsize = shm__rec_fsize(&r[n]);
@@ -2578,6 +2582,12 @@ static void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
     }
     r[f].size = tail | SHM__FREE;
     shm__rec_push(t, f, shm__rec_list(tail));
+}
+
+SHM__INLINE void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
+{
+    size_t tail = shm__rec_usize(&shm__r(t)[b]) - size;
+    if (tail > SHM__MIN_BLOCK) shm__rec_give_back(t, b, size, tail);
 }
 
 /* Used block b grows to `size` into a free next block: 0, changing
@@ -2660,6 +2670,14 @@ static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
     return q;
 }
 
+/* A valid block's grow: in place, or moved.  Out of line, as is the
+   shrink's giving back: the common path keeps no frame. */
+static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
+{
+    if (shm__rec_grow(t, b, shm__rec_bsize(n))) return ptr;
+    return shm__rec_move(t, b, ptr, n);
+}
+
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
     uint32_t b;
@@ -2672,12 +2690,9 @@ static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
     b = shm__rec_find(t, shm__rec_offset(t, ptr));
     if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
     size = shm__rec_bsize(n);
-    if (size <= shm__rec_usize(&shm__r(t)[b])) {
-        shm__rec_shrink(t, b, size);
-        return ptr;
-    }
-    if (shm__rec_grow(t, b, size)) return ptr;
-    return shm__rec_move(t, b, ptr, n);
+    if (size > shm__rec_usize(&shm__r(t)[b])) return shm__rec_regrow(t, b, ptr, n);
+    shm__rec_shrink(t, b, size);
+    return ptr;
 }
 
 static void *shm__rec_calloc(shmalloc_tlsf *t, size_t count, size_t size)
@@ -3014,7 +3029,6 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     shm__resize r;
-    if (t->records) return shm__rec_realloc(t, ptr, size); /* its start map is empty: every call comes here */
     if (!ptr) return shmalloc_tlsf_malloc(t, size);
     if (!size) {
         shmalloc_tlsf_free(t, ptr);
@@ -3046,7 +3060,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
         shm__shrink_in_place(t, shm__of_user(ptr), bsize);
         return shm__fit(ptr, size);
     }
-    return shm__realloc_planned(t, ptr, size);
+    return t->records ? shm__rec_realloc(t, ptr, size) : shm__realloc_planned(t, ptr, size);
 }
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)

@@ -456,8 +456,7 @@ typedef struct shmalloc_memops {
    blocks.  Its blocks start as `initial` bytes (as
    shmalloc_tlsf_create_reserved's) and grow to `bytes`.  Same placement
    as the inline core's; no header, so a block is its request rounded to
-   16.  ops may be NULL.  Free it with shmalloc_tlsf_destroy.  Not yet:
-   the spec area (shmalloc_tlsf_sbreak refuses, NO_ROOM).  A tentative
+   16.  ops may be NULL.  Free it with shmalloc_tlsf_destroy.  A tentative
    resize makes nothing before its commit. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem, size_t bytes, size_t initial,
                                                                      const shmalloc_memops *ops);
@@ -2819,7 +2818,8 @@ static void shm__rec_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
     out->largest_request = out->largest_free; /* no header */
 }
 
-/* The managed bytes grow by n at their end, into the top. */
+/* The blocks grow by n bytes at their end (from the spec area, or new
+   memory: the caller moves the limit), into the top. */
 static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
 {
     struct shm__records *s = t->records;
@@ -2839,8 +2839,41 @@ static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
         r[last].next = r[0].prev = s->top;
     }
     s->capacity += n;
-    t->limit += n;
     return SHMALLOC_TLSF_OK;
+}
+
+/* shm__sbreak_ok's rules, the top a record: the top must be free and
+   keep at least a minimum block, or be taken whole; a break moved down
+   with no top needs a record (a test every PE answers alike). */
+static int shm__rec_sbreak_ok(const shmalloc_tlsf *t, ptrdiff_t inc)
+{
+    const struct shm__records *s = t->records;
+    size_t spec = (size_t)(t->limit - t->base) - s->capacity, n = (size_t)(inc < 0 ? -inc : inc);
+    size_t top = s->top ? shm__rec_fsize(&s->r[s->top]) : 0;
+    if (inc < 0) return n <= spec && (s->top || (n >= SHM__MIN_BLOCK && s->fresh + SHM__REC_HEADROOM <= s->cap));
+    return !inc || (s->top && (top == n || top >= n + SHM__MIN_BLOCK));
+}
+
+/* Moves the break (shm__sbreak): the top shrinks or grows to match. */
+static void *shm__rec_sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
+{
+    struct shm__records *s = t->records;
+    shm__rec *r = s->r;
+    size_t n = (size_t)(inc < 0 ? -inc : inc);
+    if (inc > 0 && shm__rec_fsize(&r[s->top]) == n) { /* the top goes whole */
+        uint32_t last = r[s->top].prev;
+        r[last].next = 0;
+        r[0].prev = last;
+        shm__rec_drop(t, s->top);
+        s->top = 0;
+        s->capacity -= n;
+    } else if (inc > 0) {
+        r[s->top].size -= n;
+        s->capacity -= n;
+    } else if (inc < 0) {
+        shm__rec_extend(t, n);
+    }
+    return t->base + s->capacity;
 }
 
 static void shm__rec_destroy(shmalloc_tlsf *t)
@@ -3144,14 +3177,16 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_sbreak_status(const shmalloc_tlsf *t
     int bad;
     ptrdiff_t inc = shm__sbreak_round(increment, &bad);
     if (bad) return SHMALLOC_TLSF_BAD_SIZE;
-    if (t->records) return SHMALLOC_TLSF_NO_ROOM; /* no spec area yet */
+    if (t->records) return shm__rec_sbreak_ok(t, inc) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
     return shm__sbreak_ok(t, inc) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
 }
 
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t increment)
 {
     int bad;
-    return shmalloc_tlsf_sbreak_status(t, increment) ? NULL : shm__sbreak(t, shm__sbreak_round(increment, &bad));
+    if (shmalloc_tlsf_sbreak_status(t, increment)) return NULL;
+    if (t->records) return shm__rec_sbreak(t, shm__sbreak_round(increment, &bad));
+    return shm__sbreak(t, shm__sbreak_round(increment, &bad));
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_room(const shmalloc_tlsf *t) { return (size_t)(t->end - t->limit); }
@@ -3171,7 +3206,8 @@ static size_t shm__grow_bytes(size_t bytes)
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow_status(const shmalloc_tlsf *t, size_t bytes)
 {
     size_t room = shmalloc_tlsf_room(t);
-    if (bytes > room || shm__grow_bytes(bytes) > room || (!t->records && t->limit != (char *)t->sentinel + 16))
+    size_t blocks = t->records ? t->records->capacity : (size_t)((char *)t->sentinel + 16 - t->base);
+    if (bytes > room || shm__grow_bytes(bytes) > room || t->limit != t->base + blocks) /* a spec area is in the way */
         return SHMALLOC_TLSF_NO_ROOM;
     return SHMALLOC_TLSF_OK;
 }
@@ -3182,7 +3218,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_grow(shmalloc_tlsf *t, size_t bytes)
 {
     size_t n = shm__grow_bytes(bytes);
     if (shmalloc_tlsf_grow_status(t, bytes)) return SHMALLOC_TLSF_NO_ROOM;
-    if (t->records) return shm__rec_extend(t, n);
+    if (t->records) {
+        if (shm__rec_extend(t, n)) return SHMALLOC_TLSF_NO_ROOM;
+        t->limit += n;
+        return SHMALLOC_TLSF_OK;
+    }
     SHM__UNPOISON(t->limit, n);
     t->limit += n;
     shm__sbreak(t, -(ptrdiff_t)n); /* limits `mapped_bits` too */

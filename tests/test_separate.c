@@ -451,3 +451,26 @@ Test(heap_separate, without_fill_and_copy_calloc_and_a_move_fail_and_say_why)
     cr_assert_eq(shmalloc_heap_check(h, 0), 0);
     shmalloc_heap_destroy(h);
 }
+
+Test(tlsf_separate, the_break_moves_as_the_inline_cores_does)
+{
+    device *d = dev_make(MIB);
+    shmalloc_tlsf *t = dev_heap(d, MIB, 1);
+    char *end = d->hidden + MIB, *spec;
+    void *a = shmalloc_tlsf_malloc(t, 1000);
+    cr_assert_eq(shmalloc_tlsf_sbreak(t, 0), end, "no spec area yet: the break is the end");
+    spec = shmalloc_tlsf_sbreak(t, 4096);
+    cr_assert_eq(spec, end - 4096);
+    cr_assert_eq(shmalloc_tlsf_grow_status(t, 16), SHMALLOC_TLSF_NO_ROOM, "the spec area is in the way");
+    cr_assert_null(shmalloc_tlsf_sbreak(t, -8192), "more given back than taken");
+    cr_assert_null(shmalloc_tlsf_sbreak(t, (ptrdiff_t)MIB), "more than the top holds");
+    cr_assert_eq(shmalloc_tlsf_sbreak(t, (ptrdiff_t)(shmalloc_tlsf_top_free(t))), (char *)a + 1008 - 0, "the top taken whole");
+    cr_assert_eq(shmalloc_tlsf_top_free(t), 0);
+    cr_assert_null(shmalloc_tlsf_malloc(t, 100), "no top, no free block");
+    cr_assert_eq(shmalloc_tlsf_sbreak(t, -(ptrdiff_t)(MIB - 1008)), end, "all given back");
+    cr_assert_eq(shmalloc_tlsf_top_free(t), MIB - 1008);
+    assert_tlsf_ok(t);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}

@@ -2802,10 +2802,10 @@ static int shm__rec_resize_status(shmalloc_tlsf *t, const void *ptr, size_t n)
     next = r[b].next;
     if (size <= shm__rec_usize(&r[b])) return SHMALLOC_TLSF_OK;
     if ((r[next].size & SHM__FREE) && shm__rec_usize(&r[b]) + shm__rec_fsize(&r[next]) >= size) return SHMALLOC_TLSF_OK;
-    if (!t->records->ops.copy) return SHMALLOC_TLSF_NO_MEMOPS;
     keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
-    if (shm__rec_slide(t, b, size, keep)) return SHMALLOC_TLSF_OK;
-    return shm__rec_fits(t, (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT), n) ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
+    if (!shm__rec_slide(t, b, size, keep) && !shm__rec_fits(t, (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT), n))
+        return SHMALLOC_TLSF_NO_ROOM;
+    return t->records->ops.copy ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_MEMOPS; /* a move, which needs the copy */
 }
 
 /* The counters the walk does not give (shmalloc_tlsf_counters). */
@@ -2946,17 +2946,24 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
     return total - capacity;
 }
 
-SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem, size_t bytes, size_t initial)
+/* The block space of an inline core over `bytes`, sentinel included: the
+   largest whose start map and control still fit (0: none). */
+static size_t shm__inline_area(size_t bytes)
 {
-    size_t area, i, j, control = shm__control_bytes(bytes);
-    shmalloc_tlsf *t;
-    shm__block *first;
-    if (!mem || ((uintptr_t)mem & 15) || bytes < control + 16 + SHM__MIN_BLOCK) return NULL;
-    /* the largest block space whose start map and control still fit */
+    size_t area, control = shm__control_bytes(bytes);
+    if (bytes < control + 16 + SHM__MIN_BLOCK) return 0;
     area = (bytes - control) / 129 * 128 & ~(size_t)15;
     while (area && area + shm__map_bytes(area) + control > bytes) area -= 16;
     while (area + 16 + shm__map_bytes(area + 16) + control <= bytes) area += 16;
-    if (area < 16 + SHM__MIN_BLOCK || area - 16 >= (size_t)1 << (SHMALLOC_MAX_LOG2 + 1)) return NULL;
+    return area;
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem, size_t bytes, size_t initial)
+{
+    size_t area = shm__inline_area(bytes), i, j;
+    shmalloc_tlsf *t;
+    shm__block *first;
+    if (!mem || ((uintptr_t)mem & 15) || area < 16 + SHM__MIN_BLOCK || area - 16 >= (size_t)1 << (SHMALLOC_MAX_LOG2 + 1)) return NULL;
     if (initial > area - 15) initial = area;
     initial = (initial + 15) & ~(size_t)15;
     if (initial < 16 + SHM__MIN_BLOCK) initial = 16 + SHM__MIN_BLOCK;
@@ -2969,7 +2976,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->sentinel = shm__at(mem, initial - 16);
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
-    t->start_map = (uint64_t *)(void *)((char *)t + control);
+    t->start_map = (uint64_t *)(void *)((char *)t + shm__control_bytes(bytes));
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) shm__list_init(&t->lists[i][j], i, j);
@@ -4059,7 +4066,8 @@ static int shm__leak_block(void *user, const shmalloc_block_info *b)
     uint64_t on;
     if (!b->used) return 0;
     if (++l->count <= 16) {
-        shmalloc_print(2, SHM__MSG(HEAP_LEAK), l->h->tp.pe, b->offset, b->size - 8, b->size);
+        shmalloc_print(2, SHM__MSG(HEAP_LEAK), l->h->tp.pe, b->offset,
+                       shmalloc_tlsf_usable_size(l->h->tlsf, (char *)shmalloc_tlsf_base(l->h->tlsf) + b->offset), b->size);
         if ((on = l->released_on[l->count - 1]) != 0) {
             shm__pe_list(pes, sizeof pes, on);
             shmalloc_print(2, SHM__MSG(DEFER_RELEASED_ON), l->h->tp.pe, on & (on - 1) ? "s" : "", pes,
@@ -4330,11 +4338,13 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
         return NULL;
     }
     if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
-    if (separate) { /* all of mem is blocks; the heap and the core's state come from the hooks */
+    if (separate && mem && bytes > SHM__HEAP_BYTES + 16) {
+        /* the heap and the core's state come from the hooks; the blocks
+           span what an inline heap's would, so both serve the same sizes */
         shmalloc_memops ops;
         ops.user = tp->user, ops.fill = tp->fill, ops.copy = tp->copy;
-        tbytes = bytes & ~(size_t)15;
-        t = shmalloc_tlsf_create_separate(mem, tbytes, (nominal + 15) & ~(size_t)15, &ops);
+        tbytes = shm__inline_area((bytes - SHM__HEAP_BYTES) & ~(size_t)15);
+        t = tbytes < 16 + SHM__MIN_BLOCK ? NULL : shmalloc_tlsf_create_separate(mem, tbytes - 16, ((nominal + 15) & ~(size_t)15) + 16, &ops);
     } else if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
         tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
         t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);

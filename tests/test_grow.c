@@ -225,7 +225,7 @@ Test(grow_heap, past_the_reservation_the_call_fails_and_the_heap_is_unchanged)
     p = shmalloc_heap_malloc(h, MAX - (1 << 20), &err);
     cr_assert(p != NULL, "nearly the whole reservation: error %ld", err);
     cr_assert(shmalloc_heap_malloc(h, 2 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
-    cr_assert(shmalloc_heap_realloc(h, p, MAX + (1 << 20), &err) == NULL && err == SHMEM_MALLOC_REALLOC_FAILED);
+    cr_assert(shmalloc_heap_realloc(h, p, MAX + (1 << 20), &err) == NULL && err == SHMEM_MALLOC_REALLOC_FAILED, "error %ld", err);
     capture_stop();
     cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM), 1, "%s", out_text[2]);
     cr_assert(strstr(out_text[2], "malloc of 67112960 bytes"), "the first failure is reported:\n%s", out_text[2]);

@@ -10,7 +10,8 @@
 #   make bench-floor     one cache line passed between two cpus: the floor under a barrier
 #   make bench-deferred  shmemx_free_deferred and a drain against shmem_free, 2/4/8 pthreads PEs
 #   make bench-cest      the core's simulated cost per op on allocbench (CEST_WORKLOADS,
-#                        LIVE, REGION as cest.sh takes them), repeatable to the digit
+#                        LIVE, REGION as cest.sh takes them), repeatable to the digit;
+#                        METADATA=separate measures the core with separate metadata
 #
 # Run as root, it installs what it lacks (scripts/deps.sh bench); an
 # allocator whose library is still missing is skipped with a note.
@@ -62,7 +63,7 @@ ALLOCBENCH     ?= ../shared/allocbench
 CEST_WORKLOADS ?= abcd
 bench-cest:
 	@test -f $(ALLOCBENCH)/cest.sh || { echo "bench-cest: $(ALLOCBENCH)/cest.sh not found: allocbench is expected beside the project (or set ALLOCBENCH=DIR)"; exit 1; }
-	sh $(ALLOCBENCH)/cest.sh . $(CEST_WORKLOADS)
+	sh $(ALLOCBENCH)/cest.sh $(if $(filter separate,$(METADATA)),bench/separate,.) $(CEST_WORKLOADS)
 
 # Random 8-byte accesses over a 1 GiB heap: base pages, transparent huge
 # pages, hugetlbfs pages (as root).  Same-node puts and gets of 8 B and

@@ -195,6 +195,9 @@ extern "C" {
     X(HEAP_OOM_QUIET, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports " \
                       "each)\n") \
     X(HEAP_MISUSE, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n") \
+    X(HEAP_NO_MEMORY, "shmalloc: PE %d: %s: the allocator's block records could not grow (separate metadata): " \
+                      "the allocator hooks (SHMALLOC_MALLOC, or malloc) returned NULL; the process is short of " \
+                      "memory, not the heap; the call fails on every PE\n") \
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
     X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
@@ -397,7 +400,8 @@ enum {
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
     SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
     SHMALLOC_TLSF_BAD_ALIGN,    /* alignment 0, not a power of two, or too large */
-    SHMALLOC_TLSF_NO_MEMOPS     /* a separate core must move a block and has no copy */
+    SHMALLOC_TLSF_NO_MEMOPS,    /* a separate core must move a block and has no copy */
+    SHMALLOC_TLSF_NO_MEMORY     /* a separate core's records could not grow (the hooks returned NULL) */
 };
 #define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
 /* A one-line description of a SHMALLOC_TLSF_* status, the words of the
@@ -2797,7 +2801,7 @@ static int shm__rec_resize_status(shmalloc_tlsf *t, const void *ptr, size_t n)
     size_t size = shm__rec_bsize(n), keep;
     if (!b) return shm__rec_invalid(t, ptr);
     if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return SHMALLOC_TLSF_BAD_SIZE;
-    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_ROOM;
+    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_MEMORY;
     r = shm__r(t);
     next = r[b].next;
     if (size <= shm__rec_usize(&r[b])) return SHMALLOC_TLSF_OK;
@@ -3497,6 +3501,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align,
     shm__pending(t, op, SHM__TAKE, size);
     if (status) return status;
     if (t->records) {
+        if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_MEMORY;
         op->ptr = shm__rec_align(t, align, size);
         return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
     }
@@ -3727,6 +3732,7 @@ static long shm__malloc_error(int status, int resizing)
     case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
     case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
     case SHMALLOC_TLSF_NO_MEMOPS: return SHMEMX_MALLOC_NO_MEMOPS;
+    case SHMALLOC_TLSF_NO_MEMORY: return SHMEM_MALLOC_FAIL; /* not the heap's room: no growth, no advice to grow */
     default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
     }
 }
@@ -3736,6 +3742,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
     switch (status) { /* a core's heap need not be symmetric */
     case SHMALLOC_TLSF_NOT_IN_HEAP: return "pointer is not in the heap";
     case SHMALLOC_TLSF_NO_ROOM: return "no free block is large enough";
+    case SHMALLOC_TLSF_NO_MEMORY: return "the block records could not grow: the allocator hooks returned NULL";
     default: return shmalloc_strerror(shm__malloc_error(status, 0));
     }
 }
@@ -4591,6 +4598,7 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
     if (!*e && (status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op)) != SHMALLOC_TLSF_OK) {
         *e = shm__malloc_error(status, 0);
         *short_here = status == SHMALLOC_TLSF_NO_ROOM;
+        if (status == SHMALLOC_TLSF_NO_MEMORY) shmalloc_print(2, SHM__MSG(HEAP_NO_MEMORY), h->tp.pe, shm__call_names[call->kind]);
     }
     if (op->ptr && zero && shm__fill(h, op->ptr, 0, call->size)) *e = SHMEMX_MALLOC_NO_MEMOPS; /* the fill failed */
     else if (op->ptr && h->debug && !zero) /* the whole usable size */
@@ -4821,7 +4829,9 @@ static void shm__realloc_agreed(shmalloc_heap *h, void *ptr, shm__call *call, sh
                                 long *local)
 {
     size_t old = shmalloc_tlsf_usable_size(h->tlsf, ptr), size = call->size;
-    *local = shm__malloc_error(shmalloc_tlsf_resize(h->tlsf, ptr, size, op), 1);
+    int status = shmalloc_tlsf_resize(h->tlsf, ptr, size, op);
+    *local = shm__malloc_error(status, 1);
+    if (status == SHMALLOC_TLSF_NO_MEMORY) shmalloc_print(2, SHM__MSG(HEAP_NO_MEMORY), h->tp.pe, "realloc");
     call->again = !*local && op->commit_grows;
     if (op->ptr && h->debug && size > old) shm__fill(h, (char *)op->ptr + old, SHM__FILL_NEW, size - old);
     *e = shm__agree(&h->tp, h->debug, &h->order, call, *local);

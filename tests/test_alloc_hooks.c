@@ -162,6 +162,46 @@ Test(alloc_hooks, a_failing_hook_fails_the_hinted_call_and_changes_nothing)
     expect_balanced(1);
 }
 
+/* A heap with separate metadata: its records and the heap itself come
+   through the hooks, double as the blocks do, and a refused doubling fails
+   the call that needed it, on every PE, with a message that names the
+   process's memory, not the heap's; the next call, given memory, works. */
+Test(alloc_hooks, separate_metadata_grows_through_the_hooks_and_a_refusal_fails_one_call)
+{
+    enum { N = 5000 };
+    static void *p[N];
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE};
+    size_t bytes = shmalloc_heap_bytes(4 * MIB), before, i, failed = N;
+    long err = 1;
+    shmalloc_heap *h = shmalloc_heap_create_with(map_aligned(bytes, MIB), bytes, &config, shmalloc_transport_single(), &err);
+    cr_assert(h != NULL && err == SHMEM_MALLOC_OK);
+    cr_assert(hook_allocs >= 4, "the heap, the core, its records and buckets: %zu", hook_allocs);
+    capture_start();
+    for (i = 0; i < N; i++) {
+        before = hook_allocs;
+        hook_refuse = 1;
+        p[i] = shmalloc_heap_malloc(h, 32, &err);
+        if (!p[i]) {
+            failed = i;
+            break;
+        }
+        cr_assert_eq(hook_allocs, before, "a malloc that needed no memory took some");
+    }
+    capture_stop();
+    cr_assert(failed < N, "the records never doubled in %d blocks", N);
+    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(hook_refuse, 0, "the refused allocation was the records'");
+    assert_said(HEAP_NO_MEMORY, 0, "malloc");
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM), 0, "not the heap's room");
+    p[failed] = shmalloc_heap_malloc(h, 32, &err);
+    cr_assert(p[failed] != NULL && err == SHMEM_MALLOC_OK, "memory again: the same call works");
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    for (i = 0; i <= failed; i++) shmalloc_heap_free(h, p[i], &err);
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    shmalloc_heap_destroy(h);
+    expect_balanced(hook_allocs);
+}
+
 /* What a transport gets: zeroed objects, no call for a size that overflows. */
 Test(alloc_hooks, a_transport_gets_zeroed_memory_through_the_hooks)
 {

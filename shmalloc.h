@@ -563,10 +563,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
    allreduce_and    optional.  values[0..count) := the bitwise AND over all
-                    PEs, count <= SHMALLOC_REDUCE_AND_MAX; synchronises like
+                    PEs, count <= SHMALLOC_REDUCE_AND_MAX, in one round (a
+                    transport that splits a call into several collective
+                    calls makes a drain cost as many); synchronises like
                     barrier.  Drains deferred releases (shmalloc_heap_free_
-                    deferred) in one round per SHMALLOC_REDUCE_AND_MAX * 64
-                    live blocks.  Without it, with allreduce_max, a drain
+                    deferred) in one round up to SHMALLOC_REDUCE_AND_MAX * 64
+                    = 65 536 live blocks, and one more per 65 536 past
+                    that.  Without it, with allreduce_max, a drain
                     sends one value per live block (1 - released, whose
                     maximum is 0 only when every PE released it):
                     SHMALLOC_REDUCE_MAX blocks per round.  Without either,
@@ -582,7 +585,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    shmalloc_heap_destroy on every PE (collective). */
 #define SHMALLOC_REDUCE_MAX 16  /* values of one allreduce_max call, at most */
 #define SHMALLOC_MAX_REGIONS 64 /* regions register_region is called with, at most */
-#define SHMALLOC_REDUCE_AND_MAX 512 /* values of one allreduce_and call, at most */
+#define SHMALLOC_REDUCE_AND_MAX 1024 /* values of one allreduce_and call, at most: 65 536 live blocks */
 
 typedef struct shmalloc_transport {
     void *user;

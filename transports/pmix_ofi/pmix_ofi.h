@@ -70,7 +70,9 @@
 
 #define SHM__MAX_ROUNDS 31        /* dissemination rounds: up to 2^31 PEs */
 #define SHM__RECV_SLOTS 64        /* > messages in flight to one PE: 2 epochs x rounds */
-#define SHM__SLOT_BYTES 256       /* one message buffer */
+/* One message buffer: a 16-byte header and an allreduce_and's values, whole
+   cache lines (8 256 bytes), so that a call is one message per round. */
+#define SHM__SLOT_BYTES ((16 + 8 * (size_t)SHMALLOC_REDUCE_AND_MAX + 63) & ~(size_t)63)
 #define SHM__BOUNCE_BYTES ((size_t)1 << 20) /* FI_MR_LOCAL copies of unregistered buffers */
 #define SHM__RAW_KEY_MAX 64       /* FI_MR_RAW key bytes we can carry */
 #define SHM__NODE_PREFIX "shmalloc-" /* the node segment's name in /dev/shm, its creator's PID next */
@@ -303,7 +305,7 @@ typedef struct shm__inbox {
     int full;
     int count;
     int source;
-    uint64_t values[SHMALLOC_REDUCE_MAX];
+    uint64_t values[SHMALLOC_REDUCE_AND_MAX];
 } shm__inbox;
 
 typedef struct shm__node_slot shm__node_slot;

@@ -3205,17 +3205,22 @@ static void shm__count_released(shmalloc_heap *h) { SHM__STORE(h->order.releases
 
 /* A collective call frees or moves the block at offset: this PE's release
    of it goes; 1 when there was one.  The set's lock only when the set has
-   blocks (a release of this very block racing the call is a double free). */
-static int shm__drop_release(shmalloc_heap *h, size_t offset)
+   blocks (a release of this very block racing the call is a double free):
+   the test inline, the rest out of line. */
+static SHM__NOINLINE int shm__drop_release_locked(shmalloc_heap *h, size_t offset)
 {
     int had;
-    if (!SHM__LOAD(h->order.releases)) return 0;
     shm__lock_released(&h->order);
     had = shm__table_get(&h->released, offset) != 0;
     shm__table_drop(&h->released, offset);
     shm__count_released(h);
     shm__unlock_released(&h->order);
     return had;
+}
+
+SHM__INLINE int shm__drop_release(shmalloc_heap *h, size_t offset)
+{
+    return SHM__LOAD(h->order.releases) ? shm__drop_release_locked(h, offset) : 0;
 }
 
 /* Block ptr is released by this PE again (a resize of it failed). */
@@ -3230,7 +3235,7 @@ static void shm__keep_release(shmalloc_heap *h, size_t offset)
 
 /* The block at ptr, agreed, not in the released set: freed, its hints
    dropped; debug mode fills it, the slack too (the free poisons it again). */
-static void shm__free_agreed(shmalloc_heap *h, void *ptr)
+SHM__INLINE void shm__free_agreed(shmalloc_heap *h, void *ptr)
 {
     size_t offset = shmalloc_tlsf_offset(h->tlsf, ptr);
     shm__table_drop(&h->hints, offset);
@@ -3303,14 +3308,13 @@ static void shm__reduce_nothing(shmalloc_heap *h, size_t bits)
 
 /* After a collective call whose agreement found fresh releases (on every
    PE alike): frees the blocks every PE released.  Returns how many. */
-static size_t shm__drain(shmalloc_heap *h)
+static SHM__NOINLINE size_t shm__drain_agreed(shmalloc_heap *h)
 {
     shmalloc_counters c;
     shm__live l = {NULL, 0};
     uint64_t *bits;
     size_t i, fresh, freed = 0;
     int failed;
-    if (!h->order.drain) return 0;
     h->order.drain = 0;
     shmalloc_tlsf_counters(h->tlsf, &c);
     if (!c.used_blocks) return 0;
@@ -3342,6 +3346,10 @@ static size_t shm__drain(shmalloc_heap *h)
     shmalloc_mem_free(l.offsets);
     return freed;
 }
+
+/* Every collective call drains after its agreement: the test inline, the
+   drain out of line, so that a call with nothing released pays a load. */
+SHM__INLINE size_t shm__drain(shmalloc_heap *h) { return h->order.drain ? shm__drain_agreed(h) : 0; }
 
 /* "0, 2": the PEs whose bits are set in mask (PEs 0..63). */
 static void shm__pe_list(char *buf, size_t n, uint64_t mask)

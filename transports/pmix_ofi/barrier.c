@@ -102,15 +102,6 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shm__
     shm__leave();
 }
 
-void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
-{
-    int i;
-    for (i = 0; i < count; i++) {
-        if (shm__coll.fold_and) values[i] &= theirs[i];
-        else if (theirs[i] > values[i]) values[i] = theirs[i];
-    }
-}
-
 /* Ready for barriers among the group node.c set: the rounds counted,
    messages received, and gave_up run when one waits timeout seconds. */
 void shm__barrier_open(int timeout, void (*gave_up)(int pe))

@@ -321,7 +321,6 @@ typedef struct shm__collective {
     shm__nodes nodes;       /* the bootstrap's map, its arrays borrowed (shm__node_open) */
     /* Barrier messages go among a group: every PE, or one leader per node. */
     int group_size, group_me, rounds;
-    shm__inbox inbox[2][SHM__MAX_ROUNDS];
     shm__op *sent[SHM__MAX_ROUNDS]; /* each round's send, done before its slot is written again */
     uint32_t epoch;
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
@@ -341,14 +340,24 @@ typedef struct shm__collective {
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
+    shm__inbox inbox[2][SHM__MAX_ROUNDS]; /* last: 8 KiB each, the other fields share lines */
 } shm__collective;
 
 SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
-/* values[i] := max(values[i], theirs[i]), or their AND while fold_and is set. */
-SHM__INTERNAL void shm__combine(uint64_t *values, const uint64_t *theirs, int count);
+/* values[i] := max(values[i], theirs[i]), or their AND while fold_and is
+   set.  Inline: every barrier and all-reduce round runs it. */
+static inline void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
+{
+    int i;
+    if (shm__coll.fold_and)
+        for (i = 0; i < count; i++) values[i] &= theirs[i];
+    else
+        for (i = 0; i < count; i++)
+            if (theirs[i] > values[i]) values[i] = theirs[i];
+}
 SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
 SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);

@@ -155,8 +155,8 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	@$(if $(filter 0,$(TOTAL)),,rm -f $(RESULTS))
 	@status=0; \
 	for t in $(TESTS); do $(SUITE) $$t $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
-	$(SUITE) test_pthreads_data-separate env SHMALLOC_METADATA=separate $(RUN) ./$(B)/test_pthreads_data \
-	  --jobs $(JOBS) || status=1; \
+	for t in test_pthreads_data test_pthreads_deferred; do $(SUITE) $$t-separate env SHMALLOC_METADATA=separate \
+	  $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
 	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \

@@ -3688,6 +3688,8 @@ typedef struct shm__order {
     int mismatch_reported; /* outside debug mode a mismatch is reported once */
     unsigned changes; /* atomic: odd while a call changes the heap (shm__hold) */
     int release_lock; /* atomic: the released set's (shm__lock_released) */
+    int separate;     /* the heap's metadata is separate: calls hold heap_lock (shm__hold) */
+    int heap_lock;    /* atomic */
     size_t releases;  /* atomic: blocks in the released set */
     size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
@@ -3826,8 +3828,31 @@ static void shm__yield(void)
 #  define SHM__FENCE(order) ((void)0)
 #endif
 
+static void shm__spin_lock(int *lock)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    while (__atomic_exchange_n(lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(lock, __ATOMIC_RELAXED)) shm__yield(); /* the holder may need this cpu */
+#else
+    *lock = 1;
+#endif
+}
+
+static void shm__spin_unlock(int *lock)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __atomic_store_n(lock, 0, __ATOMIC_RELEASE);
+#else
+    *lock = 0;
+#endif
+}
+
+/* A heap with separate metadata cannot be checked by racing reads (its
+   records move when they double): its calls also hold heap_lock while
+   they change it, and a release checks under it (shm__check_release). */
 static void shm__hold(shm__order *o)
 {
+    if (o->separate) shm__spin_lock(&o->heap_lock);
     SHM__STORE(o->changes, o->changes + 1); /* odd; only the thread in the call writes it */
     SHM__FENCE(__ATOMIC_RELEASE);            /* odd before any change */
 }
@@ -3835,26 +3860,11 @@ static void shm__hold(shm__order *o)
 static void shm__let_go(shm__order *o)
 {
     SHM__STORE_RELEASE(o->changes, o->changes + 1); /* even, after every change */
+    if (o->separate) shm__spin_unlock(&o->heap_lock);
 }
 
-static void shm__lock_released(shm__order *o)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    while (__atomic_exchange_n(&o->release_lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&o->release_lock, __ATOMIC_RELAXED)) shm__yield(); /* the holder may need this cpu */
-#else
-    o->release_lock = 1;
-#endif
-}
-
-static void shm__unlock_released(shm__order *o)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    __atomic_store_n(&o->release_lock, 0, __ATOMIC_RELEASE);
-#else
-    o->release_lock = 0;
-#endif
-}
+static void shm__lock_released(shm__order *o) { shm__spin_lock(&o->release_lock); }
+static void shm__unlock_released(shm__order *o) { shm__spin_unlock(&o->release_lock); }
 
 /* The transport's lock, then the heap held: SHMEM_MALLOC_OK when the
    transport's is held.  A call that could not take it changes nothing, yet
@@ -4466,7 +4476,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -4504,7 +4514,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
-    h->separate = separate;
+    h->separate = h->order.separate = separate;
     h->size_var = config ? config->size_var : NULL;
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
@@ -4907,6 +4917,15 @@ static int shm__first(int *said)
 static long shm__check_release(shmalloc_heap *h, const void *ptr)
 {
     shm__order *o = &h->order;
+    if (o->separate) { /* under heap_lock, taken without the set's, as calls take them in the other order */
+        long e;
+        shm__unlock_released(o);
+        shm__spin_lock(&o->heap_lock);
+        e = shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
+        shm__spin_unlock(&o->heap_lock);
+        shm__lock_released(o);
+        return e;
+    }
     for (;;) {
         unsigned before = SHM__LOAD_ACQUIRE(o->changes);
         if (!(before & 1)) {

@@ -140,6 +140,15 @@
 #define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
 #define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
 #define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
+/* A block's header, or its neighbour's, was overwritten (a write past the
+   end of the block before it?): free and realloc refuse to merge through
+   it, and the call fails on every PE with the heap unchanged.  Caught: a
+   header whose flags or size no used block has, or whose size leads to no
+   recorded block start, a free neighbour whose size does not reach the
+   block that links back to it, a "previous block is free" no free block
+   backs.  Not caught: a size that still leads to another used block's start
+   (shmalloc_check finds it later), and bytes a write left as they were. */
+#define SHMEMX_MALLOC_CORRUPT_HEAP   (-17L)
 
 /* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
    SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
@@ -192,6 +201,9 @@ extern "C" {
     X(HEAP_OOM_QUIET, "shmalloc: PE %d: further failures of this heap are not reported (SHMALLOC_DEBUG=1 reports " \
                       "each)\n") \
     X(HEAP_MISUSE, "shmalloc: PE %d: %s(%s): %s; the call fails on every PE\n") \
+    X(HEAP_CORRUPT, "shmalloc: PE %d: %s(the pointer at offset %zu): the block records %zu bytes (header 0x%zx) " \
+                    "and %s: its header was overwritten: a write past the end of the block before it? The call " \
+                    "fails on every PE and changes nothing; shmalloc_check names the damage\n") \
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
     X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
@@ -393,7 +405,9 @@ enum {
     SHMALLOC_TLSF_NOT_A_BLOCK,  /* pointer inside the heap, not a used block's start */
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
     SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
-    SHMALLOC_TLSF_BAD_ALIGN     /* alignment 0, not a power of two, or too large */
+    SHMALLOC_TLSF_BAD_ALIGN,    /* alignment 0, not a power of two, or too large */
+    SHMALLOC_TLSF_CORRUPT       /* a used block whose header, or its neighbour's, was
+                                   overwritten: nothing is merged through it */
 };
 #define SHMALLOC_TLSF_MAX_REQUEST ((size_t)1 << SHMALLOC_MAX_LOG2) /* bytes of the largest request */
 /* A one-line description of a SHMALLOC_TLSF_* status, the words of the
@@ -1025,6 +1039,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
     case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
+    case SHMEMX_MALLOC_CORRUPT_HEAP: return "a block's header was overwritten: a write past the end of a block?";
     default: return "unknown error code";
     }
 }
@@ -1413,6 +1428,68 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
     return b;
 }
 
+/* The start-map bit of the block at offset off, a multiple of 16, as
+   shm__valid computes it: after a free's test the compiler reuses the word. */
+SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
+
+/* Marks b's start used, or not: the bit is the other way, so it flips. */
+SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
+{
+    size_t bit = shm__bit(shm__offset(t, b));
+    SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
+    (void)used;
+}
+
+/* ---- vouching for headers: a write past a block's end lands on the next
+   block's header, and a size followed blindly leads anywhere ---- */
+SHM__INLINE int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
+{
+    size_t bit = shm__offset(t, b) >> 4;
+    if (bit >= t->mapped_bits) return 0; /* past the zeroed map */
+    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
+/* Is f, whose header word `header` says free (f at most the sentinel), a
+   free block?  Its size must stay inside the blocks and reach a block
+   whose back link names f: the sentinel when f is the top, else not.  The
+   merge writes that link anyway, so the check costs no cache line. */
+SHM__INLINE int shm__free_sound(const shmalloc_tlsf *t, const shm__block *f, size_t header)
+{
+    size_t size = shm__free_size(header);
+    const shm__block *after = shm__at(f, size);
+    return size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)f) && after->prev_phys == f &&
+           (after == t->sentinel) == ((header & SHM__TOP) != 0);
+}
+
+/* Does b's "previous block is free" hold?  Its link must name a free block
+   below it, in the blocks, whose size reaches b. */
+SHM__INLINE int shm__prev_sound(const shmalloc_tlsf *t, const shm__block *b)
+{
+    const shm__block *prev = b->prev_phys;
+    size_t gap = (size_t)((uintptr_t)b - (uintptr_t)prev);
+    return gap >= SHM__MIN_BLOCK && gap <= shm__offset(t, b) && !(gap & 15) &&
+           (prev->header & (SHM__FREE | SHM__TOP | SHM__END)) == SHM__FREE && shm__free_size(prev->header) == gap;
+}
+
+/* Is used block b's header word, `header`, one a used block can have: no
+   free, end or top flag, and a size from the minimum block to the sentinel?
+   (b, a used block, lies at least a minimum block below it.) */
+SHM__INLINE int shm__used_sound(const shmalloc_tlsf *t, const shm__block *b, size_t header)
+{
+    return !(header & (SHM__FREE | SHM__END | SHM__TOP)) &&
+           (header & SHM__SIZE_MASK) - SHM__MIN_BLOCK <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) - SHM__MIN_BLOCK;
+}
+
+/* Is next, which a sound used block's size leads to, a block: the
+   sentinel, a sound free block, or a recorded used block's start? */
+SHM__INLINE int shm__next_sound(const shmalloc_tlsf *t, const shm__block *next, size_t next_header)
+{
+    if (next_header & SHM__END) return next == t->sentinel;
+    if (next_header & SHM__FREE) return shm__free_sound(t, next, next_header);
+    return shm__starts_used(t, next);
+}
+
 /* The end of a merging free: b, of `size` bytes up to `next`, has grown
    over the free block anchor (which may be b itself), of anchor_size
    bytes, and takes its place in the lists.  Returns SHMALLOC_TLSF_OK, so
@@ -1444,9 +1521,18 @@ SHM__INLINE int shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
     (void)t;
     SHM__UNPOISON((char *)b + 16, 16); /* as a listed block's links are */
     shm__set_top(b, size);
-    shm__set_prev_free(end, b);
+    end->prev_phys = b;
+    end->header = SHM__END | SHM__PREV_FREE; /* whole: a write past the end of the block below may have reached it */
     SHM__POISON((char *)b + 32, size - 32);
     return SHMALLOC_TLSF_OK;
+}
+
+/* A free that found a header it cannot trust gives b back its start-map
+   bit, the only thing it changed. */
+static SHM__NOINLINE int shm__unreleased(shmalloc_tlsf *t, const shm__block *b)
+{
+    shm__mark_used(t, b, 1);
+    return SHMALLOC_TLSF_CORRUPT;
 }
 
 /* b, of `size` bytes, merges with its free previous block, which is listed
@@ -1455,7 +1541,9 @@ SHM__INLINE int shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
 static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size), *prev = b->prev_phys;
-    size_t prev_size = shm__free_size(prev->header);
+    size_t prev_size;
+    if (SHM__UNLIKELY(!shm__prev_sound(t, b) || !shm__next_sound(t, next, next_header))) return shm__unreleased(t, b);
+    prev_size = shm__free_size(prev->header);
     if (next_header & SHM__FREE) {
         size_t nsize = shm__free_size(next_header);
         if (!(next_header & SHM__TOP)) shm__remove(t, next);
@@ -1477,7 +1565,12 @@ static int shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t 
 {
     shm__block *next = shm__at(b, size);
     size_t nsize = shm__free_size(next_header);
-    if (next_header & (SHM__TOP | SHM__END)) return shm__to_top(t, b, size + nsize);
+    if (next_header & (SHM__TOP | SHM__END)) { /* the sentinel, or the top: it ends there and is linked back */
+        if (SHM__UNLIKELY(shm__at(next, nsize) != t->sentinel || (next != t->sentinel && t->sentinel->prev_phys != next)))
+            return shm__unreleased(t, b);
+        return shm__to_top(t, b, size + nsize);
+    }
+    if (SHM__UNLIKELY(!shm__free_sound(t, next, next_header))) return shm__unreleased(t, b);
     return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
 }
 
@@ -1490,19 +1583,6 @@ SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, s
     shm__push_size(t, b, size);
     shm__set_prev_free(next, b);
     SHM__POISON((char *)b + 32, size - 32);
-}
-
-/* The start-map bit of the block at offset off, a multiple of 16, as
-   shm__valid computes it: after a free's test the compiler reuses the word. */
-SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
-
-/* Marks b's start used, or not: the bit is the other way, so it flips. */
-SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
-{
-    size_t bit = shm__bit(shm__offset(t, b));
-    SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
-    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
-    (void)used;
 }
 
 #if SHMALLOC_DEBUG_LEVEL >= 2
@@ -1661,12 +1741,19 @@ SHM__INLINE size_t shm__top_gap(const shmalloc_tlsf *t, size_t align)
     return align <= SHMALLOC_ALIGNMENT ? 0 : shm__gap(t->sentinel->prev_phys, align);
 }
 
+/* The top's size, from where it ends rather than from its header, which a
+   write past the end of the block below can reach: a take rewrites it. */
+SHM__INLINE size_t shm__top_size(const shmalloc_tlsf *t)
+{
+    return (size_t)((uintptr_t)t->sentinel - (uintptr_t)t->sentinel->prev_phys);
+}
+
 /* Can the top serve `size` bytes (a block size) at `align`? */
 SHM__INLINE int shm__top_fits(const shmalloc_tlsf *t, size_t size, size_t align)
 {
     size_t gap = shm__top_gap(t, align), tsize;
     if (gap == SIZE_MAX) return 0;
-    tsize = shm__free_size(t->sentinel->prev_phys->header);
+    tsize = shm__top_size(t);
     return tsize >= gap && tsize - gap >= size;
 }
 
@@ -1700,7 +1787,7 @@ static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
     size_t tsize;
     if (!shm__has_top(t)) return NULL; /* else the sentinel's link is a user's bytes */
     a = t->sentinel->prev_phys;
-    tsize = shm__free_size(a->header);
+    tsize = shm__top_size(t);
     if (tsize < size) return NULL;
     SHM__UNPOISON((char *)a + 32, tsize - 32);
     return shm__cut_top(t, a, tsize, size, 0);
@@ -1716,7 +1803,7 @@ static SHM__NOINLINE void *shm__take_top_aligned(shmalloc_tlsf *t, size_t size, 
     if (!shm__top_fits(t, size, align)) return NULL;
     g = t->sentinel->prev_phys;
     gap = shm__top_gap(t, align);
-    tsize = shm__free_size(g->header);
+    tsize = shm__top_size(t);
     SHM__UNPOISON((char *)g + 32, tsize - 32);
     if (!gap) return shm__cut_top(t, g, tsize, size, shm__align_bits(align));
     a = shm__at(g, gap);
@@ -1733,16 +1820,20 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
     return shm__take_at(t, b, shm__list(t, shm__list_index(fl, sl)), size, align);
 }
 
-/* Frees the used block b (already validated); returns SHMALLOC_TLSF_OK. */
+/* Frees the used block b (its start validated); returns SHMALLOC_TLSF_OK,
+   or SHMALLOC_TLSF_CORRUPT, changing nothing, when b's header or a
+   neighbour it leads to cannot be trusted (shm__damaged).  The merges
+   check the neighbours they merge with. */
 SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
-    size_t header = b->header, size = header & SHM__SIZE_MASK;
+    size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
-    size_t next_header = next->header; /* both read before the map is written, which the compiler cannot tell from them */
-    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
+    if (SHM__UNLIKELY(!shm__used_sound(t, b, header))) return SHMALLOC_TLSF_CORRUPT;
+    next_header = next->header; /* both read before the map is written, which the compiler cannot tell from them */
     shm__mark_used(t, b, 0);
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
+    if (SHM__UNLIKELY(!shm__starts_used(t, next))) return shm__unreleased(t, b);
     shm__file_alone(t, b, size, next);
     return SHMALLOC_TLSF_OK;
 }
@@ -1837,9 +1928,26 @@ SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
     return bit < t->mapped_bits && (t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
+/* Can free and resize trust the header of used block b (the start map
+   vouches for b's start) and the neighbours it leads to?  NULL when they
+   can; else b, when its own header is no used block's, or the neighbour
+   its header leads to, which is not a block (b's size or the neighbour's
+   header was overwritten).  A size that leads to another used block's
+   start passes: only the checker's walk finds that. */
+SHM__INLINE const shm__block *shm__damaged(const shmalloc_tlsf *t, const shm__block *b)
+{
+    const shm__block *next = shm__at(b, shm__size(b));
+    if (!shm__used_sound(t, b, b->header)) return b;
+    if (shm__is_prev_free(b) && !shm__prev_sound(t, b)) return b->prev_phys;
+    return shm__next_sound(t, next, next->header) ? NULL : next;
+}
+
+/* Is ptr a used block's user pointer (else why not), and are its header
+   and neighbours sound? */
 SHM__INLINE int shm__validate(const shmalloc_tlsf *t, const void *ptr)
 {
-    return SHM__LIKELY(shm__valid(t, ptr)) ? SHMALLOC_TLSF_OK : shm__invalid(t, ptr);
+    if (SHM__UNLIKELY(!shm__valid(t, ptr))) return shm__invalid(t, ptr);
+    return SHM__UNLIKELY(shm__damaged(t, shm__of_user(ptr)) != NULL) ? SHMALLOC_TLSF_CORRUPT : SHMALLOC_TLSF_OK;
 }
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
@@ -2170,6 +2278,7 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
 {
     shm__block *b = shm__of_user(ptr);
     shm__resize r;
+    if (shm__damaged(t, b)) return NULL;
     if (shm__grow_in_place(t, b, bsize)) return shm__fit(ptr, size);
     r.size = bsize;
     if (shm__plan_elsewhere(t, b, shm__room(b), &r)) return NULL;
@@ -2181,9 +2290,14 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
+        shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
         size_t bsize = shm__block_size(size);
-        if (bsize > shm__size(shm__of_user(ptr))) return shm__realloc_grow(t, ptr, size, bsize);
-        shm__shrink_in_place(t, shm__of_user(ptr), bsize);
+        if (SHM__UNLIKELY(!shm__used_sound(t, b, b->header))) return NULL;
+        if (bsize > shm__size(b)) return shm__realloc_grow(t, ptr, size, bsize);
+        /* a shrink reaches only the next block, and only with a tail to give back */
+        if (shm__size(b) - bsize > SHM__MIN_BLOCK && SHM__UNLIKELY(!shm__next_sound(t, next, next->header)))
+            return NULL;
+        shm__shrink_in_place(t, b, bsize);
         return shm__fit(ptr, size);
     }
     return shm__realloc_planned(t, ptr, size);
@@ -2194,16 +2308,23 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, con
     return shm__validate(t, ptr);
 }
 
+/* ptr is a used block's user pointer and its own header is sound (its
+   neighbours may not be): what the block's size and alignment need. */
+static int shm__own_sound(const shmalloc_tlsf *t, const void *ptr)
+{
+    return shm__valid(t, ptr) && shm__used_sound(t, shm__of_user(ptr), shm__of_user(ptr)->header);
+}
+
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr)
 {
-    return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
+    return shm__own_sound(t, ptr) ? shm__size(shm__of_user(ptr)) - 8 : 0;
 }
 
 /* A plain block records alignment 1 (no bits), and is aligned to 16. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t, const void *ptr)
 {
     size_t align;
-    if (shm__validate(t, ptr)) return 0;
+    if (!shm__own_sound(t, ptr)) return 0;
     align = shm__align_of(shm__of_user(ptr));
     return align < SHMALLOC_ALIGNMENT ? SHMALLOC_ALIGNMENT : align;
 }
@@ -2351,6 +2472,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
 }
 
 /* ---- checker: never follows a size or a link out of the block space ---- */
+/* The likely cause of a header that is not a block's, as free's message gives it. */
+#define SHM__OVERWRITTEN " (a header overwritten: a write past the end of the block before it?)"
+
 typedef struct shm__checker {
     const shmalloc_tlsf *t;
     int level, problems;
@@ -2374,13 +2498,6 @@ static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
 {
     return (uintptr_t)b >= (uintptr_t)t->base && (uintptr_t)b < (uintptr_t)t->sentinel &&
            !(shm__offset(t, b) & 15);
-}
-
-static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
-{
-    size_t bit = shm__offset(t, b) >> 4;
-    if (bit >= t->mapped_bits) return 0; /* past the zeroed map */
-    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
 /* Does a block start at b?  Used blocks are in the start map; a free one
@@ -2438,7 +2555,7 @@ static size_t shm__check_chain(shm__checker *c)
         is_free = b->header & SHM__FREE;
         if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) ||
             (b->header & SHM__END) || ((b->header & SHM__TOP) && !is_free)) {
-            shm__problem(c, "block at offset %zu: header 0x%zx %s", off, b->header,
+            shm__problem(c, "block at offset %zu: header 0x%zx %s" SHM__OVERWRITTEN, off, b->header,
                          b->header & (SHM__END | SHM__TOP) ? "is not a multiple of 16"
                          : size < SHM__MIN_BLOCK           ? "gives a size below the minimum block"
                                                            : "gives a size that runs past the end of the heap");
@@ -2452,8 +2569,8 @@ static size_t shm__check_chain(shm__checker *c)
         prev_free = is_free;
         b = shm__at(b, size);
         if (!shm__plausible(t, b)) {
-            shm__problem(c, "block at offset %zu: its size %zu leads to offset %zu, where no block starts", off, size,
-                         shm__offset(t, b) + 16);
+            shm__problem(c, "block at offset %zu: its size %zu leads to offset %zu, where no block starts" SHM__OVERWRITTEN,
+                         off, size, shm__offset(t, b) + 16);
             return nfree;
         }
     }
@@ -2738,6 +2855,7 @@ static long shm__malloc_error(int status, int resizing)
     case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
     case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
     case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
+    case SHMALLOC_TLSF_CORRUPT: return SHMEMX_MALLOC_CORRUPT_HEAP;
     default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
     }
 }
@@ -3561,9 +3679,31 @@ static const char *shm__align_fault(size_t align)
 /* This PE passed a bad argument (a size, pointer or alignment): the call,
    the argument and what is wrong, in one line.  Every time in debug mode,
    else the heap's first. */
+/* A block free or realloc would not merge through (SHMEMX_MALLOC_CORRUPT_HEAP):
+   it and the neighbour that disagrees with it, every time. */
+static void shm__report_damage(const shmalloc_heap *h, const shm__call *c, const void *ptr)
+{
+    const shmalloc_tlsf *t = h->tlsf;
+    const shm__block *b = shm__of_user(ptr), *d = shm__damaged(t, b);
+    char what[160];
+    size_t at = shm__offset(t, d) + 16;
+    if (d == b) snprintf(what, sizeof what, "no used block has that header");
+    else if (d == b->prev_phys && shm__is_prev_free(b))
+        snprintf(what, sizeof what, "says its neighbour before it, at offset %zu, is free, which it is not", at);
+    else
+        snprintf(what, sizeof what, "leads to its neighbour at offset %zu (header 0x%zx), which is not a block", at,
+                 d->header);
+    shmalloc_print(2, SHM__MSG(HEAP_CORRUPT), h->tp.pe, shm__call_names[c->kind], c->offset, shm__size(b), b->header,
+                   what);
+}
+
 static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void *ptr, long e)
 {
     char arg[96];
+    if (e == SHMEMX_MALLOC_CORRUPT_HEAP && ptr) {
+        shm__report_damage(h, c, ptr);
+        return;
+    }
     if (h->misuse_reported && !h->debug) return;
     shm__misuse_text(arg, sizeof arg, c, ptr, e);
     shmalloc_print(2, SHM__MSG(HEAP_MISUSE), h->tp.pe, shm__call_names[c->kind], arg,

@@ -475,7 +475,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
 /* realloc(NULL, n) mallocs; realloc(p, 0) frees and returns NULL; NULL with
    p untouched on failure.  Keeps the block's alignment when it moves. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
-/* SHMALLOC_TLSF_OK (NULL too), or why ptr is not a used block (heap unchanged). */
+/* SHMALLOC_TLSF_OK (NULL too), or why ptr is not a used block, or
+   SHMALLOC_TLSF_CORRUPT when its header or its neighbour's was overwritten
+   (heap unchanged).  realloc returns NULL for the same reasons. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
 /* 0 for a pointer that is not a used block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);
@@ -1064,7 +1066,10 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
    two bits tell a free's or a resize's neighbour apart in the header word
    it has read anyway.  A bitmap with one bit per 16 bytes marks where used
    blocks start, so every free and realloc pointer is checked exactly,
-   without trusting bytes the user may have overwritten.  It is zeroed as
+   without trusting bytes the user may have overwritten; and the size in
+   its header, which a write past the end of the block before it reaches,
+   is followed only to a start the map records, the sentinel, or a free
+   block linked back to it (shm__damaged).  It is zeroed as
    the high-water mark rises, so a heap's size costs nothing up front. */
 #define SHM__FREE ((size_t)1)
 #define SHM__PREV_FREE ((size_t)2)

@@ -1478,12 +1478,13 @@ SHM__INLINE int shm__prev_sound(const shmalloc_tlsf *t, const shm__block *b)
 }
 
 /* Is used block b's header word, `header`, one a used block can have: no
-   free, end or top flag, and a size from the minimum block to the sentinel?
-   (b, a used block, lies at least a minimum block below it.) */
+   free, end or top flag, and a size that leads no further than the
+   sentinel?  A size below the minimum block leads inside b, where no block
+   starts: free's test of the next block finds it, after clearing b's bit. */
 SHM__INLINE int shm__used_sound(const shmalloc_tlsf *t, const shm__block *b, size_t header)
 {
     return !(header & (SHM__FREE | SHM__END | SHM__TOP)) &&
-           (header & SHM__SIZE_MASK) - SHM__MIN_BLOCK <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) - SHM__MIN_BLOCK;
+           (header & SHM__SIZE_MASK) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b);
 }
 
 /* Is next, which a sound used block's size leads to, a block: the
@@ -1835,7 +1836,7 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
     shm__block *next = shm__at(b, size);
     if (SHM__UNLIKELY(!shm__used_sound(t, b, header))) return SHMALLOC_TLSF_CORRUPT;
     next_header = next->header; /* both read before the map is written, which the compiler cannot tell from them */
-    shm__mark_used(t, b, 0);
+    shm__mark_used(t, b, 0); /* first: a size of 0 leads to b, no longer marked */
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
     if (SHM__UNLIKELY(!shm__starts_used(t, next))) return shm__unreleased(t, b);
@@ -1942,7 +1943,7 @@ SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
 SHM__INLINE const shm__block *shm__damaged(const shmalloc_tlsf *t, const shm__block *b)
 {
     const shm__block *next = shm__at(b, shm__size(b));
-    if (!shm__used_sound(t, b, b->header)) return b;
+    if (!shm__used_sound(t, b, b->header) || shm__size(b) < SHM__MIN_BLOCK) return b;
     if (shm__is_prev_free(b) && !shm__prev_sound(t, b)) return b->prev_phys;
     return shm__next_sound(t, next, next->header) ? NULL : next;
 }
@@ -2281,10 +2282,11 @@ static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, siz
    cost the shrink a frame. */
 static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
 {
-    shm__block *b = shm__of_user(ptr);
+    shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
     shm__resize r;
-    if (shm__damaged(t, b)) return NULL;
+    if ((next->header & SHM__FREE) && !shm__next_sound(t, next, next->header)) return NULL; /* grown into */
     if (shm__grow_in_place(t, b, bsize)) return shm__fit(ptr, size);
+    if (shm__damaged(t, b)) return NULL; /* before a plan that may reach the previous block or free b */
     r.size = bsize;
     if (shm__plan_elsewhere(t, b, shm__room(b), &r)) return NULL;
     return shm__fit(shm__commit_resize(t, ptr, size, &r), size);

@@ -2036,27 +2036,31 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
 /* Shrinks used block b to `size` (a block size, at most b's): the tail
    goes back, merged with a free next block, unless it is one minimum block
    or less, which stays as b's slack: a block that shrinks often grows
-   again into those bytes, and a free block that small is seldom of use. */
-SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+   again into those bytes, and a free block that small is seldom of use.
+   Returns 0, changing nothing, when the next block it would reach is not
+   one (shm__next_sound), else 1. */
+SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t bsize = shm__size(b), tail = bsize - size;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
     size_t next_header, nsize;
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
-    if (tail <= SHM__MIN_BLOCK) return;
+    if (tail <= SHM__MIN_BLOCK) return 1;
     next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
+    if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return 0;
     b->header -= tail;
     if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
-        return;
+        return 1;
     }
     nsize = shm__free_size(next_header); /* 0 for the sentinel */
     if (next_header & (SHM__TOP | SHM__END)) {
         shm__to_top(t, rest, tail + nsize);
-        return;
+        return 1;
     }
     shm__refile(t, next, nsize, rest, tail + nsize);
     SHM__POISON((char *)rest + 32, tail + nsize - 32);
+    return 1;
 }
 
 /* Grows used block b to `size` (a block size, above b's) into the front of
@@ -2067,7 +2071,8 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
     size_t bsize = shm__size(b), end;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
     size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
-    if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
+    if (!(next_header & SHM__FREE) || bsize + nsize < size || SHM__UNLIKELY(!shm__next_sound(t, next, next_header)))
+        return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
     if (bsize + nsize - size >= SHM__MIN_BLOCK) {
@@ -2282,9 +2287,8 @@ static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, siz
    cost the shrink a frame. */
 static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
 {
-    shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
+    shm__block *b = shm__of_user(ptr);
     shm__resize r;
-    if ((next->header & SHM__FREE) && !shm__next_sound(t, next, next->header)) return NULL; /* grown into */
     if (shm__grow_in_place(t, b, bsize)) return shm__fit(ptr, size);
     if (shm__damaged(t, b)) return NULL; /* before a plan that may reach the previous block or free b */
     r.size = bsize;
@@ -2297,15 +2301,11 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
-        shm__block *b = shm__of_user(ptr), *next = shm__at(b, shm__size(b));
+        shm__block *b = shm__of_user(ptr);
         size_t bsize = shm__block_size(size);
         if (SHM__UNLIKELY(!shm__used_sound(t, b, b->header))) return NULL;
         if (bsize > shm__size(b)) return shm__realloc_grow(t, ptr, size, bsize);
-        /* a shrink reaches only the next block, and only with a tail to give back */
-        if (shm__size(b) - bsize > SHM__MIN_BLOCK && SHM__UNLIKELY(!shm__next_sound(t, next, next->header)))
-            return NULL;
-        shm__shrink_in_place(t, b, bsize);
-        return shm__fit(ptr, size);
+        return shm__shrink_in_place(t, b, bsize) ? shm__fit(ptr, size) : NULL;
     }
     return shm__realloc_planned(t, ptr, size);
 }

@@ -1834,9 +1834,9 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
-    if (SHM__UNLIKELY(!shm__used_sound(t, b, header))) return SHMALLOC_TLSF_CORRUPT;
-    next_header = next->header; /* both read before the map is written, which the compiler cannot tell from them */
-    shm__mark_used(t, b, 0); /* first: a size of 0 leads to b, no longer marked */
+    shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
+    if (SHM__UNLIKELY(!shm__used_sound(t, b, header))) return shm__unreleased(t, b);
+    next_header = next->header;
     if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
     if (SHM__UNLIKELY(!shm__starts_used(t, next))) return shm__unreleased(t, b);

@@ -2296,6 +2296,13 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
     return shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
+/* A valid block gives back the tail beyond `bsize`, when the next block
+   it reaches is sound.  Out of line, as the grow. */
+static SHM__NOINLINE void *shm__realloc_shrink(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
+{
+    return shm__shrink_in_place(t, shm__of_user(ptr), bsize) ? shm__fit(ptr, size) : NULL;
+}
+
 /* Valid requests go straight to the shrink or the grow, without the plan:
    the plan finds the same answer, and is left for the errors. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
@@ -2305,7 +2312,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
         size_t bsize = shm__block_size(size);
         if (SHM__UNLIKELY(!shm__used_sound(t, b, b->header))) return NULL;
         if (bsize > shm__size(b)) return shm__realloc_grow(t, ptr, size, bsize);
-        return shm__shrink_in_place(t, b, bsize) ? shm__fit(ptr, size) : NULL;
+        if (shm__size(b) - bsize > SHM__MIN_BLOCK) return shm__realloc_shrink(t, ptr, size, bsize);
+        SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
+        return shm__fit(ptr, size);
     }
     return shm__realloc_planned(t, ptr, size);
 }

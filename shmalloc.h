@@ -1487,12 +1487,23 @@ SHM__INLINE int shm__used_sound(const shmalloc_tlsf *t, const shm__block *b, siz
            (header & SHM__SIZE_MASK) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b);
 }
 
-/* Is next, which a sound used block's size leads to, a block: the
-   sentinel, a sound free block, or a recorded used block's start? */
+/* Is next, whose header word says it is the sentinel (END) or the top
+   (TOP), what it says?  The sentinel's word is END and maybe PREV_FREE;
+   the top ends at the sentinel, which links back to it. */
+SHM__INLINE int shm__last_sound(const shmalloc_tlsf *t, const shm__block *next, size_t next_header)
+{
+    if (next_header & SHM__END) return (next_header & ~SHM__PREV_FREE) == SHM__END && next == t->sentinel;
+    return shm__at(next, shm__free_size(next_header)) == t->sentinel && t->sentinel->prev_phys == next;
+}
+
+/* Is next, which a sound used block's size leads to, the block its header
+   word says, told apart as free and the resizes tell it: the sentinel or
+   the top, a listed free block, or a recorded used block's start? */
 SHM__INLINE int shm__next_sound(const shmalloc_tlsf *t, const shm__block *next, size_t next_header)
 {
-    if (next_header & SHM__END) return next == t->sentinel;
-    if (next_header & SHM__FREE) return shm__free_sound(t, next, next_header);
+    if (next_header & (SHM__FREE | SHM__END))
+        return next_header & (SHM__TOP | SHM__END) ? shm__last_sound(t, next, next_header)
+                                                    : shm__free_sound(t, next, next_header);
     return shm__starts_used(t, next);
 }
 
@@ -1571,9 +1582,8 @@ static int shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t 
 {
     shm__block *next = shm__at(b, size);
     size_t nsize = shm__free_size(next_header);
-    if (next_header & (SHM__TOP | SHM__END)) { /* the sentinel, or the top: it ends there and is linked back */
-        if (SHM__UNLIKELY(shm__at(next, nsize) != t->sentinel || (next != t->sentinel && t->sentinel->prev_phys != next)))
-            return shm__unreleased(t, b);
+    if (next_header & (SHM__TOP | SHM__END)) {
+        if (SHM__UNLIKELY(!shm__last_sound(t, next, next_header))) return shm__unreleased(t, b);
         return shm__to_top(t, b, size + nsize);
     }
     if (SHM__UNLIKELY(!shm__free_sound(t, next, next_header))) return shm__unreleased(t, b);

@@ -234,3 +234,29 @@ Test(overwrite, a_size_that_reaches_another_used_start_is_found_by_the_checker)
     memcpy(b - 8, &header, sizeof header);
     assert_tlsf_ok(t);
 }
+
+/* A write past the last block, with no top above it, reaches the end
+   marker (the sentinel's header word): free and validate agree that the
+   block cannot be freed, whatever the word became. */
+Test(overwrite, a_write_past_the_last_block_reaches_the_end_marker)
+{
+    size_t i;
+    for (i = 0; i < sizeof fills; i++) {
+        void *mem;
+        shmalloc_tlsf *t = heap_with_capacity(4096, &mem);
+        char *a = shmalloc_tlsf_malloc(t, 4096);
+        unsigned char saved[8], garbage[8];
+        cr_assert(a != NULL && shmalloc_tlsf_top_free(t) == 0, "the block is the last, with no top");
+        memset(garbage, fills[i], sizeof garbage);
+        copy_raw(saved, a + shmalloc_tlsf_usable_size(t, a), sizeof saved);
+        copy_raw(a + shmalloc_tlsf_usable_size(t, a), garbage, sizeof garbage);
+        cr_assert_eq(shmalloc_tlsf_validate(t, a), SHMALLOC_TLSF_CORRUPT, "fill 0x%02x", fills[i]);
+        cr_assert_null(shmalloc_tlsf_realloc(t, a, 100));
+        cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_CORRUPT, "fill 0x%02x", fills[i]);
+        cr_assert_neq(shmalloc_tlsf_check(t, -1), 0);
+        copy_raw(a + shmalloc_tlsf_usable_size(t, a), saved, sizeof saved);
+        assert_tlsf_ok(t);
+        cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+        assert_tlsf_ok(t);
+    }
+}

@@ -1102,6 +1102,8 @@ struct shmalloc_tlsf {
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
     size_t mapped_bits;    /* map bits (block offsets / 16) below which the map is
                               zeroed and below the sentinel: no block ever started above */
+    shm__block *mapped_end; /* the block at mapped_bits: every block but the sentinel
+                              starts below it, the top too (it starts below the high-water mark) */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
@@ -1448,6 +1450,13 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 
 /* ---- vouching for headers: a write past a block's end lands on the next
    block's header, and a size followed blindly leads anywhere ---- */
+/* Is b, below mapped_end, a recorded used block's start? */
+SHM__INLINE int shm__marked(const shmalloc_tlsf *t, const shm__block *b)
+{
+    size_t bit = shm__offset(t, b) >> 4;
+    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
 SHM__INLINE int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
 {
     size_t bit = shm__offset(t, b) >> 4;
@@ -1455,45 +1464,47 @@ SHM__INLINE int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
     return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
-/* Is f, whose header word `header` says free (f at most the sentinel), a
-   free block?  Its size must stay inside the blocks and reach a block
-   whose back link names f: the sentinel when f is the top, else not.  The
-   merge writes that link anyway, so the check costs no cache line. */
-SHM__INLINE int shm__free_sound(const shmalloc_tlsf *t, const shm__block *f, size_t header)
+/* Is f, whose header word `header` says it is a listed free block (f at
+   most the sentinel), one?  Its size must reach, below the sentinel, a
+   block whose back link names f.  The merge writes that link anyway, so
+   the check costs no cache line.  The size is masked as a used block's,
+   so that no size wraps round: the merge takes it so too. */
+SHM__INLINE int shm__listed_sound(const shmalloc_tlsf *t, const shm__block *f, size_t header)
 {
-    size_t size = shm__free_size(header);
-    const shm__block *after = shm__at(f, size);
-    return size <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)f) && after->prev_phys == f &&
-           (after == t->sentinel) == ((header & SHM__TOP) != 0);
+    const shm__block *after = shm__at(f, header & SHM__SIZE_MASK);
+    return (uintptr_t)after < (uintptr_t)t->sentinel && after->prev_phys == f;
 }
 
-/* Does b's "previous block is free" hold?  Its link must name a free block
-   below it, in the blocks, whose size reaches b. */
+/* Is next, whose header word says it is the top (TOP) or the sentinel
+   (END), what it says?  The top ends at the sentinel, which links back to
+   it; the sentinel's word is END and maybe PREV_FREE. */
+SHM__INLINE int shm__last_sound(const shmalloc_tlsf *t, const shm__block *next, size_t header)
+{
+    const shm__block *after = shm__at(next, shm__free_size(header));
+    if (SHM__LIKELY(after == t->sentinel && after->prev_phys == next)) return 1;
+    return next == t->sentinel && (header & ~SHM__PREV_FREE) == SHM__END;
+}
+
+/* Does b's "previous block is free" hold?  Its link must name a block in
+   the blocks, on a 16-byte boundary, at least a minimum block below b, and
+   whose header is a listed free block's of exactly that size.  One test
+   of the gap, rotated as shm__bit rotates, covers the boundary, the
+   minimum and a link above b. */
 SHM__INLINE int shm__prev_sound(const shmalloc_tlsf *t, const shm__block *b)
 {
     const shm__block *prev = b->prev_phys;
     size_t gap = (size_t)((uintptr_t)b - (uintptr_t)prev);
-    return gap >= SHM__MIN_BLOCK && gap <= shm__offset(t, b) && !(gap & 15) &&
-           (prev->header & (SHM__FREE | SHM__TOP | SHM__END)) == SHM__FREE && shm__free_size(prev->header) == gap;
+    return shm__bit(gap - SHM__MIN_BLOCK) >> (SHMALLOC_MAX_LOG2 + 1) == 0 && (uintptr_t)prev >= (uintptr_t)t->base &&
+           prev->header == (gap | SHM__FREE);
 }
 
-/* Is used block b's header word, `header`, one a used block can have: no
-   free, end or top flag, and a size that leads no further than the
+/* Is b's header word `header` one a used block can have: no free, end or
+   top flag, and a size that leads to `next`, no further than the
    sentinel?  A size below the minimum block leads inside b, where no block
    starts: free's test of the next block finds it, after clearing b's bit. */
-SHM__INLINE int shm__used_sound(const shmalloc_tlsf *t, const shm__block *b, size_t header)
+SHM__INLINE int shm__used_sound(const shmalloc_tlsf *t, const shm__block *next, size_t header)
 {
-    return !(header & (SHM__FREE | SHM__END | SHM__TOP)) &&
-           (header & SHM__SIZE_MASK) <= (size_t)((uintptr_t)t->sentinel - (uintptr_t)b);
-}
-
-/* Is next, whose header word says it is the sentinel (END) or the top
-   (TOP), what it says?  The sentinel's word is END and maybe PREV_FREE;
-   the top ends at the sentinel, which links back to it. */
-SHM__INLINE int shm__last_sound(const shmalloc_tlsf *t, const shm__block *next, size_t next_header)
-{
-    if (next_header & SHM__END) return (next_header & ~SHM__PREV_FREE) == SHM__END && next == t->sentinel;
-    return shm__at(next, shm__free_size(next_header)) == t->sentinel && t->sentinel->prev_phys == next;
+    return !(header & (SHM__FREE | SHM__END | SHM__TOP)) && (uintptr_t)next <= (uintptr_t)t->sentinel;
 }
 
 /* Is next, which a sound used block's size leads to, the block its header
@@ -1503,7 +1514,7 @@ SHM__INLINE int shm__next_sound(const shmalloc_tlsf *t, const shm__block *next, 
 {
     if (next_header & (SHM__FREE | SHM__END))
         return next_header & (SHM__TOP | SHM__END) ? shm__last_sound(t, next, next_header)
-                                                    : shm__free_sound(t, next, next_header);
+                                                    : shm__listed_sound(t, next, next_header);
     return shm__starts_used(t, next);
 }
 
@@ -1554,15 +1565,20 @@ static SHM__NOINLINE int shm__unreleased(shmalloc_tlsf *t, const shm__block *b)
 
 /* b, of `size` bytes, merges with its free previous block, which is listed
    (the top is last), and with the next one too when that is free (its
-   header word is next_header). */
-static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+   header word is next_header).  b's header word is `header`, which has a
+   flag: PREV_FREE, or one no used block has.  The previous block and the
+   next are checked first (shm__prev_sound, shm__next_sound). */
+static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t header)
 {
+    size_t size = header & SHM__SIZE_MASK, next_header, prev_size;
     shm__block *next = shm__at(b, size), *prev = b->prev_phys;
-    size_t prev_size;
-    if (SHM__UNLIKELY(!shm__prev_sound(t, b) || !shm__next_sound(t, next, next_header))) return shm__unreleased(t, b);
-    prev_size = shm__free_size(prev->header);
+    if (SHM__UNLIKELY(!shm__used_sound(t, next, header & ~SHM__PREV_FREE) || !shm__prev_sound(t, b)))
+        return shm__unreleased(t, b);
+    next_header = next->header;
+    if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return shm__unreleased(t, b);
+    prev_size = (size_t)((uintptr_t)b - (uintptr_t)prev);
     if (next_header & SHM__FREE) {
-        size_t nsize = shm__free_size(next_header);
+        size_t nsize = next_header & SHM__SIZE_MASK;
         if (!(next_header & SHM__TOP)) shm__remove(t, next);
         size += nsize;
         next = shm__at(next, nsize);
@@ -1575,19 +1591,28 @@ static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t 
 }
 
 /* b, of `size` bytes, merges with the free next block (header word
-   next_header); the previous block is used.  The sentinel's header (END)
-   comes here too: it counts as a next block of size 0, and b becomes the
-   top as it does when the next block is the top. */
+   next_header), checked first; the previous block is used.  The
+   sentinel's header (END) comes here too: it counts as a next block of
+   size 0, and b becomes the top as it does when the next block is the
+   top. */
 static int shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size);
-    size_t nsize = shm__free_size(next_header);
+    size_t nsize = next_header & SHM__SIZE_MASK;
     if (next_header & (SHM__TOP | SHM__END)) {
         if (SHM__UNLIKELY(!shm__last_sound(t, next, next_header))) return shm__unreleased(t, b);
-        return shm__to_top(t, b, size + nsize);
+        return shm__to_top(t, b, (size_t)((uintptr_t)t->sentinel - (uintptr_t)b));
     }
-    if (SHM__UNLIKELY(!shm__free_sound(t, next, next_header))) return shm__unreleased(t, b);
+    if (SHM__UNLIKELY(!shm__listed_sound(t, next, next_header))) return shm__unreleased(t, b);
     return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
+}
+
+/* b's size leads to mapped_end or above, where only the sentinel starts:
+   b is the last block, and becomes the top, or its size is no block's. */
+static SHM__NOINLINE int shm__release_last(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    if (shm__at(b, size) != t->sentinel) return shm__unreleased(t, b);
+    return shm__merge_next(t, b, size, t->sentinel->header);
 }
 
 /* Files [b, b + size) as a free block of its own: neither neighbour is
@@ -1614,6 +1639,7 @@ static void shm__limit_mapped(shmalloc_tlsf *t)
 {
     size_t covered = t->map_clean * 128, blocks = shm__offset(t, t->sentinel); /* 8 bits a byte, 16 bytes a bit */
     t->mapped_bits = (covered < blocks ? covered : blocks) / 16;
+    t->mapped_end = shm__at(t->base, t->mapped_bits * 16);
 }
 
 /* The start map is zeroed as the high-water mark rises, not when the heap
@@ -1838,18 +1864,20 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
 
 /* Frees the used block b (its start validated); returns SHMALLOC_TLSF_OK,
    or SHMALLOC_TLSF_CORRUPT, changing nothing, when b's header or a
-   neighbour it leads to cannot be trusted (shm__damaged).  The merges
-   check the neighbours they merge with. */
+   neighbour it leads to cannot be trusted (shm__damaged).  A header with
+   a flag (a free previous block, or a flag no used block has) goes to
+   shm__merge_prev, which checks it; the merges check the neighbours they
+   merge with. */
 SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
     shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
-    if (SHM__UNLIKELY(!shm__used_sound(t, b, header))) return shm__unreleased(t, b);
+    if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__merge_prev(t, b, header);
+    if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end)) return shm__release_last(t, b, size);
     next_header = next->header;
-    if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
-    if (SHM__UNLIKELY(!shm__starts_used(t, next))) return shm__unreleased(t, b);
+    if (SHM__UNLIKELY(!shm__marked(t, next))) return shm__unreleased(t, b);
     shm__file_alone(t, b, size, next);
     return SHMALLOC_TLSF_OK;
 }
@@ -1953,7 +1981,7 @@ SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
 SHM__INLINE const shm__block *shm__damaged(const shmalloc_tlsf *t, const shm__block *b)
 {
     const shm__block *next = shm__at(b, shm__size(b));
-    if (!shm__used_sound(t, b, b->header) || shm__size(b) < SHM__MIN_BLOCK) return b;
+    if (!shm__used_sound(t, next, b->header) || shm__size(b) < SHM__MIN_BLOCK) return b;
     if (shm__is_prev_free(b) && !shm__prev_sound(t, b)) return b->prev_phys;
     return shm__next_sound(t, next, next->header) ? NULL : next;
 }
@@ -2047,23 +2075,24 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
    goes back, merged with a free next block, unless it is one minimum block
    or less, which stays as b's slack: a block that shrinks often grows
    again into those bytes, and a free block that small is seldom of use.
-   Returns 0, changing nothing, when the next block it would reach is not
-   one (shm__next_sound), else 1. */
+   Returns 0, changing nothing, when b's header or the next block it would
+   reach cannot be trusted (shm__used_sound, shm__next_sound), else 1. */
 SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t bsize = shm__size(b), tail = bsize - size;
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, tail = bsize - size;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
     size_t next_header, nsize;
     SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
-    if (tail <= SHM__MIN_BLOCK) return 1;
-    next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
+    if (tail <= SHM__MIN_BLOCK) return 1; /* touches no other block */
+    if (SHM__UNLIKELY(!shm__used_sound(t, next, header))) return 0;
+    next_header = next->header;
     if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return 0;
-    b->header -= tail;
+    b->header = header - tail;
     if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
         return 1;
     }
-    nsize = shm__free_size(next_header); /* 0 for the sentinel */
+    nsize = next_header & SHM__SIZE_MASK; /* 0 for the sentinel */
     if (next_header & (SHM__TOP | SHM__END)) {
         shm__to_top(t, rest, tail + nsize);
         return 1;
@@ -2075,13 +2104,18 @@ SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
 
 /* Grows used block b to `size` (a block size, above b's) into the front of
    a free next block.  Returns 0, changing nothing, when the next block is
-   not free or too small. */
+   not free or too small, or when b's header or the next block's cannot be
+   trusted. */
 SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t bsize = shm__size(b), end;
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, end, next_header, nsize;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
-    if (!(next_header & SHM__FREE) || bsize + nsize < size || SHM__UNLIKELY(!shm__next_sound(t, next, next_header)))
+    if (SHM__UNLIKELY(!shm__used_sound(t, next, header))) return 0;
+    next_header = next->header;
+    nsize = next_header & SHM__SIZE_MASK; /* when it is free */
+    if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
+    if (SHM__UNLIKELY(next_header & SHM__TOP ? !shm__last_sound(t, next, next_header)
+                                             : !shm__listed_sound(t, next, next_header)))
         return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
@@ -2097,7 +2131,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         shm__set_prev_used(shm__at(next, nsize));
         size = bsize + nsize;
     }
-    b->header += size - bsize;
+    b->header = header + (size - bsize);
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) {
         t->high_water = end;
@@ -2111,8 +2145,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     if (size > shm__size(b)) return shm__grow_in_place(t, b, size);
-    shm__shrink_in_place(t, b, size);
-    return 1;
+    return shm__shrink_in_place(t, b, size);
 }
 
 static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm__resize *r)
@@ -2210,6 +2243,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + control);
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
+    t->mapped_end = (shm__block *)mem;
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) shm__list_init(&t->lists[i][j], i, j);
 
@@ -2306,25 +2340,14 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
     return shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
-/* A valid block gives back the tail beyond `bsize`, when the next block
-   it reaches is sound.  Out of line, as the grow. */
-static SHM__NOINLINE void *shm__realloc_shrink(shmalloc_tlsf *t, void *ptr, size_t size, size_t bsize)
-{
-    return shm__shrink_in_place(t, shm__of_user(ptr), bsize) ? shm__fit(ptr, size) : NULL;
-}
-
 /* Valid requests go straight to the shrink or the grow, without the plan:
    the plan finds the same answer, and is left for the errors. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
-        shm__block *b = shm__of_user(ptr);
         size_t bsize = shm__block_size(size);
-        if (SHM__UNLIKELY(!shm__used_sound(t, b, b->header))) return NULL;
-        if (bsize > shm__size(b)) return shm__realloc_grow(t, ptr, size, bsize);
-        if (shm__size(b) - bsize > SHM__MIN_BLOCK) return shm__realloc_shrink(t, ptr, size, bsize);
-        SHM__UNPOISON(ptr, shm__size(b) - 8); /* the slack after the old request */
-        return shm__fit(ptr, size);
+        if (bsize > shm__size(shm__of_user(ptr))) return shm__realloc_grow(t, ptr, size, bsize);
+        return shm__shrink_in_place(t, shm__of_user(ptr), bsize) ? shm__fit(ptr, size) : NULL;
     }
     return shm__realloc_planned(t, ptr, size);
 }
@@ -2338,7 +2361,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, con
    neighbours may not be): what the block's size and alignment need. */
 static int shm__own_sound(const shmalloc_tlsf *t, const void *ptr)
 {
-    return shm__valid(t, ptr) && shm__used_sound(t, shm__of_user(ptr), shm__of_user(ptr)->header);
+    const shm__block *b = shm__of_user(ptr);
+    return shm__valid(t, ptr) && shm__used_sound(t, shm__at(b, shm__size(b)), b->header);
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr)

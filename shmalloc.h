@@ -1359,7 +1359,8 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
    *list is then the first such. */
 SHM__INLINE int shm__find_above(const shmalloc_tlsf *t, shm__block **list)
 {
-    size_t bits, fl, sl_map;
+    size_t bits, fl;
+    uint32_t sl_map; /* 32 bits: its test is the and's own */
     uint64_t fl_map;
     bits = shm__list_bits(*list);
     fl = shm__bits_fl(bits);
@@ -1450,6 +1451,12 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 
 /* ---- vouching for headers: a write past a block's end lands on the next
    block's header, and a size followed blindly leads anywhere ---- */
+/* Is start-map bit `bit`, below mapped_bits, set? */
+SHM__INLINE int shm__marked_bit(const shmalloc_tlsf *t, size_t bit)
+{
+    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
 /* Is b, below mapped_end, a recorded used block's start? */
 SHM__INLINE int shm__marked(const shmalloc_tlsf *t, const shm__block *b)
 {
@@ -1544,9 +1551,8 @@ SHM__INLINE int shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__b
    no list.  Returns SHMALLOC_TLSF_OK, for the merges' jumps. */
 SHM__INLINE int shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    shm__block *end = shm__at(b, size);
-    SHM__ASSERT(end == t->sentinel);
-    (void)t;
+    shm__block *end = t->sentinel; /* which callers often hold: b + size */
+    SHM__ASSERT(shm__at(b, size) == end);
     SHM__UNPOISON((char *)b + 16, 16); /* as a listed block's links are */
     shm__set_top(b, size);
     end->prev_phys = b;
@@ -1598,11 +1604,12 @@ static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t header)
 static int shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size);
-    size_t nsize = next_header & SHM__SIZE_MASK;
+    size_t nsize;
     if (next_header & (SHM__TOP | SHM__END)) {
         if (SHM__UNLIKELY(!shm__last_sound(t, next, next_header))) return shm__unreleased(t, b);
-        return shm__to_top(t, b, (size_t)((uintptr_t)t->sentinel - (uintptr_t)b));
+        return shm__to_top(t, b, size + shm__free_size(next_header));
     }
+    nsize = next_header & SHM__SIZE_MASK;
     if (SHM__UNLIKELY(!shm__listed_sound(t, next, next_header))) return shm__unreleased(t, b);
     return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
 }
@@ -1799,19 +1806,27 @@ SHM__INLINE int shm__top_fits(const shmalloc_tlsf *t, size_t size, size_t align)
     return tsize >= gap && tsize - gap >= size;
 }
 
-/* Cuts the used block a of `size` bytes, with header flags `flags`, from
-   the start of the top's `tsize` bytes that begin at a; the rest stays the
-   top, or becomes a's slack when too small for a block. */
-SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t tsize, size_t size, size_t flags)
+/* The top's bytes after `size` bytes from a, which starts in it: their
+   count, as a signed figure, is negative when the top has too few. */
+SHM__INLINE ptrdiff_t shm__top_after(const shmalloc_tlsf *t, const shm__block *a, size_t size)
 {
-    shm__block *end = t->sentinel;
-    if (tsize - size >= SHM__MIN_BLOCK) {
-        shm__block *rest = shm__at(a, size);
-        shm__set_top(rest, tsize - size);
+    return (ptrdiff_t)((uintptr_t)t->sentinel - (uintptr_t)shm__at(a, size));
+}
+
+/* Cuts the used block a of `size` bytes, with header flags `flags`, from
+   the start of the top's bytes that begin at a (shm__top_after of them are
+   left); the rest stays the top, or becomes a's slack when too small for a
+   block. */
+SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t size, size_t flags)
+{
+    shm__block *end = t->sentinel, *rest = shm__at(a, size);
+    size_t rest_size = (size_t)shm__top_after(t, a, size);
+    if (SHM__LIKELY(rest_size >= SHM__MIN_BLOCK)) {
+        shm__set_top(rest, rest_size);
         end->prev_phys = rest;
-        SHM__POISON((char *)rest + 32, tsize - size - 32);
+        SHM__POISON((char *)rest + 32, rest_size - 32);
     } else {
-        size = tsize;
+        size += rest_size;
         shm__set_prev_used(end);
     }
     shm__set_used(a, size, flags);
@@ -1826,13 +1841,11 @@ SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t tsize, si
 static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
 {
     shm__block *a;
-    size_t tsize;
     if (!shm__has_top(t)) return NULL; /* else the sentinel's link is a user's bytes */
     a = t->sentinel->prev_phys;
-    tsize = shm__top_size(t);
-    if (tsize < size) return NULL;
-    SHM__UNPOISON((char *)a + 32, tsize - 32);
-    return shm__cut_top(t, a, tsize, size, 0);
+    if (shm__top_after(t, a, size) < 0) return NULL;
+    SHM__UNPOISON((char *)a + 32, shm__top_size(t) - 32);
+    return shm__cut_top(t, a, size, 0);
 }
 
 /* The same at `align`: the bytes before the aligned block (the gap)
@@ -1840,20 +1853,19 @@ static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
 static SHM__NOINLINE void *shm__take_top_aligned(shmalloc_tlsf *t, size_t size, size_t align)
 {
     shm__block *g, *a;
-    size_t gap, tsize;
+    size_t gap;
     if (align <= SHMALLOC_ALIGNMENT) return shm__take_top(t, size);
     if (!shm__top_fits(t, size, align)) return NULL;
     g = t->sentinel->prev_phys;
     gap = shm__top_gap(t, align);
-    tsize = shm__top_size(t);
-    SHM__UNPOISON((char *)g + 32, tsize - 32);
-    if (!gap) return shm__cut_top(t, g, tsize, size, shm__align_bits(align));
+    SHM__UNPOISON((char *)g + 32, shm__top_size(t) - 32);
+    if (!gap) return shm__cut_top(t, g, size, shm__align_bits(align));
     a = shm__at(g, gap);
     a->prev_phys = g;
     shm__set_free(g, gap);
     shm__push_size(t, g, gap);
     SHM__POISON((char *)g + 32, gap - 32);
-    return shm__cut_top(t, a, tsize - gap, size, shm__align_bits(align) | SHM__PREV_FREE);
+    return shm__cut_top(t, a, size, shm__align_bits(align) | SHM__PREV_FREE);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
@@ -1877,7 +1889,7 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
     if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end)) return shm__release_last(t, b, size);
     next_header = next->header;
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
-    if (SHM__UNLIKELY(!shm__marked(t, next))) return shm__unreleased(t, b);
+    if (SHM__UNLIKELY(!shm__marked_bit(t, shm__bit(shm__offset(t, b)) + (size >> 4)))) return shm__unreleased(t, b);
     shm__file_alone(t, b, size, next);
     return SHMALLOC_TLSF_OK;
 }
@@ -2310,8 +2322,9 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
 /* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
-    if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, shm__of_user(ptr));
-    return ptr ? shm__invalid(t, ptr) : SHMALLOC_TLSF_OK;
+    shm__block *b = shm__of_user(ptr);
+    if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, b);
+    return b != shm__of_user(NULL) ? shm__invalid(t, shm__user(b)) : SHMALLOC_TLSF_OK;
 }
 
 /* Out of line: its frame would cost the in-place path. */

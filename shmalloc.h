@@ -2083,23 +2083,18 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     shm__push_on(t, f, shm__list_at(t, key));
 }
 
-/* Shrinks used block b to `size` (a block size, at most b's): the tail
-   goes back, merged with a free next block, unless it is one minimum block
-   or less, which stays as b's slack: a block that shrinks often grows
-   again into those bytes, and a free block that small is seldom of use.
+/* Used block b gives back its bytes beyond `size` (a block size, more
+   than a minimum block below b's), merged with a free next block.
    Returns 0, changing nothing, when b's header or the next block it would
    reach cannot be trusted (shm__used_sound, shm__next_sound), else 1. */
-SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+SHM__INLINE int shm__give_tail(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t header = b->header, bsize = header & SHM__SIZE_MASK, tail = bsize - size;
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, tail = bsize - size, next_header, nsize;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header, nsize;
-    SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
-    if (tail <= SHM__MIN_BLOCK) return 1; /* touches no other block */
     if (SHM__UNLIKELY(!shm__used_sound(t, next, header))) return 0;
     next_header = next->header;
     if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return 0;
-    b->header = header - tail;
+    b->header -= tail;
     if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
         return 1;
@@ -2112,6 +2107,17 @@ SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
     shm__refile(t, next, nsize, rest, tail + nsize);
     SHM__POISON((char *)rest + 32, tail + nsize - 32);
     return 1;
+}
+
+/* Shrinks used block b to `size` (a block size, at most b's): the tail
+   goes back (shm__give_tail), unless it is one minimum block or less,
+   which stays as b's slack: a block that shrinks often grows again into
+   those bytes, and a free block that small is seldom of use.  Returns 0,
+   changing nothing, when the tail cannot go back, else 1. */
+SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    SHM__UNPOISON(shm__user(b), shm__size(b) - 8); /* the slack after the old request */
+    return shm__size(b) - size <= SHM__MIN_BLOCK || shm__give_tail(t, b, size);
 }
 
 /* Grows used block b to `size` (a block size, above b's) into the front of
@@ -2353,14 +2359,26 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
     return shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
+/* A valid block gives back the tail beyond `bsize`, when its header and
+   the next block it reaches are sound.  Out of line, as the grow: their
+   checks' registers would cost the other paths a frame. */
+static SHM__NOINLINE void *shm__realloc_shrink(shmalloc_tlsf *t, shm__block *b, size_t size, size_t bsize)
+{
+    SHM__UNPOISON(shm__user(b), shm__size(b) - 8); /* the slack after the old request */
+    return shm__give_tail(t, b, bsize) ? shm__fit(shm__user(b), size) : NULL;
+}
+
 /* Valid requests go straight to the shrink or the grow, without the plan:
-   the plan finds the same answer, and is left for the errors. */
+   the plan finds the same answer, and is left for the errors.  A shrink
+   that keeps its tail touches no other block, and checks nothing. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
-        size_t bsize = shm__block_size(size);
-        if (bsize > shm__size(shm__of_user(ptr))) return shm__realloc_grow(t, ptr, size, bsize);
-        return shm__shrink_in_place(t, shm__of_user(ptr), bsize) ? shm__fit(ptr, size) : NULL;
+        size_t bsize = shm__block_size(size), old = shm__size(shm__of_user(ptr));
+        if (bsize > old) return shm__realloc_grow(t, ptr, size, bsize);
+        if (old - bsize > SHM__MIN_BLOCK) return shm__realloc_shrink(t, shm__of_user(ptr), size, bsize);
+        SHM__UNPOISON(ptr, old - 8); /* the slack after the old request */
+        return shm__fit(ptr, size);
     }
     return shm__realloc_planned(t, ptr, size);
 }

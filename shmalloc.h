@@ -1571,18 +1571,11 @@ static SHM__NOINLINE int shm__unreleased(shmalloc_tlsf *t, const shm__block *b)
 
 /* b, of `size` bytes, merges with its free previous block, which is listed
    (the top is last), and with the next one too when that is free (its
-   header word is next_header).  b's header word is `header`, which has a
-   flag: PREV_FREE, or one no used block has.  The previous block and the
-   next are checked first (shm__prev_sound, shm__next_sound). */
-static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t header)
+   header word is next_header); shm__release_flagged has checked them. */
+static SHM__NOINLINE int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
-    size_t size = header & SHM__SIZE_MASK, next_header, prev_size;
     shm__block *next = shm__at(b, size), *prev = b->prev_phys;
-    if (SHM__UNLIKELY(!shm__used_sound(t, next, header & ~SHM__PREV_FREE) || !shm__prev_sound(t, b)))
-        return shm__unreleased(t, b);
-    next_header = next->header;
-    if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return shm__unreleased(t, b);
-    prev_size = (size_t)((uintptr_t)b - (uintptr_t)prev);
+    size_t prev_size = shm__free_size(prev->header);
     if (next_header & SHM__FREE) {
         size_t nsize = next_header & SHM__SIZE_MASK;
         if (!(next_header & SHM__TOP)) shm__remove(t, next);
@@ -1594,6 +1587,20 @@ static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t header)
         return shm__to_top(t, prev, size + prev_size);
     }
     return shm__merged(t, prev, size + prev_size, prev, prev_size, next);
+}
+
+/* A free of b whose header word `header` has a flag: PREV_FREE, or one no
+   used block has.  The previous block and the next are checked
+   (shm__prev_sound, shm__next_sound) before shm__merge_prev, out of line
+   so that the checks' registers do not cost the merge a frame. */
+static SHM__NOINLINE int shm__release_flagged(shmalloc_tlsf *t, shm__block *b, size_t header)
+{
+    size_t size = header & SHM__SIZE_MASK, next_header;
+    shm__block *next = shm__at(b, size);
+    if (SHM__UNLIKELY(!shm__used_sound(t, next, header) || !shm__prev_sound(t, b))) return shm__unreleased(t, b);
+    next_header = next->header;
+    if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return shm__unreleased(t, b);
+    return shm__merge_prev(t, b, size, next_header);
 }
 
 /* b, of `size` bytes, merges with the free next block (header word
@@ -1642,6 +1649,12 @@ SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, s
 /* Bytes of start map (whole words) covering `area` bytes of blocks. */
 SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
 
+/* Bytes of start map a high-water mark of `end` needs: the blocks below
+   it, and the one that starts 8 bytes under it (the top, or the block
+   after the highest), so that every block but the sentinel starts below
+   mapped_end. */
+SHM__INLINE size_t shm__map_needs(size_t end) { return shm__map_bytes(end + 8); }
+
 static void shm__limit_mapped(shmalloc_tlsf *t)
 {
     size_t covered = t->map_clean * 128, blocks = shm__offset(t, t->sentinel); /* 8 bits a byte, 16 bytes a bit */
@@ -1651,11 +1664,12 @@ static void shm__limit_mapped(shmalloc_tlsf *t)
 
 /* The start map is zeroed as the high-water mark rises, not when the heap
    is made: a large heap costs nothing until it is used.  The zeroed part
-   covers the high-water mark; `b`, a block just marked past it, is marked
+   covers the high-water mark and the block that starts under it
+   (shm__map_needs); `b`, a block just marked past it, is marked
    again. */
 static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
 {
-    size_t want = shm__map_bytes(end), all = shm__map_bytes((size_t)(t->end - t->base));
+    size_t want = shm__map_needs(end), all = shm__map_bytes((size_t)(t->end - t->base));
     want = want > 2 * t->map_clean ? want : 2 * t->map_clean; /* in doublings */
     want = want < SHM__MAP_CHUNK ? SHM__MAP_CHUNK : want;
     want = want < all ? want : all;
@@ -1671,7 +1685,7 @@ static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
 static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, shm__block *b)
 {
     t->high_water = end;
-    if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, b);
+    if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, b);
     return shm__user(b);
 }
 
@@ -1885,7 +1899,7 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
     size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
     shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
-    if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__merge_prev(t, b, header);
+    if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__release_flagged(t, b, header);
     if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end)) return shm__release_last(t, b, size);
     next_header = next->header;
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
@@ -2153,7 +2167,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) {
         t->high_water = end;
-        if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, NULL);
+        if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, NULL);
     }
     return 1;
 }

@@ -260,3 +260,20 @@ Test(overwrite, a_write_past_the_last_block_reaches_the_end_marker)
         assert_tlsf_ok(t);
     }
 }
+
+/* The checks bound the block a size leads to by the zeroed start map, which
+   must cover the top even when it starts where the zeroed part ends: the
+   free of the block below it is sound, and must succeed. */
+Test(overwrite, a_free_into_a_top_at_the_end_of_the_zeroed_map_succeeds)
+{
+    shmalloc_tlsf *t = heap_with_capacity(1 * MIB, NULL);
+    char *probe = shmalloc_tlsf_malloc(t, 32), *a;
+    size_t redzone = shmalloc_tlsf_usable_size(t, probe) - 40; /* a block of 48 or 64 bytes */
+    cr_assert_eq(shmalloc_tlsf_free(t, probe), SHMALLOC_TLSF_OK);
+    a = shmalloc_tlsf_malloc(t, 512 * KIB - 8 - redzone); /* one block of exactly 512 KiB: the map's first 4 KiB */
+    cr_assert(a != NULL && shmalloc_tlsf_offset(t, a) == 16 && shmalloc_tlsf_usable_size(t, a) == 512 * KIB - 8);
+    cr_assert_eq(shmalloc_tlsf_validate(t, a), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    cr_assert_eq(counters(t).used_blocks, 0);
+    assert_tlsf_ok(t);
+}

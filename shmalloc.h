@@ -1525,6 +1525,21 @@ SHM__INLINE int shm__next_sound(const shmalloc_tlsf *t, const shm__block *next, 
     return shm__starts_used(t, next);
 }
 
+/* Does a used block's size lead to next, a block whose header word says
+   what it is (shm__next_sound)?  One comparison with mapped_end bounds
+   next and lets its start-map bit be read: only the sentinel starts at or
+   above it. */
+SHM__INLINE int shm__reaches_block(const shmalloc_tlsf *t, const shm__block *next)
+{
+    size_t header;
+    if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end))
+        return next == t->sentinel && shm__last_sound(t, next, next->header);
+    header = next->header;
+    if (header & (SHM__FREE | SHM__END))
+        return header & (SHM__TOP | SHM__END) ? shm__last_sound(t, next, header) : shm__listed_sound(t, next, header);
+    return shm__marked(t, next);
+}
+
 /* The end of a merging free: b, of `size` bytes up to `next`, has grown
    over the free block anchor (which may be b itself), of anchor_size
    bytes, and takes its place in the lists.  Returns SHMALLOC_TLSF_OK, so
@@ -1569,13 +1584,15 @@ static SHM__NOINLINE int shm__unreleased(shmalloc_tlsf *t, const shm__block *b)
     return SHMALLOC_TLSF_CORRUPT;
 }
 
-/* b, of `size` bytes, merges with its free previous block, which is listed
-   (the top is last), and with the next one too when that is free (its
-   header word is next_header); shm__release_flagged has checked them. */
-static SHM__NOINLINE int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+/* b, of `size` bytes, merges with prev, its free previous block, which is
+   listed (the top is last), and with the next one too when that is free
+   (its header word is next_header); shm__release_flagged has checked
+   them. */
+static SHM__NOINLINE int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header,
+                                         shm__block *prev)
 {
-    shm__block *next = shm__at(b, size), *prev = b->prev_phys;
-    size_t prev_size = shm__free_size(prev->header);
+    shm__block *next = shm__at(b, size);
+    size_t prev_size = (size_t)((uintptr_t)b - (uintptr_t)prev);
     if (next_header & SHM__FREE) {
         size_t nsize = next_header & SHM__SIZE_MASK;
         if (!(next_header & SHM__TOP)) shm__remove(t, next);
@@ -1589,18 +1606,18 @@ static SHM__NOINLINE int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t
     return shm__merged(t, prev, size + prev_size, prev, prev_size, next);
 }
 
-/* A free of b whose header word `header` has a flag: PREV_FREE, or one no
-   used block has.  The previous block and the next are checked
-   (shm__prev_sound, shm__next_sound) before shm__merge_prev, out of line
-   so that the checks' registers do not cost the merge a frame. */
-static SHM__NOINLINE int shm__release_flagged(shmalloc_tlsf *t, shm__block *b, size_t header)
+/* A free of b, of `size` bytes, whose header word `header` has a flag:
+   PREV_FREE, or one no used block has.  The previous block and the next
+   are checked (shm__prev_sound, shm__reaches_block) before
+   shm__merge_prev, out of line so that the checks' registers do not cost
+   the merge a frame. */
+static SHM__NOINLINE int shm__release_flagged(shmalloc_tlsf *t, shm__block *b, size_t size, size_t header)
 {
-    size_t size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
-    if (SHM__UNLIKELY(!shm__used_sound(t, next, header) || !shm__prev_sound(t, b))) return shm__unreleased(t, b);
-    next_header = next->header;
-    if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return shm__unreleased(t, b);
-    return shm__merge_prev(t, b, size, next_header);
+    if (SHM__UNLIKELY((header & (SHM__FREE | SHM__END | SHM__TOP)) || !shm__prev_sound(t, b) ||
+                      !shm__reaches_block(t, next)))
+        return shm__unreleased(t, b);
+    return shm__merge_prev(t, b, size, next->header, b->prev_phys);
 }
 
 /* b, of `size` bytes, merges with the free next block (header word
@@ -1899,7 +1916,7 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
     size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
     shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
-    if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__release_flagged(t, b, header);
+    if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__release_flagged(t, b, size, header);
     if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end)) return shm__release_last(t, b, size);
     next_header = next->header;
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);

@@ -477,7 +477,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
 /* SHMALLOC_TLSF_OK (NULL too), or why ptr is not a used block, or
    SHMALLOC_TLSF_CORRUPT when its header or its neighbour's was overwritten
-   (heap unchanged).  realloc returns NULL for the same reasons. */
+   (heap unchanged).  realloc returns NULL for the same reasons, but for a
+   shrink within the block's slack, which reaches no other block. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
 /* 0 for a pointer that is not a used block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);

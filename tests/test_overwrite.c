@@ -277,3 +277,19 @@ Test(overwrite, a_free_into_a_top_at_the_end_of_the_zeroed_map_succeeds)
     cr_assert_eq(counters(t).used_blocks, 0);
     assert_tlsf_ok(t);
 }
+
+/* The core's realloc checks nothing for a shrink within the block's slack:
+   it keeps the block as it is and reaches no other block, so it succeeds
+   next to a damaged header and changes nothing. */
+Test(overwrite, a_shrink_within_the_slack_succeeds_next_to_a_damaged_header)
+{
+    scene s;
+    set_scene(&s, USED, 64, 0xff, NULL);
+    cr_assert_eq(shmalloc_tlsf_realloc(s.t, s.a, 90), s.a);
+    cr_assert(check_pattern(s.a, 90, 2));
+    cr_assert_eq(shmalloc_tlsf_validate(s.t, s.a), SHMALLOC_TLSF_CORRUPT, "the neighbour is still damaged");
+    cr_assert_null(shmalloc_tlsf_realloc(s.t, s.a, 40), "a shrink that gives a tail back reaches it");
+    cr_assert_eq(shmalloc_tlsf_realloc(s.t, s.a, 100), s.a);
+    expect_checker_names_damage(&s);
+    expect_whole_after_undo(&s, USED);
+}

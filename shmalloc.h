@@ -1461,15 +1461,15 @@ SHM__INLINE int shm__marked_bit(const shmalloc_tlsf *t, size_t bit)
 /* Is b, below mapped_end, a recorded used block's start? */
 SHM__INLINE int shm__marked(const shmalloc_tlsf *t, const shm__block *b)
 {
-    size_t bit = shm__offset(t, b) >> 4;
-    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+    return shm__marked_bit(t, shm__offset(t, b) >> 4);
 }
 
+/* The same for any b in the blocks: past the zeroed map no block starts. */
 SHM__INLINE int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
 {
     size_t bit = shm__offset(t, b) >> 4;
-    if (bit >= t->mapped_bits) return 0; /* past the zeroed map */
-    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+    if (bit >= t->mapped_bits) return 0;
+    return shm__marked_bit(t, bit);
 }
 
 /* Is f, whose header word `header` says it is a listed free block (f at
@@ -1910,8 +1910,8 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
    or SHMALLOC_TLSF_CORRUPT, changing nothing, when b's header or a
    neighbour it leads to cannot be trusted (shm__damaged).  A header with
    a flag (a free previous block, or a flag no used block has) goes to
-   shm__merge_prev, which checks it; the merges check the neighbours they
-   merge with. */
+   shm__release_flagged; the merges check the neighbours they merge
+   with. */
 SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
     size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;

@@ -1697,14 +1697,15 @@ static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
     if (b) t->start_map[shm__offset(t, b) >> 10] |= (uint64_t)1 << (shm__offset(t, b) >> 4 & 63);
 }
 
-/* A new high-water mark `end`, the end of the usable bytes of b, just
-   marked used.  Out of line and returning b's
-   user pointer, so the common path keeps nothing across a call. */
-static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, shm__block *b)
+/* A new high-water mark `end`, the end of the usable bytes of the block
+   just marked used whose user pointer is `user`.  Out of line and
+   returning `user`, the value the common path returns too, so that it
+   keeps nothing across a call. */
+static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, void *user)
 {
     t->high_water = end;
-    if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, b);
-    return shm__user(b);
+    if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, shm__of_user(user));
+    return user;
 }
 
 /* The used block b of `size` bytes, its header written, into the start map
@@ -1713,7 +1714,7 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
     shm__mark_used(t, b, 1);
-    if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, b);
+    if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, shm__user(b));
     return shm__user(b);
 }
 

@@ -580,10 +580,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    lock, unlock     optional.  Serialise the threads of one PE; without them
                     one PE's heap must be used by one thread at a time.
    allreduce_and    optional.  values[0..count) := the bitwise AND over all
-                    PEs, count <= SHMALLOC_REDUCE_AND_MAX; synchronises like
+                    PEs, count <= SHMALLOC_REDUCE_AND_MAX, in one round (a
+                    transport that splits a call into several collective
+                    calls makes a drain cost as many); synchronises like
                     barrier.  Drains deferred releases (shmalloc_heap_free_
-                    deferred) in one round per SHMALLOC_REDUCE_AND_MAX * 64
-                    live blocks.  Without it, with allreduce_max, a drain
+                    deferred) in one round up to SHMALLOC_REDUCE_AND_MAX * 64
+                    = 65 536 live blocks, and one more per 65 536 past
+                    that.  Without it, with allreduce_max, a drain
                     sends one value per live block (1 - released, whose
                     maximum is 0 only when every PE released it):
                     SHMALLOC_REDUCE_MAX blocks per round.  Without either,
@@ -599,7 +602,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    shmalloc_heap_destroy on every PE (collective). */
 #define SHMALLOC_REDUCE_MAX 16  /* values of one allreduce_max call, at most */
 #define SHMALLOC_MAX_REGIONS 64 /* regions register_region is called with, at most */
-#define SHMALLOC_REDUCE_AND_MAX 512 /* values of one allreduce_and call, at most */
+#define SHMALLOC_REDUCE_AND_MAX 1024 /* values of one allreduce_and call, at most: 65 536 live blocks */
 
 typedef struct shmalloc_transport {
     void *user;
@@ -679,10 +682,14 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, l
    every PE has released it; then the next collective call (on every PE)
    frees it.  O(1), makes no transport call, waits for no peer; any thread
    may call it at any time, even during another thread's collective call.
-   The pointer is checked at once, under the heap's release lock, which
-   collective calls hold while they change the heap and never while they
-   wait for peers: a bad pointer gets the code shmalloc_heap_free would
-   give, a second release SHMEM_MALLOC_ALREADY_FREE, and nothing changes. */
+   The pointer is checked at once, between two changes of the heap by
+   collective calls (again when one overlapped the check; they change it
+   only between their waits for peers), and a collective call takes no
+   lock for it while this PE's released set is empty: a bad pointer gets
+   the code shmalloc_heap_free would give, a second release
+   SHMEM_MALLOC_ALREADY_FREE, and nothing changes.  A release racing a
+   collective free or realloc of the same block on this PE is a double
+   free, as a free racing a free is. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred(shmalloc_heap *h, void *ptr, long *err);
 /* Collective: frees, on every PE, the blocks every PE has released, as
    each collective call does first; for programs that want it explicitly. */
@@ -968,6 +975,11 @@ typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && F
 #  define SHM__UNLIKELY(c) (c)
 #  define SHM__NOINLINE
 #  define SHM__FLATTEN
+#endif
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 8)
+#  define SHM__RACY __attribute__((no_sanitize("address", "thread"))) /* reads that race by design */
+#else
+#  define SHM__RACY
 #endif
 /* >> output ----------------------------------------------------------------- */
 static void shm__default_output(void *user, int stream, int id, const char *text)
@@ -2038,6 +2050,33 @@ SHM__INLINE int shm__validate(const shmalloc_tlsf *t, const void *ptr)
     if (SHM__UNLIKELY(!shm__valid(t, ptr))) return shm__invalid(t, ptr);
     return SHM__UNLIKELY(shm__damaged(t, shm__of_user(ptr)) != NULL) ? SHMALLOC_TLSF_CORRUPT : SHMALLOC_TLSF_OK;
 }
+
+/* shm__validate's answer for a check that another thread's change of the
+   heap may overlap: it reads the bounds, the start map and one used
+   block's header, each within the heap, and walks no list (a pointer deep
+   in a large free block scans the map instead), so an overlapped change
+   gives a wrong answer, never a fault or an endless loop.  The caller
+   keeps an answer only when no change overlapped it (shm__check_release);
+   the sanitizers do not see these reads. */
+static SHM__RACY SHM__NOINLINE int shm__validate_racing(const shmalloc_tlsf *t, const void *ptr)
+{
+    uintptr_t u = (uintptr_t)ptr, base = (uintptr_t)t->base, q = u - 16;
+    size_t mapped = t->mapped_bits, bit = (q - base) / 16, i;
+    const shm__block *next = t->sentinel;
+    uint64_t word;
+    if (u < base + 16 || bit >= mapped)
+        return u >= base + 16 && u < (uintptr_t)t->limit ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_NOT_IN_HEAP;
+    if (!((q - base) & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1)) return SHMALLOC_TLSF_OK;
+    if (u - base >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
+    for (i = bit + 1; i < mapped; i = (i | 63) + 1) /* the next used block, or the sentinel (shm__in_free) */
+        if ((word = t->start_map[i >> 6] >> (i & 63)) != 0) {
+            for (; !(word & 1); word >>= 1) i++;
+            if (i < mapped) next = (const shm__block *)(const void *)(t->base + i * 16);
+            break;
+        }
+    return (next->header & SHM__PREV_FREE) && (uintptr_t)next->prev_phys <= q ? SHMALLOC_TLSF_ALREADY_FREE
+                                                                              : SHMALLOC_TLSF_NOT_A_BLOCK;
+}
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
 enum { SHM__IN_PLACE = 1, SHM__INTO_PREV, SHM__MOVE };
@@ -2909,8 +2948,10 @@ typedef struct shm__order {
     uint64_t pending; /* allocations made without a barrier since the last agreement */
     uint64_t digest;  /* of those allocations, in order: 0 when there are none */
     int mismatch_reported; /* outside debug mode a mismatch is reported once */
-    int release_lock; /* see shm__hold */
-    size_t fresh;     /* releases since the last drain, under release_lock */
+    unsigned changes; /* atomic: odd while a call changes the heap (shm__hold) */
+    int release_lock; /* atomic: the released set's (shm__lock_released) */
+    size_t releases;  /* atomic: blocks in the released set */
+    size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
 } shm__order;
 
@@ -2993,22 +3034,56 @@ static void shm__yield(void)
 #endif
 }
 
-/* The release lock: a deferred release (shmalloc_heap_free_deferred),
-   from any thread at any time, reads the block headers and changes the
-   released set under it; every call that holds the transport's lock holds
-   it too, except while it waits for peers (shm__agree, shm__wait), so a
-   release waits at most for one call's local part. */
+/* A deferred release (shmalloc_heap_free_deferred), from any thread at
+   any time, checks its pointer against the heap between two changes,
+   never during one, without making the call that changes it take a lock:
+   the call holds the heap (changes odd) while it changes it, except while
+   it waits for peers (shm__agree, shm__wait), and the release checks
+   again when changes moved meanwhile (a sequence lock; shm__check_release).
+   So a release waits at most for one call's local part, and a call with
+   nothing released takes no lock at all.  The released set and its
+   counts have a lock of their own (shm__lock_released), which a call
+   takes only when the set has blocks. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define SHM__LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#  define SHM__LOAD_ACQUIRE(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#  define SHM__STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#  define SHM__STORE_RELEASE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#  if defined(__SANITIZE_THREAD__) /* gcc's ThreadSanitizer has no thread fences; its x86-64 orders these */
+#    define SHM__FENCE(order) __atomic_signal_fence(order)
+#  else
+#    define SHM__FENCE(order) __atomic_thread_fence(order)
+#  endif
+#else /* no atomics: releases only from the threads that make the collective calls */
+#  define SHM__LOAD(x) (x)
+#  define SHM__LOAD_ACQUIRE(x) (x)
+#  define SHM__STORE(x, v) ((x) = (v))
+#  define SHM__STORE_RELEASE(x, v) ((x) = (v))
+#  define SHM__FENCE(order) ((void)0)
+#endif
+
 static void shm__hold(shm__order *o)
+{
+    SHM__STORE(o->changes, o->changes + 1); /* odd; only the thread in the call writes it */
+    SHM__FENCE(__ATOMIC_RELEASE);            /* odd before any change */
+}
+
+static void shm__let_go(shm__order *o)
+{
+    SHM__STORE_RELEASE(o->changes, o->changes + 1); /* even, after every change */
+}
+
+static void shm__lock_released(shm__order *o)
 {
 #if defined(__GNUC__) || defined(__clang__)
     while (__atomic_exchange_n(&o->release_lock, 1, __ATOMIC_ACQUIRE))
         while (__atomic_load_n(&o->release_lock, __ATOMIC_RELAXED)) shm__yield(); /* the holder may need this cpu */
-#else /* no atomics: releases only from the threads that make the collective calls */
+#else
     o->release_lock = 1;
 #endif
 }
 
-static void shm__let_go(shm__order *o)
+static void shm__unlock_released(shm__order *o)
 {
 #if defined(__GNUC__) || defined(__clang__)
     __atomic_store_n(&o->release_lock, 0, __ATOMIC_RELEASE);
@@ -3017,7 +3092,7 @@ static void shm__let_go(shm__order *o)
 #endif
 }
 
-/* The transport's lock, then the release lock: SHMEM_MALLOC_OK when the
+/* The transport's lock, then the heap held: SHMEM_MALLOC_OK when the
    transport's is held.  A call that could not take it changes nothing, yet
    a collective one still agrees, so no PE is left waiting; its failure is
    what every PE learns. */
@@ -3237,7 +3312,7 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
     shm__pair_named(v, c->size, none || err == SHMEM_MALLOC_BAD_SIZE);
     v[2] = shm__rank(err);
     shm__pair(v + 3, digest);
-    v[5] = (uint64_t)c->again | (o->fresh ? 2u : 0u);
+    v[5] = (uint64_t)c->again | (SHM__LOAD(o->fresh) ? 2u : 0u);
     shm__pair(v + 6, (uint64_t)c->kind);
     shm__pair_named(v + 8, c->align, err == SHMEM_MALLOC_MEMALIGN_FAILED || bad_block);
     shm__pair_named(v + 10, c->offset, bad_block);
@@ -3357,19 +3432,58 @@ static void shm__debug_check(const shmalloc_heap *h)
    allocations made without a barrier (else no PE drains).  A block
    released on some PEs only stays allocated and in their sets. */
 
-/* The block at ptr, agreed: freed, its hints and this PE's release of it
+/* The released set changed: its count, which calls read without its lock. */
+static void shm__count_released(shmalloc_heap *h) { SHM__STORE(h->order.releases, h->released.count); }
+
+/* A collective call frees or moves the block at offset: this PE's release
+   of it goes; 1 when there was one.  The set's lock only when the set has
+   blocks (a release of this very block racing the call is a double free):
+   the test inline, the rest out of line. */
+static SHM__NOINLINE int shm__drop_release_locked(shmalloc_heap *h, size_t offset)
+{
+    int had;
+    shm__lock_released(&h->order);
+    had = shm__table_get(&h->released, offset) != 0;
+    shm__table_drop(&h->released, offset);
+    shm__count_released(h);
+    shm__unlock_released(&h->order);
+    return had;
+}
+
+SHM__INLINE int shm__drop_release(shmalloc_heap *h, size_t offset)
+{
+    return SHM__LOAD(h->order.releases) ? shm__drop_release_locked(h, offset) : 0;
+}
+
+/* Block ptr is released by this PE again (a resize of it failed). */
+static void shm__keep_release(shmalloc_heap *h, size_t offset)
+{
+    shm__lock_released(&h->order);
+    shm__table_put(&h->released, offset, 1);
+    SHM__STORE(h->order.fresh, h->order.fresh + 1);
+    shm__count_released(h);
+    shm__unlock_released(&h->order);
+}
+
+/* The block at ptr, agreed, not in the released set: freed, its hints
    dropped; debug mode fills it, the slack too (the free poisons it again). */
-static void shm__free_block(shmalloc_heap *h, void *ptr)
+SHM__INLINE void shm__free_agreed(shmalloc_heap *h, void *ptr)
 {
     size_t offset = shmalloc_tlsf_offset(h->tlsf, ptr);
     shm__table_drop(&h->hints, offset);
-    shm__table_drop(&h->released, offset);
     if (h->debug) {
         size_t usable = shmalloc_tlsf_usable_size(h->tlsf, ptr);
         SHM__UNPOISON(ptr, usable);
         SHMALLOC_MEMSET(ptr, SHM__FILL_FREED, usable);
     }
     shmalloc_tlsf_free(h->tlsf, ptr);
+}
+
+/* The block at ptr, agreed: freed, and this PE's release of it dropped. */
+static void shm__free_block(shmalloc_heap *h, void *ptr)
+{
+    shm__drop_release(h, shmalloc_tlsf_offset(h->tlsf, ptr));
+    shm__free_agreed(h, ptr);
 }
 
 /* words[0..ceil(bits/64)) := their bitwise AND over the PEs, in pieces of
@@ -3426,13 +3540,13 @@ static void shm__reduce_nothing(shmalloc_heap *h, size_t bits)
 
 /* After a collective call whose agreement found fresh releases (on every
    PE alike): frees the blocks every PE released.  Returns how many. */
-static size_t shm__drain(shmalloc_heap *h)
+static SHM__NOINLINE size_t shm__drain_agreed(shmalloc_heap *h)
 {
     shmalloc_counters c;
     shm__live l = {NULL, 0};
     uint64_t *bits;
-    size_t i, fresh = h->order.fresh, freed = 0;
-    if (!h->order.drain) return 0;
+    size_t i, fresh, freed = 0;
+    int failed;
     h->order.drain = 0;
     shmalloc_tlsf_counters(h->tlsf, &c);
     if (!c.used_blocks) return 0;
@@ -3441,22 +3555,33 @@ static size_t shm__drain(shmalloc_heap *h)
         shm__reduce_nothing(h, c.used_blocks);
         return 0;
     }
-    h->order.fresh = 0;
     bits = l.offsets + c.used_blocks;
     shmalloc_tlsf_walk(h->tlsf, shm__live_block, &l);
+    shm__lock_released(&h->order);
+    fresh = h->order.fresh;
+    SHM__STORE(h->order.fresh, 0);
     for (i = 0; i < l.count; i++)
         if (shm__table_get(&h->released, (size_t)l.offsets[i])) bits[i / 64] |= (uint64_t)1 << (i % 64);
-    if (shm__reduce_and(h, bits, c.used_blocks)) h->order.fresh = fresh; /* the transport failed */
-    else
-        for (i = 0; i < l.count; i++)
-            if ((bits[i / 64] >> (i % 64) & 1) && shm__table_get(&h->released, (size_t)l.offsets[i])) {
-                shm__free_block(h, (char *)shmalloc_tlsf_base(h->tlsf) + l.offsets[i]);
-                freed++;
-            }
+    shm__unlock_released(&h->order);
+    failed = shm__reduce_and(h, bits, c.used_blocks);
+    shm__lock_released(&h->order);
+    if (failed) SHM__STORE(h->order.fresh, h->order.fresh + fresh); /* a later call tries again */
+    for (i = 0; !failed && i < l.count; i++)
+        if ((bits[i / 64] >> (i % 64) & 1) && shm__table_get(&h->released, (size_t)l.offsets[i])) {
+            shm__table_drop(&h->released, (size_t)l.offsets[i]);
+            shm__free_agreed(h, (char *)shmalloc_tlsf_base(h->tlsf) + l.offsets[i]);
+            freed++;
+        }
+    shm__count_released(h);
+    shm__unlock_released(&h->order);
     h->drained += freed;
     shmalloc_mem_free(l.offsets);
     return freed;
 }
+
+/* Every collective call drains after its agreement: the test inline, the
+   drain out of line, so that a call with nothing released pays a load. */
+SHM__INLINE size_t shm__drain(shmalloc_heap *h) { return h->order.drain ? shm__drain_agreed(h) : 0; }
 
 /* "0, 2": the PEs whose bits are set in mask (PEs 0..63). */
 static void shm__pe_list(char *buf, size_t n, uint64_t mask)
@@ -3497,7 +3622,9 @@ static void shm__released_on(shmalloc_heap *h, uint64_t *on)
     m.words = on;
     m.count = 0;
     for (i = 0; i < 16; i++) on[i] = ~(uint64_t)0;
+    shm__lock_released(&h->order);
     shmalloc_tlsf_walk(h->tlsf, shm__mark_block, &m);
+    shm__unlock_released(&h->order);
     if (shm__reduce_and(h, on, 16 * 64)) m.count = 0;
     for (i = 0; i < 16; i++) on[i] = i < m.count ? ~on[i] : 0;
 }
@@ -3508,7 +3635,7 @@ static void shm__released_on(shmalloc_heap *h, uint64_t *on)
 static void shm__report_unreleased(shmalloc_heap *h, int any_released)
 {
     uint64_t on[16] = {0};
-    size_t n = h->released.count;
+    size_t n = SHM__LOAD(h->order.releases);
     if (h->debug) {
         if (any_released) shm__released_on(h, on); /* agreed: every PE makes the round or none */
         shm__report_leaks(h, on);
@@ -3574,7 +3701,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -3645,13 +3772,18 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     int i, any;
     if (!h) return;
     shm__hold(&h->order);
-    h->order.fresh += h->released.count != 0; /* every release, not only the fresh, is named below */
+    shm__lock_released(&h->order); /* every release, not only the fresh, is named below */
+    SHM__STORE(h->order.fresh, h->order.fresh + (h->released.count != 0));
+    shm__unlock_released(&h->order);
     e = shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */
     any = h->order.drain && e == SHMEM_MALLOC_OK && h->tp.allreduce_max;
     shm__drain(h);
     shm__report_unreleased(h, any);
     shm__table_free(&h->hints);
+    shm__lock_released(&h->order);
     shm__table_free(&h->released);
+    shm__count_released(h);
+    shm__unlock_released(&h->order);
     shm__let_go(&h->order);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
 }
@@ -3700,7 +3832,7 @@ static void shm__info(const shmalloc_heap *h, shmalloc_info *out)
     out->largest_request = c.largest_request;
     out->used_blocks = c.used_blocks;
     out->failures = h->failures;
-    out->released = h->released.count;
+    out->released = SHM__LOAD(h->order.releases);
     out->drained = h->drained;
     out->drain_rounds = h->drain_rounds;
 }
@@ -4008,9 +4140,27 @@ static int shm__first(int *said)
 #endif
 }
 
-/* Checked and recorded under the release lock alone (see shm__hold):
-   collective calls never hold it while they wait, so this never waits for
-   a peer, and the check sees the heap between two of their changes. */
+/* ptr's malloc_error, checked between two changes of the heap: again
+   when a change overlapped the check (see shm__hold).  Under the released
+   set's lock, let go while a call changes the heap, which it may need. */
+static long shm__check_release(shmalloc_heap *h, const void *ptr)
+{
+    shm__order *o = &h->order;
+    for (;;) {
+        unsigned before = SHM__LOAD_ACQUIRE(o->changes);
+        if (!(before & 1)) {
+            int status = shm__validate_racing(h->tlsf, ptr);
+            SHM__FENCE(__ATOMIC_ACQUIRE); /* the reads above before the count's second look */
+            if (SHM__LOAD(o->changes) == before) return shm__malloc_error(status, 0);
+        }
+        shm__unlock_released(o);
+        shm__yield(); /* the call may need this cpu */
+        shm__lock_released(o);
+    }
+}
+
+/* Checked and recorded under the released set's lock alone: collective
+   calls never hold it while they wait, so this never waits for a peer. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred(shmalloc_heap *h, void *ptr, long *err)
 {
     static int no_heap_said;
@@ -4025,16 +4175,17 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred(shmalloc_heap *h, voi
         shm__set(err, SHMEMX_MALLOC_NO_HEAP);
         return;
     }
-    shm__hold(&h->order);
-    e = shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
+    shm__lock_released(&h->order);
+    e = shm__check_release(h, ptr);
     offset = e ? 0 : shmalloc_tlsf_offset(h->tlsf, ptr);
     if (!e && shm__table_get(&h->released, offset)) e = SHMEM_MALLOC_ALREADY_FREE;
     if (!e && shm__table_reserve(&h->released)) e = SHMEM_MALLOC_FAIL; /* no private memory */
     if (!e) {
         shm__table_put(&h->released, offset, 1);
-        h->order.fresh++;
+        SHM__STORE(h->order.fresh, h->order.fresh + 1);
+        shm__count_released(h);
     }
-    shm__let_go(&h->order);
+    shm__unlock_released(&h->order);
     if (e) shmalloc_print(2, SHM__MSG(DEFER_BAD_POINTER), h->tp.pe, ptr, shmalloc_strerror(e));
     shm__set(err, e);
 }
@@ -4124,8 +4275,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     }
     call.hints = shm__table_get(&h->hints, call.offset); /* the block's, agreed in debug mode and kept */
     call.align = shmalloc_tlsf_alignment(h->tlsf, ptr); /* kept by a move: agreed too */
-    released = shm__table_get(&h->released, call.offset); /* out of the drains while resized */
-    shm__table_drop(&h->released, call.offset);
+    released = shm__drop_release(h, call.offset); /* out of the drains while resized */
     shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (shm__bad_argument(local)) shm__report_misuse(h, &call, ptr, local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && shm__drain(h)) shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
@@ -4137,10 +4287,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         shm__table_drop(&h->hints, call.offset);
         shm__table_put(&h->hints, shmalloc_tlsf_offset(h->tlsf, q), call.hints);
     }
-    if (e && released) { /* the block stays, and so does its release; the realloc won otherwise */
-        shm__table_put(&h->released, call.offset, 1);
-        h->order.fresh++;
-    }
+    if (e && released) shm__keep_release(h, call.offset); /* the block stays; the realloc won otherwise */
     shm__drain(h);
     shm__debug_check(h);
     shm__unlock(h, held);

@@ -79,6 +79,7 @@ void scenario_threads(void);
 void scenario_reports(void);
 void scenario_counts(void);
 void scenario_deferred(void);
+void scenario_deferred_wide(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

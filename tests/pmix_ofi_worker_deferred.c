@@ -2,7 +2,8 @@
    shmem_init_thread(SHMEM_THREAD_MULTIPLE): each PE releases a thousand
    blocks with shmemx_free_deferred in its own random order from four
    threads while the main thread allocates and frees collectively in a
-   growing heap; one block in seven is released on the even PEs only. */
+   growing heap; one block in seven is released on the even PEs only.
+   deferred_wide: a drain of 60 000 live blocks is one transport call. */
 #include "pmix_ofi_worker.h"
 
 #include <pthread.h>
@@ -69,14 +70,13 @@ static void shuffle_releases(void)
 }
 
 /* One more block released everywhere, then an explicit drain: one heap
-   round over `live` blocks, which the transport makes in pieces of
-   SHMALLOC_REDUCE_MAX words; the counters show them. */
+   round over `live` blocks, which the transport makes in one AND call;
+   the counters show it. */
 static void check_drain_rounds(void *last)
 {
     shmalloc_pmix_ofi_counts a, b;
     shmalloc_info before, after;
-    size_t live = used_blocks(), words = (live + 63) / 64;
-    unsigned long long pieces = (words + SHMALLOC_REDUCE_MAX - 1) / SHMALLOC_REDUCE_MAX;
+    size_t live = used_blocks();
     shmemx_free_deferred(last);
     shmemx_heap_info(&before);
     shmalloc_pmix_ofi_counts_get(&a);
@@ -84,12 +84,10 @@ static void check_drain_rounds(void *last)
     shmalloc_pmix_ofi_counts_get(&b);
     shmemx_heap_info(&after);
     CHECK_EQ(after.drain_rounds - before.drain_rounds, 1);
-    CHECK_EQ(b.and_calls - a.and_calls, pieces);
-    CHECK_EQ(b.calls - a.calls, 1 + pieces); /* the call's own agreement, and the drain */
+    CHECK_EQ(b.and_calls - a.and_calls, 1);
+    CHECK_EQ(b.calls - a.calls, 2); /* the call's own agreement, and the drain */
     CHECK_EQ(after.drained - before.drained, 1);
-    if (me == 0)
-        printf("PE 0 of %d: drain of 1 block among %zu live: 1 heap round, %llu AND call%s of the transport\n", npes,
-               live, pieces, pieces == 1 ? "" : "s");
+    if (me == 0) printf("PE 0 of %d: drain of 1 block among %zu live: 1 heap round, 1 AND call\n", npes, live);
 }
 
 /* After shmem_finalize, as a destructor might: a release of a block of
@@ -150,4 +148,70 @@ void scenario_deferred(void)
     if (me == 0)
         printf("PE 0 of %d: %zu blocks drained in %zu heap rounds over %d collective calls\n", npes, info.drained,
                info.drain_rounds, calls);
+}
+
+/* ---- deferred_wide ---- */
+#define WIDE_BLOCKS 60000 /* live blocks: 938 bitmap words, within SHMALLOC_REDUCE_AND_MAX */
+
+/* A drain: one heap round and one AND call of the transport (beside the
+   drain call's own agreement) free exactly `want` blocks, the same on
+   every PE. */
+static void drain_in_one_call(size_t want)
+{
+    shmalloc_pmix_ofi_counts a, b;
+    shmalloc_info before, after;
+    void *later;
+    shmemx_heap_info(&before);
+    shmalloc_pmix_ofi_counts_get(&a);
+    shmemx_free_deferred_drain();
+    shmalloc_pmix_ofi_counts_get(&b);
+    shmemx_heap_info(&after);
+    CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_EQ(after.drain_rounds - before.drain_rounds, 1);
+    CHECK_EQ(b.and_calls - a.and_calls, 1);
+    CHECK_EQ(b.calls - a.calls, 2);
+    CHECK_EQ(after.drained - before.drained, want);
+    CHECK_EQ(before.used_blocks - after.used_blocks, want);
+    CHECK(same_everywhere(after.drained - before.drained));
+    later = shmem_malloc(4096); /* offsets still agree */
+    CHECK_SYMMETRIC(later);
+    shmem_free(later);
+    CHECK_EQ(shmalloc_check(-1), 0);
+    if (me == 0)
+        printf("PE 0 of %d: drain of %zu blocks among %zu live: %llu AND call%s of the transport\n", npes, want,
+               before.used_blocks, b.and_calls - a.and_calls, b.and_calls - a.and_calls == 1 ? "" : "s");
+}
+
+/* 60 000 live blocks, released by each PE in its own order, one in seven
+   on the even PEs only: one call frees the others; once the odd PEs
+   release those too, one more frees them. */
+void scenario_deferred_wide(void)
+{
+    static void *wide[WIDE_BLOCKS];
+    static int wide_order[WIDE_BLOCKS];
+    size_t base = used_blocks(), partial = 0;
+    unsigned seed = 31u + (unsigned)me;
+    int i, k;
+    for (i = 0; i < WIDE_BLOCKS; i++) { /* without a barrier each: the same calls everywhere */
+        wide[i] = shmem_malloc_with_hints((size_t)(1 + i % 48), SHMEMX_MALLOC_NO_BARRIER);
+        CHECK(wide[i] != NULL);
+        if (!wide[i]) return;
+        wide_order[i] = i;
+        partial += !everywhere(i);
+    }
+    for (k = WIDE_BLOCKS - 1; k > 0; k--) {
+        int j = (int)((unsigned)rand_r(&seed) % (unsigned)(k + 1)), t = wide_order[k];
+        wide_order[k] = wide_order[j];
+        wide_order[j] = t;
+    }
+    for (k = 0; k < WIDE_BLOCKS; k++)
+        if (released_here(wide_order[k])) shmemx_free_deferred(wide[wide_order[k]]);
+    drain_in_one_call(WIDE_BLOCKS - partial);
+    for (i = 0; i < WIDE_BLOCKS; i++)
+        if (!everywhere(i)) {
+            CHECK_EQ(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), wide[i]), SHMALLOC_TLSF_OK);
+            if (me % 2) shmemx_free_deferred(wide[i]);
+        }
+    drain_in_one_call(partial);
+    CHECK_EQ(used_blocks(), base);
 }

@@ -17,10 +17,24 @@
 #define HOOK_MAGIC 0x5eedf00du
 static size_t hook_allocs, hook_frees, hook_live;
 static int hook_refuse; /* the next allocation fails */
+static int hook_stall, hook_stalled, hook_go, hook_gave_up; /* atomic: see hook_wait */
+
+/* Armed by hook_stall, the next allocation waits (at most 3 s) until
+   hook_go is set. */
+static void hook_wait(void)
+{
+    int ms;
+    if (!__atomic_exchange_n(&hook_stall, 0, __ATOMIC_ACQ_REL)) return;
+    __atomic_store_n(&hook_stalled, 1, __ATOMIC_RELEASE);
+    for (ms = 0; ms < 3000 && !__atomic_load_n(&hook_go, __ATOMIC_ACQUIRE); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    __atomic_store_n(&hook_gave_up, ms == 3000, __ATOMIC_RELEASE);
+}
 
 static void *hook_malloc(size_t n)
 {
     size_t *b;
+    hook_wait();
     if (hook_refuse) {
         hook_refuse = 0;
         return NULL;
@@ -193,4 +207,44 @@ Test(alloc_hooks, the_pthreads_transport_takes_its_arrays_through_the_hooks)
     cr_assert_eq(shmalloc_pthreads_run(4, MIB, pe_main, NULL), 0);
     cr_assert_eq(pe_failures, 0, "%d PEs had no block or a heap the checker rejects", pe_failures);
     expect_balanced(2 + 4); /* and each PE's hint table */
+}
+
+/* ---- a call with nothing released takes no lock ---- */
+static shmalloc_heap *released_heap;
+static void *release_first(void *p)
+{
+    long err = 1;
+    shmalloc_heap_free_deferred(released_heap, p, &err); /* its table's first slots: the hook waits */
+    return (void *)(intptr_t)err;
+}
+
+/* A release stalls inside (in the allocation of its set's first slots),
+   holding the set's lock: collective calls, nothing being released yet,
+   go on without it; the release completes, and the drain frees its block. */
+Test(alloc_hooks, a_collective_call_with_nothing_released_does_not_wait_for_a_release_under_way)
+{
+    shmalloc_heap *h = own_heap(MIB);
+    pthread_t th;
+    void *p = shmem_malloc(100), *q, *err;
+    int ms;
+    cr_assert(p != NULL);
+    released_heap = h;
+    __atomic_store_n(&hook_stall, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(pthread_create(&th, NULL, release_first, p), 0);
+    for (ms = 0; ms < 3000 && !__atomic_load_n(&hook_stalled, __ATOMIC_ACQUIRE); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(__atomic_load_n(&hook_stalled, __ATOMIC_ACQUIRE), "the release never reached its allocation");
+    q = shmem_malloc(64); /* nothing released yet on this PE */
+    cr_assert(q != NULL);
+    shmem_free(q);
+    __atomic_store_n(&hook_go, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(pthread_join(th, &err), 0);
+    cr_assert_eq((long)(intptr_t)err, SHMEM_MALLOC_OK);
+    cr_assert(!hook_gave_up, "the calls waited 3 s for the release");
+    shmemx_free_deferred_drain();
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_ALREADY_FREE, "the drain freed the released block");
+    assert_heap_ok();
+    shmalloc_heap_destroy(h);
+    shmalloc_set_current(NULL);
+    expect_balanced(2); /* the set's slots, the drain's list */
 }

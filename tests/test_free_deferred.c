@@ -125,6 +125,43 @@ Test(free_deferred, a_bad_pointer_gets_its_code_and_message_and_changes_nothing)
     assert_heap_ok();
 }
 
+/* The release's own check (made while collective calls may change the
+   heap) gives what shmem_free's gives, for each kind of bad pointer: deep
+   in a large freed block, far from the next used block, in the free top,
+   inside a used block, past the last block ever handed out. */
+Test(free_deferred, a_release_checks_each_kind_of_pointer_as_a_collective_free_does)
+{
+    static const long want_of[] = {SHMEM_MALLOC_OK, SHMEM_MALLOC_NOT_IN_SYMM_HEAP, SHMEM_MALLOC_ALREADY_FREE,
+                                   SHMEM_MALLOC_NOT_ALIGNED};
+    shmalloc_heap *h = heap_with_peer(8 * MIB, 1);
+    char *big = shmem_malloc(2 * MIB), *used = shmem_malloc(100), *top;
+    char *ptrs[8];
+    int i, status;
+    cr_assert(big && used);
+    top = used + 4 * MIB; /* in the free top, never handed out */
+    shmem_free(big);
+    ptrs[0] = big;              /* the freed block's start */
+    ptrs[1] = big + MIB;        /* deep inside it: past the short scan to the next used block */
+    ptrs[2] = big + MIB + 8;    /* and not on a block boundary */
+    ptrs[3] = used + 16;        /* inside a used block */
+    ptrs[4] = used + 112;       /* just past it, in the top */
+    ptrs[5] = top;
+    ptrs[6] = big - 16;         /* before the first block */
+    ptrs[7] = big + 16 * MIB;   /* past the heap */
+    capture_start();
+    for (i = 0; i < 8; i++) {
+        status = block_state(h, ptrs[i]);
+        cr_assert(status >= 0 && status < 4, "status %d", status);
+        shmemx_free_deferred(ptrs[i]);
+        cr_assert_eq(malloc_error, want_of[status], "pointer %d: %ld, shmem_free's check says %ld", i,
+                     malloc_error, want_of[status]);
+    }
+    capture_stop();
+    cr_assert_eq(info_of(h).released, 0);
+    shmem_free(used);
+    assert_heap_ok();
+}
+
 Test(free_deferred, a_release_without_a_heap_does_nothing_and_says_so_once)
 {
     shmalloc_heap *h = heap_with_peer(MIB, 1);

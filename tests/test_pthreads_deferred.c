@@ -166,6 +166,65 @@ Test(deferred, four_pes_release_a_thousand_blocks_from_four_threads_during_colle
     unsetenv("SHMALLOC_HEAP_MAX");
 }
 
+/* ---- one round per drain ---------------------------------------------------- */
+#define WIDE_BLOCKS 60000 /* live blocks: 938 bitmap words, within SHMALLOC_REDUCE_AND_MAX */
+
+/* A drain on every PE: one allreduce_and call, which this transport makes
+   in one barrier, frees exactly `want` blocks, the same everywhere. */
+static void drain_in_one_round(size_t want)
+{
+    shmalloc_info before, after;
+    shmemx_heap_info(&before);
+    shmemx_free_deferred_drain();
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    shmemx_heap_info(&after);
+    PE_CHECK_EQ(after.drain_rounds - before.drain_rounds, 1);
+    PE_CHECK_EQ(after.drained - before.drained, want);
+    PE_CHECK_EQ(before.used_blocks - after.used_blocks, want);
+    void *later = shmem_malloc(4096); /* offsets still agree */
+    CHECK_SYMMETRIC(later);
+    shmem_free(later);
+    PE_CHECK(shmalloc_check(-1) == 0);
+}
+
+/* 60 000 live blocks, released by each PE in its own order, one in seven
+   on the even PEs only: one round frees the others; once the odd PEs
+   release those too, one more round frees them. */
+static void pe_drains_sixty_thousand_blocks_in_one_round(void *arg)
+{
+    static void *blocks[MAX_PES][WIDE_BLOCKS];
+    static int order[MAX_PES][WIDE_BLOCKS];
+    int me = shmem_my_pe(), partial = 0;
+    unsigned seed = 99u + (unsigned)me;
+    (void)arg;
+    for (int i = 0; i < WIDE_BLOCKS; i++) { /* without a barrier each: the same calls everywhere */
+        blocks[me][i] = shmem_malloc_with_hints((size_t)(1 + i % 48), SHMEMX_MALLOC_NO_BARRIER);
+        PE_CHECK(blocks[me][i] != NULL);
+        order[me][i] = i;
+        partial += !everywhere(i);
+    }
+    for (int k = WIDE_BLOCKS - 1; k > 0; k--) {
+        int j = (int)((unsigned)rand_r(&seed) % (unsigned)(k + 1)), t = order[me][k];
+        order[me][k] = order[me][j];
+        order[me][j] = t;
+    }
+    for (int k = 0; k < WIDE_BLOCKS; k++)
+        if (released_by(order[me][k], me)) shmemx_free_deferred(blocks[me][order[me][k]]);
+    drain_in_one_round((size_t)(WIDE_BLOCKS - partial));
+    for (int i = 0; i < WIDE_BLOCKS; i++)
+        if (!everywhere(i)) {
+            PE_CHECK_EQ(block_state(blocks[me][i]), SHMALLOC_TLSF_OK);
+            if (me % 2) shmemx_free_deferred(blocks[me][i]);
+        }
+    drain_in_one_round((size_t)partial);
+    CHECK_HEAP_EMPTY();
+}
+
+Test(deferred, a_drain_of_sixty_thousand_live_blocks_is_one_allreduce_round, .timeout = TEST_TIMEOUT)
+{
+    run_pes(4, (size_t)16 << 20, pe_drains_sixty_thousand_blocks_in_one_round, NULL);
+}
+
 /* ---- finalize --------------------------------------------------------------- */
 
 /* a: released everywhere just before finalize, which frees it; b: released

@@ -49,7 +49,10 @@
      values combined so far and, in each of ceil(log2 P) rounds, reads one
      peer's; on several nodes they are hierarchical: the node's rounds,
      then dissemination rounds of small libfabric messages among one
-     leader per node, then the leader's release through the segment.
+     leader per node, then the leader's release through the segment.  A
+     slot or a message holds up to SHMALLOC_REDUCE_AND_MAX values, so a
+     drain's AND is one round: 16 512 bytes of segment per PE per round,
+     3 ceil(log2 P) + 2 registered message slots of 8 256 bytes per PE.
      shmem_putmem / shmem_getmem are fi_write / fi_read, waited for on the
      completion queue, except to PEs on the same node: there each heap is
      a memfd that the node's other PEs map whole (growth room included)

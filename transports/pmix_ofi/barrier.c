@@ -21,9 +21,10 @@ typedef struct shm__msg {
     uint16_t round;
     uint16_t count;
     int32_t source;
-    uint64_t values[SHMALLOC_REDUCE_MAX];
+    uint64_t values[SHMALLOC_REDUCE_AND_MAX]; /* only count of them are sent */
 } shm__msg;
 #define SHM__MSG_HEADER offsetof(shm__msg, values)
+typedef char shm__msg_fits_a_slot[sizeof(shm__msg) <= SHM__SLOT_BYTES ? 1 : -1];
 
 /* A received message, into its inbox (progress calls it). */
 static void shm__deliver(const void *message, size_t len)
@@ -34,7 +35,7 @@ static void shm__deliver(const void *message, size_t len)
     uint32_t e;
     shm__inbox *box;
     if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->round >= c->rounds ||
-        m->count > SHMALLOC_REDUCE_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
+        m->count > SHMALLOC_REDUCE_AND_MAX || len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
         shm__fatal(SHM__MSG(PMIX_BARRIER_MALFORMED), me, len);
     e = m->epoch;
     /* A peer can be at most one barrier ahead of us. */
@@ -99,15 +100,6 @@ static void shm__round(uint32_t epoch, int r, uint64_t *values, int count, shm__
     shm__combine(values, box->values, count < box->count ? count : box->count);
     box->full = 0;
     shm__leave();
-}
-
-void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
-{
-    int i;
-    for (i = 0; i < count; i++) {
-        if (shm__coll.fold_and) values[i] &= theirs[i];
-        else if (theirs[i] > values[i]) values[i] = theirs[i];
-    }
 }
 
 /* Ready for barriers among the group node.c set: the rounds counted,

@@ -183,22 +183,25 @@ static void shm__open_endpoint(void)
 }
 
 /* Message slots, the flush word and the bounce buffer, in one region,
-   then the receives posted. */
+   then the receives posted.  A slot per round of the largest group (all
+   PEs) to send from, and two per round and two more to receive in: the
+   messages in flight to one PE (2 epochs x rounds); 8 256 bytes each. */
 static void shm__open_buffers(void)
 {
     shm__fabric *f = &shm__ofi;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    int q, slots = SHM__RECV_SLOTS;
-    f->local_bytes = ((size_t)(SHM__MAX_ROUNDS + SHM__RECV_SLOTS) * SHM__SLOT_BYTES + 64 + SHM__BOUNCE_BYTES +
-                      page - 1) & ~(page - 1);
+    int q, rounds = 1, slots;
+    while (rounds < SHM__MAX_ROUNDS && (1 << rounds) < f->npes) rounds++;
+    slots = 2 * rounds + 2; /* <= SHM__RECV_SLOTS */
+    f->local_bytes = ((size_t)(rounds + slots) * SHM__SLOT_BYTES + 64 + SHM__BOUNCE_BYTES + page - 1) & ~(page - 1);
     f->local = (char *)mmap(NULL, f->local_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (f->local == (char *)MAP_FAILED) {
         f->local = NULL;
         shm__init_fail(SHM__MSG(PMIX_BUFFERS_MAP_FAILED), f->local_bytes);
     }
     f->send_slots = f->local;
-    f->recv_slots = f->send_slots + (size_t)SHM__MAX_ROUNDS * SHM__SLOT_BYTES;
-    f->flush_word = f->recv_slots + (size_t)SHM__RECV_SLOTS * SHM__SLOT_BYTES;
+    f->recv_slots = f->send_slots + (size_t)rounds * SHM__SLOT_BYTES;
+    f->flush_word = f->recv_slots + (size_t)slots * SHM__SLOT_BYTES;
     f->bounce = f->flush_word + 64;
     if (f->mr_mode & FI_MR_LOCAL)
         shm__ofi_check(shm__mr_register(f->local, f->local_bytes, FI_SEND | FI_RECV | FI_READ | FI_WRITE,

@@ -28,12 +28,14 @@
 #define SHM__KEY_NODE "shmalloc.node"
 #define SHM__KEY_NODE_OK "shmalloc.node.ok"
 
-#define SHM__NODE_HALF 192 /* bytes: whole cache lines, >= the number and SHMALLOC_REDUCE_MAX values */
+/* Bytes: whole cache lines, the number and an allreduce_and's values (8 256
+   for 1 024), so that a call is one pass; a barrier reads the first line. */
+#define SHM__NODE_HALF (((1 + SHMALLOC_REDUCE_AND_MAX) * sizeof(uint64_t) + 63) & ~(size_t)63)
 
 typedef struct shm__node_half {
     uint64_t epoch; /* atomic: the last barrier of this parity written here */
-    uint64_t values[SHMALLOC_REDUCE_MAX];
-    char pad[SHM__NODE_HALF - (1 + SHMALLOC_REDUCE_MAX) * sizeof(uint64_t)];
+    uint64_t values[SHMALLOC_REDUCE_AND_MAX];
+    char pad[SHM__NODE_HALF - (1 + SHMALLOC_REDUCE_AND_MAX) * sizeof(uint64_t)];
 } shm__node_half;
 
 struct shm__node_slot {

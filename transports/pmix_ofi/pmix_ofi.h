@@ -70,7 +70,9 @@
 
 #define SHM__MAX_ROUNDS 31        /* dissemination rounds: up to 2^31 PEs */
 #define SHM__RECV_SLOTS 64        /* > messages in flight to one PE: 2 epochs x rounds */
-#define SHM__SLOT_BYTES 256       /* one message buffer */
+/* One message buffer: a 16-byte header and an allreduce_and's values, whole
+   cache lines (8 256 bytes), so that a call is one message per round. */
+#define SHM__SLOT_BYTES ((16 + 8 * (size_t)SHMALLOC_REDUCE_AND_MAX + 63) & ~(size_t)63)
 #define SHM__BOUNCE_BYTES ((size_t)1 << 20) /* FI_MR_LOCAL copies of unregistered buffers */
 #define SHM__RAW_KEY_MAX 64       /* FI_MR_RAW key bytes we can carry */
 #define SHM__NODE_PREFIX "shmalloc-" /* the node segment's name in /dev/shm, its creator's PID next */
@@ -303,7 +305,7 @@ typedef struct shm__inbox {
     int full;
     int count;
     int source;
-    uint64_t values[SHMALLOC_REDUCE_MAX];
+    uint64_t values[SHMALLOC_REDUCE_AND_MAX];
 } shm__inbox;
 
 typedef struct shm__node_slot shm__node_slot;
@@ -319,7 +321,6 @@ typedef struct shm__collective {
     shm__nodes nodes;       /* the bootstrap's map, its arrays borrowed (shm__node_open) */
     /* Barrier messages go among a group: every PE, or one leader per node. */
     int group_size, group_me, rounds;
-    shm__inbox inbox[2][SHM__MAX_ROUNDS];
     shm__op *sent[SHM__MAX_ROUNDS]; /* each round's send, done before its slot is written again */
     uint32_t epoch;
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
@@ -339,14 +340,24 @@ typedef struct shm__collective {
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
+    shm__inbox inbox[2][SHM__MAX_ROUNDS]; /* last: 8 KiB each, the other fields share lines */
 } shm__collective;
 
 SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
-/* values[i] := max(values[i], theirs[i]), or their AND while fold_and is set. */
-SHM__INTERNAL void shm__combine(uint64_t *values, const uint64_t *theirs, int count);
+/* values[i] := max(values[i], theirs[i]), or their AND while fold_and is
+   set.  Inline: every barrier and all-reduce round runs it. */
+static inline void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
+{
+    int i;
+    if (shm__coll.fold_and)
+        for (i = 0; i < count; i++) values[i] &= theirs[i];
+    else
+        for (i = 0; i < count; i++)
+            if (theirs[i] > values[i]) values[i] = theirs[i];
+}
 SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
 SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);

@@ -57,7 +57,7 @@ void shm__post_recv(int slot)
     else f->recv_unposted &= ~((uint64_t)1 << slot);
 }
 
-/* Send slot `slot`'s buffer (< SHM__MAX_ROUNDS), where a message is
+/* Send slot `slot`'s buffer (slot < the rounds), where a message is
    written before shm__send; SHM__SLOT_BYTES long. */
 void *shm__send_buffer(int slot)
 {

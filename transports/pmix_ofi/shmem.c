@@ -47,18 +47,15 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
     return bad ? -1 : 0;
 }
 
-/* In pieces of SHMALLOC_REDUCE_MAX values, the most a message or a node
-   slot carries: one collective call per 1024 live blocks of a drain. */
+/* One collective call, whatever the count: a node slot and a message
+   carry SHMALLOC_REDUCE_AND_MAX values, so a drain is one round. */
 static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
 {
-    int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX, i, n;
+    int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX;
     (void)user;
     shm__coll.fold_and = 1;
-    for (i = 0; i < (bad ? 1 : count); i += SHMALLOC_REDUCE_MAX) {
-        n = bad ? 0 : count - i < SHMALLOC_REDUCE_MAX ? count - i : SHMALLOC_REDUCE_MAX;
-        SHM__COUNT(and_calls, 1);
-        shm__collective_call(values + i, n); /* synchronises even when bad */
-    }
+    SHM__COUNT(and_calls, 1);
+    shm__collective_call(values, bad ? 0 : count); /* synchronises even when bad */
     shm__coll.fold_and = 0;
     return bad ? -1 : 0;
 }

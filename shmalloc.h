@@ -140,6 +140,15 @@
 #define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
 #define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
 #define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
+/* A block's header, or its neighbour's, was overwritten (a write past the
+   end of the block before it?): free and realloc refuse to merge through
+   it, and the call fails on every PE with the heap unchanged.  Caught: a
+   header whose flags or size no used block has, or whose size leads to no
+   recorded block start, a free neighbour whose size does not reach the
+   block that links back to it, a "previous block is free" no free block
+   backs.  Not caught: a size that still leads to another used block's start
+   (shmalloc_check finds it later), and bytes a write left as they were. */
+#define SHMEMX_MALLOC_CORRUPT_HEAP   (-17L)
 /* A heap with separate metadata must write its memory (calloc, a moving
    realloc) and its transport has no fill or copy. */
 #define SHMEMX_MALLOC_NO_MEMOPS      (-18L)
@@ -198,6 +207,9 @@ extern "C" {
     X(HEAP_NO_MEMORY, "shmalloc: PE %d: %s: the allocator's block records could not grow (separate metadata): " \
                       "the allocator hooks (SHMALLOC_MALLOC, or malloc) returned NULL; the process is short of " \
                       "memory, not the heap; the call fails on every PE\n") \
+    X(HEAP_CORRUPT, "shmalloc: PE %d: %s(the pointer at offset %zu): the block records %zu bytes (header 0x%zx) " \
+                    "and %s: its header was overwritten: a write past the end of the block before it? The call " \
+                    "fails on every PE and changes nothing; shmalloc_check names the damage\n") \
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
     X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
@@ -400,6 +412,8 @@ enum {
     SHMALLOC_TLSF_NO_ROOM,      /* no free block (or reservation) large enough */
     SHMALLOC_TLSF_BAD_SIZE,     /* size above SHMALLOC_TLSF_MAX_REQUEST */
     SHMALLOC_TLSF_BAD_ALIGN,    /* alignment 0, not a power of two, or too large */
+    SHMALLOC_TLSF_CORRUPT,      /* a used block whose header, or its neighbour's, was
+                                   overwritten: nothing is merged through it */
     SHMALLOC_TLSF_NO_MEMOPS,    /* a separate core must move a block and has no copy */
     SHMALLOC_TLSF_NO_MEMORY     /* a separate core's records could not grow (the hooks returned NULL) */
 };
@@ -492,7 +506,10 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
 /* realloc(NULL, n) mallocs; realloc(p, 0) frees and returns NULL; NULL with
    p untouched on failure.  Keeps the block's alignment when it moves. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size);
-/* SHMALLOC_TLSF_OK (NULL too), or why ptr is not a used block (heap unchanged). */
+/* SHMALLOC_TLSF_OK (NULL too), or why ptr is not a used block, or
+   SHMALLOC_TLSF_CORRUPT when its header or its neighbour's was overwritten
+   (heap unchanged).  realloc returns NULL for the same reasons, but for a
+   shrink within the block's slack, which reaches no other block. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr);
 /* 0 for a pointer that is not a used block. */
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr);
@@ -1091,6 +1108,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
     case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
+    case SHMEMX_MALLOC_CORRUPT_HEAP: return "a block's header was overwritten: a write past the end of a block?";
     case SHMEMX_MALLOC_NO_MEMOPS:
         return "the heap keeps its metadata apart (SHMALLOC_METADATA=separate) and writes its memory only through "
                "the transport's fill and copy, which it lacks: bind them, or use SHMALLOC_METADATA=inline";
@@ -1118,7 +1136,10 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
    two bits tell a free's or a resize's neighbour apart in the header word
    it has read anyway.  A bitmap with one bit per 16 bytes marks where used
    blocks start, so every free and realloc pointer is checked exactly,
-   without trusting bytes the user may have overwritten.  It is zeroed as
+   without trusting bytes the user may have overwritten; and the size in
+   its header, which a write past the end of the block before it reaches,
+   is followed only to a start the map records, the sentinel, or a free
+   block linked back to it (shm__damaged).  It is zeroed as
    the high-water mark rises, so a heap's size costs nothing up front. */
 #define SHM__FREE ((size_t)1)
 #define SHM__PREV_FREE ((size_t)2)
@@ -1151,6 +1172,8 @@ struct shmalloc_tlsf {
     uint64_t *start_map;   /* bit i: a used block starts at base + 16 i */
     size_t mapped_bits;    /* map bits (block offsets / 16) below which the map is
                               zeroed and below the sentinel: no block ever started above */
+    shm__block *mapped_end; /* the block at mapped_bits: every block but the sentinel
+                              starts below it, the top too (it starts below the high-water mark) */
     size_t map_clean;      /* bytes of the start map zeroed so far */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
@@ -1490,6 +1513,110 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
     return b;
 }
 
+/* The start-map bit of the block at offset off, a multiple of 16, as
+   shm__valid computes it: after a free's test the compiler reuses the word. */
+SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
+
+/* Marks b's start used, or not: the bit is the other way, so it flips. */
+SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
+{
+    size_t bit = shm__bit(shm__offset(t, b));
+    SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
+    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
+    (void)used;
+}
+
+/* ---- vouching for headers: a write past a block's end lands on the next
+   block's header, and a size followed blindly leads anywhere ---- */
+/* Is start-map bit `bit`, below mapped_bits, set? */
+SHM__INLINE int shm__marked_bit(const shmalloc_tlsf *t, size_t bit)
+{
+    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
+}
+
+/* Is b, below mapped_end, a recorded used block's start? */
+SHM__INLINE int shm__marked(const shmalloc_tlsf *t, const shm__block *b)
+{
+    return shm__marked_bit(t, shm__offset(t, b) >> 4);
+}
+
+/* The same for any b in the blocks: past the zeroed map no block starts. */
+SHM__INLINE int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
+{
+    size_t bit = shm__offset(t, b) >> 4;
+    if (bit >= t->mapped_bits) return 0;
+    return shm__marked_bit(t, bit);
+}
+
+/* Is f, whose header word `header` says it is a listed free block (f at
+   most the sentinel), one?  Its size must reach, below the sentinel, a
+   block whose back link names f.  The merge writes that link anyway, so
+   the check costs no cache line.  The size is masked as a used block's,
+   so that no size wraps round: the merge takes it so too. */
+SHM__INLINE int shm__listed_sound(const shmalloc_tlsf *t, const shm__block *f, size_t header)
+{
+    const shm__block *after = shm__at(f, header & SHM__SIZE_MASK);
+    return (uintptr_t)after < (uintptr_t)t->sentinel && after->prev_phys == f;
+}
+
+/* Is next, whose header word says it is the top (TOP) or the sentinel
+   (END), what it says?  The top ends at the sentinel, which links back to
+   it; the sentinel's word is END and maybe PREV_FREE. */
+SHM__INLINE int shm__last_sound(const shmalloc_tlsf *t, const shm__block *next, size_t header)
+{
+    const shm__block *after = shm__at(next, shm__free_size(header));
+    if (SHM__LIKELY(after == t->sentinel && after->prev_phys == next)) return 1;
+    return next == t->sentinel && (header & ~SHM__PREV_FREE) == SHM__END;
+}
+
+/* Does b's "previous block is free" hold?  Its link must name a block in
+   the blocks, on a 16-byte boundary, at least a minimum block below b, and
+   whose header is a listed free block's of exactly that size.  One test
+   of the gap, rotated as shm__bit rotates, covers the boundary, the
+   minimum and a link above b. */
+SHM__INLINE int shm__prev_sound(const shmalloc_tlsf *t, const shm__block *b)
+{
+    const shm__block *prev = b->prev_phys;
+    size_t gap = (size_t)((uintptr_t)b - (uintptr_t)prev);
+    return shm__bit(gap - SHM__MIN_BLOCK) >> (SHMALLOC_MAX_LOG2 + 1) == 0 && (uintptr_t)prev >= (uintptr_t)t->base &&
+           prev->header == (gap | SHM__FREE);
+}
+
+/* Is b's header word `header` one a used block can have: no free, end or
+   top flag, and a size that leads to `next`, no further than the
+   sentinel?  A size below the minimum block leads inside b, where no block
+   starts: free's test of the next block finds it, after clearing b's bit. */
+SHM__INLINE int shm__used_sound(const shmalloc_tlsf *t, const shm__block *next, size_t header)
+{
+    return !(header & (SHM__FREE | SHM__END | SHM__TOP)) && (uintptr_t)next <= (uintptr_t)t->sentinel;
+}
+
+/* Is next, which a sound used block's size leads to, the block its header
+   word says, told apart as free and the resizes tell it: the sentinel or
+   the top, a listed free block, or a recorded used block's start? */
+SHM__INLINE int shm__next_sound(const shmalloc_tlsf *t, const shm__block *next, size_t next_header)
+{
+    if (next_header & (SHM__FREE | SHM__END))
+        return next_header & (SHM__TOP | SHM__END) ? shm__last_sound(t, next, next_header)
+                                                    : shm__listed_sound(t, next, next_header);
+    return shm__starts_used(t, next);
+}
+
+/* Does a used block's size lead to next, a block whose header word says
+   what it is (shm__next_sound)?  One comparison with mapped_end bounds
+   next and lets its start-map bit be read: only the sentinel starts at or
+   above it. */
+SHM__INLINE int shm__reaches_block(const shmalloc_tlsf *t, const shm__block *next)
+{
+    size_t header;
+    if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end))
+        return next == t->sentinel && shm__last_sound(t, next, next->header);
+    header = next->header;
+    if (header & (SHM__FREE | SHM__END))
+        return header & (SHM__TOP | SHM__END) ? shm__last_sound(t, next, header) : shm__listed_sound(t, next, header);
+    return shm__marked(t, next);
+}
+
 /* The end of a merging free: b, of `size` bytes up to `next`, has grown
    over the free block anchor (which may be b itself), of anchor_size
    bytes, and takes its place in the lists.  Returns SHMALLOC_TLSF_OK, so
@@ -1516,25 +1643,35 @@ SHM__INLINE int shm__merged(shmalloc_tlsf *t, shm__block *b, size_t size, shm__b
    no list.  Returns SHMALLOC_TLSF_OK, for the merges' jumps. */
 SHM__INLINE int shm__to_top(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    shm__block *end = shm__at(b, size);
-    SHM__ASSERT(end == t->sentinel);
-    (void)t;
+    shm__block *end = t->sentinel; /* which callers often hold: b + size */
+    SHM__ASSERT(shm__at(b, size) == end);
     SHM__UNPOISON((char *)b + 16, 16); /* as a listed block's links are */
     shm__set_top(b, size);
-    shm__set_prev_free(end, b);
+    end->prev_phys = b;
+    end->header = SHM__END | SHM__PREV_FREE; /* whole: a write past the end of the block below may have reached it */
     SHM__POISON((char *)b + 32, size - 32);
     return SHMALLOC_TLSF_OK;
 }
 
-/* b, of `size` bytes, merges with its free previous block, which is listed
-   (the top is last), and with the next one too when that is free (its
-   header word is next_header). */
-static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
+/* A free that found a header it cannot trust gives b back its start-map
+   bit, the only thing it changed. */
+static SHM__NOINLINE int shm__unreleased(shmalloc_tlsf *t, const shm__block *b)
 {
-    shm__block *next = shm__at(b, size), *prev = b->prev_phys;
-    size_t prev_size = shm__free_size(prev->header);
+    shm__mark_used(t, b, 1);
+    return SHMALLOC_TLSF_CORRUPT;
+}
+
+/* b, of `size` bytes, merges with prev, its free previous block, which is
+   listed (the top is last), and with the next one too when that is free
+   (its header word is next_header); shm__release_flagged has checked
+   them. */
+static SHM__NOINLINE int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header,
+                                         shm__block *prev)
+{
+    shm__block *next = shm__at(b, size);
+    size_t prev_size = (size_t)((uintptr_t)b - (uintptr_t)prev);
     if (next_header & SHM__FREE) {
-        size_t nsize = shm__free_size(next_header);
+        size_t nsize = next_header & SHM__SIZE_MASK;
         if (!(next_header & SHM__TOP)) shm__remove(t, next);
         size += nsize;
         next = shm__at(next, nsize);
@@ -1546,16 +1683,44 @@ static int shm__merge_prev(shmalloc_tlsf *t, shm__block *b, size_t size, size_t 
     return shm__merged(t, prev, size + prev_size, prev, prev_size, next);
 }
 
+/* A free of b, of `size` bytes, whose header word `header` has a flag:
+   PREV_FREE, or one no used block has.  The previous block and the next
+   are checked (shm__prev_sound, shm__reaches_block) before
+   shm__merge_prev, out of line so that the checks' registers do not cost
+   the merge a frame. */
+static SHM__NOINLINE int shm__release_flagged(shmalloc_tlsf *t, shm__block *b, size_t size, size_t header)
+{
+    shm__block *next = shm__at(b, size);
+    if (SHM__UNLIKELY((header & (SHM__FREE | SHM__END | SHM__TOP)) || !shm__prev_sound(t, b) ||
+                      !shm__reaches_block(t, next)))
+        return shm__unreleased(t, b);
+    return shm__merge_prev(t, b, size, next->header, b->prev_phys);
+}
+
 /* b, of `size` bytes, merges with the free next block (header word
-   next_header); the previous block is used.  The sentinel's header (END)
-   comes here too: it counts as a next block of size 0, and b becomes the
-   top as it does when the next block is the top. */
+   next_header), checked first; the previous block is used.  The
+   sentinel's header (END) comes here too: it counts as a next block of
+   size 0, and b becomes the top as it does when the next block is the
+   top. */
 static int shm__merge_next(shmalloc_tlsf *t, shm__block *b, size_t size, size_t next_header)
 {
     shm__block *next = shm__at(b, size);
-    size_t nsize = shm__free_size(next_header);
-    if (next_header & (SHM__TOP | SHM__END)) return shm__to_top(t, b, size + nsize);
+    size_t nsize;
+    if (next_header & (SHM__TOP | SHM__END)) {
+        if (SHM__UNLIKELY(!shm__last_sound(t, next, next_header))) return shm__unreleased(t, b);
+        return shm__to_top(t, b, size + shm__free_size(next_header));
+    }
+    nsize = next_header & SHM__SIZE_MASK;
+    if (SHM__UNLIKELY(!shm__listed_sound(t, next, next_header))) return shm__unreleased(t, b);
     return shm__merged(t, b, size + nsize, next, nsize, shm__at(next, nsize));
+}
+
+/* b's size leads to mapped_end or above, where only the sentinel starts:
+   b is the last block, and becomes the top, or its size is no block's. */
+static SHM__NOINLINE int shm__release_last(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    if (shm__at(b, size) != t->sentinel) return shm__unreleased(t, b);
+    return shm__merge_next(t, b, size, t->sentinel->header);
 }
 
 /* Files [b, b + size) as a free block of its own: neither neighbour is
@@ -1569,19 +1734,6 @@ SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, s
     SHM__POISON((char *)b + 32, size - 32);
 }
 
-/* The start-map bit of the block at offset off, a multiple of 16, as
-   shm__valid computes it: after a free's test the compiler reuses the word. */
-SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
-
-/* Marks b's start used, or not: the bit is the other way, so it flips. */
-SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
-{
-    size_t bit = shm__bit(shm__offset(t, b));
-    SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
-    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
-    (void)used;
-}
-
 #if SHMALLOC_DEBUG_LEVEL >= 2
 #  define SHM__MAP_CHUNK ((size_t)64) /* the least map zeroed at once: small, so tests cross it often */
 #else
@@ -1591,19 +1743,27 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 /* Bytes of start map (whole words) covering `area` bytes of blocks. */
 SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
 
+/* Bytes of start map a high-water mark of `end` needs: the blocks below
+   it, and the one that starts 8 bytes under it (the top, or the block
+   after the highest), so that every block but the sentinel starts below
+   mapped_end. */
+SHM__INLINE size_t shm__map_needs(size_t end) { return shm__map_bytes(end + 8); }
+
 static void shm__limit_mapped(shmalloc_tlsf *t)
 {
     size_t covered = t->map_clean * 128, blocks = shm__offset(t, t->sentinel); /* 8 bits a byte, 16 bytes a bit */
     t->mapped_bits = (covered < blocks ? covered : blocks) / 16;
+    t->mapped_end = shm__at(t->base, t->mapped_bits * 16);
 }
 
 /* The start map is zeroed as the high-water mark rises, not when the heap
    is made: a large heap costs nothing until it is used.  The zeroed part
-   covers the high-water mark; `b`, a block just marked past it, is marked
+   covers the high-water mark and the block that starts under it
+   (shm__map_needs); `b`, a block just marked past it, is marked
    again. */
 static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
 {
-    size_t want = shm__map_bytes(end), all = shm__map_bytes((size_t)(t->end - t->base));
+    size_t want = shm__map_needs(end), all = shm__map_bytes((size_t)(t->end - t->base));
     want = want > 2 * t->map_clean ? want : 2 * t->map_clean; /* in doublings */
     want = want < SHM__MAP_CHUNK ? SHM__MAP_CHUNK : want;
     want = want < all ? want : all;
@@ -1613,14 +1773,15 @@ static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
     if (b) t->start_map[shm__offset(t, b) >> 10] |= (uint64_t)1 << (shm__offset(t, b) >> 4 & 63);
 }
 
-/* A new high-water mark `end`, the end of the usable bytes of b, just
-   marked used.  Out of line and returning b's
-   user pointer, so the common path keeps nothing across a call. */
-static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, shm__block *b)
+/* A new high-water mark `end`, the end of the usable bytes of the block
+   just marked used whose user pointer is `user`.  Out of line and
+   returning `user`, the value the common path returns too, so that it
+   keeps nothing across a call. */
+static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, void *user)
 {
     t->high_water = end;
-    if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, b);
-    return shm__user(b);
+    if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, shm__of_user(user));
+    return user;
 }
 
 /* The used block b of `size` bytes, its header written, into the start map
@@ -1629,7 +1790,7 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
     shm__mark_used(t, b, 1);
-    if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, b);
+    if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, shm__user(b));
     return shm__user(b);
 }
 
@@ -1738,28 +1899,43 @@ SHM__INLINE size_t shm__top_gap(const shmalloc_tlsf *t, size_t align)
     return align <= SHMALLOC_ALIGNMENT ? 0 : shm__gap(t->sentinel->prev_phys, align);
 }
 
+/* The top's size, from where it ends rather than from its header, which a
+   write past the end of the block below can reach: a take rewrites it. */
+SHM__INLINE size_t shm__top_size(const shmalloc_tlsf *t)
+{
+    return (size_t)((uintptr_t)t->sentinel - (uintptr_t)t->sentinel->prev_phys);
+}
+
 /* Can the top serve `size` bytes (a block size) at `align`? */
 SHM__INLINE int shm__top_fits(const shmalloc_tlsf *t, size_t size, size_t align)
 {
     size_t gap = shm__top_gap(t, align), tsize;
     if (gap == SIZE_MAX) return 0;
-    tsize = shm__free_size(t->sentinel->prev_phys->header);
+    tsize = shm__top_size(t);
     return tsize >= gap && tsize - gap >= size;
 }
 
-/* Cuts the used block a of `size` bytes, with header flags `flags`, from
-   the start of the top's `tsize` bytes that begin at a; the rest stays the
-   top, or becomes a's slack when too small for a block. */
-SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t tsize, size_t size, size_t flags)
+/* The top's bytes after `size` bytes from a, which starts in it: their
+   count, as a signed figure, is negative when the top has too few. */
+SHM__INLINE ptrdiff_t shm__top_after(const shmalloc_tlsf *t, const shm__block *a, size_t size)
 {
-    shm__block *end = t->sentinel;
-    if (tsize - size >= SHM__MIN_BLOCK) {
-        shm__block *rest = shm__at(a, size);
-        shm__set_top(rest, tsize - size);
+    return (ptrdiff_t)((uintptr_t)t->sentinel - (uintptr_t)shm__at(a, size));
+}
+
+/* Cuts the used block a of `size` bytes, with header flags `flags`, from
+   the start of the top's bytes that begin at a (shm__top_after of them are
+   left); the rest stays the top, or becomes a's slack when too small for a
+   block. */
+SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t size, size_t flags)
+{
+    shm__block *end = t->sentinel, *rest = shm__at(a, size);
+    size_t rest_size = (size_t)shm__top_after(t, a, size);
+    if (SHM__LIKELY(rest_size >= SHM__MIN_BLOCK)) {
+        shm__set_top(rest, rest_size);
         end->prev_phys = rest;
-        SHM__POISON((char *)rest + 32, tsize - size - 32);
+        SHM__POISON((char *)rest + 32, rest_size - 32);
     } else {
-        size = tsize;
+        size += rest_size;
         shm__set_prev_used(end);
     }
     shm__set_used(a, size, flags);
@@ -1774,13 +1950,11 @@ SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t tsize, si
 static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
 {
     shm__block *a;
-    size_t tsize;
     if (!shm__has_top(t)) return NULL; /* else the sentinel's link is a user's bytes */
     a = t->sentinel->prev_phys;
-    tsize = shm__free_size(a->header);
-    if (tsize < size) return NULL;
-    SHM__UNPOISON((char *)a + 32, tsize - 32);
-    return shm__cut_top(t, a, tsize, size, 0);
+    if (shm__top_after(t, a, size) < 0) return NULL;
+    SHM__UNPOISON((char *)a + 32, shm__top_size(t) - 32);
+    return shm__cut_top(t, a, size, 0);
 }
 
 /* The same at `align`: the bytes before the aligned block (the gap)
@@ -1788,20 +1962,19 @@ static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
 static SHM__NOINLINE void *shm__take_top_aligned(shmalloc_tlsf *t, size_t size, size_t align)
 {
     shm__block *g, *a;
-    size_t gap, tsize;
+    size_t gap;
     if (align <= SHMALLOC_ALIGNMENT) return shm__take_top(t, size);
     if (!shm__top_fits(t, size, align)) return NULL;
     g = t->sentinel->prev_phys;
     gap = shm__top_gap(t, align);
-    tsize = shm__free_size(g->header);
-    SHM__UNPOISON((char *)g + 32, tsize - 32);
-    if (!gap) return shm__cut_top(t, g, tsize, size, shm__align_bits(align));
+    SHM__UNPOISON((char *)g + 32, shm__top_size(t) - 32);
+    if (!gap) return shm__cut_top(t, g, size, shm__align_bits(align));
     a = shm__at(g, gap);
     a->prev_phys = g;
     shm__set_free(g, gap);
     shm__push_size(t, g, gap);
     SHM__POISON((char *)g + 32, gap - 32);
-    return shm__cut_top(t, a, tsize - gap, size, shm__align_bits(align) | SHM__PREV_FREE);
+    return shm__cut_top(t, a, size, shm__align_bits(align) | SHM__PREV_FREE);
 }
 
 /* Takes the free block b that shm__find_aligned found in list fl/sl. */
@@ -1810,16 +1983,22 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
     return shm__take_at(t, b, shm__list(t, shm__list_index(fl, sl)), size, align);
 }
 
-/* Frees the used block b (already validated); returns SHMALLOC_TLSF_OK. */
+/* Frees the used block b (its start validated); returns SHMALLOC_TLSF_OK,
+   or SHMALLOC_TLSF_CORRUPT, changing nothing, when b's header or a
+   neighbour it leads to cannot be trusted (shm__damaged).  A header with
+   a flag (a free previous block, or a flag no used block has) goes to
+   shm__release_flagged; the merges check the neighbours they merge
+   with. */
 SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
-    size_t header = b->header, size = header & SHM__SIZE_MASK;
+    size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
     shm__block *next = shm__at(b, size);
-    size_t next_header = next->header; /* both read before the map is written, which the compiler cannot tell from them */
-    SHM__ASSERT(!(header & SHM__FREE) && size >= SHM__MIN_BLOCK);
-    shm__mark_used(t, b, 0);
-    if (header & SHM__PREV_FREE) return shm__merge_prev(t, b, size, next_header);
+    shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
+    if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__release_flagged(t, b, size, header);
+    if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end)) return shm__release_last(t, b, size);
+    next_header = next->header;
     if (next_header & (SHM__FREE | SHM__END)) return shm__merge_next(t, b, size, next_header);
+    if (SHM__UNLIKELY(!shm__marked_bit(t, shm__bit(shm__offset(t, b)) + (size >> 4)))) return shm__unreleased(t, b);
     shm__file_alone(t, b, size, next);
     return SHMALLOC_TLSF_OK;
 }
@@ -1914,9 +2093,26 @@ SHM__INLINE int shm__valid(const shmalloc_tlsf *t, const void *ptr)
     return bit < t->mapped_bits && (t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
+/* Can free and resize trust the header of used block b (the start map
+   vouches for b's start) and the neighbours it leads to?  NULL when they
+   can; else b, when its own header is no used block's, or the neighbour
+   its header leads to, which is not a block (b's size or the neighbour's
+   header was overwritten).  A size that leads to another used block's
+   start passes: only the checker's walk finds that. */
+SHM__INLINE const shm__block *shm__damaged(const shmalloc_tlsf *t, const shm__block *b)
+{
+    const shm__block *next = shm__at(b, shm__size(b));
+    if (!shm__used_sound(t, next, b->header) || shm__size(b) < SHM__MIN_BLOCK) return b;
+    if (shm__is_prev_free(b) && !shm__prev_sound(t, b)) return b->prev_phys;
+    return shm__next_sound(t, next, next->header) ? NULL : next;
+}
+
+/* Is ptr a used block's user pointer (else why not), and are its header
+   and neighbours sound? */
 SHM__INLINE int shm__validate(const shmalloc_tlsf *t, const void *ptr)
 {
-    return SHM__LIKELY(shm__valid(t, ptr)) ? SHMALLOC_TLSF_OK : shm__invalid(t, ptr);
+    if (SHM__UNLIKELY(!shm__valid(t, ptr))) return shm__invalid(t, ptr);
+    return SHM__UNLIKELY(shm__damaged(t, shm__of_user(ptr)) != NULL) ? SHMALLOC_TLSF_CORRUPT : SHMALLOC_TLSF_OK;
 }
 
 /* shm__validate's answer for a check that another thread's change of the
@@ -2023,41 +2219,58 @@ SHM__INLINE void shm__refile(shmalloc_tlsf *t, shm__block *old, size_t old_size,
     shm__push_on(t, f, shm__list_at(t, key));
 }
 
-/* Shrinks used block b to `size` (a block size, at most b's): the tail
-   goes back, merged with a free next block, unless it is one minimum block
-   or less, which stays as b's slack: a block that shrinks often grows
-   again into those bytes, and a free block that small is seldom of use. */
-SHM__INLINE void shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+/* Used block b gives back its bytes beyond `size` (a block size, more
+   than a minimum block below b's), merged with a free next block.
+   Returns 0, changing nothing, when b's header or the next block it would
+   reach cannot be trusted (shm__used_sound, shm__next_sound), else 1. */
+SHM__INLINE int shm__give_tail(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t bsize = shm__size(b), tail = bsize - size;
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, tail = bsize - size, next_header, nsize;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header, nsize;
-    SHM__UNPOISON(shm__user(b), bsize - 8); /* the slack after the old request */
-    if (tail <= SHM__MIN_BLOCK) return;
-    next_header = next->header; /* only now: a shrink that keeps its tail touches no other block */
+    if (SHM__UNLIKELY(!shm__used_sound(t, next, header))) return 0;
+    next_header = next->header;
+    if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return 0;
     b->header -= tail;
     if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
-        return;
+        return 1;
     }
-    nsize = shm__free_size(next_header); /* 0 for the sentinel */
+    nsize = next_header & SHM__SIZE_MASK; /* 0 for the sentinel */
     if (next_header & (SHM__TOP | SHM__END)) {
         shm__to_top(t, rest, tail + nsize);
-        return;
+        return 1;
     }
     shm__refile(t, next, nsize, rest, tail + nsize);
     SHM__POISON((char *)rest + 32, tail + nsize - 32);
+    return 1;
+}
+
+/* Shrinks used block b to `size` (a block size, at most b's): the tail
+   goes back (shm__give_tail), unless it is one minimum block or less,
+   which stays as b's slack: a block that shrinks often grows again into
+   those bytes, and a free block that small is seldom of use.  Returns 0,
+   changing nothing, when the tail cannot go back, else 1. */
+SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    SHM__UNPOISON(shm__user(b), shm__size(b) - 8); /* the slack after the old request */
+    return shm__size(b) - size <= SHM__MIN_BLOCK || shm__give_tail(t, b, size);
 }
 
 /* Grows used block b to `size` (a block size, above b's) into the front of
    a free next block.  Returns 0, changing nothing, when the next block is
-   not free or too small. */
+   not free or too small, or when b's header or the next block's cannot be
+   trusted. */
 SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    size_t bsize = shm__size(b), end;
+    size_t header = b->header, bsize = header & SHM__SIZE_MASK, end, next_header, nsize;
     shm__block *next = shm__at(b, bsize), *rest = shm__at(b, size);
-    size_t next_header = next->header, nsize = shm__free_size(next_header); /* when it is free */
+    if (SHM__UNLIKELY(!shm__used_sound(t, next, header))) return 0;
+    next_header = next->header;
+    nsize = next_header & SHM__SIZE_MASK; /* when it is free */
     if (!(next_header & SHM__FREE) || bsize + nsize < size) return 0;
+    if (SHM__UNLIKELY(next_header & SHM__TOP ? !shm__last_sound(t, next, next_header)
+                                             : !shm__listed_sound(t, next, next_header)))
+        return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
     if (bsize + nsize - size >= SHM__MIN_BLOCK) {
@@ -2072,11 +2285,11 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         shm__set_prev_used(shm__at(next, nsize));
         size = bsize + nsize;
     }
-    b->header += size - bsize;
+    b->header = header + (size - bsize);
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) {
         t->high_water = end;
-        if (SHM__UNLIKELY(shm__map_bytes(end) > t->map_clean)) shm__clean_map(t, end, NULL);
+        if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, NULL);
     }
     return 1;
 }
@@ -2086,8 +2299,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 SHM__INLINE int shm__resize_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     if (size > shm__size(b)) return shm__grow_in_place(t, b, size);
-    shm__shrink_in_place(t, b, size);
-    return 1;
+    return shm__shrink_in_place(t, b, size);
 }
 
 static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm__resize *r)
@@ -3022,6 +3234,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + shm__control_bytes(bytes));
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
+    t->mapped_end = (shm__block *)mem;
     for (i = 0; i < t->fl_count; i++)
         for (j = 0; j < SHM__SL_COUNT; j++) shm__list_init(&t->lists[i][j], i, j);
 
@@ -3105,8 +3318,9 @@ static SHM__NOINLINE int shm__free_refused(shmalloc_tlsf *t, void *ptr)
 /* NULL fails the start-map test too: it is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
-    if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, shm__of_user(ptr));
-    return ptr ? shm__free_refused(t, ptr) : SHMALLOC_TLSF_OK;
+    shm__block *b = shm__of_user(ptr);
+    if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, b);
+    return b != shm__of_user(NULL) ? shm__free_refused(t, shm__user(b)) : SHMALLOC_TLSF_OK;
 }
 
 /* Out of line: its frame would cost the in-place path. */
@@ -3129,19 +3343,31 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
     shm__block *b = shm__of_user(ptr);
     shm__resize r;
     if (shm__grow_in_place(t, b, bsize)) return shm__fit(ptr, size);
+    if (shm__damaged(t, b)) return NULL; /* before a plan that may reach the previous block or free b */
     r.size = bsize;
     if (shm__plan_elsewhere(t, b, shm__room(b), &r)) return NULL;
     return shm__fit(shm__commit_resize(t, ptr, size, &r), size);
 }
 
+/* A valid block gives back the tail beyond `bsize`, when its header and
+   the next block it reaches are sound.  Out of line, as the grow: their
+   checks' registers would cost the other paths a frame. */
+static SHM__NOINLINE void *shm__realloc_shrink(shmalloc_tlsf *t, shm__block *b, size_t size, size_t bsize)
+{
+    SHM__UNPOISON(shm__user(b), shm__size(b) - 8); /* the slack after the old request */
+    return shm__give_tail(t, b, bsize) ? shm__fit(shm__user(b), size) : NULL;
+}
+
 /* Valid requests go straight to the shrink or the grow, without the plan:
-   the plan finds the same answer, and is left for the errors. */
+   the plan finds the same answer, and is left for the errors.  A shrink
+   that keeps its tail touches no other block, and checks nothing. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *ptr, size_t size)
 {
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
-        size_t bsize = shm__block_size(size);
-        if (bsize > shm__size(shm__of_user(ptr))) return shm__realloc_grow(t, ptr, size, bsize);
-        shm__shrink_in_place(t, shm__of_user(ptr), bsize);
+        size_t bsize = shm__block_size(size), old = shm__size(shm__of_user(ptr));
+        if (bsize > old) return shm__realloc_grow(t, ptr, size, bsize);
+        if (old - bsize > SHM__MIN_BLOCK) return shm__realloc_shrink(t, shm__of_user(ptr), size, bsize);
+        SHM__UNPOISON(ptr, old - 8); /* the slack after the old request */
         return shm__fit(ptr, size);
     }
     return t->records ? shm__rec_realloc(t, ptr, size) : shm__realloc_planned(t, ptr, size);
@@ -3152,10 +3378,18 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, con
     return t->records ? shm__rec_validate(t, ptr) : shm__validate(t, ptr);
 }
 
+/* ptr is a used block's user pointer and its own header is sound (its
+   neighbours may not be): what the block's size and alignment need. */
+static int shm__own_sound(const shmalloc_tlsf *t, const void *ptr)
+{
+    const shm__block *b = shm__of_user(ptr);
+    return shm__valid(t, ptr) && shm__used_sound(t, shm__at(b, shm__size(b)), b->header);
+}
+
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_usable_size(const shmalloc_tlsf *t, const void *ptr)
 {
     uint32_t b;
-    if (!t->records) return shm__validate(t, ptr) ? 0 : shm__size(shm__of_user(ptr)) - 8;
+    if (!t->records) return shm__own_sound(t, ptr) ? shm__size(shm__of_user(ptr)) - 8 : 0;
     b = shm__rec_find(t, shm__rec_offset(t, ptr));
     return b ? shm__rec_usize(&shm__r(t)[b]) : 0;
 }
@@ -3169,7 +3403,7 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t,
         if (!b) return 0;
         align = (size_t)1 << (shm__r(t)[b].size >> SHM__ALIGN_SHIFT);
     } else {
-        if (shm__validate(t, ptr)) return 0;
+        if (!shm__own_sound(t, ptr)) return 0;
         align = shm__align_of(shm__of_user(ptr));
     }
     return align < SHMALLOC_ALIGNMENT ? SHMALLOC_ALIGNMENT : align;
@@ -3336,6 +3570,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
 }
 
 /* ---- checker: never follows a size or a link out of the block space ---- */
+/* The likely cause of a header that is not a block's, as free's message gives it. */
+#define SHM__OVERWRITTEN " (a header overwritten: a write past the end of the block before it?)"
+
 typedef struct shm__checker {
     const shmalloc_tlsf *t;
     int level, problems;
@@ -3359,13 +3596,6 @@ static int shm__in_blocks(const shmalloc_tlsf *t, const shm__block *b)
 {
     return (uintptr_t)b >= (uintptr_t)t->base && (uintptr_t)b < (uintptr_t)t->sentinel &&
            !(shm__offset(t, b) & 15);
-}
-
-static int shm__starts_used(const shmalloc_tlsf *t, const shm__block *b)
-{
-    size_t bit = shm__offset(t, b) >> 4;
-    if (bit >= t->mapped_bits) return 0; /* past the zeroed map */
-    return (int)(t->start_map[bit >> 6] >> (bit & 63) & 1);
 }
 
 /* Does a block start at b?  Used blocks are in the start map; a free one
@@ -3423,7 +3653,7 @@ static size_t shm__check_chain(shm__checker *c)
         is_free = b->header & SHM__FREE;
         if (size < SHM__MIN_BLOCK || size > (size_t)((uintptr_t)t->sentinel - (uintptr_t)b) ||
             (b->header & SHM__END) || ((b->header & SHM__TOP) && !is_free)) {
-            shm__problem(c, "block at offset %zu: header 0x%zx %s", off, b->header,
+            shm__problem(c, "block at offset %zu: header 0x%zx %s" SHM__OVERWRITTEN, off, b->header,
                          b->header & (SHM__END | SHM__TOP) ? "is not a multiple of 16"
                          : size < SHM__MIN_BLOCK           ? "gives a size below the minimum block"
                                                            : "gives a size that runs past the end of the heap");
@@ -3437,8 +3667,8 @@ static size_t shm__check_chain(shm__checker *c)
         prev_free = is_free;
         b = shm__at(b, size);
         if (!shm__plausible(t, b)) {
-            shm__problem(c, "block at offset %zu: its size %zu leads to offset %zu, where no block starts", off, size,
-                         shm__offset(t, b) + 16);
+            shm__problem(c, "block at offset %zu: its size %zu leads to offset %zu, where no block starts" SHM__OVERWRITTEN,
+                         off, size, shm__offset(t, b) + 16);
             return nfree;
         }
     }
@@ -3775,6 +4005,7 @@ static long shm__malloc_error(int status, int resizing)
     case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
     case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
     case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
+    case SHMALLOC_TLSF_CORRUPT: return SHMEMX_MALLOC_CORRUPT_HEAP;
     case SHMALLOC_TLSF_NO_MEMOPS: return SHMEMX_MALLOC_NO_MEMOPS;
     case SHMALLOC_TLSF_NO_MEMORY: return SHMEM_MALLOC_FAIL; /* not the heap's room: no growth, no advice to grow */
     default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
@@ -4717,9 +4948,31 @@ static const char *shm__align_fault(size_t align)
 /* This PE passed a bad argument (a size, pointer or alignment): the call,
    the argument and what is wrong, in one line.  Every time in debug mode,
    else the heap's first. */
+/* A block free or realloc would not merge through (SHMEMX_MALLOC_CORRUPT_HEAP):
+   it and the neighbour that disagrees with it, every time. */
+static void shm__report_damage(const shmalloc_heap *h, const shm__call *c, const void *ptr)
+{
+    const shmalloc_tlsf *t = h->tlsf;
+    const shm__block *b = shm__of_user(ptr), *d = shm__damaged(t, b);
+    char what[160];
+    size_t at = shm__offset(t, d) + 16;
+    if (d == b) snprintf(what, sizeof what, "no used block has that header");
+    else if (d == b->prev_phys && shm__is_prev_free(b))
+        snprintf(what, sizeof what, "says its neighbour before it, at offset %zu, is free, which it is not", at);
+    else
+        snprintf(what, sizeof what, "leads to its neighbour at offset %zu (header 0x%zx), which is not a block", at,
+                 d->header);
+    shmalloc_print(2, SHM__MSG(HEAP_CORRUPT), h->tp.pe, shm__call_names[c->kind], c->offset, shm__size(b), b->header,
+                   what);
+}
+
 static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void *ptr, long e)
 {
     char arg[96];
+    if (e == SHMEMX_MALLOC_CORRUPT_HEAP && ptr) {
+        shm__report_damage(h, c, ptr);
+        return;
+    }
     if (h->misuse_reported && !h->debug) return;
     shm__misuse_text(arg, sizeof arg, c, ptr, e);
     shmalloc_print(2, SHM__MSG(HEAP_MISUSE), h->tp.pe, shm__call_names[c->kind], arg,

@@ -26,6 +26,56 @@ PE_COUNT_TEST(bad_free_on_one_pe_fails_on_every_pe_and_frees_nothing)
     run_pes(*npes, SMALL_HEAP, pe_bad_free_on_one_pe, NULL);
 }
 
+/* PE 0 puts 64 bytes past the end of a block on PE 1, over the next
+   block's header there: the collective free of that block, and a realloc
+   that would grow into it, fail on both PEs with SHMEMX_MALLOC_CORRUPT_HEAP
+   (PE 1 names the block), nothing crashes, other blocks come and go, and
+   once the bytes are put back both blocks free. */
+static void pe_put_past_the_end(void *arg)
+{
+    int me = shmem_my_pe();
+    char *a = shmem_malloc(100), *b = shmem_malloc(100), *c;
+    size_t end = shmalloc_tlsf_usable_size(shmalloc_heap_tlsf(shmalloc_current()), a);
+    unsigned char saved[64], ones[64];
+    (void)arg;
+    PE_CHECK(a != NULL && b != NULL);
+    memset(ones, 0xff, sizeof ones);
+    if (me == 0) {
+        shmem_getmem(saved, a + end, sizeof saved, 1);
+        shmem_putmem(a + end, ones, sizeof ones, 1);
+        shmem_quiet();
+    }
+    shmem_barrier_all();
+    shmem_free(b);
+    PE_CHECK_EQ(malloc_error, SHMEMX_MALLOC_CORRUPT_HEAP);
+    PE_CHECK(shmem_realloc(a, 5000) == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEMX_MALLOC_CORRUPT_HEAP);
+    PE_CHECK_EQ(shmalloc_check(-1) != 0, me == 1);
+    c = shmem_malloc(3000);
+    PE_CHECK(c != NULL);
+    CHECK_SYMMETRIC(c);
+    shmem_free(c);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    if (me == 0) {
+        shmem_putmem(a + end, saved, sizeof saved, 1);
+        shmem_quiet();
+    }
+    shmem_barrier_all();
+    shmem_free(b);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    shmem_free(a);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_HEAP_EMPTY();
+}
+
+Test(pthreads, a_put_past_a_blocks_end_makes_the_peers_next_free_fail_on_every_pe, .timeout = TEST_TIMEOUT)
+{
+    run_pes(2, SMALL_HEAP, pe_put_past_the_end, NULL);
+    expect_reported("PE 1: free(the pointer at offset", 1);
+    expect_reported("PE 1: realloc(the pointer at offset", 1);
+    expect_reported("a write past the end of the block before it?", 2);
+}
+
 /* PE 0 fills most of its heap outside the collective layer, so only its
    part of the next collective malloc fails. */
 static void pe_local_exhaustion(void *arg)
@@ -448,8 +498,9 @@ Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout
    memory: a peer's put 16 to 64 bytes past the end of a block lands in
    the next block's bytes, and every later call, and the checker, are as
    if it had not happened.  (With headers in the heap, the same put
-   overwrites the next block's header.) */
-static void pe_put_past_the_end(void *arg)
+   overwrites the next block's header, and the free of that block fails:
+   a_put_past_a_blocks_end_makes_the_peers_next_free_fail_on_every_pe.) */
+static void pe_put_past_the_end_separate(void *arg)
 {
     size_t over = *(const size_t *)arg;
     char *a = shmem_malloc(100), *b = shmem_malloc(100), *c, junk[64];
@@ -470,5 +521,5 @@ Test(pthreads, in_separate_mode_a_put_past_a_blocks_end_harms_no_later_call, .ti
 {
     static size_t over[] = {16, 32, 64};
     setenv("SHMALLOC_METADATA", "separate", 1);
-    for (int i = 0; i < 3; i++) run_pes(2, SMALL_HEAP, pe_put_past_the_end, &over[i]);
+    for (int i = 0; i < 3; i++) run_pes(2, SMALL_HEAP, pe_put_past_the_end_separate, &over[i]);
 }

@@ -246,10 +246,11 @@ Test(tlsf_strerror, each_refused_free_is_described_by_its_reason)
         cr_assert(strstr(shmalloc_tlsf_strerror(status), cases[i].words), "case %zu: \"%s\"", i,
                   shmalloc_tlsf_strerror(status));
     }
-    for (int status = SHMALLOC_TLSF_OK; status <= SHMALLOC_TLSF_BAD_ALIGN; status++)
+    for (int status = SHMALLOC_TLSF_OK; status <= SHMALLOC_TLSF_CORRUPT; status++)
         cr_assert_null(strstr(shmalloc_tlsf_strerror(status), "symmetric"), "status %d: \"%s\"", status,
                        shmalloc_tlsf_strerror(status));
     cr_assert(strstr(shmalloc_tlsf_strerror(SHMALLOC_TLSF_OK), "no error"));
     cr_assert(strstr(shmalloc_tlsf_strerror(SHMALLOC_TLSF_BAD_ALIGN), "power of two"));
+    cr_assert(strstr(shmalloc_tlsf_strerror(SHMALLOC_TLSF_CORRUPT), "overwritten"));
     assert_tlsf_ok(t);
 }

@@ -1427,18 +1427,18 @@ SHM__INLINE void shm__replace(shm__block *old, shm__block *b)
 }
 
 /* The index (shm__list_index) of the first non-empty list above list
-   fl/sl, whose bit in sl_bitmap[fl] is sl_bit, or -1: the bitmaps'
-   search, for both cores. */
-SHM__INLINE long shm__index_above(const shmalloc_tlsf *t, size_t fl, uint32_t sl_bit)
+   fl/sl, whose bit in sl_bitmap[fl] is sl_bit, or SIZE_MAX: the
+   bitmaps' search, for both cores. */
+SHM__INLINE size_t shm__index_above(const shmalloc_tlsf *t, size_t fl, uint32_t sl_bit)
 {
     uint32_t sl_map = t->sl_bitmap[fl] & (0u - (sl_bit << 1)); /* the lists above in this class; none above the last */
-    if (!sl_map) {
+    if (SHM__UNLIKELY(!sl_map)) {
         uint64_t fl_map = t->fl_bitmap & (~(uint64_t)0 << (fl + 1));
-        if (!fl_map) return -1;
+        if (!fl_map) return SIZE_MAX;
         fl = shm__ctz(fl_map);
         sl_map = t->sl_bitmap[fl];
     }
-    return (long)shm__list_index((unsigned)fl, shm__ctz(sl_map));
+    return shm__list_index((unsigned)fl, shm__ctz(sl_map));
 }
 
 /* Is a list above *list, the list of the size searched for, not empty?
@@ -1446,9 +1446,9 @@ SHM__INLINE long shm__index_above(const shmalloc_tlsf *t, size_t fl, uint32_t sl
 SHM__INLINE int shm__find_above(const shmalloc_tlsf *t, shm__block **list)
 {
     size_t bits = shm__list_bits(*list);
-    long i = shm__index_above(t, shm__bits_fl(bits), shm__bits_sl(bits));
-    if (i < 0) return 0;
-    *list = shm__list(t, (size_t)i);
+    size_t i = shm__index_above(t, shm__bits_fl(bits), shm__bits_sl(bits));
+    if (i == SIZE_MAX) return 0;
+    *list = shm__list(t, i);
     return 1;
 }
 
@@ -2549,8 +2549,8 @@ SHM__INLINE void shm__rec_relist(shmalloc_tlsf *t, uint32_t b, size_t old, size_
 SHM__INLINE int shm__rec_above(const shmalloc_tlsf *t, uint32_t *l)
 {
     uint32_t bits = shm__r(t)[*l].next;
-    long i = shm__index_above(t, bits >> 8, 1u << (bits & 255));
-    if (i < 0) return 0;
+    size_t i = shm__index_above(t, bits >> 8, 1u << (bits & 255));
+    if (i == SIZE_MAX) return 0;
     *l = 1 + (uint32_t)i;
     return 1;
 }

@@ -47,6 +47,9 @@ HOOKS_TESTS    = test_alloc_hooks
 WHITEBOX_TESTS = test_corrupt test_mapping
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
+# Run again with separate metadata (SHMALLOC_METADATA=separate): data,
+# growth, hints, allocations without a barrier, the break, deferred releases.
+SEPARATE_TESTS = test_pthreads_data test_pthreads_stress test_order test_sbreak test_grow test_pthreads_deferred
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(FORK_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 include mk/install.mk
@@ -155,7 +158,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	@$(if $(filter 0,$(TOTAL)),,rm -f $(RESULTS))
 	@status=0; \
 	for t in $(TESTS); do $(SUITE) $$t $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
-	for t in test_pthreads_data test_pthreads_deferred; do $(SUITE) $$t-separate env SHMALLOC_METADATA=separate \
+	for t in $(SEPARATE_TESTS); do $(SUITE) $$t-separate env SHMALLOC_METADATA=separate \
 	  $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \

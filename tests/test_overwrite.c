@@ -136,9 +136,9 @@ static void run_case(enum neighbour kind, size_t over, unsigned char fill)
 {
     scene s;
     int want = a_status(kind, fill);
-    cr_log_info("neighbour %s, %zu bytes of 0x%02x", neighbour_names[kind], over, fill);
     set_scene(&s, kind, over, fill, NULL);
-    cr_assert_eq(shmalloc_tlsf_validate(s.t, s.a), want, "validate a: %d", shmalloc_tlsf_validate(s.t, s.a));
+    cr_assert_eq(shmalloc_tlsf_validate(s.t, s.a), want, "neighbour %s, %zu bytes of 0x%02x: validate a: %d",
+                 neighbour_names[kind], over, fill, shmalloc_tlsf_validate(s.t, s.a));
     if (want == SHMALLOC_TLSF_CORRUPT) { /* refused, and refused again: nothing changed */
         cr_assert_null(shmalloc_tlsf_realloc(s.t, s.a, 5000));
         cr_assert_null(shmalloc_tlsf_realloc(s.t, s.a, 40));

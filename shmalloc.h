@@ -4697,6 +4697,24 @@ static long shm__memory_fault(int pe, const void *mem, size_t bytes)
     return SHMEMX_MALLOC_BAD_MEMORY;
 }
 
+/* A heap's core over mem: inline, in the tbytes before the heap's own
+   struct, or separate, its state and the heap's from the hooks and its
+   blocks spanning what an inline heap's would, so both serve the same
+   sizes.  NULL when mem cannot hold one. */
+static shmalloc_tlsf *shm__heap_core(void *mem, size_t bytes, size_t nominal, int separate,
+                                     const shmalloc_transport *tp, size_t *tbytes)
+{
+    shmalloc_memops ops;
+    size_t first = (nominal + 15) & ~(size_t)15;
+    *tbytes = 0;
+    if (!mem || ((uintptr_t)mem & 15) || bytes <= SHM__HEAP_BYTES + 16) return NULL;
+    *tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
+    if (!separate) return shmalloc_tlsf_create_reserved(mem, *tbytes, first + 32);
+    ops.user = tp->user, ops.fill = tp->fill, ops.copy = tp->copy;
+    *tbytes = shm__inline_area(*tbytes);
+    return *tbytes < 16 + SHM__MIN_BLOCK ? NULL : shmalloc_tlsf_create_separate(mem, *tbytes - 16, first + 16, &ops);
+}
+
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
                                                                    const shmalloc_heap_config *config,
                                                                    const shmalloc_transport *tp, long *err)
@@ -4714,17 +4732,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
         return NULL;
     }
     if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
-    if (separate && mem && bytes > SHM__HEAP_BYTES + 16) {
-        /* the heap and the core's state come from the hooks; the blocks
-           span what an inline heap's would, so both serve the same sizes */
-        shmalloc_memops ops;
-        ops.user = tp->user, ops.fill = tp->fill, ops.copy = tp->copy;
-        tbytes = shm__inline_area((bytes - SHM__HEAP_BYTES) & ~(size_t)15);
-        t = tbytes < 16 + SHM__MIN_BLOCK ? NULL : shmalloc_tlsf_create_separate(mem, tbytes - 16, ((nominal + 15) & ~(size_t)15) + 16, &ops);
-    } else if (mem && !((uintptr_t)mem & 15) && bytes > SHM__HEAP_BYTES + 16) {
-        tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
-        t = shmalloc_tlsf_create_reserved(mem, tbytes, ((nominal + 15) & ~(size_t)15) + 32);
-    }
+    t = shm__heap_core(mem, bytes, nominal, separate, tp, &tbytes);
     if (!t) e = shm__memory_fault(tp->pe, mem, bytes);
     else first = shmalloc_tlsf_size(t);
     if (!e && separate && !(h = (shmalloc_heap *)shmalloc_mem_alloc(1, sizeof *h))) e = SHMEM_MALLOC_FAIL;

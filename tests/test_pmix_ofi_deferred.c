@@ -3,6 +3,18 @@
    scenario on 4 PEs (oversubscribed) over shm and tcp;ofi_rxm. */
 #include "pmix_ofi_launch.h" /* first: it includes test_support.h */
 
+/* What every run of a deferred scenario shows: it passed on each of the 4
+   PEs and left no /dev/shm file. */
+static void assert_passed(const run *r, const char *provider, const char *scenario)
+{
+    char ok[64];
+    snprintf(ok, sizeof ok, ": OK %s\n", scenario);
+    cr_assert_eq(r->status, 0, "%s: exit status %d after %.1f s:\n%s", provider, r->status, r->seconds, tail(r));
+    cr_assert_eq(count(r, ": FAIL"), 0, "failures:\n%s", tail(r));
+    cr_assert_eq(count(r, ok), 4, "not every PE passed:\n%s", tail(r));
+    cr_assert_eq(r->leftovers, 0, "a clean run left %d /dev/shm files", r->leftovers);
+}
+
 /* Each PE releases a thousand blocks from four threads while its main
    thread allocates and frees in a heap that grows from 1 MiB; the scenario
    checks that exactly the blocks every PE released are freed, contents,
@@ -17,13 +29,10 @@ static void check_deferred(const char *provider, int node_barrier)
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
     launch(&r, 4, "deferred", env);
-    cr_assert_eq(r.status, 0, "%s: exit status %d after %.1f s:\n%s", provider, r.status, r.seconds, tail(&r));
-    cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
-    cr_assert_eq(count(&r, ": OK deferred"), 4, "not every PE passed:\n%s", tail(&r));
+    assert_passed(&r, provider, "deferred");
     cr_assert(has(&r, "PE 0 of 4: drain of 1 block among"), "%s", tail(&r));
     cr_assert_eq(count(&r, "[DEFER_NO_HEAP] shmalloc: shmemx_free_deferred("), 4,
                  "two releases after shmem_finalize, one message per PE:\n%s", tail(&r));
-    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 
 Test(pmix_ofi, deferred_releases_from_threads_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)
@@ -46,11 +55,8 @@ static void check_wide_drain(const char *provider, int node_barrier)
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
     launch(&r, 4, "deferred_wide", env);
-    cr_assert_eq(r.status, 0, "%s: exit status %d after %.1f s:\n%s", provider, r.status, r.seconds, tail(&r));
-    cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
-    cr_assert_eq(count(&r, ": OK deferred_wide"), 4, "not every PE passed:\n%s", tail(&r));
+    assert_passed(&r, provider, "deferred_wide");
     cr_assert(has(&r, "PE 0 of 4: drain of 51429 blocks among 600"), "%s", tail(&r));
-    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 
 Test(pmix_ofi, a_drain_of_sixty_thousand_blocks_is_one_and_call_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)

@@ -1487,15 +1487,16 @@ SHM__INLINE shm__block *shm__find(const shmalloc_tlsf *t, size_t size, unsigned 
     return list->next_free;
 }
 
-/* Gap between a free block's user pointer and the first one aligned to
+/* Gap between a free block's user pointer u and the first one aligned to
    `align` that can start a block: a gap must hold a free block, so 16
-   becomes 16 + align. */
-SHM__INLINE size_t shm__gap(const shm__block *b, size_t align)
+   becomes 16 + align.  Both cores' (a separate core's block is its user
+   pointer). */
+SHM__INLINE size_t shm__gap_at(uintptr_t u, size_t align)
 {
-    uintptr_t u = (uintptr_t)shm__user(b);
     size_t gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
     return gap && gap < SHM__MIN_BLOCK ? gap + align : gap;
 }
+SHM__INLINE size_t shm__gap(const shm__block *b, size_t align) { return shm__gap_at((uintptr_t)shm__user(b), align); }
 
 /* The search size that guarantees room for `size` bytes at `align`. */
 SHM__INLINE size_t shm__aligned_need(size_t size, size_t align)
@@ -2679,11 +2680,8 @@ static void *shm__rec_top_aligned(shmalloc_tlsf *t, size_t size, size_t align)
     shm__rec *r = shm__r(t);
     uint32_t top = t->records->top, g;
     size_t gap, tsize;
-    uintptr_t u;
     if (!top) return NULL;
-    u = (uintptr_t)t->base + r[top].off;
-    gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
-    if (gap && gap < SHM__MIN_BLOCK) gap += align;
+    gap = shm__gap_at((uintptr_t)t->base + r[top].off, align);
     tsize = shm__rec_fsize(&r[top]);
     if (tsize < gap || tsize - gap < size) return NULL;
     if (gap) {
@@ -3013,15 +3011,11 @@ static int shm__rec_check(const shmalloc_tlsf *t)
 static int shm__rec_fits(const shmalloc_tlsf *t, size_t align, size_t n)
 {
     const shm__rec *r = shm__r(t);
-    size_t size = shm__rec_bsize(n), need = align <= SHMALLOC_ALIGNMENT ? size : shm__aligned_need(size, align), gap = 0;
+    size_t size = shm__rec_bsize(n), need = align <= SHMALLOC_ALIGNMENT ? size : shm__aligned_need(size, align), gap;
     uint32_t l = shm__rec_list(need), top = t->records->top;
     if (need <= t->records->capacity && (r[r[l].fnext].size >= need || shm__rec_above(t, &l))) return 1;
     if (!top) return 0;
-    if (align > SHMALLOC_ALIGNMENT) {
-        uintptr_t u = (uintptr_t)t->base + r[top].off;
-        gap = (size_t)(((u + align - 1) & ~(uintptr_t)(align - 1)) - u);
-        if (gap && gap < SHM__MIN_BLOCK) gap += align;
-    }
+    gap = shm__gap_at((uintptr_t)t->base + r[top].off, align); /* 0 at 16 or less */
     return shm__rec_fsize(&r[top]) >= gap && shm__rec_fsize(&r[top]) - gap >= size;
 }
 
@@ -3919,7 +3913,8 @@ typedef struct shm__order {
     int mismatch_reported; /* outside debug mode a mismatch is reported once */
     unsigned changes; /* atomic: odd while a call changes the heap (shm__hold) */
     int release_lock; /* atomic: the released set's (shm__lock_released) */
-    int separate;     /* the heap's metadata is separate: calls hold heap_lock (shm__hold) */
+    int separate;     /* SHMALLOC_METADATA_SEPARATE: calls hold heap_lock (shm__hold), and
+                         mem is written only through the transport's fill and copy */
     int heap_lock;    /* atomic */
     size_t releases;  /* atomic: blocks in the released set */
     size_t fresh;     /* atomic: releases since the last drain */
@@ -3935,7 +3930,6 @@ struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
     int debug;
-    int separate;   /* SHMALLOC_METADATA_SEPARATE: mem is written only through tp.fill and tp.copy */
     int growable;   /* room to grow and an all-reduce to agree on it */
     const char *size_var; /* shmalloc_heap_config's */
     int regions;    /* registered regions: [ends[i - 1], ends[i]) from the base */
@@ -3979,7 +3973,7 @@ static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce
    process may not touch).  -1 when that has none. */
 static int shm__fill(const shmalloc_heap *h, void *dst, int byte, size_t n)
 {
-    if (h->separate) return h->tp.fill ? h->tp.fill(h->tp.user, dst, byte, n) : -1;
+    if (h->order.separate) return h->tp.fill ? h->tp.fill(h->tp.user, dst, byte, n) : -1;
     SHMALLOC_MEMSET(dst, byte, n);
     return 0;
 }
@@ -4754,7 +4748,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->tlsf = t;
     h->tp = *tp;
     h->debug = debug;
-    h->separate = h->order.separate = separate;
+    h->order.separate = separate;
     h->size_var = config ? config->size_var : NULL;
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
@@ -4813,7 +4807,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     shm__unlock_released(&h->order);
     shm__let_go(&h->order);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
-    if (h->separate) { /* the rest lives in mem, which the caller unmaps */
+    if (h->order.separate) { /* the rest lives in mem, which the caller unmaps */
         shmalloc_tlsf_destroy(h->tlsf);
         shmalloc_mem_free(h);
     }
@@ -4998,7 +4992,7 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
 {
     int status;
     op->ptr = NULL;
-    if (!*e && zero && h->separate && !h->tp.fill) *e = SHMEMX_MALLOC_NO_MEMOPS;
+    if (!*e && zero && h->order.separate && !h->tp.fill) *e = SHMEMX_MALLOC_NO_MEMOPS;
     if (!*e && (status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op)) != SHMALLOC_TLSF_OK) {
         *e = shm__malloc_error(status, 0);
         *short_here = status == SHMALLOC_TLSF_NO_ROOM;

@@ -96,31 +96,17 @@ int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__
    It takes debug mode, where its metadata goes (SHMALLOC_METADATA) and the
    variable its out-of-memory reports name from the options table, as
    shm__start_read left it. */
-static int shm__start_fill(void *user, void *dst, int byte, size_t n)
-{
-    (void)user;
-    memset(dst, byte, n);
-    return 0;
-}
-
-static int shm__start_copy(void *user, void *dst, const void *src, size_t n)
-{
-    (void)user;
-    memcpy(dst, src, n);
-    return 0;
-}
-
 /* The memory is mapped here, in this process: fill and copy, which a heap
-   with separate metadata writes it through, are memset and memcpy unless
-   the transport binds its own. */
+   with separate metadata writes it through, are memset and memcpy (the
+   single-PE transport's) unless the transport binds its own. */
 shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const shmalloc_transport *tp,
                                long *err)
 {
     long e = SHMEM_MALLOC_OK;
     shmalloc_transport with = *tp;
     shmalloc_heap *h;
-    if (!with.fill) with.fill = shm__start_fill;
-    if (!with.copy) with.copy = shm__start_copy;
+    if (!with.fill) with.fill = shmalloc_transport_single()->fill;
+    if (!with.copy) with.copy = shmalloc_transport_single()->copy;
     h = shmalloc_heap_create_growable(m->base, m->bytes, s->max > s->nominal ? s->nominal : SIZE_MAX, &with, &e);
     if (!h)
         shmalloc_print(2, SHM__MSG(START_HEAP_CREATE_FAILED),

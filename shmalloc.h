@@ -528,6 +528,14 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_sbreak(shmalloc_tlsf *t, ptrdiff_t
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_sbreak_status(const shmalloc_tlsf *t, ptrdiff_t increment);
 /* SHMALLOC_TLSF_OK if ptr is the start of a used block, else why not. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr);
+/* The used block that holds ptr, any of its usable bytes: SHMALLOC_TLSF_OK
+   with its user pointer in *start and shmalloc_tlsf_usable_size in *size;
+   else why no used block holds ptr, as shmalloc_tlsf_validate gives it
+   (SHMALLOC_TLSF_ALREADY_FREE: in a free block), and *start and *size
+   are unchanged.  O(1): a bounded number of map words and one block's
+   header or record, whatever the heap's size. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_block_of(const shmalloc_tlsf *t, const void *ptr, void **start,
+                                                     size_t *size);
 /* The figures of shmalloc_counters; walks the heap (time in the number of blocks). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_base(const shmalloc_tlsf *t);
@@ -727,6 +735,13 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
    (negative) SHMEM_MALLOC_* code of a pointer that is not a used block.
    Not collective. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr);
+/* The allocation that holds ptr, any of its bytes: 0 with its start (the
+   pointer the allocating call returned) in *start and its usable bytes in
+   *size; else the (negative) SHMEM_MALLOC_* code of a pointer no
+   allocation holds (SHMEM_MALLOC_ALREADY_FREE: in freed memory), with
+   *start and *size unchanged.  O(1) at any heap size, in both metadata
+   modes.  Not collective. */
+SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_block_of(shmalloc_heap *h, const void *ptr, void **start, size_t *size);
 /* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t increment, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err);
@@ -1175,6 +1190,7 @@ struct shmalloc_tlsf {
     shm__block *mapped_end; /* the block at mapped_bits: every block but the sentinel
                               starts below it, the top too (it starts below the high-water mark) */
     size_t map_clean;      /* bytes of the start map zeroed so far */
+    size_t map_words;      /* words of the start map over the whole reservation; its marks' summary follows */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
     size_t high_water;     /* the counters' other figures are counted on demand */
@@ -1207,6 +1223,94 @@ SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0
     while (!(x & 1)) { x >>= 1; i++; }
     return i;
 #endif
+}
+
+/* ---- marks: a bitmap with a summary above it, one bit per word of the
+   level below, set while that word is not zero, up to a level of one word.
+   The nearest set bit on either side of any bit is then a fixed number of
+   words away (shm__marks_prev, shm__marks_next): O(1) at any heap size.
+   Level k + 1 follows level k in memory; a map of `words` words (level 0)
+   has shm__marks_words(words) in all.  Only the first `valid` words of level
+   0 are read, and the words above them; a level changes only when a word
+   below it becomes zero or stops being zero. ---- */
+#define SHM__MARK_LEVELS 12 /* 64-bit offsets over 16: 60 bits, 6 a level */
+
+static size_t shm__marks_words(size_t words)
+{
+    size_t total = words;
+    for (; words > 1; total += words) words = (words + 63) / 64;
+    return total;
+}
+
+/* Word `word` of level 0 just became zero, or stopped being zero. */
+static SHM__NOINLINE void shm__marks_up(uint64_t *m, size_t words, size_t word)
+{
+    uint64_t one, old;
+    for (; words > 1; word >>= 6) {
+        m += words;
+        words = (words + 63) / 64;
+        one = (uint64_t)1 << (word & 63);
+        old = m[word >> 6];
+        m[word >> 6] = old ^ one;
+        if (old & ~one) return; /* that word was and stays non-zero */
+    }
+}
+
+SHM__INLINE void shm__marks_flip(uint64_t *m, size_t words, size_t bit)
+{
+    uint64_t one = (uint64_t)1 << (bit & 63), old = m[bit >> 6];
+    m[bit >> 6] = old ^ one;
+    if (SHM__UNLIKELY(!(old & ~one))) shm__marks_up(m, words, bit >> 6);
+}
+
+/* The summary over the first `valid` words, recomputed. */
+static void shm__marks_rebuild(uint64_t *m, size_t words, size_t valid)
+{
+    size_t j;
+    for (; words > 1; m += words, words = (words + 63) / 64, valid = (valid + 63) / 64) {
+        for (j = 0; j < (valid + 63) / 64; j++) m[words + j] = 0;
+        for (j = 0; j < valid; j++) m[words + (j >> 6)] |= (uint64_t)(m[j] != 0) << (j & 63);
+    }
+}
+
+/* Does the summary over the first `valid` words match them? */
+static int shm__marks_sound(const uint64_t *m, size_t words, size_t valid)
+{
+    size_t j;
+    for (; words > 1; m += words, words = (words + 63) / 64, valid = (valid + 63) / 64)
+        for (j = 0; j < valid; j++)
+            if ((m[words + (j >> 6)] >> (j & 63) & 1) != (m[j] != 0)) return 0;
+    return 1;
+}
+
+/* The highest set bit at or below `bit` (dir < 0), or the lowest at or
+   above it (dir > 0): SIZE_MAX when there is none.  Up the levels while
+   the word holds no set bit on that side, then down along set bits.  A
+   word that reads zero on the way down (a racing reader) gives SIZE_MAX. */
+static SHM__RACY size_t shm__marks_near(const uint64_t *m, size_t words, size_t valid, size_t bit, int dir)
+{
+    const uint64_t *at[SHM__MARK_LEVELS];
+    size_t lim[SHM__MARK_LEVELS], i = bit;
+    unsigned k = 0;
+    uint64_t w;
+    at[0] = m;
+    lim[0] = valid;
+    for (;; k++) {
+        if (i >> 6 >= lim[k]) return SIZE_MAX;
+        w = at[k][i >> 6] & (dir < 0 ? ~(uint64_t)0 >> (63 - (i & 63)) : ~(uint64_t)0 << (i & 63));
+        if (w) break;
+        if (words == 1 || (dir < 0 && i < 64)) return SIZE_MAX;
+        at[k + 1] = at[k] + words;
+        words = (words + 63) / 64;
+        lim[k + 1] = (lim[k] + 63) / 64;
+        i = dir < 0 ? (i >> 6) - 1 : (i >> 6) + 1;
+    }
+    i = (i & ~(size_t)63) + (dir < 0 ? shm__fls(w) : shm__ctz(w));
+    while (k--) {
+        if (i >= lim[k] || !(w = at[k][i])) return SIZE_MAX;
+        i = i * 64 + (dir < 0 ? shm__fls(w) : shm__ctz(w));
+    }
+    return i;
 }
 
 SHM__INLINE size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
@@ -1523,7 +1627,7 @@ SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
     size_t bit = shm__bit(shm__offset(t, b));
     SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
-    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
+    shm__marks_flip(t->start_map, t->map_words, bit);
     (void)used;
 }
 
@@ -1743,6 +1847,8 @@ SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, s
 
 /* Bytes of start map (whole words) covering `area` bytes of blocks. */
 SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
+/* Bytes of start map and its marks' summary over `area` bytes of blocks. */
+SHM__INLINE size_t shm__marks_bytes(size_t area) { return shm__marks_words(shm__map_bytes(area) / 8) * 8; }
 
 /* Bytes of start map a high-water mark of `end` needs: the blocks below
    it, and the one that starts 8 bytes under it (the top, or the block
@@ -1772,6 +1878,7 @@ static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
     t->map_clean = want;
     shm__limit_mapped(t);
     if (b) t->start_map[shm__offset(t, b) >> 10] |= (uint64_t)1 << (shm__offset(t, b) >> 4 & 63);
+    shm__marks_rebuild(t->start_map, t->map_words, want / 8); /* b's flip may have read words never zeroed */
 }
 
 /* A new high-water mark `end`, the end of the usable bytes of the block
@@ -2026,26 +2133,12 @@ static void shm__untake(shmalloc_tlsf *t, shm__block *b)
     shm__to_head(t, f);
 }
 
-/* Start-map bits after a bad pointer searched for the next used block's
-   start (64 KiB of heap): past them only a free block of more than that
-   can hold the pointer, and the lists of those are walked. */
-#define SHM__SCAN_BITS ((size_t)4096)
-
-/* Is q, below the zeroed map's end, in a free block of more than
-   SHM__SCAN_BITS * 16 bytes?  Those number at most the capacity over that
-   size, and hold every free byte out of the search's reach. */
-static int shm__in_large_free(const shmalloc_tlsf *t, uintptr_t q)
+/* The first used block that starts above q, a block address, or the
+   sentinel: every block but the sentinel starts below mapped_bits. */
+SHM__INLINE const shm__block *shm__used_after(const shmalloc_tlsf *t, uintptr_t q)
 {
-    unsigned fl, sl;
-    size_t i, lists = (size_t)t->fl_count << SHMALLOC_SL_LOG2;
-    if (shm__has_top(t) && (uintptr_t)t->sentinel->prev_phys <= q) return 1;
-    shm__mapping_insert(SHM__SCAN_BITS * 16, &fl, &sl);
-    for (i = shm__list_index(fl, 0); i < lists; i++) {
-        const shm__block *list = shm__list(t, i), *b;
-        for (b = list->next_free; b != list; b = b->next_free)
-            if ((uintptr_t)b <= q && q - (uintptr_t)b < shm__free_size(b->header)) return 1;
-    }
-    return 0;
+    size_t i = shm__marks_near(t->start_map, t->map_words, t->map_clean / 8, (q - (uintptr_t)t->base) / 16 + 1, 1);
+    return i < t->mapped_bits ? shm__at(t->base, i * 16) : t->sentinel;
 }
 
 /* Is q, a block address below the zeroed map's end, in a free block?
@@ -2055,18 +2148,7 @@ static int shm__in_large_free(const shmalloc_tlsf *t, uintptr_t q)
    are read, never bytes a user may have written. */
 static int shm__in_free(const shmalloc_tlsf *t, uintptr_t q)
 {
-    size_t bit = (q - (uintptr_t)t->base) / 16, stop = bit + 1 + SHM__SCAN_BITS, i = bit + 1;
-    const shm__block *next = t->sentinel;
-    uint64_t word;
-    stop = stop < t->mapped_bits ? stop : t->mapped_bits; /* no block ever started above mapped_bits */
-    for (; i < stop; i = (i | 63) + 1) {
-        word = t->start_map[i >> 6] >> (i & 63);
-        if (word && i + shm__ctz(word) < stop) {
-            next = shm__at(t->base, (i + shm__ctz(word)) * 16);
-            break;
-        }
-    }
-    if (i >= stop && stop < t->mapped_bits) return shm__in_large_free(t, q);
+    const shm__block *next = shm__used_after(t, q);
     return shm__is_prev_free(next) && (uintptr_t)next->prev_phys <= q;
 }
 
@@ -2118,8 +2200,7 @@ SHM__INLINE int shm__validate(const shmalloc_tlsf *t, const void *ptr)
 
 /* shm__validate's answer for a check that another thread's change of the
    heap may overlap: it reads the bounds, the start map and one used
-   block's header, each within the heap, and walks no list (a pointer deep
-   in a large free block scans the map instead), so an overlapped change
+   block's header, each within the heap, and walks no list, so an overlapped change
    gives a wrong answer, never a fault or an endless loop.  The caller
    keeps an answer only when no change overlapped it (shm__check_release);
    the sanitizers do not see these reads. */
@@ -2128,17 +2209,12 @@ static SHM__RACY SHM__NOINLINE int shm__validate_racing(const shmalloc_tlsf *t, 
     uintptr_t u = (uintptr_t)ptr, base = (uintptr_t)t->base, q = u - 16;
     size_t mapped = t->mapped_bits, bit = (q - base) / 16, i;
     const shm__block *next = t->sentinel;
-    uint64_t word;
     if (u < base + 16 || bit >= mapped)
         return u >= base + 16 && u < (uintptr_t)t->limit ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_NOT_IN_HEAP;
     if (!((q - base) & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1)) return SHMALLOC_TLSF_OK;
     if (u - base >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
-    for (i = bit + 1; i < mapped; i = (i | 63) + 1) /* the next used block, or the sentinel (shm__in_free) */
-        if ((word = t->start_map[i >> 6] >> (i & 63)) != 0) {
-            for (; !(word & 1); word >>= 1) i++;
-            if (i < mapped) next = (const shm__block *)(const void *)(t->base + i * 16);
-            break;
-        }
+    i = shm__marks_near(t->start_map, t->map_words, t->map_clean / 8, bit + 1, 1); /* as shm__in_free */
+    if (i < mapped) next = (const shm__block *)(const void *)(t->base + i * 16);
     return (next->header & SHM__PREV_FREE) && (uintptr_t)next->prev_phys <= q ? SHMALLOC_TLSF_ALREADY_FREE
                                                                               : SHMALLOC_TLSF_NOT_A_BLOCK;
 }
@@ -2388,6 +2464,8 @@ struct shm__records {
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
     uint32_t *buckets;     /* as many as records: a chain of one on average */
     uint32_t bucket_shift; /* 64 - log2(buckets) */
+    uint64_t *map;         /* marks (bit i: a used block at offset 16 i) over the blocks up to the limit */
+    size_t map_words;      /* words of the map's level 0 */
     uint32_t top;          /* the last block when free, in no list; 0: none */
     uint32_t lists;        /* fl_count * SHM__SL_COUNT */
     shmalloc_memops ops;
@@ -2429,7 +2507,7 @@ SHM__INLINE uint32_t shm__rec_find(const shmalloc_tlsf *t, uint64_t off)
     return i;
 }
 
-/* Takes the used block at off out of its bucket: its record, or 0. */
+/* Takes the used block at off out of its bucket and the map: its record, or 0. */
 SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
 {
     struct shm__records *s = t->records;
@@ -2437,8 +2515,26 @@ SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
     for (i = *h; i; h = &s->r[i].fnext, i = *h)
         if (s->r[i].off == off) {
             *h = s->r[i].fnext;
+            shm__marks_flip(s->map, s->map_words, (size_t)off / 16);
             return i;
         }
+    return 0;
+}
+
+/* The map covers the blocks up to `end` bytes: 0, or -1 (nothing
+   changed) when the hooks have no memory for it.  It doubles. */
+static int shm__rec_cover(struct shm__records *s, size_t end)
+{
+    size_t words = s->map_words, need = shm__map_bytes(end) / 8;
+    uint64_t *m;
+    if (need <= words) return 0;
+    words = words * 2 > need ? words * 2 : need;
+    if (!(m = (uint64_t *)shmalloc_mem_alloc(shm__marks_words(words), sizeof *m))) return -1;
+    if (s->map) SHMALLOC_MEMCPY(m, s->map, s->map_words * sizeof *m);
+    shm__marks_rebuild(m, words, s->map_words);
+    shmalloc_mem_free(s->map);
+    s->map = m;
+    s->map_words = words;
     return 0;
 }
 
@@ -2561,6 +2657,7 @@ SHM__INLINE void *shm__rec_taken(shmalloc_tlsf *t, uint32_t b)
 {
     size_t end = shm__r(t)[b].off + shm__rec_usize(&shm__r(t)[b]);
     shm__bucket_put(t->records, b);
+    shm__marks_flip(t->records->map, t->records->map_words, (size_t)shm__r(t)[b].off / 16);
     if (end > t->high_water) t->high_water = end;
     return shm__rec_user(t, b);
 }
@@ -2770,21 +2867,29 @@ SHM__INLINE void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
     }
 }
 
+/* The block that holds offset off, below the capacity: the used block
+   that starts last at or below it (the map says where, a bucket which),
+   or the block after that one, then free. */
+static uint32_t shm__rec_holder(const shmalloc_tlsf *t, uint64_t off)
+{
+    const struct shm__records *s = t->records;
+    size_t i = shm__marks_near(s->map, s->map_words, s->map_words, (size_t)off / 16, -1);
+    uint32_t b = i == SIZE_MAX ? 0 : shm__rec_find(t, (uint64_t)i * 16);
+    if (b && off - s->r[b].off < shm__rec_usize(&s->r[b])) return b;
+    return s->r[b].next; /* r[0].next: the first block */
+}
+
 /* Why ptr, which no bucket holds, is not a used block, as shm__invalid
    says it: in memory handed out and freed since, a double free; elsewhere
-   not a block's start.  The blocks are walked, as only a bad pointer
-   comes here. */
+   not a block's start. */
 static SHM__NOINLINE int shm__rec_invalid(const shmalloc_tlsf *t, const void *ptr)
 {
-    const shm__rec *r = shm__r(t);
     uintptr_t q = (uintptr_t)ptr, base = (uintptr_t)t->base;
-    uint32_t i;
     if (q < base || q >= (uintptr_t)t->limit) return SHMALLOC_TLSF_NOT_IN_HEAP;
     if (q - base >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
-    for (i = r[0].next; i; i = r[i].next)
-        if (q - base < r[i].off + shm__rec_fsize(&r[i]))
-            return r[i].size & SHM__FREE ? SHMALLOC_TLSF_ALREADY_FREE : SHMALLOC_TLSF_NOT_A_BLOCK;
-    return SHMALLOC_TLSF_NOT_IN_HEAP;
+    if (q - base >= t->records->capacity) return SHMALLOC_TLSF_NOT_IN_HEAP; /* the spec area */
+    return shm__r(t)[shm__rec_holder(t, q - base)].size & SHM__FREE ? SHMALLOC_TLSF_ALREADY_FREE
+                                                                      : SHMALLOC_TLSF_NOT_A_BLOCK;
 }
 
 SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
@@ -2977,7 +3082,7 @@ static void shm__rec_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *use
 
 /* The chain: contiguous from 0 to the capacity, linked both ways, no two
    free blocks side by side, the top last; every free block in its list
-   and every used one in its bucket. */
+   and every used one in its bucket and the map, and nothing else there. */
 static int shm__rec_check(const shmalloc_tlsf *t)
 {
     const struct shm__records *s = t->records;
@@ -2985,6 +3090,11 @@ static int shm__rec_check(const shmalloc_tlsf *t)
     uint64_t off = 0;
     uint32_t i, p = 0, x;
     int problems = 0, prev_free = 0;
+    size_t marked = 0, w;
+    uint64_t m;
+    for (w = 0; w < s->map_words; w++)
+        for (m = s->map[w]; m; m &= m - 1) marked++;
+    problems += !shm__marks_sound(s->map, s->map_words, s->map_words);
     for (i = r[0].next; i; p = i, i = r[i].next) {
         int is_free = (r[i].size & SHM__FREE) != 0;
         size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]);
@@ -2999,11 +3109,12 @@ static int shm__rec_check(const shmalloc_tlsf *t)
             for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
             problems += x != i;
         }
-        if (!is_free) problems += shm__rec_find(t, off) != i;
+        if (!is_free) problems += shm__rec_find(t, off) != i || !(s->map[off / 1024] >> (off / 16 % 64) & 1);
+        marked -= !is_free;
         prev_free = is_free;
         off += size;
     }
-    if (off != t->records->capacity || r[0].prev != p) problems++;
+    if (off != t->records->capacity || r[0].prev != p || marked) problems++;
     return problems;
 }
 
@@ -3075,7 +3186,7 @@ static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
     struct shm__records *s = t->records;
     shm__rec *r;
     uint32_t last;
-    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_ROOM;
+    if (shm__rec_room(t) || shm__rec_cover(s, s->capacity + n)) return SHMALLOC_TLSF_NO_ROOM;
     r = s->r;
     if (s->top) {
         r[s->top].size += n;
@@ -3130,6 +3241,7 @@ static void shm__rec_destroy(shmalloc_tlsf *t)
 {
     shmalloc_mem_free(t->records->r);
     shmalloc_mem_free(t->records->buckets);
+    shmalloc_mem_free(t->records->map);
     shmalloc_mem_free(t->records);
     shmalloc_mem_free(t);
 }
@@ -3156,7 +3268,9 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
     s->bucket_shift = 64 - shm__fls(cap);
     s->r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *s->r);
     s->buckets = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *s->buckets);
-    if (!s->r || !s->buckets) {
+    initial = initial < bytes ? (initial + 15) & ~(size_t)15 : bytes;
+    initial = initial < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : initial;
+    if (!s->r || !s->buckets || shm__rec_cover(s, initial)) {
         shm__rec_destroy(t);
         return NULL;
     }
@@ -3167,8 +3281,6 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
         s->r[i].next = (i - 1) >> SHMALLOC_SL_LOG2 << 8 | ((i - 1) & (SHM__SL_COUNT - 1));
     }
     s->top = s->r[0].next = s->r[0].prev = s->lists + 1;
-    initial = initial < bytes ? (initial + 15) & ~(size_t)15 : bytes;
-    initial = initial < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : initial;
     s->r[s->top].size = initial | SHM__FREE | SHM__TOP;
     s->spare = s->fresh = s->lists + 2;
     t->base = (char *)mem;
@@ -3188,7 +3300,7 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)
     size_t area, bytes, total, last;
     if (capacity > SHMALLOC_TLSF_MAX_REQUEST) return 0;
     area = ((capacity + 15) & ~(size_t)15) + 32; /* block header, sentinel */
-    total = bytes = area + shm__map_bytes(area);
+    total = bytes = area + shm__marks_bytes(area);
     do { /* the control block grows with the region it is part of */
         last = total;
         total = bytes + shm__control_bytes(last);
@@ -3202,9 +3314,9 @@ static size_t shm__inline_area(size_t bytes)
 {
     size_t area, control = shm__control_bytes(bytes);
     if (bytes < control + 16 + SHM__MIN_BLOCK) return 0;
-    area = (bytes - control) / 129 * 128 & ~(size_t)15;
-    while (area && area + shm__map_bytes(area) + control > bytes) area -= 16;
-    while (area + 16 + shm__map_bytes(area + 16) + control <= bytes) area += 16;
+    area = (bytes - control) / 127 * 126 & ~(size_t)15; /* a map bit per 16 bytes, and its summary: 1/63 more */
+    while (area && area + shm__marks_bytes(area) + control > bytes) area -= 16;
+    while (area + 16 + shm__marks_bytes(area + 16) + control <= bytes) area += 16;
     return area;
 }
 
@@ -3227,6 +3339,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + shm__control_bytes(bytes));
+    t->map_words = shm__map_bytes(area) / 8;
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     t->mapped_end = (shm__block *)mem;
     for (i = 0; i < t->fl_count; i++)
@@ -3370,6 +3483,36 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)
 {
     return t->records ? shm__rec_validate(t, ptr) : shm__validate(t, ptr);
+}
+
+static int shm__rec_block_of(const shmalloc_tlsf *t, const void *ptr, void **start, size_t *size)
+{
+    uintptr_t off = (uintptr_t)ptr - (uintptr_t)t->base;
+    const shm__rec *b;
+    if ((uintptr_t)ptr < (uintptr_t)t->base || off >= t->records->capacity) return shm__rec_invalid(t, ptr);
+    b = &shm__r(t)[shm__rec_holder(t, off)];
+    if (b->size & SHM__FREE) return shm__rec_invalid(t, ptr);
+    *start = t->base + b->off;
+    *size = shm__rec_usize(b);
+    return SHMALLOC_TLSF_OK;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_block_of(const shmalloc_tlsf *t, const void *ptr, void **start,
+                                                     size_t *size)
+{
+    uintptr_t u = (uintptr_t)ptr, first = (uintptr_t)t->base + 16; /* the first user byte */
+    size_t i = SIZE_MAX, n, last = t->mapped_bits - 1;
+    char *user;
+    if (t->records) return shm__rec_block_of(t, ptr, start, size);
+    if (u >= first && t->mapped_bits) /* the last used block that starts 16 or more below ptr */
+        i = shm__marks_near(t->start_map, t->map_words, t->map_clean / 8, (u - first) / 16 < last ? (u - first) / 16 : last, -1);
+    if (i == SIZE_MAX) return shm__invalid(t, ptr);
+    user = t->base + i * 16 + 16;
+    if (!(n = shmalloc_tlsf_usable_size(t, user))) return SHMALLOC_TLSF_CORRUPT; /* its header was overwritten */
+    if (u - (uintptr_t)user >= n) return shm__invalid(t, ptr);
+    *start = user;
+    *size = n;
+    return SHMALLOC_TLSF_OK;
 }
 
 /* ptr is a used block's user pointer and its own header is sound (its
@@ -3673,6 +3816,8 @@ static size_t shm__check_chain(shm__checker *c)
         for (; w; w &= w - 1) marked++;
     }
     if (marked != nused) shm__problem(c, "start map marks %zu blocks used, the heap has %zu", marked, nused);
+    if (!shm__marks_sound(t->start_map, t->map_words, t->map_clean / 8))
+        shm__problem(c, "the start map's summary disagrees with the map");
     return nfree - prev_free;
 }
 
@@ -4208,6 +4353,16 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void 
     }
     r = shm__malloc_error(shmalloc_tlsf_validate(h->tlsf, ptr), 0);
     if (!r) r = shm__table_get(&h->hints, shmalloc_tlsf_offset(h->tlsf, ptr));
+    shm__unlock(h, held);
+    return r;
+}
+
+SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_block_of(shmalloc_heap *h, const void *ptr, void **start, size_t *size)
+{
+    long r, held;
+    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    held = shm__lock(h);
+    r = held ? held : shm__malloc_error(shmalloc_tlsf_block_of(h->tlsf, ptr, start, size), 0);
     shm__unlock(h, held);
     return r;
 }

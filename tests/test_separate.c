@@ -485,3 +485,136 @@ Test(tlsf_separate, the_break_moves_as_the_inline_cores_does)
     assert_tlsf_ok(t);
     shmalloc_tlsf_destroy(t);
 }
+
+/* shmalloc_tlsf_block_of against the walk, at bytes around every block's
+   edges: a byte a used block holds gives that block; any other gives what
+   validate gives the same pointer, and leaves the outputs alone. */
+static void probe(shmalloc_tlsf *t, char *p, const walked *w)
+{
+    char *base = shmalloc_tlsf_base(t), *start = NULL;
+    size_t size = 7, i;
+    int code = shmalloc_tlsf_block_of(t, p, (void **)&start, &size);
+    for (i = 0; i < w->n; i += 3) {
+        char *user = base + w->v[i];
+        size_t usable = w->v[i + 2] ? shmalloc_tlsf_usable_size(t, user) : 0;
+        if (p >= user && (size_t)(p - user) < usable) {
+            cr_assert(code == SHMALLOC_TLSF_OK && start == user && size == usable,
+                      "offset %td: block %zu (%zu bytes) expected, got code %d", p - base, w->v[i], usable, code);
+            return;
+        }
+    }
+    cr_assert(code != SHMALLOC_TLSF_OK && start == NULL && size == 7, "offset %td is in no used block", p - base);
+    cr_assert_eq(code, shmalloc_tlsf_validate(t, p), "offset %td", p - base);
+}
+
+static void probe_all(shmalloc_tlsf *t)
+{
+    static walked w;
+    char *base = shmalloc_tlsf_base(t);
+    static const long edge[] = {-17, -16, -9, -8, -1, 0, 1, 8, 15, 16, 17};
+    w.n = 0;
+    shmalloc_tlsf_walk(t, walk_one, &w);
+    for (size_t i = 0; i < w.n; i += 3) {
+        char *user = base + w.v[i];
+        size_t span = w.v[i + 1];
+        for (size_t e = 0; e < sizeof edge / sizeof edge[0]; e++) {
+            probe(t, user + edge[e], &w);
+            probe(t, user + span + edge[e], &w);
+        }
+        probe(t, user + span / 2, &w);
+    }
+    probe(t, base - 1, &w);
+    probe(t, base + shmalloc_tlsf_size(t), &w);
+}
+
+/* Blocks up to 48 MiB over a 512 MiB region: the search climbs every
+   level of the map's summary. */
+static void block_of_steps(shmalloc_tlsf *t, uint64_t seed)
+{
+    enum { SLOTS = 300 };
+    void *p[SLOTS] = {0};
+    rng_seed(seed);
+    for (int round = 0; round < 6; round++) {
+        for (int k = 0; k < 2000; k++) {
+            size_t i = rng() % SLOTS, size = 1 + rng() % (rng() % 16 ? 1024 : rng() % 4 ? 1 << 20 : 48 * MIB);
+            if (p[i]) {
+                cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
+                p[i] = NULL;
+            } else {
+                p[i] = shmalloc_tlsf_align(t, rng() % 4 ? 16 : (size_t)16 << rng() % 12, size);
+            }
+        }
+        probe_all(t);
+        assert_tlsf_ok(t);
+    }
+}
+
+Test(tlsf_separate, block_of_finds_the_block_behind_any_byte_in_both_cores)
+{
+    device *d = dev_make(512 * MIB);
+    shmalloc_tlsf *t = dev_heap(d, 512 * MIB, 1);
+    void *mem = map_aligned(512 * MIB, MIB);
+    shmalloc_tlsf *inl = shmalloc_tlsf_create(mem, 512 * MIB);
+    cr_assert(inl != NULL);
+    block_of_steps(inl, 3);
+    block_of_steps(t, 3);
+    shmalloc_tlsf_destroy(t);
+}
+
+/* A pointer into a freed block, and one past it into the next. */
+Test(tlsf_separate, block_of_says_freed_memory_is_freed)
+{
+    device *d = dev_make(4 * MIB);
+    shmalloc_tlsf *s = dev_heap(d, 4 * MIB, 1), *t;
+    void *mem = map_aligned(4 * MIB, MIB), *start = NULL;
+    size_t size = 0;
+    t = shmalloc_tlsf_create(mem, 4 * MIB);
+    for (int mode = 0; mode < 2; mode++, t = s) {
+        char *a = shmalloc_tlsf_malloc(t, 1000), *b = shmalloc_tlsf_malloc(t, 5000), *c = shmalloc_tlsf_malloc(t, 10);
+        cr_assert(a && b && c);
+        cr_assert_eq(shmalloc_tlsf_free(t, b), SHMALLOC_TLSF_OK);
+        cr_assert_eq(shmalloc_tlsf_block_of(t, b + 100, &start, &size), SHMALLOC_TLSF_ALREADY_FREE);
+        cr_assert_eq(shmalloc_tlsf_block_of(t, c + 9, &start, &size), SHMALLOC_TLSF_OK);
+        cr_assert(start == c && size == shmalloc_tlsf_usable_size(t, c));
+        cr_assert_eq(shmalloc_tlsf_block_of(t, a + 999, &start, &size), SHMALLOC_TLSF_OK);
+        cr_assert(start == a);
+        assert_tlsf_ok(t);
+    }
+    shmalloc_tlsf_destroy(s);
+}
+
+/* The lookup a runtime needs from any address to its allocation (a
+   tensor's storage, say), in both modes, past a growth too. */
+Test(heap_separate, block_of_gives_the_allocation_behind_an_interior_pointer)
+{
+    device *d = dev_make(64 * MIB);
+    void *mem = map_aligned(64 * MIB, MIB);
+    shmalloc_heap_config inline_config = {4 * MIB, 0, NULL, SHMALLOC_METADATA_INLINE};
+    shmalloc_heap *hs[2] = {dev_sym_heap(d, 4 * MIB, 0, 1), NULL};
+    static char elsewhere[64];
+    long err;
+    hs[1] = shmalloc_heap_create_with(mem, 64 * MIB, &inline_config, shmalloc_transport_single(), &err);
+    cr_assert(hs[1] != NULL);
+    for (int m = 0; m < 2; m++) {
+        shmalloc_heap *h = hs[m];
+        char *a = shmalloc_heap_malloc(h, 1000, &err), *b = shmalloc_heap_align(h, 4096, 3000, &err);
+        char *big = shmalloc_heap_malloc(h, 20 * MIB, &err), *start = NULL; /* past the nominal size: grown */
+        size_t size = 0;
+        cr_assert(a && b && big);
+        cr_assert_eq(shmalloc_heap_block_of(h, big + 20 * MIB - 1, (void **)&start, &size), 0);
+        cr_assert(start == big && size >= 20 * MIB && size == shmalloc_tlsf_usable_size(shmalloc_heap_tlsf(h), big));
+        cr_assert_eq(shmalloc_heap_block_of(h, b + 2999, (void **)&start, &size), 0);
+        cr_assert(start == b && size >= 3000);
+        cr_assert_eq(shmalloc_heap_block_of(h, a, (void **)&start, &size), 0);
+        cr_assert(start == a && size >= 1000);
+        shmalloc_heap_free(h, a, &err);
+        start = NULL;
+        cr_assert_eq(shmalloc_heap_block_of(h, a + 500, (void **)&start, &size), SHMEM_MALLOC_ALREADY_FREE);
+        cr_assert_eq(shmalloc_heap_block_of(h, elsewhere, (void **)&start, &size), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+        cr_assert_null(start, "a failed lookup leaves the outputs alone");
+        shmalloc_heap_free(h, b, &err);
+        shmalloc_heap_free(h, big, &err);
+        cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+        shmalloc_heap_destroy(h);
+    }
+}

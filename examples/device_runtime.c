@@ -101,12 +101,13 @@ static void expect(int ok, const char *what)
     rt_failures += !ok;
 }
 
-static int pe_main(void)
+/* Collective: this PE's heap over its part of device memory. */
+static shmalloc_heap *devrt_heap_create(void)
 {
     shmalloc_transport tp;
     shmalloc_heap_config config;
-    long err, ring_in, ring_out = 100 + rt_me, got[4], pattern[4] = {11, 22, 33, 44};
-    long *table, *zeros, *ring, *moved;
+    shmalloc_heap *h;
+    long err;
     memset(&tp, 0, sizeof tp);
     tp.user = rt_shared;
     tp.barrier = devrt_barrier;
@@ -119,11 +120,16 @@ static int pe_main(void)
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
     config.size_var = NULL;
     config.metadata = SHMALLOC_METADATA_SEPARATE; /* device memory: the allocator must not touch it */
-    rt_heap = shmalloc_heap_create_with(dev_mem + (size_t)rt_me * rt_stride, rt_stride, &config, &tp, &err);
-    if (!rt_heap) {
-        fprintf(stderr, "PE %d: heap creation failed (%ld)\n", rt_me, err);
-        return 1;
-    }
+    h = shmalloc_heap_create_with(dev_mem + (size_t)rt_me * rt_stride, rt_stride, &config, &tp, &err);
+    if (!h) fprintf(stderr, "PE %d: heap creation failed (%ld)\n", rt_me, err);
+    return h;
+}
+
+static int pe_main(void)
+{
+    long err, ring_in, ring_out = 100 + rt_me, got[4], pattern[4] = {11, 22, 33, 44};
+    long *table, *zeros, *ring, *moved;
+    if (!(rt_heap = devrt_heap_create())) return 1;
     table = (long *)shmalloc_heap_malloc(rt_heap, sizeof pattern, &err);
     zeros = (long *)shmalloc_heap_calloc(rt_heap, 4, sizeof(long), &err); /* over the device's stale bytes */
     ring = (long *)shmalloc_heap_malloc(rt_heap, sizeof *ring, &err);
@@ -141,6 +147,7 @@ static int pe_main(void)
     devrt_to_device(table, pattern, sizeof pattern);
     moved = (long *)shmalloc_heap_realloc(rt_heap, table, 4096, &err); /* zeros is in the way: it moves */
     expect(moved && moved != table, "realloc moves the block");
+    if (!moved) return 1;
     devrt_to_host(got, moved, sizeof got);
     expect(!memcmp(got, pattern, sizeof got), "the engine copied the block's bytes");
 

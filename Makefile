@@ -61,7 +61,7 @@ include mk/deb.mk
         run-tests run-check test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
-examples: $(B)/hello_pthreads $(B)/vendor_runtime
+examples: $(B)/hello_pthreads $(B)/vendor_runtime $(B)/device_runtime
 libs: $(ALLOC) $(PTHREADS)
 
 # ---- objects and libraries -------------------------------------------------
@@ -79,7 +79,7 @@ $(B)/hello_pthreads: examples/hello_pthreads.c $(PTHREADS) $(ALLOC)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 # A runtime that vendors the header expands it itself.
-$(B)/vendor_runtime: examples/vendor_runtime.c shmalloc.h
+$(B)/vendor_runtime $(B)/device_runtime: $(B)/%: examples/%.c shmalloc.h
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 
@@ -161,6 +161,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	for t in $(SEPARATE_TESTS); do $(SUITE) $$t-separate env SHMALLOC_METADATA=separate \
 	  $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
+	$(SUITE) device_runtime $(RUN) ./$(B)/device_runtime 3 || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
 	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \
 	  [ -z "$$logs" ] || { cat $$logs; exit 1; }' || status=1;) \
@@ -246,7 +247,7 @@ test-valgrind: deps
 # The header warnings-clean as C99 and C11 under gcc and clang, and its
 # declarations (with the transport's) as C++17 under g++ and clang++.
 CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
-            examples/vendor_runtime.c integrations/sos/shmalloc_sos.c
+            examples/vendor_runtime.c examples/device_runtime.c integrations/sos/shmalloc_sos.c
 compile-check: deps-openmpi
 	@set -e; for cc in gcc clang; do for std in c99 c11; do \
 	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4"; do \

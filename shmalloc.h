@@ -471,7 +471,7 @@ typedef struct shmalloc_memops {
 /* A core over `bytes` at mem (16-byte aligned) that keeps all of its
    state in memory from the allocator hooks and never touches mem: block
    records, found from an offset through buckets, that grow with the
-   blocks.  Its blocks start as `initial` bytes (as
+   blocks, and a map of where used blocks start, that grows with the limit.  Its blocks start as `initial` bytes (as
    shmalloc_tlsf_create_reserved's) and grow to `bytes`.  Same placement
    as the inline core's; no header, so a block is its request rounded to
    16.  ops may be NULL.  Free it with shmalloc_tlsf_destroy.  A tentative
@@ -2440,7 +2440,8 @@ static size_t shm__control_bytes(size_t bytes)
    Every block has a record in one array obtained through the library's
    allocator hooks: its offset and size, its physical neighbours and, when
    free, its list links, all as record indices.  Used blocks are found from
-   their offset through buckets chained through their records' fnext.
+   their offset through buckets chained through their records' fnext,
+   and the block that holds any offset through the start map's marks.
    Placement is the inline core's: the same mapping, filing order, carves
    and top, so the same calls give the same offsets on every PE.  What
    the core would write into blocks (calloc's zeroing, a moving realloc's

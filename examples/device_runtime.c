@@ -151,6 +151,12 @@ static int pe_main(void)
     devrt_to_host(got, moved, sizeof got);
     expect(!memcmp(got, pattern, sizeof got), "the engine copied the block's bytes");
 
+    { /* a kernel's address into the block: which allocation is it? */
+        void *start = NULL;
+        size_t size = 0;
+        expect(shmalloc_heap_block_of(rt_heap, moved + 300, &start, &size) == 0 && start == moved && size >= 4096,
+               "an interior address leads to its allocation");
+    }
     shmalloc_heap_free(rt_heap, moved + 2, &err); /* not a block's start: refused, with a message */
     expect(err == SHMEM_MALLOC_NOT_ALIGNED, "a bad pointer gets its error code");
     shmalloc_heap_free(rt_heap, moved, &err);

@@ -1190,7 +1190,8 @@ struct shmalloc_tlsf {
     shm__block *mapped_end; /* the block at mapped_bits: every block but the sentinel
                               starts below it, the top too (it starts below the high-water mark) */
     size_t map_clean;      /* bytes of the start map zeroed so far */
-    size_t map_words;      /* words of the start map over the whole reservation; its marks' summary follows */
+    uint64_t *large;       /* the large marks, after the start map */
+    size_t large_words;    /* their words (level 0) over the whole reservation */
     size_t capacity;       /* bytes from base to the sentinel */
     size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__set_capacity */
     size_t high_water;     /* the counters' other figures are counted on demand */
@@ -1225,16 +1226,25 @@ SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0
 #endif
 }
 
-/* ---- marks: a bitmap with a summary above it, one bit per word of the
-   level below, set while that word is not zero, up to a level of one word.
-   The nearest set bit on either side of any bit is then a fixed number of
-   words away (shm__marks_prev, shm__marks_next): O(1) at any heap size.
-   Level k + 1 follows level k in memory; a map of `words` words (level 0)
-   has shm__marks_words(words) in all.  Only the first `valid` words of level
-   0 are read, and the words above them; a level changes only when a word
-   below it becomes zero or stops being zero. ---- */
-#define SHM__MARK_LEVELS 12 /* 64-bit offsets over 16: 60 bits, 6 a level */
+/* ---- where used blocks start: a map with a bit per 16 bytes of blocks,
+   which free checks a pointer against, and beside it the large marks, a
+   bit per SHM__LARGE bytes where a used block of that size or more starts
+   (one at most).  The block that holds any byte is then found in a fixed
+   number of words, whatever the heap's size (shm__holder_bit): a block
+   smaller than SHM__LARGE starts in the map's last SHM__LARGE bytes below
+   the byte, a larger one at the last start of the nearest large mark.
+   Only large blocks change the marks, so the common paths pay one test. */
+#define SHM__LARGE_LOG2 16
+#define SHM__LARGE ((size_t)1 << SHM__LARGE_LOG2)
+#define SHM__GRANULE_BITS (SHM__LARGE / 16) /* map bits a large mark spans */
+#define SHM__MARK_LEVELS 12                 /* 64-bit offsets over SHM__LARGE, 6 bits a level */
 
+/* The marks have a summary above them, one bit per word of the level below,
+   set while that word is not zero, up to a level of one word: the nearest
+   mark below any bit is a fixed number of words away.  Level k + 1 follows
+   level k in memory; `words` words of marks (level 0) take
+   shm__marks_words(words) in all.  Only the first `valid` words of level 0
+   are read, and the words above them. */
 static size_t shm__marks_words(size_t words)
 {
     size_t total = words;
@@ -1242,25 +1252,16 @@ static size_t shm__marks_words(size_t words)
     return total;
 }
 
-/* Word `word` of level 0 just became zero, or stopped being zero. */
-static SHM__NOINLINE void shm__marks_up(uint64_t *m, size_t words, size_t word)
-{
-    uint64_t one, old;
-    for (; words > 1; word >>= 6) {
-        m += words;
-        words = (words + 63) / 64;
-        one = (uint64_t)1 << (word & 63);
-        old = m[word >> 6];
-        m[word >> 6] = old ^ one;
-        if (old & ~one) return; /* that word was and stays non-zero */
-    }
-}
-
 SHM__INLINE void shm__marks_flip(uint64_t *m, size_t words, size_t bit)
 {
-    uint64_t one = (uint64_t)1 << (bit & 63), old = m[bit >> 6];
-    m[bit >> 6] = old ^ one;
-    if (SHM__UNLIKELY(!(old & ~one))) shm__marks_up(m, words, bit >> 6);
+    uint64_t one, old;
+    for (; words > 1; m += words, words = (words + 63) / 64, bit >>= 6) {
+        one = (uint64_t)1 << (bit & 63);
+        old = m[bit >> 6];
+        m[bit >> 6] = old ^ one;
+        if (old & ~one) return; /* that word was and stays non-zero: the levels above hold */
+    }
+    m[0] ^= (uint64_t)1 << bit;
 }
 
 /* The summary over the first `valid` words, recomputed. */
@@ -1273,6 +1274,22 @@ static void shm__marks_rebuild(uint64_t *m, size_t words, size_t valid)
     }
 }
 
+/* Set bits in `words` words. */
+static size_t shm__bits(const uint64_t *m, size_t words)
+{
+    size_t n = 0, i;
+    uint64_t w;
+    for (i = 0; i < words; i++)
+        for (w = m[i]; w; w &= w - 1) n++;
+    return n;
+}
+
+/* Is the large mark of the block at `off` set? */
+SHM__INLINE int shm__marked_large(const uint64_t *large, size_t off)
+{
+    return (int)(large[off >> SHM__LARGE_LOG2 >> 6] >> (off >> SHM__LARGE_LOG2 & 63) & 1);
+}
+
 /* Does the summary over the first `valid` words match them? */
 static int shm__marks_sound(const uint64_t *m, size_t words, size_t valid)
 {
@@ -1283,11 +1300,10 @@ static int shm__marks_sound(const uint64_t *m, size_t words, size_t valid)
     return 1;
 }
 
-/* The highest set bit at or below `bit` (dir < 0), or the lowest at or
-   above it (dir > 0): SIZE_MAX when there is none.  Up the levels while
-   the word holds no set bit on that side, then down along set bits.  A
-   word that reads zero on the way down (a racing reader) gives SIZE_MAX. */
-static SHM__RACY size_t shm__marks_near(const uint64_t *m, size_t words, size_t valid, size_t bit, int dir)
+/* The highest mark at or below `bit`, or SIZE_MAX: up the levels while
+   the word holds no mark at or below, then down along set bits.  A word
+   that reads zero on the way down (a racing reader) gives SIZE_MAX. */
+static SHM__RACY size_t shm__marks_below(const uint64_t *m, size_t words, size_t valid, size_t bit)
 {
     const uint64_t *at[SHM__MARK_LEVELS];
     size_t lim[SHM__MARK_LEVELS], i = bit;
@@ -1297,20 +1313,46 @@ static SHM__RACY size_t shm__marks_near(const uint64_t *m, size_t words, size_t 
     lim[0] = valid;
     for (;; k++) {
         if (i >> 6 >= lim[k]) return SIZE_MAX;
-        w = at[k][i >> 6] & (dir < 0 ? ~(uint64_t)0 >> (63 - (i & 63)) : ~(uint64_t)0 << (i & 63));
-        if (w) break;
-        if (words == 1 || (dir < 0 && i < 64)) return SIZE_MAX;
+        if ((w = at[k][i >> 6] & (~(uint64_t)0 >> (63 - (i & 63)))) != 0) break;
+        if (words == 1 || i < 64) return SIZE_MAX;
         at[k + 1] = at[k] + words;
         words = (words + 63) / 64;
         lim[k + 1] = (lim[k] + 63) / 64;
-        i = dir < 0 ? (i >> 6) - 1 : (i >> 6) + 1;
+        i = (i >> 6) - 1;
     }
-    i = (i & ~(size_t)63) + (dir < 0 ? shm__fls(w) : shm__ctz(w));
+    i = (i & ~(size_t)63) + shm__fls(w);
     while (k--) {
         if (i >= lim[k] || !(w = at[k][i])) return SIZE_MAX;
-        i = i * 64 + (dir < 0 ? shm__fls(w) : shm__ctz(w));
+        i = i * 64 + shm__fls(w);
     }
     return i;
+}
+
+/* The start bit of the one used block that may hold map bit `bit` (the
+   byte at offset 16 bit), or SIZE_MAX: the last start in the bits of the
+   SHM__LARGE bytes up to it; past them only a large block can, and it is
+   the last start below the nearest large mark.  `valid` words of the map,
+   `large_valid` of the large marks' level 0, may be read. */
+static SHM__RACY size_t shm__holder_bit(const uint64_t *map, size_t valid, const uint64_t *large, size_t large_words,
+                                        size_t large_valid, size_t bit)
+{
+    size_t lo = bit >= SHM__GRANULE_BITS ? bit - SHM__GRANULE_BITS + 1 : 0, i = bit, g;
+    uint64_t w;
+    if (bit >> 6 >= valid) return SIZE_MAX;
+    for (;; i = (i & ~(size_t)63) - 1) {
+        if ((w = map[i >> 6] & (~(uint64_t)0 >> (63 - (i & 63)))) != 0) {
+            i = (i & ~(size_t)63) + shm__fls(w);
+            if (i >= lo) return i;
+            break;
+        }
+        if (i >> 6 == lo >> 6) break;
+    }
+    if (bit < SHM__GRANULE_BITS) return SIZE_MAX;
+    g = shm__marks_below(large, large_words, large_valid, (bit - SHM__GRANULE_BITS) / SHM__GRANULE_BITS);
+    if (g == SIZE_MAX) return SIZE_MAX;
+    for (i = (g + 1) * (SHM__GRANULE_BITS / 64); i-- > g * (SHM__GRANULE_BITS / 64);)
+        if (i < valid && map[i]) return i * 64 + shm__fls(map[i]);
+    return SIZE_MAX;
 }
 
 SHM__INLINE size_t shm__size(const shm__block *b) { return b->header & SHM__SIZE_MASK; }
@@ -1622,13 +1664,41 @@ SHM__INLINE shm__block *shm__find_aligned(const shmalloc_tlsf *t, size_t size, s
    shm__valid computes it: after a free's test the compiler reuses the word. */
 SHM__INLINE size_t shm__bit(size_t off) { return off >> 4 | off << 60; }
 
-/* Marks b's start used, or not: the bit is the other way, so it flips. */
+/* Words of the large marks that `clean` bytes of start map cover. */
+SHM__INLINE size_t shm__large_valid(size_t clean) { return (clean / 8 + SHM__GRANULE_BITS - 1) / SHM__GRANULE_BITS; }
+
+/* Large block b's mark flips, as its start bit does. */
+static SHM__NOINLINE void shm__mark_large(shmalloc_tlsf *t, const shm__block *b)
+{
+    shm__marks_flip(t->large, t->large_words, shm__offset(t, b) >> SHM__LARGE_LOG2);
+}
+
+/* Marks b's start used, or not: the bit is the other way, so it flips.
+   A large block's mark flips apart, out of the common paths' way
+   (shm__large_taken, shm__release_large), as a call in them would cost
+   every call a frame. */
 SHM__INLINE void shm__mark_used(shmalloc_tlsf *t, const shm__block *b, int used)
 {
     size_t bit = shm__bit(shm__offset(t, b));
     SHM__ASSERT(bit >= t->mapped_bits || (t->start_map[bit >> 6] >> (bit & 63) & 1) == (uint64_t)!used);
-    shm__marks_flip(t->start_map, t->map_words, bit);
+    t->start_map[bit >> 6] ^= (uint64_t)1 << (bit & 63);
     (void)used;
+}
+
+/* Large block b, just marked used below the zeroed map's end, gets its
+   mark; returns its user pointer, as the take that calls it. */
+static SHM__NOINLINE void *shm__large_taken(shmalloc_tlsf *t, shm__block *b)
+{
+    shm__mark_large(t, b);
+    return shm__user(b);
+}
+
+/* Used block b was resized in place between `small` and `big` bytes, one
+   way or the other: its mark flips if that crossed SHM__LARGE. */
+SHM__INLINE void shm__resized(shmalloc_tlsf *t, const shm__block *b, size_t small, size_t big)
+{
+    if (SHM__UNLIKELY(big >= SHM__LARGE && small < SHM__LARGE))
+        shm__marks_flip(t->large, t->large_words, shm__offset(t, b) >> SHM__LARGE_LOG2); /* inline: a call costs a frame */
 }
 
 /* ---- vouching for headers: a write past a block's end lands on the next
@@ -1847,8 +1917,13 @@ SHM__INLINE void shm__file_alone(shmalloc_tlsf *t, shm__block *b, size_t size, s
 
 /* Bytes of start map (whole words) covering `area` bytes of blocks. */
 SHM__INLINE size_t shm__map_bytes(size_t area) { return (area / 16 + 63) / 64 * 8; }
-/* Bytes of start map and its marks' summary over `area` bytes of blocks. */
-SHM__INLINE size_t shm__marks_bytes(size_t area) { return shm__marks_words(shm__map_bytes(area) / 8) * 8; }
+/* Words of large marks over `area` bytes of blocks. */
+SHM__INLINE size_t shm__large_words(size_t area) { return (area + 64 * SHM__LARGE - 1) / (64 * SHM__LARGE); }
+/* Bytes of start map and large marks over `area` bytes of blocks. */
+SHM__INLINE size_t shm__marks_bytes(size_t area)
+{
+    return shm__map_bytes(area) + shm__marks_words(shm__large_words(area)) * 8;
+}
 
 /* Bytes of start map a high-water mark of `end` needs: the blocks below
    it, and the one that starts 8 bytes under it (the top, or the block
@@ -1870,15 +1945,17 @@ static void shm__limit_mapped(shmalloc_tlsf *t)
    again. */
 static void shm__clean_map(shmalloc_tlsf *t, size_t end, const shm__block *b)
 {
-    size_t want = shm__map_needs(end), all = shm__map_bytes((size_t)(t->end - t->base));
+    size_t from, want = shm__map_needs(end), all = shm__map_bytes((size_t)(t->end - t->base));
     want = want > 2 * t->map_clean ? want : 2 * t->map_clean; /* in doublings */
     want = want < SHM__MAP_CHUNK ? SHM__MAP_CHUNK : want;
     want = want < all ? want : all;
     SHMALLOC_MEMSET((char *)t->start_map + t->map_clean, 0, want - t->map_clean);
+    from = shm__large_valid(t->map_clean);
+    SHMALLOC_MEMSET(t->large + from, 0, (shm__large_valid(want) - from) * 8);
     t->map_clean = want;
     shm__limit_mapped(t);
     if (b) t->start_map[shm__offset(t, b) >> 10] |= (uint64_t)1 << (shm__offset(t, b) >> 4 & 63);
-    shm__marks_rebuild(t->start_map, t->map_words, want / 8); /* b's flip may have read words never zeroed */
+    shm__marks_rebuild(t->large, t->large_words, shm__large_valid(want)); /* the levels above the new words */
 }
 
 /* A new high-water mark `end`, the end of the usable bytes of the block
@@ -1889,6 +1966,7 @@ static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, void *user)
 {
     t->high_water = end;
     if (SHM__UNLIKELY(shm__map_needs(end) > t->map_clean)) shm__clean_map(t, end, shm__of_user(user));
+    if (shm__size(shm__of_user(user)) >= SHM__LARGE) shm__mark_large(t, shm__of_user(user));
     return user;
 }
 
@@ -1899,6 +1977,7 @@ SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
     shm__mark_used(t, b, 1);
     if (SHM__UNLIKELY(end > t->high_water)) return shm__raise(t, end, shm__user(b));
+    if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__large_taken(t, b);
     return shm__user(b);
 }
 
@@ -1987,6 +2066,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     /* next is used, so a ends below the high-water mark and its map is zeroed */
     SHM__ASSERT(shm__offset(t, a) + size + 8 <= t->high_water);
     shm__mark_used(t, a, 1);
+    if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__large_taken(t, a);
     return shm__user(a);
 }
 
@@ -2097,9 +2177,9 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
    a flag (a free previous block, or a flag no used block has) goes to
    shm__release_flagged; the merges check the neighbours they merge
    with. */
-SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
+SHM__INLINE int shm__release_block(shmalloc_tlsf *t, shm__block *b, size_t header, size_t size)
 {
-    size_t header = b->header, size = header & SHM__SIZE_MASK, next_header;
+    size_t next_header;
     shm__block *next = shm__at(b, size);
     shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
     if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__release_flagged(t, b, size, header);
@@ -2109,6 +2189,22 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
     if (SHM__UNLIKELY(!shm__marked_bit(t, shm__bit(shm__offset(t, b)) + (size >> 4)))) return shm__unreleased(t, b);
     shm__file_alone(t, b, size, next);
     return SHMALLOC_TLSF_OK;
+}
+
+/* A large block's release, which takes its mark too when it is freed. */
+static SHM__NOINLINE int shm__release_large(shmalloc_tlsf *t, shm__block *b)
+{
+    size_t g = shm__offset(t, b) >> SHM__LARGE_LOG2;
+    int status = shm__release_block(t, b, b->header, shm__size(b));
+    if (status == SHMALLOC_TLSF_OK) shm__marks_flip(t->large, t->large_words, g);
+    return status;
+}
+
+SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
+{
+    size_t header = b->header, size = header & SHM__SIZE_MASK;
+    if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__release_large(t, b);
+    return shm__release_block(t, b, header, size);
 }
 
 /* Free block f, which headed its list before a take, heads it again; the
@@ -2133,23 +2229,28 @@ static void shm__untake(shmalloc_tlsf *t, shm__block *b)
     shm__to_head(t, f);
 }
 
-/* The first used block that starts above q, a block address, or the
-   sentinel: every block but the sentinel starts below mapped_bits. */
-SHM__INLINE const shm__block *shm__used_after(const shmalloc_tlsf *t, uintptr_t q)
+/* The used block whose bytes (its header too) hold q, an address in
+   the blocks, or NULL.  It reads the map, the marks and one used block's
+   header, each within the heap, so a change racing it gives a wrong
+   answer, never a fault (shm__validate_racing). */
+static SHM__RACY const shm__block *shm__used_holder(const shmalloc_tlsf *t, uintptr_t q)
 {
-    size_t i = shm__marks_near(t->start_map, t->map_words, t->map_clean / 8, (q - (uintptr_t)t->base) / 16 + 1, 1);
-    return i < t->mapped_bits ? shm__at(t->base, i * 16) : t->sentinel;
+    size_t clean = t->map_clean, i;
+    const shm__block *b;
+    i = shm__holder_bit(t->start_map, clean / 8, t->large, t->large_words, shm__large_valid(clean),
+                        (q - (uintptr_t)t->base) / 16);
+    if (i >= t->mapped_bits) return NULL;
+    b = shm__at(t->base, i * 16);
+    return q - (uintptr_t)b < (b->header & SHM__SIZE_MASK) ? b : NULL;
 }
 
 /* Is q, a block address below the zeroed map's end, in a free block?
-   The next used block's start (or the sentinel) says, with its flag and
-   link for the block before it: free blocks never touch, so that one
-   holds q or q is in a used block.  Only the map and used blocks' headers
-   are read, never bytes a user may have written. */
+   The blocks tile the space up to the sentinel, so in one when no used
+   block holds it.  Only the maps and used blocks' headers are read, never
+   bytes a user may have written. */
 static int shm__in_free(const shmalloc_tlsf *t, uintptr_t q)
 {
-    const shm__block *next = shm__used_after(t, q);
-    return shm__is_prev_free(next) && (uintptr_t)next->prev_phys <= q;
+    return q < (uintptr_t)t->sentinel && !shm__used_holder(t, q);
 }
 
 /* Why ptr, which is not the user pointer of a used block, is not: in a
@@ -2207,17 +2308,15 @@ SHM__INLINE int shm__validate(const shmalloc_tlsf *t, const void *ptr)
 static SHM__RACY SHM__NOINLINE int shm__validate_racing(const shmalloc_tlsf *t, const void *ptr)
 {
     uintptr_t u = (uintptr_t)ptr, base = (uintptr_t)t->base, q = u - 16;
-    size_t mapped = t->mapped_bits, bit = (q - base) / 16, i;
-    const shm__block *next = t->sentinel;
+    size_t mapped = t->mapped_bits, bit = (q - base) / 16;
     if (u < base + 16 || bit >= mapped)
         return u >= base + 16 && u < (uintptr_t)t->limit ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_NOT_IN_HEAP;
     if (!((q - base) & 15) && (t->start_map[bit >> 6] >> (bit & 63) & 1)) return SHMALLOC_TLSF_OK;
     if (u - base >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
-    i = shm__marks_near(t->start_map, t->map_words, t->map_clean / 8, bit + 1, 1); /* as shm__in_free */
-    if (i < mapped) next = (const shm__block *)(const void *)(t->base + i * 16);
-    return (next->header & SHM__PREV_FREE) && (uintptr_t)next->prev_phys <= q ? SHMALLOC_TLSF_ALREADY_FREE
-                                                                              : SHMALLOC_TLSF_NOT_A_BLOCK;
+    return q < (uintptr_t)t->sentinel && !shm__used_holder(t, q) ? SHMALLOC_TLSF_ALREADY_FREE /* as shm__in_free */
+                                                                 : SHMALLOC_TLSF_NOT_A_BLOCK;
 }
+
 /* ---- resize: planned first, so a collective realloc can agree before
    anything changes ---------------------------------------------------- */
 enum { SHM__IN_PLACE = 1, SHM__INTO_PREV, SHM__MOVE };
@@ -2308,6 +2407,7 @@ SHM__INLINE int shm__give_tail(shmalloc_tlsf *t, shm__block *b, size_t size)
     next_header = next->header;
     if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return 0;
     b->header -= tail;
+    shm__resized(t, b, size, bsize);
     if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
         return 1;
@@ -2363,6 +2463,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         size = bsize + nsize;
     }
     b->header = header + (size - bsize);
+    shm__resized(t, b, bsize, size);
     end = shm__offset(t, b) + size + 8; /* the high-water mark */
     if (end > t->high_water) {
         t->high_water = end;
@@ -2400,10 +2501,12 @@ static void *shm__commit_resize(shmalloc_tlsf *t, void *ptr, size_t n, const shm
         size_t header = b->header, psize = shm__size(prev);
         shm__remove(t, prev);
         shm__mark_used(t, b, 0);
+        if ((header & SHM__SIZE_MASK) >= SHM__LARGE) shm__mark_large(t, b);
         SHM__UNPOISON((char *)prev + 32, psize - 32);
         SHMALLOC_MEMMOVE(shm__user(prev), ptr, keep);
         shm__set_used(prev, psize + (header & SHM__SIZE_MASK), header & SHM__ALIGN_MASK);
         shm__mark_used(t, prev, 1);
+        if (psize + (header & SHM__SIZE_MASK) >= SHM__LARGE) shm__mark_large(t, prev);
         shm__resize_in_place(t, prev, r->size); /* then the next block, or the tail */
         return shm__user(prev);
     }
@@ -2465,8 +2568,10 @@ struct shm__records {
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
     uint32_t *buckets;     /* as many as records: a chain of one on average */
     uint32_t bucket_shift; /* 64 - log2(buckets) */
-    uint64_t *map;         /* marks (bit i: a used block at offset 16 i) over the blocks up to the limit */
-    size_t map_words;      /* words of the map's level 0 */
+    uint64_t *map;         /* the start map (bit i: a used block at offset 16 i) up to the limit */
+    size_t map_words;
+    uint64_t *large;       /* the large marks, after the map in its allocation */
+    size_t large_words;
     uint32_t top;          /* the last block when free, in no list; 0: none */
     uint32_t lists;        /* fl_count * SHM__SL_COUNT */
     shmalloc_memops ops;
@@ -2508,6 +2613,22 @@ SHM__INLINE uint32_t shm__rec_find(const shmalloc_tlsf *t, uint64_t off)
     return i;
 }
 
+/* Used block i's start bit and, if it is large, its mark flip. */
+SHM__INLINE void shm__rec_mark(struct shm__records *s, uint32_t i)
+{
+    size_t off = (size_t)s->r[i].off;
+    s->map[off >> 10] ^= (uint64_t)1 << (off >> 4 & 63);
+    if (SHM__UNLIKELY(shm__rec_usize(&s->r[i]) >= SHM__LARGE))
+        shm__marks_flip(s->large, s->large_words, off >> SHM__LARGE_LOG2);
+}
+
+/* Used block i was `old` bytes before a resize in place: its mark follows. */
+SHM__INLINE void shm__rec_resized(struct shm__records *s, uint32_t i, size_t old)
+{
+    if (SHM__UNLIKELY((old >= SHM__LARGE) != (shm__rec_usize(&s->r[i]) >= SHM__LARGE)))
+        shm__marks_flip(s->large, s->large_words, (size_t)s->r[i].off >> SHM__LARGE_LOG2);
+}
+
 /* Takes the used block at off out of its bucket and the map: its record, or 0. */
 SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
 {
@@ -2516,26 +2637,32 @@ SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
     for (i = *h; i; h = &s->r[i].fnext, i = *h)
         if (s->r[i].off == off) {
             *h = s->r[i].fnext;
-            shm__marks_flip(s->map, s->map_words, (size_t)off / 16);
+            shm__rec_mark(s, i);
             return i;
         }
     return 0;
 }
 
-/* The map covers the blocks up to `end` bytes: 0, or -1 (nothing
-   changed) when the hooks have no memory for it.  It doubles. */
+/* The map and marks cover the blocks up to `end` bytes: 0, or -1
+   (nothing changed) when the hooks have no memory for them.  They double. */
 static int shm__rec_cover(struct shm__records *s, size_t end)
 {
-    size_t words = s->map_words, need = shm__map_bytes(end) / 8;
+    size_t words = s->map_words, need = shm__map_bytes(end) / 8, large;
     uint64_t *m;
     if (need <= words) return 0;
     words = words * 2 > need ? words * 2 : need;
-    if (!(m = (uint64_t *)shmalloc_mem_alloc(shm__marks_words(words), sizeof *m))) return -1;
-    if (s->map) SHMALLOC_MEMCPY(m, s->map, s->map_words * sizeof *m);
-    shm__marks_rebuild(m, words, s->map_words);
+    large = shm__large_words(words * 1024);
+    if (!(m = (uint64_t *)shmalloc_mem_alloc(words + shm__marks_words(large), sizeof *m))) return -1;
+    if (s->map) {
+        SHMALLOC_MEMCPY(m, s->map, s->map_words * sizeof *m);
+        SHMALLOC_MEMCPY(m + words, s->large, s->large_words * sizeof *m);
+    }
+    shm__marks_rebuild(m + words, large, s->large_words);
     shmalloc_mem_free(s->map);
     s->map = m;
     s->map_words = words;
+    s->large = m + words;
+    s->large_words = large;
     return 0;
 }
 
@@ -2658,7 +2785,7 @@ SHM__INLINE void *shm__rec_taken(shmalloc_tlsf *t, uint32_t b)
 {
     size_t end = shm__r(t)[b].off + shm__rec_usize(&shm__r(t)[b]);
     shm__bucket_put(t->records, b);
-    shm__marks_flip(t->records->map, t->records->map_words, (size_t)shm__r(t)[b].off / 16);
+    shm__rec_mark(t->records, b);
     if (end > t->high_water) t->high_water = end;
     return shm__rec_user(t, b);
 }
@@ -2868,16 +2995,14 @@ SHM__INLINE void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
     }
 }
 
-/* The block that holds offset off, below the capacity: the used block
-   that starts last at or below it (the map says where, a bucket which),
-   or the block after that one, then free. */
+/* The used block that holds offset off, below the capacity, or 0: the
+   map and marks say where it starts, a bucket which it is. */
 static uint32_t shm__rec_holder(const shmalloc_tlsf *t, uint64_t off)
 {
     const struct shm__records *s = t->records;
-    size_t i = shm__marks_near(s->map, s->map_words, s->map_words, (size_t)off / 16, -1);
+    size_t i = shm__holder_bit(s->map, s->map_words, s->large, s->large_words, s->large_words, (size_t)off / 16);
     uint32_t b = i == SIZE_MAX ? 0 : shm__rec_find(t, (uint64_t)i * 16);
-    if (b && off - s->r[b].off < shm__rec_usize(&s->r[b])) return b;
-    return s->r[b].next; /* r[0].next: the first block */
+    return b && off - s->r[b].off < shm__rec_usize(&s->r[b]) ? b : 0;
 }
 
 /* Why ptr, which no bucket holds, is not a used block, as shm__invalid
@@ -2889,8 +3014,7 @@ static SHM__NOINLINE int shm__rec_invalid(const shmalloc_tlsf *t, const void *pt
     if (q < base || q >= (uintptr_t)t->limit) return SHMALLOC_TLSF_NOT_IN_HEAP;
     if (q - base >= t->high_water) return SHMALLOC_TLSF_NOT_A_BLOCK; /* never handed out */
     if (q - base >= t->records->capacity) return SHMALLOC_TLSF_NOT_IN_HEAP; /* the spec area */
-    return shm__r(t)[shm__rec_holder(t, q - base)].size & SHM__FREE ? SHMALLOC_TLSF_ALREADY_FREE
-                                                                      : SHMALLOC_TLSF_NOT_A_BLOCK;
+    return shm__rec_holder(t, q - base) ? SHMALLOC_TLSF_NOT_A_BLOCK : SHMALLOC_TLSF_ALREADY_FREE; /* the blocks tile */
 }
 
 SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
@@ -3033,14 +3157,16 @@ static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
    shrink's giving back: the common path keeps no frame. */
 static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
 {
-    if (shm__rec_grow(t, b, shm__rec_bsize(n))) return ptr;
-    return shm__rec_move(t, b, ptr, n);
+    size_t old = shm__rec_usize(&shm__r(t)[b]);
+    if (!shm__rec_grow(t, b, shm__rec_bsize(n))) return shm__rec_move(t, b, ptr, n);
+    shm__rec_resized(t->records, b, old);
+    return ptr;
 }
 
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
     uint32_t b;
-    size_t size;
+    size_t size, old;
     if (!ptr) return shm__rec_malloc(t, n);
     if (!n) {
         shm__rec_free(t, ptr);
@@ -3049,8 +3175,9 @@ static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
     b = shm__rec_find(t, shm__rec_offset(t, ptr));
     if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
     size = shm__rec_bsize(n);
-    if (size > shm__rec_usize(&shm__r(t)[b])) return shm__rec_regrow(t, b, ptr, n);
+    if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, n);
     shm__rec_shrink(t, b, size);
+    shm__rec_resized(t->records, b, old);
     return ptr;
 }
 
@@ -3091,11 +3218,8 @@ static int shm__rec_check(const shmalloc_tlsf *t)
     uint64_t off = 0;
     uint32_t i, p = 0, x;
     int problems = 0, prev_free = 0;
-    size_t marked = 0, w;
-    uint64_t m;
-    for (w = 0; w < s->map_words; w++)
-        for (m = s->map[w]; m; m &= m - 1) marked++;
-    problems += !shm__marks_sound(s->map, s->map_words, s->map_words);
+    size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
+    problems += !shm__marks_sound(s->large, s->large_words, s->large_words);
     for (i = r[0].next; i; p = i, i = r[i].next) {
         int is_free = (r[i].size & SHM__FREE) != 0;
         size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]);
@@ -3111,11 +3235,12 @@ static int shm__rec_check(const shmalloc_tlsf *t)
             problems += x != i;
         }
         if (!is_free) problems += shm__rec_find(t, off) != i || !(s->map[off / 1024] >> (off / 16 % 64) & 1);
+        if (!is_free && size >= SHM__LARGE) problems += !shm__marked_large(s->large, (size_t)off), large--;
         marked -= !is_free;
         prev_free = is_free;
         off += size;
     }
-    if (off != t->records->capacity || r[0].prev != p || marked) problems++;
+    if (off != t->records->capacity || r[0].prev != p || marked || large) problems++;
     return problems;
 }
 
@@ -3315,7 +3440,8 @@ static size_t shm__inline_area(size_t bytes)
 {
     size_t area, control = shm__control_bytes(bytes);
     if (bytes < control + 16 + SHM__MIN_BLOCK) return 0;
-    area = (bytes - control) / 127 * 126 & ~(size_t)15; /* a map bit per 16 bytes, and its summary: 1/63 more */
+    /* a bit per 16 bytes and a mark per SHM__LARGE: 1/128 + 1/(8 SHM__LARGE) more */
+    area = (bytes - control) / (8 * SHM__LARGE + SHM__LARGE / 16 + 1) * (8 * SHM__LARGE) & ~(size_t)15;
     while (area && area + shm__marks_bytes(area) + control > bytes) area -= 16;
     while (area + 16 + shm__marks_bytes(area + 16) + control <= bytes) area += 16;
     return area;
@@ -3340,7 +3466,8 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_reserved(void *mem
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + area;
     t->start_map = (uint64_t *)(void *)((char *)t + shm__control_bytes(bytes));
-    t->map_words = shm__map_bytes(area) / 8;
+    t->large = t->start_map + shm__map_bytes(area) / 8;
+    t->large_words = shm__large_words(area);
     t->mapped_bits = 0; /* map_clean 0: zeroed by the first allocation */
     t->mapped_end = (shm__block *)mem;
     for (i = 0; i < t->fl_count; i++)
@@ -3490,9 +3617,10 @@ static int shm__rec_block_of(const shmalloc_tlsf *t, const void *ptr, void **sta
 {
     uintptr_t off = (uintptr_t)ptr - (uintptr_t)t->base;
     const shm__rec *b;
-    if ((uintptr_t)ptr < (uintptr_t)t->base || off >= t->records->capacity) return shm__rec_invalid(t, ptr);
-    b = &shm__r(t)[shm__rec_holder(t, off)];
-    if (b->size & SHM__FREE) return shm__rec_invalid(t, ptr);
+    uint32_t i;
+    if ((uintptr_t)ptr < (uintptr_t)t->base || off >= t->records->capacity || !(i = shm__rec_holder(t, off)))
+        return shm__rec_invalid(t, ptr);
+    b = &shm__r(t)[i];
     *start = t->base + b->off;
     *size = shm__rec_usize(b);
     return SHMALLOC_TLSF_OK;
@@ -3501,17 +3629,15 @@ static int shm__rec_block_of(const shmalloc_tlsf *t, const void *ptr, void **sta
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_block_of(const shmalloc_tlsf *t, const void *ptr, void **start,
                                                      size_t *size)
 {
-    uintptr_t u = (uintptr_t)ptr, first = (uintptr_t)t->base + 16; /* the first user byte */
-    size_t i = SIZE_MAX, n, last = t->mapped_bits - 1;
-    char *user;
+    uintptr_t u = (uintptr_t)ptr, base = (uintptr_t)t->base;
+    const shm__block *b = NULL;
+    size_t n;
     if (t->records) return shm__rec_block_of(t, ptr, start, size);
-    if (u >= first && t->mapped_bits) /* the last used block that starts 16 or more below ptr */
-        i = shm__marks_near(t->start_map, t->map_words, t->map_clean / 8, (u - first) / 16 < last ? (u - first) / 16 : last, -1);
-    if (i == SIZE_MAX) return shm__invalid(t, ptr);
-    user = t->base + i * 16 + 16;
-    if (!(n = shmalloc_tlsf_usable_size(t, user))) return SHMALLOC_TLSF_CORRUPT; /* its header was overwritten */
-    if (u - (uintptr_t)user >= n) return shm__invalid(t, ptr);
-    *start = user;
+    if (u >= base + 16 && (u - 8 - base) / 16 < t->mapped_bits) /* the usable bytes: from 16 past a block's start to 8 past its end */
+        b = shm__used_holder(t, u - 8);
+    if (!b || u < (uintptr_t)shm__user(b)) return shm__invalid(t, ptr);
+    if (!(n = shmalloc_tlsf_usable_size(t, shm__user(b)))) return SHMALLOC_TLSF_CORRUPT; /* its header was overwritten */
+    *start = shm__user(b);
     *size = n;
     return SHMALLOC_TLSF_OK;
 }
@@ -3780,7 +3906,7 @@ static size_t shm__check_chain(shm__checker *c)
 {
     const shmalloc_tlsf *t = c->t;
     const shm__block *b = (const shm__block *)(const void *)t->base;
-    size_t nfree = 0, nused = 0, prev_free = 0, marked = 0, i;
+    size_t nfree = 0, nused = 0, nlarge = 0, unmarked = 0, prev_free = 0, marked;
     while (b != t->sentinel) {
         size_t off = shm__offset(t, b) + 16, size, is_free;
         if (SHM__IS_POISONED(&b->header)) {
@@ -3799,7 +3925,7 @@ static size_t shm__check_chain(shm__checker *c)
         }
         shm__check_block(c, b, off, size, prev_free);
         if (is_free) nfree++;
-        else nused++;
+        else nused++, nlarge += size >= SHM__LARGE, unmarked += size >= SHM__LARGE && !shm__marked_large(t->large, shm__offset(t, b));
         if (c->level > 0)
             shmalloc_print(2, SHM__MSG(CHECK_BLOCK), is_free ? "free" : "used", off, size);
         prev_free = is_free;
@@ -3812,13 +3938,11 @@ static size_t shm__check_chain(shm__checker *c)
     }
     if (t->sentinel->header != ((prev_free ? SHM__PREV_FREE : 0) | SHM__END))
         shm__problem(c, "end-of-heap marker overwritten (header 0x%zx)", t->sentinel->header);
-    for (i = 0; i < t->map_clean / 8; i++) {
-        uint64_t w = t->start_map[i];
-        for (; w; w &= w - 1) marked++;
-    }
-    if (marked != nused) shm__problem(c, "start map marks %zu blocks used, the heap has %zu", marked, nused);
-    if (!shm__marks_sound(t->start_map, t->map_words, t->map_clean / 8))
-        shm__problem(c, "the start map's summary disagrees with the map");
+    if ((marked = shm__bits(t->start_map, t->map_clean / 8)) != nused)
+        shm__problem(c, "start map marks %zu blocks used, the heap has %zu", marked, nused);
+    if (unmarked || shm__bits(t->large, shm__large_valid(t->map_clean)) != nlarge ||
+        !shm__marks_sound(t->large, t->large_words, shm__large_valid(t->map_clean)))
+        shm__problem(c, "the large marks disagree with the %zu used blocks of %zu bytes or more", nlarge, SHM__LARGE);
     return nfree - prev_free;
 }
 

@@ -527,8 +527,9 @@ static void probe_all(shmalloc_tlsf *t)
     probe(t, base + shmalloc_tlsf_size(t), &w);
 }
 
-/* Blocks up to 48 MiB over a 512 MiB region: the search climbs every
-   level of the map's summary. */
+/* Blocks up to 48 MiB over a 512 MiB region, resized in place across
+   the large blocks' 16 KiB and back: the search climbs every level of
+   the large marks' summary, and the checker checks the marks. */
 static void block_of_steps(shmalloc_tlsf *t, uint64_t seed)
 {
     enum { SLOTS = 300 };
@@ -537,7 +538,10 @@ static void block_of_steps(shmalloc_tlsf *t, uint64_t seed)
     for (int round = 0; round < 6; round++) {
         for (int k = 0; k < 2000; k++) {
             size_t i = rng() % SLOTS, size = 1 + rng() % (rng() % 16 ? 1024 : rng() % 4 ? 1 << 20 : 48 * MIB);
-            if (p[i]) {
+            if (p[i] && rng() % 2) { /* in place across the large blocks' size, or moved */
+                void *q = shmalloc_tlsf_realloc(t, p[i], size);
+                if (q) p[i] = q;
+            } else if (p[i]) {
                 cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
                 p[i] = NULL;
             } else {

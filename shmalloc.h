@@ -2583,6 +2583,7 @@ SHM__INLINE shm__rec *shm__r(const shmalloc_tlsf *t) { return t->records->r; }
 SHM__INLINE uint32_t shm__rec_list(size_t size) { return (uint32_t)(shm__list_key(size) - SHM__KEY_BIAS + 1); }
 SHM__INLINE size_t shm__rec_fsize(const shm__rec *x) { return (size_t)x->size & ~(size_t)15; }
 SHM__INLINE size_t shm__rec_usize(const shm__rec *x) { return (size_t)x->size & SHM__SIZE_MASK; }
+SHM__INLINE size_t shm__rec_alignment(const shm__rec *x) { return (size_t)1 << (x->size >> SHM__ALIGN_SHIFT); }
 /* A request's block: no header, so its bytes rounded to 16, at least the minimum. */
 SHM__INLINE size_t shm__rec_bsize(size_t n)
 {
@@ -2711,9 +2712,28 @@ static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
 }
 
 /* Room for the records a call may create: 0, or -1 when there is none. */
+/* Room for the records a call may create: 0, or -1 when there is none. */
 SHM__INLINE int shm__rec_room(shmalloc_tlsf *t)
 {
     return SHM__LIKELY(t->records->fresh + SHM__REC_HEADROOM <= t->records->cap) ? 0 : shm__rec_more(t);
+}
+
+/* Does the start map reach `end`, where a block taken from the top would
+   end?  It grows if not: 1, or 0 when the hooks have no memory.  The map
+   follows the highest block so, not the limit. */
+SHM__INLINE int shm__rec_mapped(shmalloc_tlsf *t, size_t end)
+{
+    struct shm__records *s = t->records;
+    return SHM__LIKELY(end <= s->map_words * 1024) || !shm__rec_cover(s, end < s->capacity ? end : s->capacity);
+}
+
+/* shm__rec_room, and the map for a block of n bytes on `align` from the
+   top: what a call's status says before the PEs agree on it. */
+static int shm__rec_ready(shmalloc_tlsf *t, size_t n, size_t align)
+{
+    const struct shm__records *s = t->records;
+    size_t end = s->top ? (size_t)s->r[s->top].off + shm__rec_bsize(n) + (align > SHMALLOC_ALIGNMENT ? align : 0) : 0;
+    return !shm__rec_mapped(t, end) || shm__rec_room(t) ? -1 : 0;
 }
 
 /* ---- the free lists, as the inline core's, over record indices ---- */
@@ -2813,7 +2833,7 @@ static void *shm__rec_take_top(shmalloc_tlsf *t, size_t size, size_t flags)
     size_t tsize;
     if (!top) return NULL;
     tsize = shm__rec_fsize(&r[top]);
-    if (tsize < size) return NULL;
+    if (tsize < size || !shm__rec_mapped(t, r[top].off + size)) return NULL;
     if (tsize - size >= SHM__MIN_BLOCK) {
         uint32_t u = shm__rec_cut(t, top, size, flags);
         r[top].size = (tsize - size) | SHM__FREE | SHM__TOP;
@@ -2908,7 +2928,7 @@ static void *shm__rec_top_aligned(shmalloc_tlsf *t, size_t size, size_t align)
     if (!top) return NULL;
     gap = shm__gap_at((uintptr_t)t->base + r[top].off, align);
     tsize = shm__rec_fsize(&r[top]);
-    if (tsize < gap || tsize - gap < size) return NULL;
+    if (tsize < gap || tsize - gap < size || !shm__rec_mapped(t, r[top].off + gap + size)) return NULL;
     if (gap) {
         g = shm__rec_cut(t, top, gap, SHM__FREE);
         r[top].size = (tsize - gap) | SHM__FREE | SHM__TOP;
@@ -3110,7 +3130,7 @@ static uint32_t shm__rec_slide(const shmalloc_tlsf *t, uint32_t b, size_t size, 
     const shm__rec *r = shm__r(t);
     uint32_t p = r[b].prev, n = r[b].next;
     size_t room = shm__rec_usize(&r[b]) + (r[n].size & SHM__FREE ? shm__rec_fsize(&r[n]) : 0);
-    size_t align = (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT);
+    size_t align = shm__rec_alignment(&r[b]);
     if (!(r[p].size & SHM__FREE) || shm__rec_fsize(&r[p]) >= SHM__SLIDE_MAX || room + shm__rec_fsize(&r[p]) < size ||
         shm__rec_fsize(&r[p]) < (keep < size ? keep : size) ||
         (((uintptr_t)t->base + r[p].off) & (align - 1)))
@@ -3125,7 +3145,7 @@ static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
 {
     const shmalloc_memops *ops = &t->records->ops;
     shm__rec *r = shm__r(t);
-    size_t keep = shm__rec_usize(&r[b]), align = (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT);
+    size_t keep = shm__rec_usize(&r[b]), align = shm__rec_alignment(&r[b]);
     uint32_t p;
     void *q;
     if (!ops->copy) return NULL;
@@ -3284,13 +3304,13 @@ static int shm__rec_resize_status(shmalloc_tlsf *t, const void *ptr, size_t n)
     size_t size = shm__rec_bsize(n), keep;
     if (!b) return shm__rec_invalid(t, ptr);
     if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return SHMALLOC_TLSF_BAD_SIZE;
-    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_MEMORY;
+    if (shm__rec_ready(t, n, shm__rec_alignment(&shm__r(t)[b]))) return SHMALLOC_TLSF_NO_MEMORY;
     r = shm__r(t);
     next = r[b].next;
     if (size <= shm__rec_usize(&r[b])) return SHMALLOC_TLSF_OK;
     if ((r[next].size & SHM__FREE) && shm__rec_usize(&r[b]) + shm__rec_fsize(&r[next]) >= size) return SHMALLOC_TLSF_OK;
     keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
-    if (!shm__rec_slide(t, b, size, keep) && !shm__rec_fits(t, (size_t)1 << (r[b].size >> SHM__ALIGN_SHIFT), n))
+    if (!shm__rec_slide(t, b, size, keep) && !shm__rec_fits(t, shm__rec_alignment(&r[b]), n))
         return SHMALLOC_TLSF_NO_ROOM;
     return t->records->ops.copy ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_MEMOPS; /* a move, which needs the copy */
 }
@@ -3312,7 +3332,7 @@ static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
     struct shm__records *s = t->records;
     shm__rec *r;
     uint32_t last;
-    if (shm__rec_room(t) || shm__rec_cover(s, s->capacity + n)) return SHMALLOC_TLSF_NO_ROOM;
+    if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_ROOM;
     r = s->r;
     if (s->top) {
         r[s->top].size += n;
@@ -3396,7 +3416,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
     s->buckets = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *s->buckets);
     initial = initial < bytes ? (initial + 15) & ~(size_t)15 : bytes;
     initial = initial < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : initial;
-    if (!s->r || !s->buckets || shm__rec_cover(s, initial)) {
+    if (!s->r || !s->buckets || shm__rec_cover(s, 1)) {
         shm__rec_destroy(t);
         return NULL;
     }
@@ -3665,7 +3685,7 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t,
     if (t->records) {
         uint32_t b = shm__rec_find(t, shm__rec_offset(t, ptr));
         if (!b) return 0;
-        align = (size_t)1 << (shm__r(t)[b].size >> SHM__ALIGN_SHIFT);
+        align = shm__rec_alignment(&shm__r(t)[b]);
     } else {
         if (!shm__own_sound(t, ptr)) return 0;
         align = shm__align_of(shm__of_user(ptr));
@@ -4035,7 +4055,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align,
     shm__pending(t, op, SHM__TAKE, size);
     if (status) return status;
     if (t->records) {
-        if (shm__rec_room(t)) return SHMALLOC_TLSF_NO_MEMORY;
+        if (shm__rec_ready(t, size, align)) return SHMALLOC_TLSF_NO_MEMORY;
         op->ptr = shm__rec_align(t, align, size);
         return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
     }

@@ -216,6 +216,31 @@ Test(alloc_hooks, separate_metadata_grows_through_the_hooks_and_a_refusal_fails_
     expect_balanced(hook_allocs);
 }
 
+/* A device heap is often reserved far larger than it is used: the start
+   map follows the highest block, not the reservation (a bit per 16 bytes
+   of a 1 GiB reservation would be 8 MiB of host memory at once). */
+Test(alloc_hooks, separate_metadata_follows_the_blocks_not_the_reservation)
+{
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE};
+    size_t bytes = (size_t)1 << 30;
+    long err = 1;
+    void *small[100], *big, *start = NULL;
+    size_t size = 0;
+    shmalloc_heap *h = shmalloc_heap_create_with(map_aligned(bytes, MIB), bytes, &config, shmalloc_transport_single(), &err);
+    cr_assert(h != NULL && err == SHMEM_MALLOC_OK);
+    cr_assert(hook_live < 64 * 1024, "a fresh heap holds %zu bytes of private memory", hook_live);
+    for (int i = 0; i < 100; i++) cr_assert_not_null(small[i] = shmalloc_heap_malloc(h, 100, &err));
+    cr_assert(hook_live < 64 * 1024, "100 small blocks: %zu bytes", hook_live);
+    big = shmalloc_heap_malloc(h, 256 * MIB, &err);
+    cr_assert(big != NULL);
+    cr_assert(hook_live < 256 * MIB / 128 * 2 + 64 * 1024, "a map of a bit per 16 bytes up to the block's end, doubled: %zu", hook_live);
+    cr_assert_eq(shmalloc_heap_block_of(h, (char *)big + 256 * MIB - 1, &start, &size), 0);
+    cr_assert(start == big && size >= 256 * MIB);
+    cr_assert_eq(shmalloc_heap_check(h, 0), 0);
+    shmalloc_heap_destroy(h);
+    expect_balanced(hook_allocs);
+}
+
 /* What a transport gets: zeroed objects, no call for a size that overflows. */
 Test(alloc_hooks, a_transport_gets_zeroed_memory_through_the_hooks)
 {

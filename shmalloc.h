@@ -1125,8 +1125,9 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
     case SHMEMX_MALLOC_CORRUPT_HEAP: return "a block's header was overwritten: a write past the end of a block?";
     case SHMEMX_MALLOC_NO_MEMOPS:
-        return "the heap keeps its metadata apart (SHMALLOC_METADATA=separate) and writes its memory only through "
-               "the transport's fill and copy, which it lacks: bind them, or use SHMALLOC_METADATA=inline";
+        return "the heap keeps its metadata apart and writes its memory only through the transport's fill and "
+               "copy, which it lacks: bind them in its shmalloc_transport, or make the heap with inline metadata "
+               "(SHMALLOC_METADATA=inline, or SHMALLOC_METADATA_INLINE in shmalloc_heap_config)";
     default: return "unknown error code";
     }
 }

@@ -2407,8 +2407,7 @@ SHM__INLINE int shm__give_tail(shmalloc_tlsf *t, shm__block *b, size_t size)
     if (SHM__UNLIKELY(!shm__used_sound(t, next, header))) return 0;
     next_header = next->header;
     if (SHM__UNLIKELY(!shm__next_sound(t, next, next_header))) return 0;
-    b->header -= tail;
-    shm__resized(t, b, size, bsize);
+    b->header -= tail; /* the caller moves b's large mark */
     if (!(next_header & (SHM__FREE | SHM__END))) {
         shm__file_alone(t, rest, tail, next);
         return 1;
@@ -2430,8 +2429,12 @@ SHM__INLINE int shm__give_tail(shmalloc_tlsf *t, shm__block *b, size_t size)
    changing nothing, when the tail cannot go back, else 1. */
 SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
-    SHM__UNPOISON(shm__user(b), shm__size(b) - 8); /* the slack after the old request */
-    return shm__size(b) - size <= SHM__MIN_BLOCK || shm__give_tail(t, b, size);
+    size_t old = shm__size(b);
+    SHM__UNPOISON(shm__user(b), old - 8); /* the slack after the old request */
+    if (old - size <= SHM__MIN_BLOCK) return 1;
+    if (!shm__give_tail(t, b, size)) return 0;
+    shm__resized(t, b, size, old);
+    return 1;
 }
 
 /* Grows used block b to `size` (a block size, above b's) into the front of
@@ -3579,6 +3582,14 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
     return b != shm__of_user(NULL) ? shm__free_refused(t, shm__user(b)) : SHMALLOC_TLSF_OK;
 }
 
+/* realloc's shrink of b below SHM__LARGE: its mark goes, at a tail call,
+   so that the shrink keeps no frame. */
+static SHM__NOINLINE void *shm__shrunk_large(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    shm__mark_large(t, b);
+    return shm__fit(shm__user(b), size);
+}
+
 /* Out of line: its frame would cost the in-place path. */
 static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size)
 {
@@ -3610,8 +3621,11 @@ static SHM__NOINLINE void *shm__realloc_grow(shmalloc_tlsf *t, void *ptr, size_t
    checks' registers would cost the other paths a frame. */
 static SHM__NOINLINE void *shm__realloc_shrink(shmalloc_tlsf *t, shm__block *b, size_t size, size_t bsize)
 {
-    SHM__UNPOISON(shm__user(b), shm__size(b) - 8); /* the slack after the old request */
-    return shm__give_tail(t, b, bsize) ? shm__fit(shm__user(b), size) : NULL;
+    size_t old = shm__size(b);
+    SHM__UNPOISON(shm__user(b), old - 8); /* the slack after the old request */
+    if (!shm__give_tail(t, b, bsize)) return NULL;
+    if (SHM__UNLIKELY(old >= SHM__LARGE && bsize < SHM__LARGE)) return shm__shrunk_large(t, b, size);
+    return shm__fit(shm__user(b), size);
 }
 
 /* Valid requests go straight to the shrink or the grow, without the plan:

@@ -2627,11 +2627,13 @@ SHM__INLINE void shm__rec_mark(struct shm__records *s, uint32_t i)
         shm__marks_flip(s->large, s->large_words, off >> SHM__LARGE_LOG2);
 }
 
-/* Used block i was `old` bytes before a resize in place: its mark follows. */
-SHM__INLINE void shm__rec_resized(struct shm__records *s, uint32_t i, size_t old)
+/* Used block i, at ptr, crossed SHM__LARGE in a resize in place: its mark
+   flips.  Out of line, returning ptr for a tail call: a flip inline costs
+   realloc a frame. */
+static SHM__NOINLINE void *shm__rec_remark(struct shm__records *s, uint32_t i, void *ptr)
 {
-    if (SHM__UNLIKELY((old >= SHM__LARGE) != (shm__rec_usize(&s->r[i]) >= SHM__LARGE)))
-        shm__marks_flip(s->large, s->large_words, (size_t)s->r[i].off >> SHM__LARGE_LOG2);
+    shm__marks_flip(s->large, s->large_words, (size_t)s->r[i].off >> SHM__LARGE_LOG2);
+    return ptr;
 }
 
 /* Takes the used block at off out of its bucket and the map: its record, or 0. */
@@ -3183,7 +3185,7 @@ static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *p
 {
     size_t old = shm__rec_usize(&shm__r(t)[b]);
     if (!shm__rec_grow(t, b, shm__rec_bsize(n))) return shm__rec_move(t, b, ptr, n);
-    shm__rec_resized(t->records, b, old);
+    if (SHM__UNLIKELY(old < SHM__LARGE && shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_remark(t->records, b, ptr);
     return ptr;
 }
 
@@ -3201,7 +3203,7 @@ static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
     size = shm__rec_bsize(n);
     if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, n);
     shm__rec_shrink(t, b, size);
-    shm__rec_resized(t->records, b, old);
+    if (SHM__UNLIKELY(old >= SHM__LARGE && shm__rec_usize(&shm__r(t)[b]) < SHM__LARGE)) return shm__rec_remark(t->records, b, ptr);
     return ptr;
 }
 

@@ -2,9 +2,11 @@
    instead (issue 6, item 1).
 
      core ALLOCATOR WORKLOAD [--callgrind | --footprint] [--steps N]
+     core shmalloc|shmalloc-separate --fresh MIB
 
-   ALLOCATOR: shmalloc, glibc, jemalloc, tcmalloc, mimalloc.  WORKLOAD: a, b,
-   c or d (see bench/README.md).  A system allocator is linked into a binary
+   ALLOCATOR: shmalloc, shmalloc-separate (the core with its metadata kept
+   apart, through the allocator hooks), glibc, jemalloc, tcmalloc, mimalloc.
+   WORKLOAD: a, b, c or d (see bench/README.md).  A system allocator is linked into a binary
    of its own (core_jemalloc, ...), so each runs in a fresh process with
    nothing else in it; this binary execs its sibling when asked for one it
    does not have.  One line of key=value figures goes to stdout.
@@ -16,7 +18,14 @@
    valgrind --tool=callgrind --toggle-collect='op_*'.  --footprint runs fill,
    warm-up and timed loop writing every page handed out, and reports the
    peak RSS growth (system allocators) or the high-water mark (shmalloc)
-   over the peak of live requested bytes. */
+   over the peak of live requested bytes.
+
+   For the TLSF core the line also gives its metadata after the timed
+   loop: meta_per_block, bytes per used block (a separate core: all it
+   holds through the hooks; an inline one: the 16-byte headers of all
+   blocks), and meta_fixed, what a fresh, empty core over the heap holds
+   (a separate core: through the hooks; an inline one: the region less
+   its block space).  --fresh prints meta_fixed alone, for a heap of MIB. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* dladdr, MAP_NORESERVE, MAP_POPULATE */
 #endif
@@ -43,6 +52,30 @@ typedef struct allocator {
     void *(*realloc)(void *heap, void *ptr, size_t size);
     void (*free)(void *heap, void *ptr);
 } allocator;
+
+/* A separate core's writes into its blocks: host memory here. */
+static int bench_fill(void *user, void *dst, int byte, size_t n)
+{
+    (void)user;
+    memset(dst, byte, n);
+    return 0;
+}
+static int bench_copy(void *user, void *dst, const void *src, size_t n)
+{
+    (void)user;
+    memcpy(dst, src, n);
+    return 0;
+}
+static const shmalloc_memops bench_memops = {NULL, bench_fill, bench_copy};
+
+/* A fresh core over [mem, mem + bytes), inline or separate. */
+static shmalloc_tlsf *shm_create(void *mem, size_t bytes, int separate)
+{
+    shmalloc_tlsf *t = separate ? shmalloc_tlsf_create_separate(mem, bytes, bytes, &bench_memops)
+                                : shmalloc_tlsf_create(mem, bytes);
+    if (!t) bench_die("cannot create the TLSF core");
+    return t;
+}
 
 /* Fill and warm-up go through these: not counted by callgrind. */
 static void *shm_malloc(void *h, size_t n) { return shmalloc_tlsf_malloc((shmalloc_tlsf *)h, n); }
@@ -141,9 +174,11 @@ typedef struct run {
     void *heap;
     char workload;
     void **slots;
+    int separate;        /* shmalloc-separate */
     int touch;           /* --footprint: write every page handed out, */
     char *base;          /* and (shmalloc) track the highest requested */
     size_t highest;      /* byte ever in use, from the heap's base */
+    size_t fixed;        /* shm_fixed of the heap */
     uint32_t *samples;   /* latency phase: one per operation */
     size_t nsamples;
 } run;
@@ -235,8 +270,8 @@ static void reset(run *r, size_t live)
 {
     size_t i;
     if (r->base) {
-        r->heap = shmalloc_tlsf_create(r->base, SHM_HEAP_BYTES);
-        if (!r->heap) bench_die("shmalloc_tlsf_create failed");
+        shmalloc_tlsf_destroy((shmalloc_tlsf *)r->heap);
+        r->heap = shm_create(r->base, SHM_HEAP_BYTES, r->separate);
     } else {
         for (i = 0; i < live; i++)
             if (r->slots[i]) r->al->free(r->heap, r->slots[i]);
@@ -302,8 +337,9 @@ static size_t peak_rss_bytes(void)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: core shmalloc|glibc|jemalloc|tcmalloc|mimalloc a|b|c|d [--callgrind|--footprint] "
-                    "[--steps N]\n");
+    fprintf(stderr, "usage: core shmalloc|shmalloc-separate|glibc|jemalloc|tcmalloc|mimalloc a|b|c|d "
+                    "[--callgrind|--footprint] [--steps N]\n"
+                    "       core shmalloc|shmalloc-separate --fresh MIB\n");
     exit(1);
 }
 
@@ -318,8 +354,8 @@ static size_t default_steps(char workload)
 typedef struct options {
     const char *name;
     char workload;
-    int callgrind, footprint, is_shm;
-    size_t steps, warm, lat, live;
+    int callgrind, footprint, is_shm, separate;
+    size_t steps, warm, lat, live, fresh_mib;
 } options;
 
 /* Parses argv; execs the sibling binary when another system allocator is
@@ -329,8 +365,16 @@ static options parse_options(int argc, char **argv)
     options o;
     int i;
     memset(&o, 0, sizeof o);
-    if (argc < 3 || strlen(argv[2]) != 1 || argv[2][0] < 'a' || argv[2][0] > 'd') usage();
+    if (argc < 3) usage();
     o.name = argv[1];
+    o.separate = !strcmp(o.name, "shmalloc-separate");
+    o.is_shm = o.separate || !strcmp(o.name, "shmalloc");
+    if (argc == 4 && o.is_shm && !strcmp(argv[2], "--fresh")) {
+        o.fresh_mib = strtoull(argv[3], NULL, 10);
+        if (!o.fresh_mib) usage();
+        return o;
+    }
+    if (strlen(argv[2]) != 1 || argv[2][0] < 'a' || argv[2][0] > 'd') usage();
     o.workload = argv[2][0];
     for (i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--callgrind")) o.callgrind = 1;
@@ -338,7 +382,6 @@ static options parse_options(int argc, char **argv)
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) o.steps = strtoull(argv[++i], NULL, 10);
         else usage();
     }
-    o.is_shm = !strcmp(o.name, "shmalloc");
     if (!o.is_shm && strcmp(o.name, "glibc") && strcmp(o.name, "jemalloc") && strcmp(o.name, "tcmalloc") &&
         strcmp(o.name, "mimalloc"))
         usage();
@@ -357,6 +400,30 @@ static options parse_options(int argc, char **argv)
     return o;
 }
 
+/* What a fresh, empty core over `bytes` at mem holds: through the hooks
+   (separate), or the region less its block space (inline). */
+static size_t shm_fixed(void *mem, size_t bytes, int separate)
+{
+    size_t before = bench_private_bytes(), fixed;
+    shmalloc_tlsf *t = shm_create(mem, bytes, separate);
+    shmalloc_counters c;
+    shmalloc_tlsf_counters(t, &c);
+    fixed = separate ? bench_private_bytes() - before : bytes - c.capacity;
+    shmalloc_tlsf_destroy(t);
+    return fixed;
+}
+
+/* --fresh: the fixed overhead of a core over MIB MiB. */
+static void print_fresh(const options *o)
+{
+    size_t bytes = o->fresh_mib * MIB, fixed;
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED) bench_die("cannot map the heap");
+    fixed = shm_fixed(mem, bytes, o->separate);
+    printf("allocator=%s heap=%zu meta_fixed=%zu meta_fixed_pct=%.4f\n", o->name, bytes, fixed,
+           100.0 * (double)fixed / (double)bytes);
+}
+
 /* The TLSF core's heap over SHM_HEAP_BYTES of fresh memory. */
 static void map_shm_heap(run *r, int callgrind)
 {
@@ -367,8 +434,8 @@ static void map_shm_heap(run *r, int callgrind)
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | populate, -1, 0);
     if (mem == MAP_FAILED) bench_die("cannot map the heap");
     r->base = (char *)mem;
-    r->heap = shmalloc_tlsf_create(mem, SHM_HEAP_BYTES);
-    if (!r->heap) bench_die("shmalloc_tlsf_create failed");
+    r->fixed = shm_fixed(mem, SHM_HEAP_BYTES, r->separate);
+    r->heap = shm_create(mem, SHM_HEAP_BYTES, r->separate);
 }
 
 /* The heap, the operation sequence, the slots and the latency samples:
@@ -380,6 +447,7 @@ static void prepare(run *r, const options *o, bench_seq *seq, uint32_t **hist)
     memset(r, 0, sizeof *r);
     r->workload = o->workload;
     r->touch = o->footprint;
+    r->separate = o->separate;
     if (o->is_shm) map_shm_heap(r, o->callgrind);
     if (o->workload != 'a') {
         bench_generate(seq, o->workload, o->live, o->warm, o->steps, o->lat);
@@ -403,10 +471,34 @@ static void run_phases(run *r, const bench_seq *seq, int from, int to, size_t a_
 /* What a run measured. */
 typedef struct figures {
     size_t ops_timed, rss0;
+    size_t meta, used_blocks; /* the TLSF core's, after the timed loop */
     double ns_per_op;
     uint32_t p999, clock_cost;
     int peak_ok;
 } figures;
+
+static int count_block(void *user, const shmalloc_block_info *block)
+{
+    (void)block;
+    ++*(size_t *)user;
+    return 0;
+}
+
+/* The core's metadata now: all it holds through the hooks (separate), or
+   a 16-byte header per block (inline). */
+static void shm_meta(const run *r, figures *f)
+{
+    shmalloc_counters c;
+    size_t blocks = 0;
+    shmalloc_tlsf_counters((const shmalloc_tlsf *)r->heap, &c);
+    f->used_blocks = c.used_blocks;
+    if (r->separate) {
+        f->meta = bench_private_bytes();
+    } else {
+        shmalloc_tlsf_walk((const shmalloc_tlsf *)r->heap, count_block, &blocks);
+        f->meta = 16 * blocks;
+    }
+}
 
 static figures measure(run *r, const options *o, const bench_seq *seq, uint32_t *hist)
 {
@@ -430,6 +522,7 @@ static figures measure(run *r, const options *o, const bench_seq *seq, uint32_t 
     run_phases(r, seq, PHASE_TIMED, PHASE_LAT, o->steps, 0);
     t1 = now_ns();
     f.ns_per_op = (double)(t1 - t0) / (double)f.ops_timed;
+    if (o->is_shm) shm_meta(r, &f);
 
     if (o->lat) {
         run_phases(r, seq, PHASE_LAT, PHASES, o->lat, 1);
@@ -457,6 +550,10 @@ static void print_figures(const run *r, const options *o, const bench_seq *seq, 
         else
             printf(" peak_live=%zu high_water=%zu frag=%.4f frag_kind=high_water", peak_live, c.high_water,
                    (double)c.high_water / (double)peak_live);
+        if (f->used_blocks)
+            printf(" meta_bytes=%zu used_blocks=%zu meta_per_block=%.1f", f->meta, f->used_blocks,
+                   (double)f->meta / (double)f->used_blocks);
+        printf(" meta_fixed=%zu meta_fixed_pct=%.4f", r->fixed, 100.0 * (double)r->fixed / (double)SHM_HEAP_BYTES);
     } else if (o->footprint) {
         size_t grown = peak_rss_bytes() - f->rss0;
         printf(" peak_live=%zu footprint=%zu frag=%.4f frag_kind=footprint%s", peak_live, grown,
@@ -472,8 +569,13 @@ int main(int argc, char **argv)
     uint32_t *hist = NULL;
     run r;
     figures f;
+    if (o.fresh_mib) {
+        print_fresh(&o);
+        return 0;
+    }
     prepare(&r, &o, &seq, &hist);
     f = measure(&r, &o, &seq, hist);
     print_figures(&r, &o, &seq, &f);
+    if (o.is_shm) shmalloc_tlsf_destroy((shmalloc_tlsf *)r.heap);
     return 0;
 }

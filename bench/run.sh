@@ -22,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 BIN=${BENCH_BIN:-build/bench}
 OUT=bench/results
 RUNS=${BENCH_RUNS:-5}
-ALLOCATORS=${BENCH_ALLOCATORS:-shmalloc glibc jemalloc tcmalloc mimalloc}
+ALLOCATORS=${BENCH_ALLOCATORS:-shmalloc shmalloc-separate glibc jemalloc tcmalloc mimalloc}
 WORKLOADS=${BENCH_WORKLOADS:-a b c d}
 LIVES=${BENCH_LIVES:-1000 10000 100000 1000000}
 HEAPS_MIB=${BENCH_HEAPS_MIB:-64 256 1024 4096 16384 65536}
@@ -86,7 +86,7 @@ summary_put() { # SUITE ROWS
 }
 
 core_binary() { # ALLOCATOR
-  case $1 in shmalloc | glibc) echo "$BIN/core" ;; *) echo "$BIN/core_$1" ;; esac
+  case $1 in shmalloc | shmalloc-separate | glibc) echo "$BIN/core" ;; *) echo "$BIN/core_$1" ;; esac
 }
 
 human_live() { awk -v n="$1" 'BEGIN { if (n >= 1e6 && n % 1e6 == 0) print n / 1e6 "M"; else if (n >= 1e3 && n % 1e3 == 0) print n / 1e3 "k"; else print n }'; }
@@ -154,7 +154,26 @@ suite_core() {
     done
   done
   summary_put core "$rows"
+  core_metadata "$tmp"
   echo "core: done in $((SECONDS - started))s"
+}
+
+# The TLSF core's metadata, from its first timed run of each workload:
+# bytes per used block after the timed loop, and a fresh core's fixed
+# overhead on the same heap (bench/core.c says what each mode counts).
+core_metadata() { # TMP
+  local a w line csv=$OUT/metadata.csv
+  echo "allocator,workload,used_blocks,meta_bytes,meta_per_block,meta_fixed,meta_fixed_pct" >"$csv"
+  for a in shmalloc shmalloc-separate; do
+    for w in $WORKLOADS; do
+      line=$(head -n 1 "$1/core.$a.$w.runs" 2>/dev/null) || continue
+      [ -n "$line" ] || continue
+      echo "$a,$w,$(kv used_blocks "$line"),$(kv meta_bytes "$line"),$(kv meta_per_block "$line"),$(kv meta_fixed "$line"),$(kv meta_fixed_pct "$line")" >>"$csv"
+    done
+  done
+  echo "core: metadata ($csv): bytes per used block after the timed loop; fixed: a fresh core on the heap"
+  awk -F, 'NR > 1 { printf "  %-18s %s  %5s used  %6s B/block  fixed %s B (%s %%)\n", $1, $2, $3 == "" ? "-" : $3,
+    $5 == "" ? "-" : $5, $6, $7 }' "$csv"
 }
 
 # ---- scaling: item 2 ---------------------------------------------------------------
@@ -280,7 +299,7 @@ print_table() {
       c[n, 5] = $5 == "" ? "-" : $5 " (" $6 "-" $7 ")"
       c[n, 6] = $8 == "" ? "-" : $8
       c[n, 7] = $9 == "" ? "-" : $9
-      c[n, 8] = $10 == "" ? "-" : $10 ($1 == "core" && $2 != "shmalloc" ? " fp" : "")
+      c[n, 8] = $10 == "" ? "-" : $10 ($1 == "core" && $2 !~ /^shmalloc/ ? " fp" : "")
       c[n, 9] = $11 == "" ? "-" : $11 " / " $12
       c[n, 10] = $13 == "" ? "-" : $13
     }

@@ -36,6 +36,9 @@
 #endif
 #define BENCH_AFTER_CALL() __asm__ __volatile__("" ::: "memory")
 
+/* Bytes the allocator holds through its hooks now (bench/counted.c). */
+size_t bench_private_bytes(void);
+
 static inline void bench_die(const char *what)
 {
     fprintf(stderr, "bench: %s\n", what);

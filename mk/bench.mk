@@ -110,7 +110,8 @@ bench-build: $(BENCH_PROGRAMS) $(foreach s,$(BENCH_SYSTEMS),$(BENCH_B)/core_$(s)
 $(BENCH_B):
 	mkdir -p $@
 
-$(BENCH_B)/shmalloc.o: shmalloc.c shmalloc.h | $(BENCH_B)
+# The allocator with counting hooks: the metadata bytes of bench/core.c.
+$(BENCH_B)/shmalloc.o: bench/counted.c shmalloc.h mk/bench.mk | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) -c $< -o $@
 
 $(BENCH_B)/core: bench/core.c $(BENCH_HEADERS) $(BENCH_B)/shmalloc.o

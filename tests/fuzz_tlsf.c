@@ -161,10 +161,29 @@ static void expect_refusal(const unsigned char *p, int status, size_t i)
     }
 }
 
+/* The block behind any byte: the live block whose usable bytes hold p,
+   else validate's code, the outputs left alone. */
+static void expect_block_of(const unsigned char *p, size_t i)
+{
+    void *start = NULL;
+    size_t size = 1, k, n;
+    int code = shmalloc_tlsf_block_of(heap, p, &start, &size);
+    for (k = 0; k < SLOTS; k++) {
+        if (!live[k].p || p < live[k].p || (size_t)(p - live[k].p) >= (n = shmalloc_tlsf_usable_size(heap, live[k].p)))
+            continue;
+        if (code != SHMALLOC_TLSF_OK || start != live[k].p || size != n) fail("block_of missed the block behind a byte", i);
+        return;
+    }
+    if (code == SHMALLOC_TLSF_OK || start || size != 1 || code != shmalloc_tlsf_validate(heap, p))
+        fail("block_of found a block where none is, or a code validate does not give", i);
+}
+
 /* wild and interior pointers are refused, each with its reason */
 static void op_bad_pointer(const op *o)
 {
     unsigned char *p = live[o->i].p ? live[o->i].p + 1 + (o->a % 64) : region + (o->size % HEAP);
+    expect_block_of(p, o->i);
+    expect_block_of(region + (o->size % HEAP), o->i);
     if (shmalloc_tlsf_validate(heap, p) == SHMALLOC_TLSF_OK) {
         size_t k, owner = 0;
         for (k = 0; k < SLOTS; k++) owner |= live[k].p == p;

@@ -471,7 +471,8 @@ typedef struct shmalloc_memops {
 /* A core over `bytes` at mem (16-byte aligned) that keeps all of its
    state in memory from the allocator hooks and never touches mem: block
    records, found from an offset through buckets, that grow with the
-   blocks, and a map of where used blocks start, that grows with the limit.  Its blocks start as `initial` bytes (as
+   blocks, and a map of where used blocks start, that grows with the
+   highest block.  Its blocks start as `initial` bytes (as
    shmalloc_tlsf_create_reserved's) and grow to `bytes`.  Same placement
    as the inline core's; no header, so a block is its request rounded to
    16.  ops may be NULL.  Free it with shmalloc_tlsf_destroy.  A tentative

@@ -1238,7 +1238,7 @@ SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0
    Only large blocks change the marks, so the common paths pay one test. */
 #define SHM__LARGE_LOG2 16
 #define SHM__LARGE ((size_t)1 << SHM__LARGE_LOG2)
-#define SHM__GRANULE_BITS (SHM__LARGE / 16) /* map bits a large mark spans */
+#define SHM__GRANULE_BITS (SHM__LARGE / 16) /* start-map bits a large mark spans */
 #define SHM__MARK_LEVELS 12                 /* 64-bit offsets over SHM__LARGE, 6 bits a level */
 
 /* The marks have a summary above them, one bit per word of the level below,
@@ -1330,15 +1330,16 @@ static SHM__RACY size_t shm__marks_below(const uint64_t *m, size_t words, size_t
     return i;
 }
 
-/* The start bit of the one used block that may hold map bit `bit` (the
-   byte at offset 16 bit), or SIZE_MAX: the last start in the bits of the
-   SHM__LARGE bytes up to it; past them only a large block can, and it is
-   the last start below the nearest large mark.  `valid` words of the map,
-   `large_valid` of the large marks' level 0, may be read. */
+/* The last marked start bit at or below map bit `bit` (a map bit per
+   1 << shift bytes) of a block that may hold the bytes of that bit, or
+   SIZE_MAX: the last start in the SHM__LARGE bytes up to it; past them
+   only a large block can, and it is the last start below the nearest
+   large mark.  `valid` words of the map, `large_valid` of the
+   large marks' level 0, may be read. */
 static SHM__RACY size_t shm__holder_bit(const uint64_t *map, size_t valid, const uint64_t *large, size_t large_words,
-                                        size_t large_valid, size_t bit)
+                                        size_t large_valid, size_t bit, unsigned shift)
 {
-    size_t lo = bit >= SHM__GRANULE_BITS ? bit - SHM__GRANULE_BITS + 1 : 0, i = bit, g;
+    size_t span = SHM__LARGE >> shift, lo = bit >= span ? bit - span + 1 : 0, i = bit, g;
     uint64_t w;
     if (bit >> 6 >= valid) return SIZE_MAX;
     for (;; i = (i & ~(size_t)63) - 1) {
@@ -1349,10 +1350,10 @@ static SHM__RACY size_t shm__holder_bit(const uint64_t *map, size_t valid, const
         }
         if (i >> 6 == lo >> 6) break;
     }
-    if (bit < SHM__GRANULE_BITS) return SIZE_MAX;
-    g = shm__marks_below(large, large_words, large_valid, (bit - SHM__GRANULE_BITS) / SHM__GRANULE_BITS);
+    if (bit < span) return SIZE_MAX;
+    g = shm__marks_below(large, large_words, large_valid, (bit - span) / span);
     if (g == SIZE_MAX) return SIZE_MAX;
-    for (i = (g + 1) * (SHM__GRANULE_BITS / 64); i-- > g * (SHM__GRANULE_BITS / 64);)
+    for (i = (g + 1) * (span / 64); i-- > g * (span / 64);)
         if (i < valid && map[i]) return i * 64 + shm__fls(map[i]);
     return SIZE_MAX;
 }
@@ -2240,7 +2241,7 @@ static SHM__RACY const shm__block *shm__used_holder(const shmalloc_tlsf *t, uint
     size_t clean = t->map_clean, i;
     const shm__block *b;
     i = shm__holder_bit(t->start_map, clean / 8, t->large, t->large_words, shm__large_valid(clean),
-                        (q - (uintptr_t)t->base) / 16);
+                        (q - (uintptr_t)t->base) / 16, 4);
     if (i >= t->mapped_bits) return NULL;
     b = shm__at(t->base, i * 16);
     return q - (uintptr_t)b < (b->header & SHM__SIZE_MASK) ? b : NULL;
@@ -2573,7 +2574,7 @@ struct shm__records {
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
     uint32_t *buckets;     /* as many as records: a chain of one on average */
     uint32_t bucket_shift; /* 64 - log2(buckets) */
-    uint64_t *map;         /* the start map (bit i: a used block at offset 16 i) up to the limit */
+    uint64_t *map;         /* the start map: bit i, a used block starts in [32 i, 32 i + 32), up to the highest block */
     size_t map_words;
     uint64_t *large;       /* the large marks, after the map in its allocation */
     size_t large_words;
@@ -2619,11 +2620,17 @@ SHM__INLINE uint32_t shm__rec_find(const shmalloc_tlsf *t, uint64_t off)
     return i;
 }
 
+/* A separate core's start map has a bit per 32 bytes, not 16: its blocks
+   have no header, so at least SHM__MIN_BLOCK lies between two starts. */
+#define SHM__REC_MAP_LOG2 5
+#define SHM__REC_MAP_WORD ((size_t)64 << SHM__REC_MAP_LOG2) /* bytes a map word spans */
+SHM__INLINE size_t shm__rec_map_words(size_t end) { return (end + SHM__REC_MAP_WORD - 1) / SHM__REC_MAP_WORD; }
+
 /* Used block i's start bit and, if it is large, its mark flip. */
 SHM__INLINE void shm__rec_mark(struct shm__records *s, uint32_t i)
 {
     size_t off = (size_t)s->r[i].off;
-    s->map[off >> 10] ^= (uint64_t)1 << (off >> 4 & 63);
+    s->map[off >> (SHM__REC_MAP_LOG2 + 6)] ^= (uint64_t)1 << (off >> SHM__REC_MAP_LOG2 & 63);
     if (SHM__UNLIKELY(shm__rec_usize(&s->r[i]) >= SHM__LARGE))
         shm__marks_flip(s->large, s->large_words, off >> SHM__LARGE_LOG2);
 }
@@ -2655,11 +2662,11 @@ SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
    (nothing changed) when the hooks have no memory for them.  They double. */
 static int shm__rec_cover(struct shm__records *s, size_t end)
 {
-    size_t words = s->map_words, need = shm__map_bytes(end) / 8, large;
+    size_t words = s->map_words, need = shm__rec_map_words(end), large;
     uint64_t *m;
     if (need <= words) return 0;
     words = words * 2 > need ? words * 2 : need;
-    large = shm__large_words(words * 1024);
+    large = shm__large_words(words * SHM__REC_MAP_WORD);
     if (!(m = (uint64_t *)shmalloc_mem_alloc(words + shm__marks_words(large), sizeof *m))) return -1;
     if (s->map) {
         SHMALLOC_MEMCPY(m, s->map, s->map_words * sizeof *m);
@@ -2731,7 +2738,8 @@ SHM__INLINE int shm__rec_room(shmalloc_tlsf *t)
 SHM__INLINE int shm__rec_mapped(shmalloc_tlsf *t, size_t end)
 {
     struct shm__records *s = t->records;
-    return SHM__LIKELY(end <= s->map_words * 1024) || !shm__rec_cover(s, end < s->capacity ? end : s->capacity);
+    return SHM__LIKELY(end <= s->map_words * SHM__REC_MAP_WORD) ||
+           !shm__rec_cover(s, end < s->capacity ? end : s->capacity);
 }
 
 /* shm__rec_room, and the map for a block of n bytes on `align` from the
@@ -3027,8 +3035,14 @@ SHM__INLINE void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
 static uint32_t shm__rec_holder(const shmalloc_tlsf *t, uint64_t off)
 {
     const struct shm__records *s = t->records;
-    size_t i = shm__holder_bit(s->map, s->map_words, s->large, s->large_words, s->large_words, (size_t)off / 16);
-    uint32_t b = i == SIZE_MAX ? 0 : shm__rec_find(t, (uint64_t)i * 16);
+    size_t i = (size_t)off >> SHM__REC_MAP_LOG2;
+    uint32_t b = 0;
+    do { /* twice when off's own 32 bytes hold a start above it */
+        i = shm__holder_bit(s->map, s->map_words, s->large, s->large_words, s->large_words, i, SHM__REC_MAP_LOG2);
+        if (i == SIZE_MAX) return 0;
+        if (!(b = shm__rec_find(t, (uint64_t)i << SHM__REC_MAP_LOG2)))
+            b = shm__rec_find(t, ((uint64_t)i << SHM__REC_MAP_LOG2) + 16); /* the one block that starts in them */
+    } while (b && s->r[b].off > off && i-- > 0);
     return b && off - s->r[b].off < shm__rec_usize(&s->r[b]) ? b : 0;
 }
 
@@ -3261,7 +3275,9 @@ static int shm__rec_check(const shmalloc_tlsf *t)
             for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
             problems += x != i;
         }
-        if (!is_free) problems += shm__rec_find(t, off) != i || !(s->map[off / 1024] >> (off / 16 % 64) & 1);
+        if (!is_free)
+            problems += shm__rec_find(t, off) != i ||
+                        !(s->map[off >> (SHM__REC_MAP_LOG2 + 6)] >> (off >> SHM__REC_MAP_LOG2 & 63) & 1);
         if (!is_free && size >= SHM__LARGE) problems += !shm__marked_large(s->large, (size_t)off), large--;
         marked -= !is_free;
         prev_free = is_free;

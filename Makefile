@@ -79,7 +79,7 @@ $(B)/hello_pthreads: examples/hello_pthreads.c $(PTHREADS) $(ALLOC)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
 
 # A runtime that vendors the header expands it itself.
-$(B)/vendor_runtime $(B)/device_runtime: $(B)/%: examples/%.c shmalloc.h
+$(B)/vendor_runtime $(B)/device_runtime: $(B)/%: examples/%.c examples/minirt.h shmalloc.h
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 

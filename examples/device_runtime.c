@@ -19,50 +19,15 @@
 #define SHMALLOC_IMPLEMENTATION
 #include "../shmalloc.h"
 
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "minirt.h" /* the processes, their barrier and all-reduce, as vendor_runtime.c's */
 
-#define DEVRT_MAX_PES 16
 #define DEVRT_HEAP ((size_t)1 << 20)
 
-/* What every process shares on the host: a barrier and all-reduce slots. */
-struct devrt_shared {
-    pthread_barrier_t barrier;
-    uint64_t slots[2][DEVRT_MAX_PES][16]; /* double-buffered by call parity */
-};
-
-static struct devrt_shared *rt_shared;
 static char *dev_mem;    /* device addresses: npes heaps of rt_stride bytes, PROT_NONE */
 static char *dev_window; /* the engine's writable view of the same bytes */
 static size_t rt_stride;
-static int rt_me, rt_npes, rt_failures;
-static unsigned rt_reductions;
+static int rt_failures;
 static shmalloc_heap *rt_heap;
-
-static int devrt_barrier(void *user)
-{
-    int rc = pthread_barrier_wait(&((struct devrt_shared *)user)->barrier);
-    return rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD ? 0 : -1;
-}
-
-/* As vendor_runtime.c's: one barrier per call, the slots double-buffered. */
-static int devrt_allreduce_max(void *user, uint64_t *values, int count)
-{
-    struct devrt_shared *s = (struct devrt_shared *)user;
-    unsigned parity = rt_reductions++ & 1;
-    int pe, i;
-    memcpy(s->slots[parity][rt_me], values, (size_t)count * sizeof *values);
-    if (devrt_barrier(user)) return -1;
-    for (pe = 0; pe < rt_npes; pe++)
-        for (i = 0; i < count; i++)
-            if (s->slots[parity][pe][i] > values[i]) values[i] = s->slots[parity][pe][i];
-    return 0;
-}
 
 /* The engine: n bytes at a device address, as its window shows them.  Like
    a real engine it refuses an address outside device memory. */
@@ -104,16 +69,10 @@ static void expect(int ok, const char *what)
 /* Collective: this PE's heap over its part of device memory. */
 static shmalloc_heap *devrt_heap_create(void)
 {
-    shmalloc_transport tp;
+    shmalloc_transport tp = minirt_transport();
     shmalloc_heap_config config;
     shmalloc_heap *h;
     long err;
-    memset(&tp, 0, sizeof tp);
-    tp.user = rt_shared;
-    tp.barrier = devrt_barrier;
-    tp.allreduce_max = devrt_allreduce_max;
-    tp.pe = rt_me;
-    tp.npes = rt_npes;
     tp.fill = engine_fill; /* calloc's zeroing, debug mode's patterns */
     tp.copy = engine_copy; /* a realloc that moves a block */
     config.nominal = SIZE_MAX;
@@ -139,7 +98,7 @@ static int pe_main(void)
     expect(!got[0] && !got[1] && !got[2] && !got[3], "calloc's block is zeroed by the engine");
 
     devrt_put(ring, &ring_out, sizeof ring_out, (rt_me + 1) % rt_npes); /* to the right neighbour */
-    devrt_barrier(rt_shared);
+    minirt_barrier(rt_shared);
     devrt_to_host(&ring_in, ring, sizeof ring_in);
     printf("PE %d of %d got %ld from its left neighbour\n", rt_me, rt_npes, ring_in);
     expect(ring_in == 100 + (rt_me + rt_npes - 1) % rt_npes, "the put arrived");
@@ -172,9 +131,12 @@ static int pe_main(void)
 
 /* The device's memory, mapped twice: PROT_NONE for the heaps, writable for
    the engine; filled with stale bytes, as device memory may hold. */
-static int device_open(size_t bytes)
+static int device_open(void)
 {
+    size_t bytes;
     int fd = memfd_create("devrt-device", 0);
+    rt_stride = (shmalloc_heap_bytes(DEVRT_HEAP) + 4095) & ~(size_t)4095;
+    bytes = (size_t)rt_npes * rt_stride;
     if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) return -1;
     dev_mem = (char *)mmap(NULL, bytes, PROT_NONE, MAP_SHARED, fd, 0);
     dev_window = (char *)mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -184,43 +146,4 @@ static int device_open(size_t bytes)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
-    pthread_barrierattr_t attr;
-    int pe, status, failed = 0;
-    rt_npes = argc > 1 ? atoi(argv[1]) : 2;
-    if (rt_npes < 1 || rt_npes > DEVRT_MAX_PES) {
-        fprintf(stderr, "usage: %s [npes 1..%d]\n", argv[0], DEVRT_MAX_PES);
-        return 2;
-    }
-    if (shmalloc_options_read(NULL) != 0) return 1; /* SHMALLOC_DEBUG and the rest, once, before the PEs */
-    rt_stride = (shmalloc_heap_bytes(DEVRT_HEAP) + 4095) & ~(size_t)4095;
-    rt_shared = (struct devrt_shared *)mmap(NULL, sizeof *rt_shared, PROT_READ | PROT_WRITE,
-                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (rt_shared == MAP_FAILED || device_open((size_t)rt_npes * rt_stride) != 0) {
-        perror("device_runtime: mapping");
-        return 1;
-    }
-    pthread_barrierattr_init(&attr);
-    pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-    pthread_barrier_init(&rt_shared->barrier, &attr, (unsigned)rt_npes);
-    fflush(stdout);
-    for (pe = 0; pe < rt_npes; pe++) {
-        pid_t pid = fork();
-        if (pid == 0) {
-            int rc;
-            rt_me = pe;
-            rc = pe_main();
-            fflush(stdout);
-            _exit(rc);
-        }
-        if (pid < 0) {
-            perror("fork");
-            return 1;
-        }
-    }
-    while (wait(&status) > 0) failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    pthread_barrier_destroy(&rt_shared->barrier);
-    puts(failed ? "device_runtime: FAILED" : "device_runtime: ok");
-    return failed;
-}
+int main(int argc, char **argv) { return minirt_run(argc, argv, "device_runtime", device_open); }

@@ -53,25 +53,14 @@ typedef struct allocator {
     void (*free)(void *heap, void *ptr);
 } allocator;
 
-/* A separate core's writes into its blocks: host memory here. */
-static int bench_fill(void *user, void *dst, int byte, size_t n)
-{
-    (void)user;
-    memset(dst, byte, n);
-    return 0;
-}
-static int bench_copy(void *user, void *dst, const void *src, size_t n)
-{
-    (void)user;
-    memcpy(dst, src, n);
-    return 0;
-}
-static const shmalloc_memops bench_memops = {NULL, bench_fill, bench_copy};
-
-/* A fresh core over [mem, mem + bytes), inline or separate. */
+/* A fresh core over [mem, mem + bytes), inline or separate; a separate
+   one writes into its blocks (host memory here) with the single-PE
+   transport's fill and copy, memset and memcpy. */
 static shmalloc_tlsf *shm_create(void *mem, size_t bytes, int separate)
 {
-    shmalloc_tlsf *t = separate ? shmalloc_tlsf_create_separate(mem, bytes, bytes, &bench_memops)
+    const shmalloc_transport *host = shmalloc_transport_single();
+    shmalloc_memops ops = {NULL, host->fill, host->copy};
+    shmalloc_tlsf *t = separate ? shmalloc_tlsf_create_separate(mem, bytes, bytes, &ops)
                                 : shmalloc_tlsf_create(mem, bytes);
     if (!t) bench_die("cannot create the TLSF core");
     return t;

@@ -669,7 +669,8 @@ typedef struct shmalloc_transport {
     int (*copy)(void *user, void *dst, const void *src, size_t n);
 } shmalloc_transport;
 
-/* A transport for one PE in one thread: barrier and all-reduce do nothing. */
+/* A transport for one PE in one thread: barrier and all-reduce do nothing;
+   fill and copy are memset and memcpy (host memory). */
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void);
 
 /* ---- symmetric heap --------------------------------------------------- */

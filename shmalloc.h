@@ -1974,8 +1974,19 @@ static SHM__NOINLINE void *shm__raise(shmalloc_tlsf *t, size_t end, void *user)
     return user;
 }
 
-/* The used block b of `size` bytes, its header written, into the start map
-   and the high-water mark; returns its user pointer. */
+/* The used block b of `size` bytes, its header written, cut from a listed
+   free block, into the start map; returns its user pointer.  A listed
+   block's next block is used, so b ends below the high-water mark, where
+   the map is zeroed. */
+SHM__INLINE void *shm__taken_listed(shmalloc_tlsf *t, shm__block *b, size_t size)
+{
+    SHM__ASSERT(shm__offset(t, b) + size + 8 <= t->high_water);
+    shm__mark_used(t, b, 1);
+    if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__large_taken(t, b);
+    return shm__user(b);
+}
+
+/* The same for a block cut from the top, which may raise the high-water mark. */
 SHM__INLINE void *shm__taken(shmalloc_tlsf *t, shm__block *b, size_t size)
 {
     size_t end = shm__offset(t, b) + size + 8; /* the high-water mark: the end of the usable bytes */
@@ -1996,7 +2007,7 @@ SHM__INLINE void *shm__take_whole(shmalloc_tlsf *t, shm__block *b, shm__block *l
     shm__pop(t, b, list);
     shm__set_prev_used(shm__at(b, bsize));
     shm__set_used(b, bsize, 0); /* a listed block is free, so its previous block is used */
-    return shm__taken(t, b, bsize);
+    return shm__taken_listed(t, b, bsize);
 }
 
 /* Cuts free block b, the head of `list`, down to `size` and marks it
@@ -2030,7 +2041,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
         shm__set_prev_used(next);
     }
     shm__set_used(b, bsize, 0); /* a listed block is free, so its previous block is used */
-    return shm__taken(t, b, bsize);
+    return shm__taken_listed(t, b, bsize);
 }
 
 /* Takes `size` bytes at `align` from the end of free block b, the head of
@@ -2067,11 +2078,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     SHM__POISON((char *)b + 32, front - 32);
     shm__set_used(a, size, shm__align_bits(align));
     shm__set_prev_free(a, b);
-    /* next is used, so a ends below the high-water mark and its map is zeroed */
-    SHM__ASSERT(shm__offset(t, a) + size + 8 <= t->high_water);
-    shm__mark_used(t, a, 1);
-    if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__large_taken(t, a);
-    return shm__user(a);
+    return shm__taken_listed(t, a, size);
 }
 
 /* Takes the free block b, the head of `list`, for `size` bytes at
@@ -2175,9 +2182,10 @@ SHM__INLINE void *shm__take(shmalloc_tlsf *t, shm__block *b, unsigned fl, unsign
     return shm__take_at(t, b, shm__list(t, shm__list_index(fl, sl)), size, align);
 }
 
-/* Frees the used block b (its start validated); returns SHMALLOC_TLSF_OK,
-   or SHMALLOC_TLSF_CORRUPT, changing nothing, when b's header or a
-   neighbour it leads to cannot be trusted (shm__damaged).  A header with
+/* Frees the used block b (its start validated, its bit cleared by
+   shm__release); returns SHMALLOC_TLSF_OK, or SHMALLOC_TLSF_CORRUPT,
+   changing nothing (the bit is set again), when b's header or a neighbour
+   it leads to cannot be trusted (shm__damaged).  A header with
    a flag (a free previous block, or a flag no used block has) goes to
    shm__release_flagged; the merges check the neighbours they merge
    with. */
@@ -2185,7 +2193,6 @@ SHM__INLINE int shm__release_block(shmalloc_tlsf *t, shm__block *b, size_t heade
 {
     size_t next_header;
     shm__block *next = shm__at(b, size);
-    shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
     if (header & (SHM__PREV_FREE | SHM__FREE | SHM__END | SHM__TOP)) return shm__release_flagged(t, b, size, header);
     if (SHM__UNLIKELY((uintptr_t)next >= (uintptr_t)t->mapped_end)) return shm__release_last(t, b, size);
     next_header = next->header;
@@ -2206,7 +2213,10 @@ static SHM__NOINLINE int shm__release_large(shmalloc_tlsf *t, shm__block *b)
 
 SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
 {
-    size_t header = b->header, size = header & SHM__SIZE_MASK;
+    size_t header, size;
+    shm__mark_used(t, b, 0); /* first: the word shm__valid read dies here, and a size of 0 leads to b, unmarked */
+    header = b->header;
+    size = header & SHM__SIZE_MASK;
     if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__release_large(t, b);
     return shm__release_block(t, b, header, size);
 }
@@ -3555,7 +3565,8 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t si
     list = shm__list_for(t, bsize);
     if (list->next_free->header >= bsize) /* as shm__find_list_fits: an exact-class hit */
         return shm__fit(shm__take_whole(t, list->next_free, list), size);
-    if (!shm__find_above(t, &list)) return shm__fit(shm__take_top(t, bsize), size);
+    /* no listed block at all (a heap that only takes and gives back): the top, with no search */
+    if (!t->fl_bitmap || !shm__find_above(t, &list)) return shm__fit(shm__take_top(t, bsize), size);
     return shm__fit(shm__take_at(t, list->next_free, list, bsize, 0), size);
 }
 

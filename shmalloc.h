@@ -2941,7 +2941,7 @@ static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
     l = shm__rec_list(size);
     h = shm__r(t)[l].fnext;
     if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
-    if (!shm__rec_above(t, &l)) return shm__rec_take_top(t, size, 0);
+    if (!t->fl_bitmap || !shm__rec_above(t, &l)) return shm__rec_take_top(t, size, 0); /* as the inline malloc */
     return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
 }
 

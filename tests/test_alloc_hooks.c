@@ -217,8 +217,8 @@ Test(alloc_hooks, separate_metadata_grows_through_the_hooks_and_a_refusal_fails_
 }
 
 /* A device heap is often reserved far larger than it is used: the start
-   map follows the highest block, not the reservation (a bit per 16 bytes
-   of a 1 GiB reservation would be 8 MiB of host memory at once). */
+   map follows the highest block, not the reservation (a bit per 32 bytes
+   of a 1 GiB reservation would be 4 MiB of host memory at once). */
 Test(alloc_hooks, separate_metadata_follows_the_blocks_not_the_reservation)
 {
     shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE};
@@ -233,7 +233,7 @@ Test(alloc_hooks, separate_metadata_follows_the_blocks_not_the_reservation)
     cr_assert(hook_live < 64 * 1024, "100 small blocks: %zu bytes", hook_live);
     big = shmalloc_heap_malloc(h, 256 * MIB, &err);
     cr_assert(big != NULL);
-    cr_assert(hook_live < 256 * MIB / 128 * 2 + 64 * 1024, "a map of a bit per 16 bytes up to the block's end, doubled: %zu", hook_live);
+    cr_assert(hook_live < 256 * MIB / 256 * 2 + 64 * 1024, "a map of a bit per 32 bytes up to the block's end, doubled: %zu", hook_live);
     cr_assert_eq(shmalloc_heap_block_of(h, (char *)big + 256 * MIB - 1, &start, &size), 0);
     cr_assert(start == big && size >= 256 * MIB);
     cr_assert_eq(shmalloc_heap_check(h, 0), 0);

@@ -528,7 +528,7 @@ static void probe_all(shmalloc_tlsf *t)
 }
 
 /* Blocks up to 48 MiB over a 512 MiB region, resized in place across
-   the large blocks' 16 KiB and back: the search climbs every level of
+   the large blocks' 64 KiB and back: the search climbs every level of
    the large marks' summary, and the checker checks the marks. */
 static void block_of_steps(shmalloc_tlsf *t, uint64_t seed)
 {

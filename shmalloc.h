@@ -1242,6 +1242,10 @@ SHM__INLINE unsigned shm__ctz(uint64_t x) /* index of the lowest set bit; x != 0
 #define SHM__GRANULE_BITS (SHM__LARGE / 16) /* start-map bits a large mark spans */
 #define SHM__MARK_LEVELS 12                 /* 64-bit offsets over SHM__LARGE, 6 bits a level */
 
+/* Did a block resized between `small` and `big` bytes, one way or the
+   other, cross SHM__LARGE (so its mark flips)? */
+SHM__INLINE int shm__crossed_large(size_t small, size_t big) { return big >= SHM__LARGE && small < SHM__LARGE; }
+
 /* The marks have a summary above them, one bit per word of the level below,
    set while that word is not zero, up to a level of one word: the nearest
    mark below any bit is a fixed number of words away.  Level k + 1 follows
@@ -1701,7 +1705,7 @@ static SHM__NOINLINE void *shm__large_taken(shmalloc_tlsf *t, shm__block *b)
    way or the other: its mark flips if that crossed SHM__LARGE. */
 SHM__INLINE void shm__resized(shmalloc_tlsf *t, const shm__block *b, size_t small, size_t big)
 {
-    if (SHM__UNLIKELY(big >= SHM__LARGE && small < SHM__LARGE))
+    if (SHM__UNLIKELY(shm__crossed_large(small, big)))
         shm__marks_flip(t->large, t->large_words, shm__offset(t, b) >> SHM__LARGE_LOG2); /* inline: a call costs a frame */
 }
 
@@ -2737,7 +2741,6 @@ static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
 }
 
 /* Room for the records a call may create: 0, or -1 when there is none. */
-/* Room for the records a call may create: 0, or -1 when there is none. */
 SHM__INLINE int shm__rec_room(shmalloc_tlsf *t)
 {
     return SHM__LIKELY(t->records->fresh + SHM__REC_HEADROOM <= t->records->cap) ? 0 : shm__rec_more(t);
@@ -3211,7 +3214,7 @@ static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *p
 {
     size_t old = shm__rec_usize(&shm__r(t)[b]);
     if (!shm__rec_grow(t, b, shm__rec_bsize(n))) return shm__rec_move(t, b, ptr, n);
-    if (SHM__UNLIKELY(old < SHM__LARGE && shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_remark(t->records, b, ptr);
+    if (SHM__UNLIKELY(shm__crossed_large(old, shm__rec_usize(&shm__r(t)[b])))) return shm__rec_remark(t->records, b, ptr);
     return ptr;
 }
 
@@ -3229,7 +3232,7 @@ static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
     size = shm__rec_bsize(n);
     if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, n);
     shm__rec_shrink(t, b, size);
-    if (SHM__UNLIKELY(old >= SHM__LARGE && shm__rec_usize(&shm__r(t)[b]) < SHM__LARGE)) return shm__rec_remark(t->records, b, ptr);
+    if (SHM__UNLIKELY(shm__crossed_large(shm__rec_usize(&shm__r(t)[b]), old))) return shm__rec_remark(t->records, b, ptr);
     return ptr;
 }
 
@@ -3655,7 +3658,7 @@ static SHM__NOINLINE void *shm__realloc_shrink(shmalloc_tlsf *t, shm__block *b, 
     size_t old = shm__size(b);
     SHM__UNPOISON(shm__user(b), old - 8); /* the slack after the old request */
     if (!shm__give_tail(t, b, bsize)) return NULL;
-    if (SHM__UNLIKELY(old >= SHM__LARGE && bsize < SHM__LARGE)) return shm__shrunk_large(t, b, size);
+    if (SHM__UNLIKELY(shm__crossed_large(bsize, old))) return shm__shrunk_large(t, b, size);
     return shm__fit(shm__user(b), size);
 }
 

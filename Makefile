@@ -163,7 +163,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	for t in $(SEPARATE_TESTS); do $(SUITE) $$t-separate env SHMALLOC_METADATA=separate \
 	  $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
-	$(SUITE) device_runtime $(RUN) ./$(B)/device_runtime 3 || status=1; \
+	$(SUITE) device_runtime tests/device_runtime_check.sh $(RUN) ./$(B)/device_runtime || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
 	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \
 	  [ -z "$$logs" ] || { cat $$logs; exit 1; }' || status=1;) \

@@ -116,6 +116,10 @@ static int pe_main(void)
         expect(shmalloc_heap_block_of(rt_heap, moved + 300, &start, &size) == 0 && start == moved && size >= 4096,
                "an interior address leads to its allocation");
     }
+    if (rt_me == 0)
+        fprintf(stderr, "device_runtime: next, each of the %d PEs frees an address inside a block on purpose: "
+                        "the refusals below are expected\n", rt_npes);
+    minirt_barrier(rt_shared); /* the note comes before every PE's refusal */
     shmalloc_heap_free(rt_heap, moved + 2, &err); /* not a block's start: refused, with a message */
     expect(err == SHMEM_MALLOC_NOT_ALIGNED, "a bad pointer gets its error code");
     shmalloc_heap_free(rt_heap, moved, &err);

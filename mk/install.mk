@@ -73,8 +73,13 @@ shm_shared  = $(foreach t,$(shm_libs),$(B)/lib$(t).so.$(SHMALLOC_VERSION))
 shm_objs_shmalloc          = shmalloc.c
 shm_objs_shmalloc_pthreads = $(PTHREADS_SRC)
 shm_objs_shmalloc_pmix_ofi = $(PMIX_OFI_SRC)
-shm_ldlibs_shmalloc_pthreads = $(B)/libshmalloc.so.$(SHMALLOC_VERSION) -pthread
-shm_ldlibs_shmalloc_pmix_ofi = $(B)/libshmalloc.so.$(SHMALLOC_VERSION) $(PMIX_LIBS)
+# A transport library finds libshmalloc beside itself, wherever the tree
+# is moved: a program linked --as-needed that calls nothing of libshmalloc
+# does not name it, and a program's rpath does not reach its libraries'
+# dependencies.  The loader's own directories need no rpath.
+shm_origin = $(if $(filter /lib /usr/lib /lib64 /usr/lib64 /lib/%-linux-gnu /usr/lib/%-linux-gnu,$(libdir)),,-Wl,-rpath,'$$ORIGIN')
+shm_ldlibs_shmalloc_pthreads = $(B)/libshmalloc.so.$(SHMALLOC_VERSION) $(shm_origin) -pthread
+shm_ldlibs_shmalloc_pmix_ofi = $(B)/libshmalloc.so.$(SHMALLOC_VERSION) $(shm_origin) $(PMIX_LIBS)
 
 $(B)/pic/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)

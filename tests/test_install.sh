@@ -12,7 +12,10 @@
 # single PE, and uninstalls again.  Part C installs to a PREFIX, moves the
 # tree, and builds and runs programs with the moved tree's shmalloc-cc
 # (the PMIx one on 2 PEs under mpirun: run install-check under the mpirun
-# lock, as make test).
+# lock, as make test).  Part D builds a hello world that allocates nothing
+# (so a program linked --as-needed does not name libshmalloc) with
+# shmalloc-cc, the README's pkg-config line and CMake, for each transport,
+# from an installed tree and again after moving it, and runs it.
 #
 # Each step prints PASS or FAIL; the last line counts them.  The exit status
 # is nonzero when a step failed.  The temporary tree is kept on failure.
@@ -452,6 +455,108 @@ if [ "$HAVE_PMIX_OFI" = 1 ]; then
         [ $status = 0 ] && [ "$(echo "$out" | grep -c ' received ')" = 6 ]
     }
     step "the README's shmalloc-cc commands, as written, build and run both programs" check_readme_wrapper
+fi
+
+# ---- part D: a program that calls nothing of libshmalloc ------------------
+# Linked --as-needed (Debian's default; asked for here, so any toolchain
+# checks it), a program that allocates nothing does not name libshmalloc:
+# the transport library must find it itself.  Each documented way builds
+# such a program for each transport, from an installed tree and again
+# after the tree is moved, and runs it without LD_LIBRARY_PATH.
+hello=$work/hello-nothing
+mkdir -p "$hello/cmake"
+cat >"$hello/pthreads.c" <<'EOF'
+#include "transports/shmalloc_pthreads.h"
+
+#include <stdio.h>
+
+static void pe_main(void *arg)
+{
+    (void)arg;
+    printf("hello from PE %d of %d\n", shmem_my_pe(), shmem_n_pes());
+}
+
+int main(void) { return shmalloc_pthreads_run(2, 0, pe_main, NULL); }
+EOF
+cat >"$hello/pmix_ofi.c" <<'EOF'
+#include "transports/shmalloc_pmix_ofi.h"
+
+#include <stdio.h>
+
+int main(void)
+{
+    shmem_init();
+    printf("hello from PE %d of %d\n", shmem_my_pe(), shmem_n_pes());
+    shmem_finalize();
+    return 0;
+}
+EOF
+hello_transports=$(for t in $transports; do echo "${t#shmalloc_}"; done)
+{
+    echo 'cmake_minimum_required(VERSION 3.13)'
+    echo 'project(hello_nothing C)'
+    echo "find_package(shmalloc $version REQUIRED COMPONENTS" $hello_transports ')'
+    for t in $hello_transports; do
+        echo "add_executable(hello_$t \"$hello/$t.c\")"
+        echo "target_link_libraries(hello_$t PRIVATE shmalloc::$t)"
+    done
+} >"$hello/cmake/CMakeLists.txt"
+
+# Runs the hello world $2 of transport $1 on 2 PEs (pmix_ofi: under mpirun).
+run_hello() {
+    if needed "$2" | grep -q '^libshmalloc\.so'; then
+        echo "$2 names libshmalloc itself: the case is not checked"; return 1
+    fi
+    if [ "$1" = pmix_ofi ]; then
+        out=$(env -u LD_LIBRARY_PATH $MPIRUN_ENV timeout 120 mpirun --oversubscribe -np 2 -x FI_PROVIDER "$2" 2>&1)
+    else
+        out=$(env -u LD_LIBRARY_PATH timeout 60 "$2" 2>&1)
+    fi
+    status=$?
+    echo "$out"
+    [ $status = 0 ] || { echo "exit status $status"; return 1; }
+    echo "$out" | grep -qx "hello from PE 0 of 2" && echo "$out" | grep -qx "hello from PE 1 of 2"
+}
+
+# Transport $1 built with the way $2 from the tree $3 ("installed" or
+# "moved", $4), then run.  pkg-config's files record the prefix they were
+# installed with: for a moved tree, --define-prefix takes it from where
+# the file is.
+hello_nothing() {
+    t=$1 way=$2 tree=$3 where=$4
+    bin=$hello/$where-$way-$t src=$hello/$t.c pc=shmalloc-$(echo "$t" | tr _ -) define=
+    [ "$where" = moved ] && define=--define-prefix
+    case $way in
+    shmalloc-cc) "$tree/bin/shmalloc-cc" --transport="$t" -std=c99 -Wall -Werror -Wl,--as-needed "$src" -o "$bin" ;;
+    pkg-config)
+        flags=$(PKG_CONFIG_PATH="$tree/lib/pkgconfig" $PKG_CONFIG $define --cflags --libs "$pc") &&
+        libdir=$(PKG_CONFIG_PATH="$tree/lib/pkgconfig" $PKG_CONFIG $define --variable=libdir "$pc") &&
+        echo "$flags -Wl,-rpath,$libdir" &&
+        $CC -std=c99 -Wall -Werror -Wl,--as-needed "$src" $flags -Wl,-rpath,"$libdir" -o "$bin" ;;
+    cmake)
+        [ -f "$hello/$where-cmake/CMakeCache.txt" ] ||
+            cmake -S "$hello/cmake" -B "$hello/$where-cmake" -DCMAKE_PREFIX_PATH="$tree" \
+                -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_C_COMPILER="$(command -v "$CC")" \
+                -DCMAKE_EXE_LINKER_FLAGS=-Wl,--as-needed >"$hello/$where-cmake.log" 2>&1 ||
+            { cat "$hello/$where-cmake.log"; return 1; }
+        cmake --build "$hello/$where-cmake" --target "hello_$t" && cp "$hello/$where-cmake/hello_$t" "$bin" ;;
+    esac || return 1
+    run_hello "$t" "$bin"
+}
+
+check_hello_trees() {
+    for where in installed moved; do
+        for t in $hello_transports; do
+            for way in shmalloc-cc pkg-config cmake; do
+                step "$t, $way, $where tree: a program that allocates nothing runs" \
+                    hello_nothing "$t" "$way" "$hello/$where" "$where"
+            done
+        done
+        [ "$where" = moved ] || { mv "$hello/installed" "$hello/moved" || return 1; }
+    done
+}
+if step "make install PREFIX=<tmp> for part D" mk install PREFIX="$hello/installed"; then
+    check_hello_trees
 fi
 
 if steps_total install-check; then

@@ -13,7 +13,7 @@ pkgs_test="libcriterion-dev pkgconf libpmix-dev libfabric-dev openmpi-bin slurm-
   mandoc groff-base man-db bsdextrautils cmake binutils"
 pkgs_bench="libjemalloc-dev libgoogle-perftools-dev libmimalloc-dev gnuplot-nox valgrind libopenmpi-dev"
 pkgs_openmpi="libopenmpi-dev openmpi-bin"
-pkgs_deb="dpkg-dev debhelper lintian fakeroot libpmix-dev libfabric-dev pkgconf"
+pkgs_deb="build-essential dpkg-dev debhelper lintian fakeroot libpmix-dev libfabric-dev pkgconf"
 
 want=
 for group in "$@"; do

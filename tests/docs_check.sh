@@ -14,7 +14,8 @@
 #       stands for any text, and a line of `...` alone for any further lines);
 #   ```c, and a man page's .EX block that starts with a comment naming a
 #       file: written to that file (`/* prog.c - ...`), which a command of
-#       the same document must build;
+#       the same document must build, and which must compile with
+#       -Wall -Wextra -Werror whatever flags that command shows;
 #   ```cmake, and a man page's .EX block starting cmake_minimum_required:
 #       written to CMakeLists.txt, which a cmake command must use;
 #   ```text: shown, not run (messages quoted from the code, which the
@@ -32,7 +33,9 @@
 # pages speak of an installed shmalloc).  /opt/shmalloc, the documents'
 # install prefix, is a temporary directory; the environment has no
 # LD_LIBRARY_PATH or MANPATH, and FI_PROVIDER and mpirun's settings come
-# from make (MPIRUN_ENV).
+# from make (MPIRUN_ENV).  As root, an mpirun command without
+# --allow-run-as-root runs as nobody, and one with it without the
+# environment's permission (see mpirun_form).
 #
 # Then two comparisons with the header: the variables of the README's
 # tables and of the man pages' ENVIRONMENT sections against the options
@@ -49,14 +52,17 @@ CC=${CC:-cc}
 B=${B:-build}
 mkdir -p "$B" && B=$(cd "$B" && pwd)
 TIMEOUT=${DOCS_TIMEOUT:-120}
+strict="-Wall -Wextra -Werror" # every C file a document gives compiles clean with these
 
 # Commands not run here: a glob matched against the whole command (its
 # continuation lines joined, its trailing comment left out), then why.
 SKIP=(
     'make test'
     'the suite this check is part of'
-    'make test-deb'
-    '.ci/run runs it right after make test (it builds the packages, about half a minute)'
+    'apt-get build-dep ./'
+    'installs packages: make test-deb runs it as written (as root) in its copy of the tree'
+    'dpkg-buildpackage -us -uc -b'
+    'make test-deb runs it as written in its copy of the tree (about half a minute; .ci/run runs it after make test)'
     '*srun --mpi=pmix *'
     'needs a Slurm cluster; make test-slurm runs the transport under srun on one it starts'
     'apt-get install *'
@@ -193,12 +199,30 @@ output_matches() {
     }' "$2"
 }
 
+# mpirun refuses root unless told it may: a document shows the user's
+# form, and beside it the root form with --allow-run-as-root.  When this
+# check runs as root, the user's form runs as a normal user (nobody), and
+# the root form without the permission make's MPIRUN_ENV gives, so each
+# is run as written by whom it is for.  "" (as is), "user" or "root".
+mpirun_form() {
+    [[ $1 == *mpirun\ * ]] || return 0
+    if [[ $1 == *--allow-run-as-root* ]]; then echo root
+    elif [ "$(id -u)" = 0 ]; then echo user; fi
+}
+
 # Runs one command as the shell of its document would, in a child under a
 # timeout; what it leaves (its directory, and its variables: set -a exports
-# them) holds for the next commands, as in a reader's shell.
+# them) holds for the next commands, as in a reader's shell.  One run as a
+# normal user leaves nothing: it has no way to write here.
 run_command() {
     local cmd=$1 state=$work/state status
     [[ $cmd =~ ^unset[[:space:]] ]] && { eval "$cmd"; return; }
+    case $(mpirun_form "$cmd") in
+    user)
+        timeout -k 10 "$TIMEOUT" runuser -u nobody -- env HOME="$work/user" bash -c 'eval "$1"' docs "$cmd" </dev/null
+        return ;;
+    root) cmd="unset OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM; $cmd" ;;
+    esac
     rm -f "$state" "$state.pwd"
     timeout -k 10 "$TIMEOUT" bash -c 'set -a; eval "$1"; status=$?; export -p >"$2"; pwd >"$2.pwd"; exit $status' \
         docs "$cmd" "$state" </dev/null && status=0 || status=$?
@@ -279,7 +303,23 @@ run_document() {
         done
         if [ -n "$used" ]; then pass "$doc: $name is built by its commands"
         else echo "no command of $doc that ran uses $name" >"$log"; fail "$doc: $name is used by no command"; fi
+        # Whatever flags its command shows, a reader may add these.
+        # shellcheck disable=SC2046,SC2086
+        [[ $name == *.c ]] && step "$doc: $name compiles with -Wall -Wextra -Werror" $CC -std=c99 $strict \
+            -I"$dir" -I"$prefix/include/shmalloc" $(pkg-config --cflags pmix libfabric 2>/dev/null) \
+            -fsyntax-only "$dir/$name"
     done
+    # A document that starts PEs with mpirun shows the root's form too.
+    local user=0 root=0
+    for cmd in "${ran[@]}"; do
+        [[ $cmd == *mpirun\ * ]] || continue
+        if [[ $cmd == *--allow-run-as-root* ]]; then root=1; else user=1; fi
+    done
+    if [ $root = 1 ]; then pass "$doc: shows mpirun's form for root (--allow-run-as-root)"
+    elif [ $user = 1 ]; then
+        echo "mpirun refuses root without --allow-run-as-root: show that form beside the user's" >"$log"
+        fail "$doc: no form of its mpirun commands for root"
+    fi
     rm -rf "$blocks" "$blocks.d"
 }
 
@@ -309,7 +349,7 @@ run_block() {
 }
 
 finish_command() {
-    local cmd=$1 where=$2 expected=$3 shown reason status
+    local cmd=$1 where=$2 expected=$3 shown reason status form
     # One line, without its continuations and its trailing comment.
     shown=$(printf '%s' "$cmd" | sed 's/\\$//' | tr '\n' ' ' | tr -s ' ' | sed -e "s/[[:space:]]*#[^\"']*\$//")
     if reason=$(skip_reason "$shown") || { [ -n "$gated" ] && reason=$gated; }; then
@@ -319,6 +359,8 @@ finish_command() {
     shown=${shown//$prefix//opt/shmalloc}
     run_command "$cmd" >"$log" 2>&1 && status=0 || status=$?
     ran+=("$cmd")
+    form=$(mpirun_form "$cmd")
+    shown+=${form:+ (as ${form/user/nobody})}
     if [ "$status" != 0 ]; then
         echo "exit status $status" >>"$log"; fail "$where: $shown"; return
     fi
@@ -458,7 +500,10 @@ fi
 # a home of its own.
 unset LD_LIBRARY_PATH MANPATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH MAKEFLAGS MFLAGS MAKELEVEL
 export B HOME=$work/home
-mkdir -p "$HOME"
+mkdir -p "$HOME" "$work/user"
+# Commands run as nobody reach the documents' directories; $work/user is
+# its home.
+chmod 755 "$work" && chown nobody "$work/user" 2>/dev/null
 
 step "the README's and man pages' variables are the options table's (or listed in docs_check.sh)" check_variables
 step "man 7's TRANSPORT CONTRACT lists the header's members, REQUIRED and optional as the header says" check_contract

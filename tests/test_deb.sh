@@ -5,7 +5,8 @@
 # dpkg-buildpackage writes its packages beside the tree it builds, so the
 # tree is copied to $B/deb/shmalloc first (the files git knows, or all but
 # build/ outside a git checkout) and everything stays under $B/deb.  Then:
-# the build dependencies, `dpkg-buildpackage -us -uc -b`, every package of
+# the build dependencies (the README's `apt-get build-dep ./`, then
+# dpkg-checkbuilddeps), `dpkg-buildpackage -us -uc -b`, every package of
 # debian/control built, lintian with no error and no warning, the packages
 # extracted with dpkg -x (nothing is installed on the machine), programs
 # built against the extracted tree with pkg-config (shared and static),
@@ -70,6 +71,17 @@ check_version() {
     [ "$header" = "$deb" ]
 }
 step "debian/changelog's version is the header's" check_version
+# The README's command for them, as written: as root it installs what is
+# missing (nothing, after scripts/deps.sh deb); otherwise apt-get -s shows
+# that apt resolves debian/control's list.
+build_dep() {
+    cmd=$(sed -n 's/^    \(apt-get build-dep [^#]*\).*/\1/p' README.md)
+    [ -n "$cmd" ] || { echo "README.md shows no apt-get build-dep command"; return 1; }
+    [ "$(id -u)" = 0 ] || cmd=$(echo "$cmd" | sed 's/apt-get /apt-get -s /')
+    echo "$cmd"
+    (cd "$tree" && eval "$cmd" </dev/null)
+}
+step "the build dependencies: the README's apt-get build-dep$([ "$(id -u)" = 0 ] || echo ' (simulated: not root)')" build_dep
 step "build dependencies (dpkg-checkbuilddeps)" sh -c "cd '$tree' && dpkg-checkbuilddeps"
 step "dpkg-buildpackage -us -uc -b" sh -c "cd '$tree' && dpkg-buildpackage -us -uc -b"
 changes=$(ls "$work"/*.changes 2>/dev/null)

@@ -491,6 +491,40 @@ check_contract() {
     return $bad
 }
 
+# ---- start.h's steps against the README's and the fork transport's ---------
+# The calls transports/common/start.h's comment lists as a transport's
+# start-up, in order: "NAME required", or "NAME optional" for a line that
+# says "only".
+start_steps() {
+    awk '/start-up, in order/ { s = 1; next }
+         s && /^[ \t]*$/ && n { exit }
+         s && match($0, /(shm__start_[a-z]+|shmalloc_options_add)\(/) {
+             n++; print substr($0, RSTART, RLENGTH - 1), ($0 ~ / only /) ? "optional" : "required" }' \
+        "$SRC/transports/common/start.h"
+}
+# Each step's first mention in a file, in the file's order.
+steps_in() { grep -oE 'shm__start_[a-z]+|shmalloc_options_add' "$1" | awk '!seen[$0]++'; }
+
+check_start_steps() {
+    local steps readme=$work/my_transport.c listed bad=0 name status
+    steps=$(start_steps)
+    echo "start.h: $(echo $steps)"
+    [ -n "$steps" ] || { echo "no steps found in start.h's comment"; return 1; }
+    awk '/^\/\* my_transport\.c/ { c = 1 } c && /^```/ { exit } c' "$SRC/README.md" >"$readme"
+    [ -s "$readme" ] || { echo "no my_transport.c in README.md"; return 1; }
+    while read -r name status; do
+        for f in "$readme" "$SRC/tests/transport_fork/fork.c"; do
+            [ "$status" = optional ] || grep -q "$name(" "$f" ||
+                { echo "$name: a required step of start.h that $(basename "$f") does not take"; bad=1; }
+        done
+    done <<<"$steps"
+    listed=$(awk '{ print $1 }' <<<"$steps")
+    # The README's steps, in its order, are start.h's in start.h's order.
+    [ "$(steps_in "$readme" | grep -xF "$listed")" = "$(grep -xF "$(steps_in "$readme")" <<<"$listed")" ] ||
+        { echo "README.md takes the steps in another order:"; steps_in "$readme"; bad=1; }
+    return $bad
+}
+
 # ---- main -----------------------------------------------------------------
 if [ $# -gt 0 ]; then docs=("$@"); else
     docs=(README.md integrations/*/README.md)
@@ -506,6 +540,8 @@ mkdir -p "$HOME" "$work/user"
 chmod 755 "$work" && chown nobody "$work/user" 2>/dev/null
 
 step "the README's and man pages' variables are the options table's (or listed in docs_check.sh)" check_variables
+step "transports/common/start.h's steps are those README.md's my_transport.c and the fork transport take" \
+    check_start_steps
 step "man 7's TRANSPORT CONTRACT lists the header's members, REQUIRED and optional as the header says" check_contract
 
 step "make install PREFIX=<tmp> (the installation the documents speak of, as /opt/shmalloc)" \

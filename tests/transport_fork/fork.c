@@ -226,9 +226,7 @@ static char *shm__fork_remote(const char *what, const void *addr, size_t n, int 
     size_t offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL,
                                      h ? shmalloc_heap_size(h) : 0, shm__fork.me, shm__fork.npes);
     if (offset == SIZE_MAX) shmem_global_exit(1);
-    /* Each heap starts at the same place of its memory. */
-    return shm__fork.maps[pe].base + ((const char *)shmalloc_heap_base(h) - shm__fork.maps[shm__fork.me].base) +
-           offset;
+    return shm__fork.maps[pe].base + offset; /* every heap starts at its mapping's base */
 }
 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)

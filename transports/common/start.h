@@ -5,15 +5,20 @@
    heap goes and whether peers share it, its barrier, all-reduce,
    registration, puts and gets, and its own option rows.
 
-   A transport's start-up, in order:
+   A transport's start-up, in order, as tests/transport_fork/fork.c and
+   README.md's "Adding a transport" take it:
 
        shm__start s;
-       shm__start_options();                   and the transport's own rows
-       shm__start_size(who, nominal);          only if the program sets the size
-       shm__start_read(&s, who);               options, sizes, huge pages
-       shm__start_map(&s, &map, shared, pl, pe);  each heap's memory
-       h = shm__start_heap(&s, &map, &tp, &err);  on each PE, collective
+       shm__start_size(who, nominal);      only when the program sets the size
+       shmalloc_options_add(rows, n);      only for the transport's own variables
+       shm__start_read(&s, who);           every option once, sizes, huge pages
+       shm__start_map(&s, &map[q], shared, pl, q);    for each PE q whose memory
+                                           this process maps (shared: a memfd)
+       h = shm__start_heap(&s, &map[pe], &tp, &err); on each PE, collective
 
+   The heap starts at its mapping's base: shmalloc_heap_base(h) is
+   map[pe].base, and an object at offset o of it has its copy on PE q at
+   map[q].base + o (shm__start_range gives o, or says why there is none).
    Each returns -1 (NULL) after a message saying why; the transport then
    closes what it opened.  Internal to the transports, as map.h: linked
    into their libraries, not installed.  Calls only the allocator's API and
@@ -38,9 +43,10 @@ typedef struct shm__start {
 } shm__start;
 
 /* Adds the rows start-up reads beyond the heap's to the options table:
-   the mapping's (huge pages) and SHMALLOC_BARRIER_TIMEOUT.  A transport
-   adds them, and its own, before shm__start_read.  0, or -1 when the
-   table is full. */
+   the mapping's (huge pages) and SHMALLOC_BARRIER_TIMEOUT.
+   shm__start_read adds them itself; a transport calls it only to offer
+   them, with its own, to a program that sets one before start-up
+   (shmalloc_pthreads_options).  0, or -1 when the table is full. */
 SHM__INTERNAL int shm__start_options(void);
 
 /* The program's heap size for the table: nominal bytes (1..2^MAX_LOG2),
@@ -57,8 +63,9 @@ SHM__INTERNAL int shm__start_read(shm__start *s, const char *who);
 SHM__INTERNAL int shm__start_map(const shm__start *s, shm__map_mem *m, int shared,
                                      const shm__map_place *pl, int pe);
 
-/* Collective: the heap in m, over the contract tp.  NULL after a message,
-   with *err the reason (SHMEM_MALLOC_*), on every PE. */
+/* Collective: the heap in m, starting at m->base, over the contract tp.
+   NULL after a message, with *err the reason (SHMEM_MALLOC_*), on every
+   PE. */
 SHM__INTERNAL shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m,
                                                  const shmalloc_transport *tp, long *err);
 

@@ -4661,6 +4661,8 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
     shm__pair_named(v, c->size, none || err == SHMEM_MALLOC_BAD_SIZE);
     v[2] = shm__rank(err);
     shm__pair(v + 3, digest);
+    /* Relaxed, no lock: a release this load misses is seen by a later call's, and a
+       drain takes its bits from the whole set under the set's lock, so none is lost. */
     v[5] = (uint64_t)c->again | (SHM__LOAD(o->fresh) ? 2u : 0u);
     shm__pair(v + 6, (uint64_t)c->kind);
     shm__pair_named(v + 8, c->align, err == SHMEM_MALLOC_MEMALIGN_FAILED || bad_block);

@@ -3,7 +3,7 @@
    blocks with shmemx_free_deferred in its own random order from four
    threads while the main thread allocates and frees collectively in a
    growing heap; one block in seven is released on the even PEs only.
-   deferred_wide: a drain of 60 000 live blocks is one transport call. */
+   deferred_wide: a drain is one transport call up to 65 536 live blocks. */
 #include "pmix_ofi_worker.h"
 
 #include <pthread.h>
@@ -151,25 +151,30 @@ void scenario_deferred(void)
 }
 
 /* ---- deferred_wide ---- */
-#define WIDE_BLOCKS 60000 /* live blocks: 938 bitmap words, within SHMALLOC_REDUCE_AND_MAX */
+/* The contract: a drain is one allreduce_and round up to
+   SHMALLOC_REDUCE_AND_MAX * 64 = 65 536 live blocks, one more per 65 536
+   past that; this transport makes a round one collective call. */
+static size_t contract_rounds(size_t live) { return (live + 65535) / 65536; }
 
-/* A drain: one heap round and one AND call of the transport (beside the
-   drain call's own agreement) free exactly `want` blocks, the same on
-   every PE. */
-static void drain_in_one_call(size_t want)
+/* A drain over `live` blocks: contract_rounds(live) heap rounds and as
+   many AND calls of the transport (beside the drain call's own agreement)
+   free exactly `want` blocks, the same on every PE. */
+static void drain_in_rounds(size_t live, size_t want)
 {
     shmalloc_pmix_ofi_counts a, b;
     shmalloc_info before, after;
+    size_t rounds = contract_rounds(live);
     void *later;
     shmemx_heap_info(&before);
+    CHECK_EQ(before.used_blocks, live);
     shmalloc_pmix_ofi_counts_get(&a);
     shmemx_free_deferred_drain();
     shmalloc_pmix_ofi_counts_get(&b);
     shmemx_heap_info(&after);
     CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
-    CHECK_EQ(after.drain_rounds - before.drain_rounds, 1);
-    CHECK_EQ(b.and_calls - a.and_calls, 1);
-    CHECK_EQ(b.calls - a.calls, 2);
+    CHECK_EQ(after.drain_rounds - before.drain_rounds, rounds);
+    CHECK_EQ(b.and_calls - a.and_calls, rounds);
+    CHECK_EQ(b.calls - a.calls, 1 + rounds);
     CHECK_EQ(after.drained - before.drained, want);
     CHECK_EQ(before.used_blocks - after.used_blocks, want);
     CHECK(same_everywhere(after.drained - before.drained));
@@ -179,39 +184,52 @@ static void drain_in_one_call(size_t want)
     CHECK_EQ(shmalloc_check(-1), 0);
     if (me == 0)
         printf("PE 0 of %d: drain of %zu blocks among %zu live: %llu AND call%s of the transport\n", npes, want,
-               before.used_blocks, b.and_calls - a.and_calls, b.and_calls - a.and_calls == 1 ? "" : "s");
+               live, b.and_calls - a.and_calls, b.and_calls - a.and_calls == 1 ? "" : "s");
 }
 
-/* 60 000 live blocks, released by each PE in its own order, one in seven
-   on the even PEs only: one call frees the others; once the odd PEs
-   release those too, one more frees them. */
+/* SHMALLOC_TEST_WIDE_LIVE live blocks (the worker's own included),
+   released by each PE in its own order, one in seven on the even PEs only:
+   one drain frees the others; once the odd PEs release those too, one
+   more frees them. */
 void scenario_deferred_wide(void)
 {
-    static void *wide[WIDE_BLOCKS];
-    static int wide_order[WIDE_BLOCKS];
-    size_t base = used_blocks(), partial = 0;
+    const char *env = getenv("SHMALLOC_TEST_WIDE_LIVE");
+    size_t live = env ? (size_t)strtoul(env, NULL, 10) : 0, base = used_blocks(), n, partial = 0, i, k;
+    void **wide;
+    size_t *wide_order;
     unsigned seed = 31u + (unsigned)me;
-    int i, k;
-    for (i = 0; i < WIDE_BLOCKS; i++) { /* without a barrier each: the same calls everywhere */
-        wide[i] = shmem_malloc_with_hints((size_t)(1 + i % 48), SHMEMX_MALLOC_NO_BARRIER);
+    CHECK(live > base);
+    if (live <= base) return;
+    n = live - base;
+    wide = malloc(n * sizeof *wide);
+    wide_order = malloc(n * sizeof *wide_order);
+    CHECK(wide && wide_order);
+    for (i = 0; wide && wide_order && i < n; i++) { /* without a barrier each: the same calls everywhere */
+        wide[i] = shmem_malloc_with_hints(1 + i % 48, SHMEMX_MALLOC_NO_BARRIER);
         CHECK(wide[i] != NULL);
-        if (!wide[i]) return;
         wide_order[i] = i;
-        partial += !everywhere(i);
+        partial += !everywhere((int)i);
     }
-    for (k = WIDE_BLOCKS - 1; k > 0; k--) {
-        int j = (int)((unsigned)rand_r(&seed) % (unsigned)(k + 1)), t = wide_order[k];
+    if (i < n) {
+        free(wide);
+        free(wide_order);
+        return;
+    }
+    for (k = n - 1; k > 0; k--) {
+        size_t j = (size_t)rand_r(&seed) % (k + 1), t = wide_order[k];
         wide_order[k] = wide_order[j];
         wide_order[j] = t;
     }
-    for (k = 0; k < WIDE_BLOCKS; k++)
-        if (released_here(wide_order[k])) shmemx_free_deferred(wide[wide_order[k]]);
-    drain_in_one_call(WIDE_BLOCKS - partial);
-    for (i = 0; i < WIDE_BLOCKS; i++)
-        if (!everywhere(i)) {
+    for (k = 0; k < n; k++)
+        if (released_here((int)wide_order[k])) shmemx_free_deferred(wide[wide_order[k]]);
+    drain_in_rounds(live, n - partial);
+    for (i = 0; i < n; i++)
+        if (!everywhere((int)i)) {
             CHECK_EQ(shmalloc_tlsf_validate(shmalloc_heap_tlsf(shmalloc_current()), wide[i]), SHMALLOC_TLSF_OK);
             if (me % 2) shmemx_free_deferred(wide[i]);
         }
-    drain_in_one_call(partial);
+    drain_in_rounds(base + partial, partial);
     CHECK_EQ(used_blocks(), base);
+    free(wide);
+    free(wide_order);
 }

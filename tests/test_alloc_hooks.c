@@ -291,14 +291,38 @@ static void *release_first(void *p)
     return (void *)(intptr_t)err;
 }
 
+/* Every kind of collective call, and the local ones that hold the heap:
+   none may take the released set's lock while nothing is released. */
+static void every_call_with_nothing_released(void)
+{
+    void *q = shmem_malloc(64), *c = shmem_calloc(4, 16), *a = shmem_align(256, 100);
+    void *n = shmem_malloc_with_hints(32, SHMEMX_MALLOC_NO_BARRIER);
+    shmalloc_info info;
+    cr_assert(q && c && a && n);
+    q = shmem_realloc(q, 80);       /* in place */
+    q = shmem_realloc(q, 64 << 10); /* moves past a and n */
+    q = shmem_realloc(q, 16);       /* shrinks */
+    cr_assert(q != NULL);
+    shmemx_free_deferred_drain();
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_OK);
+    shmem_free(q);
+    shmem_free(c);
+    shmem_free(a);
+    shmem_free(n);
+    cr_assert_eq(shmemx_heap_info(&info), 0);
+    cr_assert_eq(info.released, 0);
+    cr_assert_eq(shmalloc_check(-1), 0);
+}
+
 /* A release stalls inside (in the allocation of its set's first slots),
-   holding the set's lock: collective calls, nothing being released yet,
-   go on without it; the release completes, and the drain frees its block. */
+   holding the set's lock: collective calls of every kind, nothing being
+   released yet, go on without it; the release completes, and the drain
+   frees its block. */
 Test(alloc_hooks, a_collective_call_with_nothing_released_does_not_wait_for_a_release_under_way)
 {
     shmalloc_heap *h = own_heap(MIB);
     pthread_t th;
-    void *p = shmem_malloc(100), *q, *err;
+    void *p = shmem_malloc(100), *err;
     int ms;
     cr_assert(p != NULL);
     released_heap = h;
@@ -307,9 +331,7 @@ Test(alloc_hooks, a_collective_call_with_nothing_released_does_not_wait_for_a_re
     for (ms = 0; ms < 3000 && !__atomic_load_n(&hook_stalled, __ATOMIC_ACQUIRE); ms++)
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     cr_assert(__atomic_load_n(&hook_stalled, __ATOMIC_ACQUIRE), "the release never reached its allocation");
-    q = shmem_malloc(64); /* nothing released yet on this PE */
-    cr_assert(q != NULL);
-    shmem_free(q);
+    every_call_with_nothing_released(); /* nothing released yet on this PE */
     __atomic_store_n(&hook_go, 1, __ATOMIC_RELEASE);
     cr_assert_eq(pthread_join(th, &err), 0);
     cr_assert_eq((long)(intptr_t)err, SHMEM_MALLOC_OK);

@@ -44,26 +44,41 @@ Test(pmix_ofi, deferred_releases_from_threads_tcp_rxm_4pe_by_messages, .timeout 
     check_deferred("tcp;ofi_rxm", 0);
 }
 
-/* 60 000 live blocks released on every PE, one in seven on the even PEs
-   only: each drain is one AND call of the transport (its counters), and
-   frees the same blocks everywhere. */
-static void check_wide_drain(const char *provider, int node_barrier)
+/* `live` live blocks released on every PE, one in seven on the even PEs
+   only: a drain is one AND call of the transport up to 65 536 live blocks
+   and one more per 65 536 past that (its counters), and frees the same
+   blocks everywhere. */
+static void check_wide_drain(const char *provider, int node_barrier, size_t live, int calls)
 {
     static run r;
-    char prov[64], node[64];
-    const char *env[] = {prov, node, "SHMEM_SYMMETRIC_HEAP_SIZE=16M", NULL};
+    char prov[64], node[64], wide[64], said[96];
+    const char *env[] = {prov, node, wide, "SHMEM_SYMMETRIC_HEAP_SIZE=16M", NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
+    snprintf(wide, sizeof wide, "SHMALLOC_TEST_WIDE_LIVE=%zu", live);
+    snprintf(said, sizeof said, " among %zu live: %d AND call%s of the transport", live, calls, calls == 1 ? "" : "s");
     launch(&r, 4, "deferred_wide", env);
     assert_passed(&r, provider, "deferred_wide");
-    cr_assert(has(&r, "PE 0 of 4: drain of 51429 blocks among 600"), "%s", tail(&r));
+    cr_assert(has(&r, said), "%s", tail(&r));
 }
 
-Test(pmix_ofi, a_drain_of_sixty_thousand_blocks_is_one_and_call_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)
+Test(pmix_ofi, a_drain_of_3000_live_blocks_is_one_and_call_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)
 {
-    check_wide_drain("shm", 1);
+    check_wide_drain("shm", 1, 3000, 1);
 }
-Test(pmix_ofi, a_drain_of_sixty_thousand_blocks_is_one_and_call_tcp_rxm_4pe_by_messages, .timeout = TEST_TIMEOUT)
+Test(pmix_ofi, a_drain_of_65536_live_blocks_is_one_and_call_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)
 {
-    check_wide_drain("tcp;ofi_rxm", 0);
+    check_wide_drain("shm", 1, 65536, 1);
+}
+Test(pmix_ofi, a_drain_of_65537_live_blocks_is_two_and_calls_shm_4pe_node_barrier, .timeout = TEST_TIMEOUT)
+{
+    check_wide_drain("shm", 1, 65537, 2);
+}
+Test(pmix_ofi, a_drain_of_65536_live_blocks_is_one_and_call_tcp_rxm_4pe_by_messages, .timeout = TEST_TIMEOUT)
+{
+    check_wide_drain("tcp;ofi_rxm", 0, 65536, 1);
+}
+Test(pmix_ofi, a_drain_of_65537_live_blocks_is_two_and_calls_tcp_rxm_4pe_by_messages, .timeout = TEST_TIMEOUT)
+{
+    check_wide_drain("tcp;ofi_rxm", 0, 65537, 2);
 }

@@ -166,19 +166,23 @@ Test(deferred, four_pes_release_a_thousand_blocks_from_four_threads_during_colle
     unsetenv("SHMALLOC_HEAP_MAX");
 }
 
-/* ---- one round per drain ---------------------------------------------------- */
-#define WIDE_BLOCKS 60000 /* live blocks: 938 bitmap words, within SHMALLOC_REDUCE_AND_MAX */
+/* ---- one round per drain up to 65 536 live blocks ----------------------------- */
+/* The contract: a drain is one allreduce_and round (which this transport
+   makes in one barrier) up to SHMALLOC_REDUCE_AND_MAX * 64 = 65 536 live
+   blocks, one more per 65 536 past that. */
+static size_t contract_rounds(size_t live) { return (live + 65535) / 65536; }
 
-/* A drain on every PE: one allreduce_and call, which this transport makes
-   in one barrier, frees exactly `want` blocks, the same everywhere. */
-static void drain_in_one_round(size_t want)
+/* A drain on every PE over `live` blocks, in `rounds` rounds, frees exactly
+   `want` blocks, the same everywhere. */
+static void drain_in_rounds(size_t live, size_t rounds, size_t want)
 {
     shmalloc_info before, after;
     shmemx_heap_info(&before);
+    PE_CHECK_EQ(before.used_blocks, live);
     shmemx_free_deferred_drain();
     PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
     shmemx_heap_info(&after);
-    PE_CHECK_EQ(after.drain_rounds - before.drain_rounds, 1);
+    PE_CHECK_EQ(after.drain_rounds - before.drain_rounds, rounds);
     PE_CHECK_EQ(after.drained - before.drained, want);
     PE_CHECK_EQ(before.used_blocks - after.used_blocks, want);
     void *later = shmem_malloc(4096); /* offsets still agree */
@@ -187,42 +191,66 @@ static void drain_in_one_round(size_t want)
     PE_CHECK(shmalloc_check(-1) == 0);
 }
 
-/* 60 000 live blocks, released by each PE in its own order, one in seven
-   on the even PEs only: one round frees the others; once the odd PEs
-   release those too, one more round frees them. */
-static void pe_drains_sixty_thousand_blocks_in_one_round(void *arg)
+/* `live` live blocks (the arg), released by each PE in its own order, one
+   in seven on the even PEs only: the first drain frees the others in
+   contract_rounds(live) rounds, which the test states too; once the odd
+   PEs release those, one more round frees them. */
+static void pe_drains_live_blocks(void *arg)
 {
-    static void *blocks[MAX_PES][WIDE_BLOCKS];
-    static int order[MAX_PES][WIDE_BLOCKS];
-    int me = shmem_my_pe(), partial = 0;
+    const size_t *want_rounds = (const size_t *)arg;
+    size_t live = want_rounds[0], partial = 0;
+    void **blocks = malloc(live * sizeof *blocks);
+    size_t *order = malloc(live * sizeof *order);
+    int me = shmem_my_pe();
     unsigned seed = 99u + (unsigned)me;
-    (void)arg;
-    for (int i = 0; i < WIDE_BLOCKS; i++) { /* without a barrier each: the same calls everywhere */
-        blocks[me][i] = shmem_malloc_with_hints((size_t)(1 + i % 48), SHMEMX_MALLOC_NO_BARRIER);
-        PE_CHECK(blocks[me][i] != NULL);
-        order[me][i] = i;
-        partial += !everywhere(i);
+    PE_CHECK(blocks && order);
+    if (!blocks || !order) {
+        free(blocks);
+        free(order);
+        return;
     }
-    for (int k = WIDE_BLOCKS - 1; k > 0; k--) {
-        int j = (int)((unsigned)rand_r(&seed) % (unsigned)(k + 1)), t = order[me][k];
-        order[me][k] = order[me][j];
-        order[me][j] = t;
+    PE_CHECK_EQ(contract_rounds(live), want_rounds[1]);
+    for (size_t i = 0; i < live; i++) { /* without a barrier each: the same calls everywhere */
+        blocks[i] = shmem_malloc_with_hints(1 + i % 48, SHMEMX_MALLOC_NO_BARRIER);
+        PE_CHECK(blocks[i] != NULL);
+        order[i] = i;
+        partial += !everywhere((int)i);
     }
-    for (int k = 0; k < WIDE_BLOCKS; k++)
-        if (released_by(order[me][k], me)) shmemx_free_deferred(blocks[me][order[me][k]]);
-    drain_in_one_round((size_t)(WIDE_BLOCKS - partial));
-    for (int i = 0; i < WIDE_BLOCKS; i++)
-        if (!everywhere(i)) {
-            PE_CHECK_EQ(block_state(blocks[me][i]), SHMALLOC_TLSF_OK);
-            if (me % 2) shmemx_free_deferred(blocks[me][i]);
+    for (size_t k = live - 1; k > 0; k--) {
+        size_t j = (size_t)rand_r(&seed) % (k + 1), t = order[k];
+        order[k] = order[j];
+        order[j] = t;
+    }
+    for (size_t k = 0; k < live; k++)
+        if (released_by((int)order[k], me)) shmemx_free_deferred(blocks[order[k]]);
+    drain_in_rounds(live, want_rounds[1], live - partial);
+    for (size_t i = 0; i < live; i++)
+        if (!everywhere((int)i)) {
+            PE_CHECK_EQ(block_state(blocks[i]), SHMALLOC_TLSF_OK);
+            if (me % 2) shmemx_free_deferred(blocks[i]);
         }
-    drain_in_one_round((size_t)partial);
+    drain_in_rounds(partial, 1, partial);
+    free(blocks);
+    free(order);
     CHECK_HEAP_EMPTY();
 }
 
-Test(deferred, a_drain_of_sixty_thousand_live_blocks_is_one_allreduce_round, .timeout = TEST_TIMEOUT)
+Test(deferred, a_drain_of_3000_live_blocks_is_one_allreduce_round, .timeout = TEST_TIMEOUT)
 {
-    run_pes(4, (size_t)16 << 20, pe_drains_sixty_thousand_blocks_in_one_round, NULL);
+    size_t want_rounds[2] = {3000, 1};
+    run_pes(4, (size_t)16 << 20, pe_drains_live_blocks, want_rounds);
+}
+
+Test(deferred, a_drain_of_65536_live_blocks_is_one_allreduce_round, .timeout = TEST_TIMEOUT)
+{
+    size_t want_rounds[2] = {65536, 1};
+    run_pes(4, (size_t)16 << 20, pe_drains_live_blocks, want_rounds);
+}
+
+Test(deferred, a_drain_of_65537_live_blocks_is_two_allreduce_rounds, .timeout = TEST_TIMEOUT)
+{
+    size_t want_rounds[2] = {65537, 2};
+    run_pes(4, (size_t)16 << 20, pe_drains_live_blocks, want_rounds);
 }
 
 /* ---- finalize --------------------------------------------------------------- */

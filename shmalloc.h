@@ -210,6 +210,9 @@ extern "C" {
     X(HEAP_CORRUPT, "shmalloc: PE %d: %s(the pointer at offset %zu): the block records %zu bytes (header 0x%zx) " \
                     "and %s: its header was overwritten: a write past the end of the block before it? The call " \
                     "fails on every PE and changes nothing; shmalloc_check names the damage\n") \
+    X(HEAP_NO_HEAP, "shmalloc: %s called with no symmetric heap (before shmem_init, or after shmem_finalize or " \
+                    "shmalloc_heap_destroy): it fails with SHMEMX_MALLOC_NO_HEAP; further such calls are not " \
+                    "reported\n") \
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
     X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
@@ -721,6 +724,9 @@ typedef struct shmalloc_heap_config {
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
                                                                    const shmalloc_heap_config *config,
                                                                    const shmalloc_transport *tp, long *err);
+/* Collective.  Afterwards h is no thread's current heap nor the process
+   heap: the SHMEM names fail with SHMEMX_MALLOC_NO_HEAP until another heap
+   is made current; then the memory may be unmapped. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
@@ -801,7 +807,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info
    (and a thread a PE starts calls it with its parent's shmalloc_current()).
    With the transport's lock and unlock, several threads of one PE may call
    the heap at once; collective calls keep OpenSHMEM's rule of one thread
-   per collective at a time. */
+   per collective at a time.  Once destroyed, a heap is no thread's current
+   heap and not the process heap (no thread may call it meanwhile). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void);
@@ -1121,7 +1128,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_SYMMSIZE_FAILED: return "PEs passed different arguments";
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
-    case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap: call shmem_init first";
+    case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap (before shmem_init, or after shmem_finalize)";
     case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
     case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
@@ -4282,6 +4289,7 @@ struct shmalloc_heap {
     size_t failures;  /* allocations this PE could not serve for lack of room */
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
     int misuse_reported; /* and the first bad argument */
+    uint64_t serial;  /* its number among the heaps of this process: see shm__live_serials */
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
@@ -4540,7 +4548,7 @@ static void shm__table_free(shm__table *t)
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr)
 {
     long r, held;
-    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (!h) return SHMEMX_MALLOC_NO_HEAP;
     if ((held = shm__lock(h))) {
         shm__unlock(h, held);
         return held;
@@ -4554,7 +4562,7 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_block_of(shmalloc_heap *h, const void *ptr, void **start, size_t *size)
 {
     long r, held;
-    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (!h) return SHMEMX_MALLOC_NO_HEAP;
     held = shm__lock(h);
     r = held ? held : shm__malloc_error(shmalloc_tlsf_block_of(h->tlsf, ptr, start, size), 0);
     shm__unlock(h, held);
@@ -4994,6 +5002,79 @@ static void shm__report_unreleased(shmalloc_heap *h, int any_released)
                        n == 1 ? "it" : "them");
 }
 
+/* 1 the first time, 0 after: a message said once per process. */
+static int shm__first(int *said)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return !__atomic_exchange_n(said, 1, __ATOMIC_RELAXED);
+#else
+    int first = !*said;
+    *said = 1;
+    return first;
+#endif
+}
+
+/* ---- live heaps ----
+   A destroyed heap stops being current in every thread, and the process
+   heap.  Destroy cannot reach other threads' current heaps, so it counts
+   itself in shm__destroys, and a thread that sees the count move looks
+   its heap up among the live ones (shmalloc_current).  By serial number,
+   not address: a heap mapped where a destroyed one was is another heap.
+   Past SHM__LIVE_MAX live heaps, a heap is untracked: assumed live. */
+#define SHM__LIVE_MAX 1024
+#define SHM__UNTRACKED ((uint64_t)1 << 63)
+static uint64_t shm__live_serials[SHM__LIVE_MAX]; /* serials of live heaps, under shm__live_lock */
+static size_t shm__live_count;
+static uint64_t shm__serials;            /* under shm__live_lock */
+static uint64_t shm__destroys;           /* atomic: heaps destroyed */
+static int shm__live_lock;
+static shmalloc_heap *shm__process_heap; /* atomic */
+static SHMALLOC_TLS shmalloc_heap *shm__current;
+static SHMALLOC_TLS uint64_t shm__current_serial, shm__current_seen; /* its serial; shm__destroys when looked up */
+
+static uint64_t shm__live_add(void)
+{
+    uint64_t serial;
+    shm__spin_lock(&shm__live_lock);
+    serial = ++shm__serials;
+    if (shm__live_count < SHM__LIVE_MAX) shm__live_serials[shm__live_count++] = serial;
+    else serial |= SHM__UNTRACKED;
+    shm__spin_unlock(&shm__live_lock);
+    return serial;
+}
+
+/* h is no longer current anywhere: here at once, elsewhere at the next look. */
+static void shm__live_drop(const shmalloc_heap *h)
+{
+    size_t i = 0;
+    shm__spin_lock(&shm__live_lock);
+    while (i < shm__live_count && shm__live_serials[i] != h->serial) i++;
+    if (i < shm__live_count) shm__live_serials[i] = shm__live_serials[--shm__live_count];
+    if (SHM__LOAD(shm__process_heap) == h) SHM__STORE(shm__process_heap, NULL);
+    SHM__STORE_RELEASE(shm__destroys, shm__destroys + 1);
+    shm__spin_unlock(&shm__live_lock);
+    if (shm__current == h) shm__current = NULL;
+}
+
+/* A heap was destroyed since this thread last looked: is its own still live? */
+static SHM__NOINLINE void shm__current_look(void)
+{
+    size_t i = 0;
+    shm__spin_lock(&shm__live_lock);
+    shm__current_seen = shm__destroys;
+    while (i < shm__live_count && shm__live_serials[i] != shm__current_serial) i++;
+    if (i == shm__live_count && !(shm__current_serial & SHM__UNTRACKED)) shm__current = NULL;
+    shm__spin_unlock(&shm__live_lock);
+}
+
+/* A call with no heap: the code, and a line the first time in the process. */
+static void shm__no_heap(int kind, long *err)
+{
+    static int said;
+    if (shm__first(&said)) shmalloc_print(2, SHM__MSG(HEAP_NO_HEAP), shm__call_names[kind]);
+    shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+}
+
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
 {
     size_t overhead = shmalloc_tlsf_overhead(nominal);
@@ -5102,6 +5183,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
     h->ends[0] = first;
+    h->serial = shm__live_add();
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
 }
@@ -5141,6 +5223,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     long e;
     int i, any;
     if (!h) return;
+    shm__live_drop(h);
     shm__hold(&h->order);
     shm__lock_released(&h->order); /* every release, not only the fresh, is named below */
     SHM__STORE(h->order.fresh, h->order.fresh + (h->released.count != 0));
@@ -5414,7 +5497,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     long held;
     shm__call call = {0, 0, 0, 0, 0, 0};
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(kind, err);
         return NULL;
     }
     if (size == 0 && !e) { /* OpenSHMEM 1.5: NULL, no barrier */
@@ -5481,7 +5564,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
         return;
     }
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(kind, err);
         return;
     }
     held = shm__lock(h);
@@ -5502,18 +5585,6 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err)
 {
     shm__free(h, SHM__FREE_CALL, ptr, err);
-}
-
-/* 1 the first time, 0 after: a message said once per process. */
-static int shm__first(int *said)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return !__atomic_exchange_n(said, 1, __ATOMIC_RELAXED);
-#else
-    int first = !*said;
-    *said = 1;
-    return first;
-#endif
 }
 
 /* ptr's malloc_error, checked between two changes of the heap: again
@@ -5580,7 +5651,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred_drain(shmalloc_heap *
     shm__call call = {SHM__DRAIN, 0, 0, 0, 0, 0};
     long e, held;
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(SHM__DRAIN, err);
         return;
     }
     held = shm__lock(h);
@@ -5646,7 +5717,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         return NULL;
     }
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(SHM__REALLOC, err);
         return NULL;
     }
     held = shm__lock(h);
@@ -5688,7 +5759,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     void *p = NULL;
     long e, held;
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(SHM__SBREAK, err);
         return NULL;
     }
     e = held = shm__lock(h);
@@ -5793,23 +5864,29 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shm__unlock(h, held);
 }
 
-SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return shmalloc_tlsf_base(h->tlsf); }
-SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return shmalloc_tlsf_size(h->tlsf); }
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h ? h->tlsf : NULL; }
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h)
+{
+    return h ? shmalloc_tlsf_base(h->tlsf) : NULL;
+}
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return h ? shmalloc_tlsf_size(h->tlsf) : 0; }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {
-    return (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) && shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
+    return h && (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) && shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
 }
 
-/* ---- current heap ---- */
-static SHMALLOC_TLS shmalloc_heap *shm__current;
-static shmalloc_heap *shm__process_heap;
-
-SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h) { shm__current = h; }
-SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h) { shm__process_heap = h; }
+/* ---- current heap (see shm__live_serials) ---- */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h)
+{
+    shm__current = h;
+    shm__current_serial = h ? h->serial : 0;
+    shm__current_seen = SHM__LOAD_ACQUIRE(shm__destroys);
+}
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h) { SHM__STORE(shm__process_heap, h); }
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 {
-    return shm__current ? shm__current : shm__process_heap;
+    if (SHM__UNLIKELY(shm__current_seen != SHM__LOAD_ACQUIRE(shm__destroys))) shm__current_look();
+    return shm__current ? shm__current : SHM__LOAD_ACQUIRE(shm__process_heap);
 }
 
 /* >> environment ------------------------------------------------------------ */

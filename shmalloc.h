@@ -137,7 +137,7 @@
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
 #define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no heap yet: shmem_init first (shmalloc's own) */
 /* shmalloc_heap_create's own failures, each with a message naming it */
-#define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
+#define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, pe/npes wrong, or a member failed */
 #define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
 #define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
 /* A block's header, or its neighbour's, was overwritten (a write past the
@@ -180,7 +180,13 @@ extern "C" {
     X(CHECK_BLOCK, "shmalloc_check: %s block at offset %zu, %zu bytes\n") \
     X(CHECK_NO_HEAP, "shmalloc_check: no current symmetric heap\n") \
     /* the symmetric heap */ \
-    X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock failed: the call fails\n") \
+    X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock returned %d: the call fails with " \
+                        "SHMEMX_MALLOC_BAD_TRANSPORT\n") \
+    X(HEAP_TRANSPORT_FAILED, "shmalloc: PE %d: %s: the transport's %s returned %d: the call fails on this PE with " \
+                             "SHMEMX_MALLOC_BAD_TRANSPORT\n") \
+    X(HEAP_TRANSPORT_FAILED_ON, "shmalloc: PE %d: %s fails on every PE (%s): the transport's %s failed on PE %d\n") \
+    X(HEAP_DRAIN_TRANSPORT_FAILED, "shmalloc: PE %d: the transport's %s returned %d during a drain: the released " \
+                                   "blocks stay allocated until a later call drains them\n") \
     X(HEAP_UNLOCK_FAILED, "shmalloc: PE %d: the transport's unlock failed\n") \
     X(HEAP_NO_TRANSPORT, "shmalloc: shmalloc_heap_create: no transport (shmalloc_transport_single() is the one for " \
                          "one PE)\n") \
@@ -647,6 +653,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    pe, npes         REQUIRED: this PE's number and the number of PEs
                     (0 <= pe < npes), which every message names; a heap
                     refuses a transport without them.
+
+   A member that returns nonzero (barrier, allreduce_max, lock) fails the
+   call on this PE with SHMEMX_MALLOC_BAD_TRANSPORT and a line naming the
+   call, the member and its status.  A failed lock, or a failure in an
+   earlier round of the call (create's first of two), reaches every PE
+   through the next all-reduce, and the PEs it did not fail on name the
+   member and the PE.  A failed allreduce_and leaves the drain for later.
 
    A growing heap registers at most SHMALLOC_MAX_REGIONS regions.
 
@@ -1129,7 +1142,9 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
     case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap (before shmem_init, or after shmem_finalize)";
-    case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
+    case SHMEMX_MALLOC_BAD_TRANSPORT:
+        return "the transport lacks a barrier, its pe and npes are wrong, or one of its members failed (the line "
+               "printed names it)";
     case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
     case SHMEMX_MALLOC_CORRUPT_HEAP: return "a block's header was overwritten: a write past the end of a block?";
@@ -4265,7 +4280,14 @@ typedef struct shm__order {
     size_t releases;  /* atomic: blocks in the released set */
     size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
+    int tp_failed;    /* the member (SHM__TP_*) that failed on this PE since the last agreement */
 } shm__order;
+
+/* The transport's members a call may find failed, as messages name them. */
+enum { SHM__TP_NONE, SHM__TP_LOCK, SHM__TP_BARRIER, SHM__TP_ALLREDUCE_MAX, SHM__TP_ALLREDUCE_AND, SHM__TP_REGISTER,
+       SHM__TP_MEMBERS };
+static const char *const shm__tp_names[SHM__TP_MEMBERS] = {"",         "lock",          "barrier",
+                                                           "allreduce_max", "allreduce_and", "register_region"};
 
 typedef struct shm__table {
     uint64_t *slots;
@@ -4446,9 +4468,10 @@ static void shm__unlock_released(shm__order *o) { shm__spin_unlock(&o->release_l
 static long shm__lock(shmalloc_heap *h)
 {
     long e = SHMEM_MALLOC_OK;
-    if (h->tp.lock && h->tp.lock(h->tp.user)) {
-        shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe);
-        e = SHMEM_MALLOC_FAIL;
+    int status = h->tp.lock ? h->tp.lock(h->tp.user) : 0;
+    if (status) {
+        shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe, status);
+        e = SHMEMX_MALLOC_BAD_TRANSPORT;
     }
     shm__hold(&h->order);
     return e;
@@ -4677,6 +4700,45 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
     shm__pair(v + 14, (uint64_t)c->hints);
 }
 
+/* A member of the transport returned `status` on this PE during call
+   `kind`: said, kept for the next agreement to name, and the call's code. */
+static long shm__transport_failed(const shmalloc_transport *tp, shm__order *o, int kind, int member, int status)
+{
+    shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED), tp->pe, shm__call_names[kind], shm__tp_names[member], status);
+    o->tp_failed = member;
+    return SHMEMX_MALLOC_BAD_TRANSPORT;
+}
+
+/* The member whose failure on this PE brings err to the agreement: one an
+   earlier agreement of the call found, else the lock (the only other
+   source of BAD_TRANSPORT) or register_region.  Taken: said once. */
+static int shm__failed_member(shm__order *o, long err)
+{
+    int member = o->tp_failed;
+    o->tp_failed = SHM__TP_NONE;
+    if (err == SHMEMX_MALLOC_BAD_TRANSPORT && !member) return SHM__TP_LOCK;
+    if (err == SHMEMX_MALLOC_REGISTER_FAILED) return SHM__TP_REGISTER;
+    return err == SHMEMX_MALLOC_BAD_TRANSPORT ? member : SHM__TP_NONE;
+}
+
+/* Every PE agreed on e, a member's failure on some PE: one more round (on
+   this error path only) names the member and the lowest PE it failed on,
+   which the PEs where it did not fail say; that PE said it already. */
+static long shm__name_failure(const shmalloc_transport *tp, shm__order *o, int kind, long e, int member)
+{
+    uint64_t v = member ? (uint64_t)member << 24 | (uint64_t)(0xffffff - tp->pe) : 0;
+    int status;
+    if (tp->npes == 1) return e; /* no other PE to tell */
+    shm__let_go(o);
+    status = tp->allreduce_max(tp->user, &v, 1);
+    shm__hold(o);
+    if (status) return shm__transport_failed(tp, o, kind, SHM__TP_ALLREDUCE_MAX, status);
+    if (!member && v >> 24 > SHM__TP_NONE && v >> 24 < SHM__TP_MEMBERS)
+        shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED_ON), tp->pe, shm__call_names[kind], shmalloc_strerror(e),
+                       shm__tp_names[v >> 24], 0xffffff - (int)(v & 0xffffff));
+    return e;
+}
+
 /* The agreement of every collective call, in one all-reduce: the call's
    size, kind, alignment and block, its error's rank (shm__rank), the
    digest of the allocations made without a barrier since the last one and
@@ -4692,26 +4754,28 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
     uint64_t v[SHMALLOC_REDUCE_MAX], pending = o->pending, digest = o->digest;
-    int same, failed;
+    int same, failed, member = shm__failed_member(o, err);
     o->pending = o->digest = 0; /* the next agreement starts afresh */
     o->drain = 0;
     if (!tp->allreduce_max) {
         shm__let_go(o);
         failed = tp->barrier(tp->user);
         shm__hold(o);
-        return failed ? SHMEM_MALLOC_FAIL : err;
+        return failed ? shm__transport_failed(tp, o, c->kind, SHM__TP_BARRIER, failed) : err;
     }
     shm__agree_values(v, tp, o, c, err, digest);
     shm__let_go(o);
     failed = tp->allreduce_max(tp->user, v, debug ? SHMALLOC_REDUCE_MAX : 12);
     shm__hold(o);
-    if (failed) return SHMEM_MALLOC_FAIL;
+    if (failed) return shm__transport_failed(tp, o, c->kind, SHM__TP_ALLREDUCE_MAX, failed);
     c->again = (v[5] & 1) != 0;
     o->drain = (v[5] & 2) && shm__same(v + 3); /* the same blocks everywhere: see shm__drain */
     same = shm__same_named(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
            shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
-    if (same) return shm__ranked(v[2]);
+    if (same && shm__ranked(v[2]) != SHMEMX_MALLOC_BAD_TRANSPORT && shm__ranked(v[2]) != SHMEMX_MALLOC_REGISTER_FAILED)
+        return shm__ranked(v[2]);
+    if (same) return shm__name_failure(tp, o, c->kind, shm__ranked(v[2]), member);
     if (!shm__same(v + 3))
         shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
                        pending == 1 ? "s" : "", shm__call_names[c->kind]);
@@ -4869,6 +4933,9 @@ static int shm__reduce_and(shmalloc_heap *h, uint64_t *words, size_t bits)
             if (v[j]) words[(i + j) / 64] &= ~((uint64_t)1 << ((i + j) % 64));
     }
     shm__hold(&h->order);
+    if (failed)
+        shmalloc_print(2, SHM__MSG(HEAP_DRAIN_TRANSPORT_FAILED), tp->pe,
+                       shm__tp_names[tp->allreduce_and ? SHM__TP_ALLREDUCE_AND : SHM__TP_ALLREDUCE_MAX], failed);
     return failed ? -1 : 0;
 }
 
@@ -5150,7 +5217,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -5245,6 +5312,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     }
 }
 
+/* A growth that failed fails its call as no room would, unless the
+   transport failed. */
+static long shm__grow_error(long agreed)
+{
+    return agreed == SHMEMX_MALLOC_BAD_TRANSPORT ? agreed : SHMEM_MALLOC_FAIL;
+}
+
 /* The agreed call found no room for `need` bytes: grow every heap by the
    same amount, registered everywhere, or none.  The PEs agree on the
    growth before registering (a registration may exchange keys, so every
@@ -5256,20 +5330,20 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     shmalloc_tlsf *t = h->tlsf;
     size_t have = shmalloc_tlsf_size(t), room = shmalloc_tlsf_room(t), top = shmalloc_tlsf_top_free(t), want, g;
     shm__call call = {SHM__GROW, 0, 0, 0, 0, 0};
-    long e = SHMEM_MALLOC_OK;
+    long e = SHMEM_MALLOC_OK, agreed;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
     g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
     if (g > room) g = room; /* the last of the room may still do, with the free top block */
     if (need > g + top || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
     call.size = g;
-    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) return SHMEM_MALLOC_FAIL;
+    if ((agreed = shm__agree(&h->tp, h->debug, &h->order, &call, e))) return shm__grow_error(agreed);
     shm__let_go(&h->order); /* a registration may exchange keys */
     e = shm__register(&h->tp, t, have, have + g);
     shm__hold(&h->order);
-    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
+    if ((agreed = shm__agree(&h->tp, h->debug, &h->order, &call, e))) {
         if (!e) shm__deregister(&h->tp, t, have, have + g);
-        return SHMEM_MALLOC_FAIL;
+        return shm__grow_error(agreed);
     }
     shmalloc_tlsf_grow(t, g); /* checked above: it cannot fail */
     h->ends[h->regions++] = have + g;
@@ -5403,6 +5477,7 @@ static void shm__report_damage(const shmalloc_heap *h, const shm__call *c, const
 static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void *ptr, long e)
 {
     char arg[96];
+    if (e == SHMEMX_MALLOC_BAD_TRANSPORT) return; /* the transport's lock, said where it failed */
     if (e == SHMEMX_MALLOC_CORRUPT_HEAP && ptr) {
         shm__report_damage(h, c, ptr);
         return;
@@ -5694,9 +5769,11 @@ static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *c
     void *q = shmalloc_tlsf_commit(h->tlsf, op);
     if (late && h->debug && size > old) shm__fill(h, (char *)q + old, SHM__FILL_NEW, size - old);
     if (late && call->again) {
+        int status;
         shm__let_go(&h->order);
-        if (h->tp.barrier(h->tp.user)) *e = SHMEM_MALLOC_FAIL;
+        status = h->tp.barrier(h->tp.user);
         shm__hold(&h->order);
+        if (status) *e = shm__transport_failed(&h->tp, &h->order, SHM__REALLOC, SHM__TP_BARRIER, status);
     }
     return q;
 }
@@ -5710,7 +5787,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     shmalloc_tlsf_pending op;
     shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
     void *q = NULL;
-    long e, local, held, released;
+    long e, local, held, released, grown;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
@@ -5737,8 +5814,11 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (shm__bad_argument(local)) shm__report_misuse(h, &call, ptr, local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && shm__drain(h)) shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
-    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable && !shm__grow(h, shmalloc_tlsf_block_need(size, call.align)))
-        shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
+    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
+        (grown = shm__grow(h, shmalloc_tlsf_block_need(size, call.align))) != SHMEM_MALLOC_FAIL) {
+        if (grown) e = grown; /* the transport failed */
+        else shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
+    }
     if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local) shm__report_oom(h, SHM__REALLOC, size, call.align);
     if (!e) q = shm__realloc_commit(h, ptr, &call, &op, &e);
     if (!e && q != ptr && call.hints) {

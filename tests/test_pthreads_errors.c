@@ -523,3 +523,185 @@ Test(pthreads, in_separate_mode_a_put_past_a_blocks_end_harms_no_later_call, .ti
     setenv("SHMALLOC_METADATA", "separate", 1);
     for (int i = 0; i < 3; i++) run_pes(2, SMALL_HEAP, pe_put_past_the_end_separate, &over[i]);
 }
+
+/* ---- a transport whose members fail --------------------------------------------
+   Each PE makes a second heap, over its own memory, whose transport is a
+   barrier and an all-reduce built on shmem_barrier_all, which synchronise
+   like real ones and return FAILING on the PEs and the call a case asks
+   for.  The heap must fail the call with SHMEMX_MALLOC_BAD_TRANSPORT and
+   a line naming the member and its status on every PE that sees it: the
+   PE it failed on, and every other PE when the PEs can still agree. */
+#define FAILING (-7)
+#define FT_NOMINAL ((size_t)64 << 10)
+#define FT_MAX ((size_t)1 << 20)
+enum { FT_LOCK = 1, FT_BARRIER, FT_ALLREDUCE };
+enum { FT_CREATE, FT_MALLOC, FT_GROW };
+
+typedef struct ft_case {
+    int call, member;
+    int on_all;   /* on every PE, else on the last */
+    int at;       /* the member's at-th call of the call fails */
+    int reduce;   /* the transport has the all-reduce */
+} ft_case;
+
+static uint64_t ft_values[MAX_PES][SHMALLOC_REDUCE_MAX];
+static __thread struct {
+    int member, at, calls;
+} ft_arm; /* this PE's: its member's at-th call from now fails */
+
+static int ft_status(int member)
+{
+    if (ft_arm.member != member || !ft_arm.at || ++ft_arm.calls != ft_arm.at) return 0;
+    ft_arm.at = 0;
+    return FAILING;
+}
+
+static int ft_barrier(void *user)
+{
+    (void)user;
+    shmem_barrier_all();
+    return ft_status(FT_BARRIER);
+}
+
+static int ft_allreduce(void *user, uint64_t *values, int count)
+{
+    int me = shmem_my_pe(), q, i, status = ft_status(FT_ALLREDUCE);
+    uint64_t out[SHMALLOC_REDUCE_MAX] = {0};
+    (void)user;
+    memcpy(ft_values[me], values, (size_t)count * sizeof *values);
+    shmem_barrier_all();
+    for (q = 0; q < shmem_n_pes(); q++)
+        for (i = 0; i < count; i++)
+            if (ft_values[q][i] > out[i]) out[i] = ft_values[q][i];
+    shmem_barrier_all(); /* nobody writes the next values while others read */
+    if (!status) memcpy(values, out, (size_t)count * sizeof *values);
+    return status;
+}
+
+static int ft_lock(void *user)
+{
+    (void)user;
+    return ft_status(FT_LOCK);
+}
+static int ft_unlock(void *user)
+{
+    (void)user;
+    return 0;
+}
+
+static shmalloc_heap *ft_create(const ft_case *c, void *mem, size_t bytes, long *err)
+{
+    shmalloc_transport tp;
+    memset(&tp, 0, sizeof tp);
+    tp.barrier = ft_barrier;
+    tp.allreduce_max = c->reduce ? ft_allreduce : NULL;
+    tp.lock = ft_lock;
+    tp.unlock = ft_unlock;
+    tp.pe = shmem_my_pe();
+    tp.npes = shmem_n_pes();
+    return shmalloc_heap_create_growable(mem, bytes, FT_NOMINAL, &tp, err);
+}
+
+static void pe_transport_fails(void *arg)
+{
+    const ft_case *c = (const ft_case *)arg;
+    int me = shmem_my_pe(), armed = c->on_all || me == shmem_n_pes() - 1;
+    size_t bytes = shmalloc_heap_bytes(FT_MAX), big = 3 * FT_NOMINAL;
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    shmalloc_heap *h;
+    shmalloc_info before, after;
+    long err = 0;
+    void *p;
+    PE_CHECK(mem != MAP_FAILED);
+    if (armed && c->call == FT_CREATE) ft_arm.member = c->member, ft_arm.at = c->at, ft_arm.calls = 0;
+    h = ft_create(c, mem, bytes, &err);
+    if (c->call == FT_CREATE) {
+        PE_CHECK(h == NULL);
+        PE_CHECK_EQ(err, SHMEMX_MALLOC_BAD_TRANSPORT);
+        shmem_barrier_all();
+        if (!h) h = ft_create(c, mem, bytes, &err); /* the transport works again */
+    }
+    PE_CHECK(h != NULL);
+    if (!h) return;
+    shmalloc_heap_info(h, &before);
+    if (armed && c->call != FT_CREATE) ft_arm.member = c->member, ft_arm.at = c->at, ft_arm.calls = 0;
+    p = shmalloc_heap_malloc(h, c->call == FT_GROW ? big : 100, &err);
+    if (c->call != FT_CREATE) {
+        PE_CHECK(p == NULL);
+        PE_CHECK_EQ(err, SHMEMX_MALLOC_BAD_TRANSPORT);
+        shmalloc_heap_info(h, &after);
+        PE_CHECK_EQ(after.used_blocks, before.used_blocks);
+        PE_CHECK_EQ(after.heap_size, before.heap_size);
+        p = shmalloc_heap_malloc(h, c->call == FT_GROW ? big : 100, &err); /* works again, the same everywhere */
+    }
+    PE_CHECK(p != NULL);
+    ft_values[me][0] = (uint64_t)((char *)p - (char *)shmalloc_heap_base(h));
+    shmem_barrier_all();
+    PE_CHECK_EQ(ft_values[me][0], ft_values[0][0]);
+    shmem_barrier_all();
+    shmalloc_heap_free(h, p, &err);
+    PE_CHECK_EQ(err, SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(shmalloc_heap_check(h, -1), 0);
+    shmalloc_heap_destroy(h);
+    munmap(mem, bytes);
+}
+
+static const char *const ft_calls[] = {"create", "malloc", "grow"};
+static const char *const ft_members[] = {"", "lock", "barrier", "allreduce_max"};
+
+/* The lines case c makes on npes PEs. */
+static void expect_transport_failure(const ft_case *c, int npes)
+{
+    int pe, failed;
+    for (pe = 0; pe < npes; pe++) {
+        failed = c->on_all || pe == npes - 1;
+        if (failed && c->member == FT_LOCK) assert_said(HEAP_LOCK_FAILED, pe, FAILING);
+        else if (failed) assert_said(HEAP_TRANSPORT_FAILED, pe, ft_calls[c->call], ft_members[c->member], FAILING);
+        else
+            assert_said(HEAP_TRANSPORT_FAILED_ON, pe, ft_calls[c->call], shmalloc_strerror(SHMEMX_MALLOC_BAD_TRANSPORT),
+                        ft_members[c->member], npes - 1);
+    }
+    failed = c->on_all ? npes : 1;
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED) + out_said(SHMALLOC_MSG_HEAP_LOCK_FAILED), (size_t)failed,
+                 "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED_ON), (size_t)(npes - failed), "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM) + out_said(SHMALLOC_MSG_HEAP_MISUSE), 0, "%s", out_text[2]);
+}
+
+static void run_transport_failure(ft_case c, int npes)
+{
+    run_pes(npes, SMALL_HEAP, pe_transport_fails, &c);
+    expect_transport_failure(&c, npes);
+}
+
+/* The first of create's two agreements fails on one PE: the second tells the others. */
+PE_COUNT_TEST(a_failed_allreduce_on_one_pe_fails_create_on_every_pe_naming_it)
+{
+    run_transport_failure((ft_case){FT_CREATE, FT_ALLREDUCE, 0, 1, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_allreduce_on_every_pe_fails_create_with_its_own_code)
+{
+    run_transport_failure((ft_case){FT_CREATE, FT_ALLREDUCE, 1, 1, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_allreduce_fails_malloc_and_leaves_the_heap_as_it_was)
+{
+    run_transport_failure((ft_case){FT_MALLOC, FT_ALLREDUCE, 1, 1, 1}, *npes);
+}
+
+/* The malloc's own agreement finds no room; the growth's first fails. */
+PE_COUNT_TEST(a_failed_allreduce_during_a_growth_fails_the_call_as_the_transport_not_as_no_room)
+{
+    run_transport_failure((ft_case){FT_GROW, FT_ALLREDUCE, 1, 2, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_lock_on_one_pe_fails_malloc_on_every_pe_naming_it)
+{
+    run_transport_failure((ft_case){FT_MALLOC, FT_LOCK, 0, 1, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_barrier_without_an_allreduce_fails_malloc_with_its_own_code)
+{
+    run_transport_failure((ft_case){FT_MALLOC, FT_BARRIER, 1, 1, 0}, *npes);
+}

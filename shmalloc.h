@@ -221,9 +221,7 @@ extern "C" {
                     "reported\n") \
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
-    X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
-    X(HEAP_MISMATCH_FINALIZE_FIRST, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n") \
-    X(HEAP_MISMATCH_FINALIZE, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n") \
+    X(HEAP_MISMATCH, "shmalloc: PE %d: %s, differs from PE %d's %s: %s\n") \
     X(HEAP_MISMATCH_QUIET, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 " \
                            "reports each, and compares the hints and the number of calls too)\n") \
     X(HEAP_NO_BARRIER_DIFFER, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last " \
@@ -4626,50 +4624,105 @@ static void shm__call_args(char *buf, size_t n, const shm__call *c)
     else snprintf(buf, n, "%zu bytes%s", c->size, hints);
 }
 
-/* "the calls, the sizes and the blocks": what differs, from the agreed v. */
-static void shm__differences(char *buf, size_t n, const uint64_t *v, const char *order)
+/* A call as a mismatch report gives it: kind, size, alignment, block,
+   hints and the PE's collective call number (one count, one word, in
+   every report: a finalize counts none). */
+enum { SHM__T_KIND, SHM__T_SIZE, SHM__T_ALIGN, SHM__T_OFFSET, SHM__T_HINTS, SHM__T_CALLS, SHM__T_FIELDS };
+
+static void shm__call_tuple(uint64_t *t, const shm__call *c, uint64_t calls)
 {
-    const char *what[6];
+    t[SHM__T_KIND] = (uint64_t)c->kind;
+    t[SHM__T_SIZE] = c->size;
+    t[SHM__T_ALIGN] = c->align;
+    t[SHM__T_OFFSET] = c->offset;
+    t[SHM__T_HINTS] = (uint64_t)c->hints;
+    t[SHM__T_CALLS] = calls;
+}
+
+/* "malloc(100 bytes), its collective call 2" */
+static void shm__call_text(char *buf, size_t n, const uint64_t *t)
+{
+    shm__call c = {0, 0, 0, 0, 0, 0};
+    char args[128];
+    c.kind = t[SHM__T_KIND] < SHM__CALLS ? (int)t[SHM__T_KIND] : SHM__DESTROY;
+    c.size = (size_t)t[SHM__T_SIZE], c.align = (size_t)t[SHM__T_ALIGN], c.offset = (size_t)t[SHM__T_OFFSET];
+    c.hints = (long)t[SHM__T_HINTS];
+    shm__call_args(args, sizeof args, &c);
+    if (c.kind == SHM__DESTROY && !t[SHM__T_CALLS]) snprintf(buf, n, "finalize, before any collective call");
+    else if (c.kind == SHM__DESTROY)
+        snprintf(buf, n, "finalize, after its collective call %llu", (unsigned long long)t[SHM__T_CALLS]);
+    else
+        snprintf(buf, n, "%s(%s), its collective call %llu", shm__call_names[c.kind], args,
+                 (unsigned long long)t[SHM__T_CALLS]);
+}
+
+/* "the calls, the sizes and the blocks": where calls a and b differ, as
+   the agreement compares them (hints and call numbers in debug mode). */
+static int shm__differences(char *buf, size_t n, const uint64_t *a, const uint64_t *b, int debug)
+{
+    static const char *const what[SHM__T_FIELDS] = {"the calls", "the sizes", "the alignments", "the blocks",
+                                                    "the hints", "the call numbers"};
+    const char *found[SHM__T_FIELDS];
     int k = 0, i;
     size_t len = 0;
-    if (!shm__same(v + 6)) what[k++] = "the calls";
-    if (!shm__same_named(v)) what[k++] = "the sizes";
-    if (!shm__same_named(v + 8)) what[k++] = "the alignments";
-    if (!shm__same_named(v + 10)) what[k++] = "the blocks";
-    if (!shm__same(v + 14)) what[k++] = "the hints";
-    if (*order) what[k++] = order;
+    int none = a[SHM__T_KIND] == SHM__DESTROY || b[SHM__T_KIND] == SHM__DESTROY; /* a finalize has no arguments */
+    for (i = 0; i < SHM__T_FIELDS; i++)
+        if (a[i] != b[i] && (debug || i < SHM__T_HINTS) && !(none && i != SHM__T_KIND && i != SHM__T_CALLS))
+            found[k++] = what[i];
     buf[0] = '\0';
     for (i = 0; i < k && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", what[i]);
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", found[i]);
+    return k;
 }
 
-/* This PE's side of a mismatch: its call c (its call number `calls`; a
-   finalize counts none) and what differs.  v holds the agreed values
-   (outside debug mode the call number and hints are this PE's own, so they
-   never show as different); the call numbers carry the PE number in their
-   low 24 bits, so the PEs with the most and the fewest calls are named. */
-static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
+/* One all-reduce of a mismatch report, the heap held again after it: 0 or
+   the transport's status. */
+static int shm__report_round(const shmalloc_transport *tp, shm__order *o, uint64_t *v, int count)
 {
-    char order[128] = "", args[128], what[320];
-    uint64_t most = v[12], fewest = ~v[13];
-    if (most >> 24 != fewest >> 24)
-        snprintf(order, sizeof order, "the call numbers (PE %d has made %llu call%s, PE %d %llu)",
-                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), most >> 24 == 1 ? "" : "s",
-                 (int)(fewest & 0xffffff), (unsigned long long)(fewest >> 24));
-    shm__call_args(args, sizeof args, c);
-    shm__differences(what, sizeof what, v, order);
-    if (c->kind == SHM__DESTROY && !calls)
-        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE_FIRST), pe, what);
-    else if (c->kind == SHM__DESTROY)
-        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE), pe, (unsigned long long)calls, what);
-    else
-        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), pe, shm__call_names[c->kind], args, (unsigned long long)calls, what);
+    int status;
+    shm__let_go(o);
+    status = tp->allreduce_max(tp->user, v, count);
+    shm__hold(o);
+    return status;
 }
 
-/* How much an error tells, as the agreement ranks it: a bad argument on
-   any PE outranks a lack of room (SHMEM_MALLOC_FAIL, _REALLOC_FAILED; FAIL
-   is also a transport's failure), which a call with that argument could
-   never have cured. */
+/* This PE's side of a mismatch, named against the first PE whose call
+   differs from its own, with that PE's arguments.  Two more all-reduces,
+   paid only here: PE 0's call, then, from every PE whose call differs from
+   PE 0's, its call with its number in every value's high bits (the
+   maximum is the lowest such PE's, whole); a PE that differs from PE 0
+   names PE 0, one that does not names that PE.  No PE differs in what
+   the agreement compares when only the digests did (said already). */
+static void shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, const shm__call *c, int debug)
+{
+    uint64_t mine[SHM__T_FIELDS], first[SHM__T_FIELDS], keyed[2 * SHM__T_FIELDS - 1], key, *other = first;
+    char own[192], theirs[192], what[160];
+    int i, pe = 0, differs;
+    shm__call_tuple(mine, c, o->calls);
+    for (i = 0; i < SHM__T_FIELDS; i++) first[i] = tp->pe == 0 ? mine[i] : 0;
+    if (shm__report_round(tp, o, first, SHM__T_FIELDS)) return;
+    differs = shm__differences(what, sizeof what, mine, first, debug) != 0;
+    key = differs ? (uint64_t)(0xffffff - tp->pe) << 32 : 0;
+    keyed[0] = differs ? key | mine[0] : 0; /* a kind fits in 32 bits */
+    for (i = 1; i < SHM__T_FIELDS; i++) {
+        keyed[2 * i - 1] = differs ? key | mine[i] >> 32 : 0;
+        keyed[2 * i] = differs ? key | (mine[i] & 0xffffffffu) : 0;
+    }
+    if (shm__report_round(tp, o, keyed, 2 * SHM__T_FIELDS - 1) || (!differs && !keyed[0])) return;
+    if (!differs) { /* the lowest PE whose call differs from PE 0's, and so from this PE's */
+        pe = 0xffffff - (int)(keyed[0] >> 32);
+        other[0] = keyed[0] & 0xffffffffu;
+        for (i = 1; i < SHM__T_FIELDS; i++) other[i] = (keyed[2 * i - 1] << 32) | (keyed[2 * i] & 0xffffffffu);
+    }
+    shm__differences(what, sizeof what, mine, other, debug);
+    shm__call_text(own, sizeof own, mine);
+    shm__call_text(theirs, sizeof theirs, other);
+    shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), tp->pe, own, pe, theirs, what);
+}
+
+/* How much an error tells, as the agreement ranks it: a bad argument (or
+   a failed transport) on any PE outranks a lack of room (SHMEM_MALLOC_FAIL,
+   _REALLOC_FAILED), which a call with that argument could never have cured. */
 static int shm__bad_argument(long e) { return e && e != SHMEM_MALLOC_FAIL && e != SHMEM_MALLOC_REALLOC_FAILED; }
 static uint64_t shm__rank(long e) { return (uint64_t)-e + (shm__bad_argument(e) ? 16 : 0); }
 static long shm__ranked(uint64_t r) { return r >= 16 ? -(long)(r - 16) : -(long)r; }
@@ -4780,11 +4833,11 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
         shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
                        pending == 1 ? "s" : "", shm__call_names[c->kind]);
     if (debug) {
-        shm__report_mismatch(tp->pe, c, o->calls, v);
+        shm__report_mismatch(tp, o, c, debug);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
-    } else if (shm__same(v + 3) && !o->mismatch_reported) { /* v[12..15] are this PE's own */
+    } else if (shm__same(v + 3) && !o->mismatch_reported) { /* agreed: every PE reports, or none */
         o->mismatch_reported = 1;
-        shm__report_mismatch(tp->pe, c, o->calls, v);
+        shm__report_mismatch(tp, o, c, debug);
         shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_QUIET), tp->pe);
     }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;

@@ -165,7 +165,66 @@ static void pe_mismatched_sizes(void *arg)
 PE_COUNT_TEST(mismatched_sizes_give_null_and_symmsize_failed_on_every_pe)
 {
     run_pes(*npes, SMALL_HEAP, pe_mismatched_sizes, NULL);
-    expect_reported("differs from another PE's call: the sizes", *npes > 1 ? *npes : 0);
+    expect_reported(": the sizes\n", *npes > 1 ? *npes : 0);
+}
+
+/* A mismatch names, on each PE, the first PE whose call differs from its
+   own and what that PE passed, both calls numbered the same way: PE
+   npes / 2 asks for 300 bytes where the others ask for 100.  In debug
+   mode that PE first allocates without a barrier, so its call numbers run
+   one ahead. */
+static void pe_one_pe_asks_for_more(void *arg)
+{
+    int me = shmem_my_pe(), odd = shmem_n_pes() / 2, debug = arg != NULL;
+    void *keep = shmem_malloc(64), *ahead = NULL, *p;
+    if (debug && me == odd) ahead = shmem_malloc_with_hints(32, SHMEMX_MALLOC_NO_BARRIER);
+    p = shmem_malloc(me == odd ? 300 : 100);
+    PE_CHECK(p == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    if (ahead) /* this PE's alone: no collective free can take it */
+        PE_CHECK_EQ(shmalloc_tlsf_free(shmalloc_heap_tlsf(shmalloc_current()), ahead), SHMALLOC_TLSF_OK);
+    shmem_free(keep);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_HEAP_EMPTY();
+}
+
+static void expect_mismatch_named(int npes, int debug)
+{
+    int pe, odd = npes / 2;
+    char mine[64], theirs[64];
+    for (pe = 0; pe < npes; pe++) {
+        unsigned long long calls = pe == odd && debug ? 3 : 2, other_calls = pe != odd && debug ? 3 : 2;
+        snprintf(mine, sizeof mine, "malloc(%d bytes), its collective call %llu", pe == odd ? 300 : 100, calls);
+        snprintf(theirs, sizeof theirs, "malloc(%d bytes), its collective call %llu", pe == odd ? 100 : 300,
+                 other_calls);
+        assert_said(HEAP_MISMATCH, pe, mine, pe == odd ? 0 : odd, theirs,
+                    debug ? "the sizes and the call numbers" : "the sizes");
+    }
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISMATCH), (size_t)npes, "%s", out_text[2]);
+}
+
+static int two_and_four[] = {2, 4};
+
+ParameterizedTestParameters(pes, a_mismatch_names_the_first_pe_that_differs_and_what_it_passed)
+{
+    return cr_make_param_array(int, two_and_four, 2);
+}
+ParameterizedTest(int *npes, pes, a_mismatch_names_the_first_pe_that_differs_and_what_it_passed,
+                  .timeout = TEST_TIMEOUT)
+{
+    run_pes(*npes, SMALL_HEAP, pe_one_pe_asks_for_more, NULL);
+    expect_mismatch_named(*npes, 0);
+}
+
+ParameterizedTestParameters(pes, in_debug_mode_a_mismatch_gives_both_pes_call_numbers)
+{
+    return cr_make_param_array(int, two_and_four, 2);
+}
+ParameterizedTest(int *npes, pes, in_debug_mode_a_mismatch_gives_both_pes_call_numbers, .timeout = TEST_TIMEOUT)
+{
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    run_pes(*npes, SMALL_HEAP, pe_one_pe_asks_for_more, "debug");
+    expect_mismatch_named(*npes, 1);
 }
 
 /* Not in debug mode either: PEs that free or resize different blocks, ask
@@ -211,7 +270,7 @@ PE_COUNT_TEST(different_blocks_alignments_or_calls_give_null_and_symmsize_failed
 {
     run_pes(*npes, SMALL_HEAP, pe_mismatched_calls, NULL);
     if (*npes == 1) expect_reported("out of symmetric memory: realloc of 2097152 bytes", 1);
-    else expect_reported("differs from another PE's call", *npes);
+    else expect_reported(", differs from PE ", *npes);
 }
 
 /* A grow in place made before the agreement is undone when the call
@@ -234,7 +293,7 @@ static void pe_failed_small_grow(void *arg)
 PE_COUNT_TEST(a_failed_grow_of_one_minimum_block_leaves_the_block_its_old_size)
 {
     run_pes(*npes, SMALL_HEAP, pe_failed_small_grow, NULL);
-    expect_reported("differs from another PE's call: the sizes", *npes > 1 ? *npes : 0);
+    expect_reported(": the sizes\n", *npes > 1 ? *npes : 0);
 }
 
 static void pe_malloc_zero(void *arg)

@@ -4278,7 +4278,7 @@ typedef struct shm__order {
     size_t releases;  /* atomic: blocks in the released set */
     size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
-    int tp_failed;    /* the member (SHM__TP_*) that failed on this PE since the last agreement */
+    int tp_failed;    /* the member (SHM__TP_*) that failed last on this PE */
 } shm__order;
 
 /* The transport's members a call may find failed, as messages name them. */
@@ -4469,6 +4469,7 @@ static long shm__lock(shmalloc_heap *h)
     int status = h->tp.lock ? h->tp.lock(h->tp.user) : 0;
     if (status) {
         shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe, status);
+        h->order.tp_failed = SHM__TP_LOCK;
         e = SHMEMX_MALLOC_BAD_TRANSPORT;
     }
     shm__hold(&h->order);
@@ -4762,16 +4763,13 @@ static long shm__transport_failed(const shmalloc_transport *tp, shm__order *o, i
     return SHMEMX_MALLOC_BAD_TRANSPORT;
 }
 
-/* The member whose failure on this PE brings err to the agreement: one an
-   earlier agreement of the call found, else the lock (the only other
-   source of BAD_TRANSPORT) or register_region.  Taken: said once. */
-static int shm__failed_member(shm__order *o, long err)
+/* The member whose failure on this PE brought err to the agreement: the
+   last that failed here (every BAD_TRANSPORT records its own), or
+   register_region. */
+static int shm__failed_member(const shm__order *o, long err)
 {
-    int member = o->tp_failed;
-    o->tp_failed = SHM__TP_NONE;
-    if (err == SHMEMX_MALLOC_BAD_TRANSPORT && !member) return SHM__TP_LOCK;
     if (err == SHMEMX_MALLOC_REGISTER_FAILED) return SHM__TP_REGISTER;
-    return err == SHMEMX_MALLOC_BAD_TRANSPORT ? member : SHM__TP_NONE;
+    return err == SHMEMX_MALLOC_BAD_TRANSPORT ? o->tp_failed : SHM__TP_NONE;
 }
 
 /* Every PE agreed on e, a member's failure on some PE: one more round (on
@@ -4807,7 +4805,7 @@ static long shm__name_failure(const shmalloc_transport *tp, shm__order *o, int k
 static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, shm__call *c, long err)
 {
     uint64_t v[SHMALLOC_REDUCE_MAX], pending = o->pending, digest = o->digest;
-    int same, failed, member = shm__failed_member(o, err);
+    int same, failed;
     o->pending = o->digest = 0; /* the next agreement starts afresh */
     o->drain = 0;
     if (!tp->allreduce_max) {
@@ -4826,9 +4824,10 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     same = shm__same_named(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
            shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
-    if (same && shm__ranked(v[2]) != SHMEMX_MALLOC_BAD_TRANSPORT && shm__ranked(v[2]) != SHMEMX_MALLOC_REGISTER_FAILED)
-        return shm__ranked(v[2]);
-    if (same) return shm__name_failure(tp, o, c->kind, shm__ranked(v[2]), member);
+    if (same && SHM__LIKELY(!v[2])) return SHMEM_MALLOC_OK;
+    if (same && (v[2] == shm__rank(SHMEMX_MALLOC_BAD_TRANSPORT) || v[2] == shm__rank(SHMEMX_MALLOC_REGISTER_FAILED)))
+        return shm__name_failure(tp, o, c->kind, shm__ranked(v[2]), shm__failed_member(o, err));
+    if (same) return shm__ranked(v[2]);
     if (!shm__same(v + 3))
         shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
                        pending == 1 ? "s" : "", shm__call_names[c->kind]);
@@ -6018,6 +6017,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h)
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h) { SHM__STORE(shm__process_heap, h); }
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 {
+    if (!shm__current) return SHM__LOAD_ACQUIRE(shm__process_heap); /* which destroy clears itself */
     if (SHM__UNLIKELY(shm__current_seen != SHM__LOAD_ACQUIRE(shm__destroys))) shm__current_look();
     return shm__current ? shm__current : SHM__LOAD_ACQUIRE(shm__process_heap);
 }

@@ -478,3 +478,29 @@ Test(heap_create, destroying_one_heap_leaves_another_threads_heap_current)
     shmalloc_set_current(live);
     assert_heap_ok();
 }
+
+/* Past the 1024 live heaps a process keeps count of, a heap is assumed
+   live in the threads that made it current: destroying another heap does
+   not take it from them. */
+Test(heap_create, a_heap_past_the_first_1024_live_ones_stays_current_in_its_threads, .timeout = 60)
+{
+    enum { HEAPS = 1025 };
+    static shmalloc_heap *heaps_made[HEAPS];
+    size_t bytes = shmalloc_heap_bytes(4096);
+    char *mem = map_aligned(bytes * HEAPS, 4096);
+    heaps s;
+    helper w;
+    long err;
+    int i;
+    bytes = (bytes + 15) & ~(size_t)15;
+    for (i = 0; i < HEAPS; i++) {
+        heaps_made[i] = shmalloc_heap_create(mem + (size_t)i * bytes, bytes, shmalloc_transport_single(), &err);
+        cr_assert_not_null(heaps_made[i], "heap %d: %ld", i, err);
+    }
+    s.dead = heaps_made[0];
+    run_helper(&w, heaps_made[HEAPS - 1], destroy_other, &s);
+    cr_assert_not_null(w.got, "malloc on the untracked heap: %ld", w.err);
+    cr_assert_eq(w.current_after, heaps_made[HEAPS - 1]);
+    shmalloc_set_current(heaps_made[HEAPS - 1]);
+    assert_heap_ok();
+}

@@ -170,3 +170,41 @@ Test(contract, a_failed_unlock_is_said_and_the_outcome_stands)
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
 }
+
+/* An allreduce_and that fails during a drain: said, naming the member and
+   its status; the released block stays allocated until a later drain,
+   which frees it. */
+static int and_fails; /* what allreduce_and returns */
+static int t_and(void *user, uint64_t *values, int count)
+{
+    (void)values, (void)count;
+    check_user(user);
+    return and_fails;
+}
+
+Test(contract, a_failed_allreduce_and_is_said_and_the_drain_waits_for_a_later_call)
+{
+    shmalloc_transport tp = transport(0, 1);
+    shmalloc_heap *h;
+    long err;
+    void *p;
+    memset(&seen, 0, sizeof seen);
+    tp.allreduce_and = t_and;
+    h = shmalloc_heap_create(region, sizeof region, &tp, &err);
+    cr_assert_not_null(h);
+    p = shmalloc_heap_malloc(h, 100, &err);
+    shmalloc_heap_free_deferred(h, p, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    and_fails = -5;
+    capture_start();
+    shmalloc_heap_free_deferred_drain(h, &err);
+    capture_stop();
+    assert_said(HEAP_DRAIN_TRANSPORT_FAILED, 0, "allreduce_and", -5);
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_OK, "still allocated");
+    and_fails = 0;
+    shmalloc_heap_free_deferred_drain(h, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_ALREADY_FREE, "freed by the later drain");
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}

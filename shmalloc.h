@@ -4676,15 +4676,24 @@ static int shm__differences(char *buf, size_t n, const uint64_t *a, const uint64
     return k;
 }
 
-/* One all-reduce of a mismatch report, the heap held again after it: 0 or
-   the transport's status. */
-static int shm__report_round(const shmalloc_transport *tp, shm__order *o, uint64_t *v, int count)
+/* A member of the transport returned `status` on this PE during call
+   `kind`: said, kept for the next agreement to name, and the call's code. */
+static long shm__transport_failed(const shmalloc_transport *tp, shm__order *o, int kind, int member, int status)
+{
+    shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED), tp->pe, shm__call_names[kind], shm__tp_names[member], status);
+    o->tp_failed = member;
+    return SHMEMX_MALLOC_BAD_TRANSPORT;
+}
+
+/* One all-reduce of an error path (a report's), the heap held again after
+   it: 0, or SHMEMX_MALLOC_BAD_TRANSPORT after its message. */
+static long shm__error_round(const shmalloc_transport *tp, shm__order *o, int kind, uint64_t *v, int count)
 {
     int status;
     shm__let_go(o);
     status = tp->allreduce_max(tp->user, v, count);
     shm__hold(o);
-    return status;
+    return status ? shm__transport_failed(tp, o, kind, SHM__TP_ALLREDUCE_MAX, status) : SHMEM_MALLOC_OK;
 }
 
 /* This PE's side of a mismatch, named against the first PE whose call
@@ -4693,15 +4702,17 @@ static int shm__report_round(const shmalloc_transport *tp, shm__order *o, uint64
    PE 0's, its call with its number in every value's high bits (the
    maximum is the lowest such PE's, whole); a PE that differs from PE 0
    names PE 0, one that does not names that PE.  No PE differs in what
-   the agreement compares when only the digests did (said already). */
-static void shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, const shm__call *c, int debug)
+   the agreement compares when only the digests did (said already).  0, or
+   the code of a failed round. */
+static long shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, const shm__call *c, int debug)
 {
     uint64_t mine[SHM__T_FIELDS], first[SHM__T_FIELDS], keyed[2 * SHM__T_FIELDS - 1], key, *other = first;
     char own[192], theirs[192], what[160];
     int i, pe = 0, differs;
+    long e;
     shm__call_tuple(mine, c, o->calls);
     for (i = 0; i < SHM__T_FIELDS; i++) first[i] = tp->pe == 0 ? mine[i] : 0;
-    if (shm__report_round(tp, o, first, SHM__T_FIELDS)) return;
+    if ((e = shm__error_round(tp, o, c->kind, first, SHM__T_FIELDS))) return e;
     differs = shm__differences(what, sizeof what, mine, first, debug) != 0;
     key = differs ? (uint64_t)(0xffffff - tp->pe) << 32 : 0;
     keyed[0] = differs ? key | mine[0] : 0; /* a kind fits in 32 bits */
@@ -4709,7 +4720,7 @@ static void shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, co
         keyed[2 * i - 1] = differs ? key | mine[i] >> 32 : 0;
         keyed[2 * i] = differs ? key | (mine[i] & 0xffffffffu) : 0;
     }
-    if (shm__report_round(tp, o, keyed, 2 * SHM__T_FIELDS - 1) || (!differs && !keyed[0])) return;
+    if ((e = shm__error_round(tp, o, c->kind, keyed, 2 * SHM__T_FIELDS - 1)) || (!differs && !keyed[0])) return e;
     if (!differs) { /* the lowest PE whose call differs from PE 0's, and so from this PE's */
         pe = 0xffffff - (int)(keyed[0] >> 32);
         other[0] = keyed[0] & 0xffffffffu;
@@ -4719,6 +4730,7 @@ static void shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, co
     shm__call_text(own, sizeof own, mine);
     shm__call_text(theirs, sizeof theirs, other);
     shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), tp->pe, own, pe, theirs, what);
+    return SHMEM_MALLOC_OK;
 }
 
 /* How much an error tells, as the agreement ranks it: a bad argument (or
@@ -4754,15 +4766,6 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
     shm__pair(v + 14, (uint64_t)c->hints);
 }
 
-/* A member of the transport returned `status` on this PE during call
-   `kind`: said, kept for the next agreement to name, and the call's code. */
-static long shm__transport_failed(const shmalloc_transport *tp, shm__order *o, int kind, int member, int status)
-{
-    shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED), tp->pe, shm__call_names[kind], shm__tp_names[member], status);
-    o->tp_failed = member;
-    return SHMEMX_MALLOC_BAD_TRANSPORT;
-}
-
 /* The member whose failure on this PE brought err to the agreement: the
    last that failed here (every BAD_TRANSPORT records its own), or
    register_region. */
@@ -4778,12 +4781,9 @@ static int shm__failed_member(const shm__order *o, long err)
 static long shm__name_failure(const shmalloc_transport *tp, shm__order *o, int kind, long e, int member)
 {
     uint64_t v = member ? (uint64_t)member << 24 | (uint64_t)(0xffffff - tp->pe) : 0;
-    int status;
+    long failed;
     if (tp->npes == 1) return e; /* no other PE to tell */
-    shm__let_go(o);
-    status = tp->allreduce_max(tp->user, &v, 1);
-    shm__hold(o);
-    if (status) return shm__transport_failed(tp, o, kind, SHM__TP_ALLREDUCE_MAX, status);
+    if ((failed = shm__error_round(tp, o, kind, &v, 1))) return failed;
     if (!member && v >> 24 > SHM__TP_NONE && v >> 24 < SHM__TP_MEMBERS)
         shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED_ON), tp->pe, shm__call_names[kind], shmalloc_strerror(e),
                        shm__tp_names[v >> 24], 0xffffff - (int)(v & 0xffffff));
@@ -4831,15 +4831,16 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
     if (!shm__same(v + 3))
         shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
                        pending == 1 ? "s" : "", shm__call_names[c->kind]);
+    failed = 0;
     if (debug) {
-        shm__report_mismatch(tp, o, c, debug);
+        failed = (int)shm__report_mismatch(tp, o, c, debug);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
     } else if (shm__same(v + 3) && !o->mismatch_reported) { /* agreed: every PE reports, or none */
         o->mismatch_reported = 1;
-        shm__report_mismatch(tp, o, c, debug);
+        failed = (int)shm__report_mismatch(tp, o, c, debug);
         shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_QUIET), tp->pe);
     }
-    return SHMEM_MALLOC_SYMMSIZE_FAILED;
+    return failed ? SHMEMX_MALLOC_BAD_TRANSPORT : SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
 
 typedef struct shm__leaks {

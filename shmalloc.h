@@ -5834,7 +5834,9 @@ static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *c
 /* One synchronisation for a shrink and for a grow in place that can be
    undone exactly; two for a move and for the other grows: they commit
    after the agreement, and every PE synchronises again before returning,
-   since a peer may write to the new or grown part as soon as it returns. */
+   since a peer may write to the new or grown part as soon as it returns.
+   When that barrier fails, the block has moved all the same: it is
+   returned, with the transport's code. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shmalloc_tlsf_pending op;

@@ -208,3 +208,42 @@ Test(contract, a_failed_allreduce_and_is_said_and_the_drain_waits_for_a_later_ca
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
 }
+
+/* A realloc that moves synchronises again after the move; when that
+   barrier fails, the call says so with the transport's code, and the block
+   it returns has moved with its contents (the old one is gone everywhere). */
+static int barrier_fails;
+static int t_failing_barrier(void *user)
+{
+    check_user(user);
+    return barrier_fails;
+}
+
+Test(contract, a_failed_barrier_after_a_moving_realloc_gives_the_transports_code)
+{
+    shmalloc_transport tp = transport(0, 1);
+    shmalloc_heap *h;
+    long err;
+    char *a, *b, *q;
+    memset(&seen, 0, sizeof seen);
+    tp.barrier = t_failing_barrier;
+    h = shmalloc_heap_create(region, sizeof region, &tp, &err);
+    cr_assert_not_null(h);
+    a = shmalloc_heap_malloc(h, 100, &err);
+    b = shmalloc_heap_malloc(h, 100, &err); /* a cannot grow in place */
+    memset(a, 7, 100);
+    barrier_fails = -9;
+    capture_start();
+    q = shmalloc_heap_realloc(h, a, 5000, &err);
+    capture_stop();
+    barrier_fails = 0;
+    cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
+    assert_said(HEAP_TRANSPORT_FAILED, 0, "realloc", "barrier", -9);
+    cr_assert(q != NULL && q != a, "the block moved");
+    cr_assert(q[0] == 7 && q[99] == 7, "with its contents");
+    shmalloc_heap_free(h, q, &err);
+    shmalloc_heap_free(h, b, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}

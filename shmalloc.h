@@ -135,8 +135,9 @@
 #define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
-#define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no heap yet: shmem_init first (shmalloc's own) */
-/* shmalloc_heap_create's own failures, each with a message naming it */
+#define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no current heap: before shmem_init or after finalize (shmalloc's own) */
+/* shmalloc_heap_create's own failures, each with a message naming it (BAD_TRANSPORT
+   also any call's whose transport member failed) */
 #define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, pe/npes wrong, or a member failed */
 #define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
 #define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
@@ -6004,10 +6005,14 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h)
 {
     return h ? shmalloc_tlsf_base(h->tlsf) : NULL;
 }
-SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return h ? shmalloc_tlsf_size(h->tlsf) : 0; }
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h)
+{
+    return h ? shmalloc_tlsf_size(h->tlsf) : 0;
+}
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {
-    return h && (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) && shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
+    return h && (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) &&
+           shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
 }
 
 /* ---- current heap (see shm__live_serials) ---- */

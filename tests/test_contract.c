@@ -204,7 +204,8 @@ Test(contract, a_failed_allreduce_and_is_said_and_the_drain_waits_for_a_later_ca
     and_fails = 0;
     shmalloc_heap_free_deferred_drain(h, &err);
     cr_assert_eq(err, SHMEM_MALLOC_OK);
-    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_ALREADY_FREE, "freed by the later drain");
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_ALREADY_FREE,
+                 "freed by the later drain");
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
 }

@@ -195,8 +195,9 @@ Test(heap_create, calls_without_a_current_heap_fail_cleanly)
     capture_start();
     cr_assert_null(shmem_malloc(100));
     cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
-    cr_assert(!strcmp(shmalloc_strerror(malloc_error), "no symmetric heap (before shmem_init, or after shmem_finalize)"), "%s",
-              shmalloc_strerror(malloc_error));
+    cr_assert(!strcmp(shmalloc_strerror(malloc_error),
+                      "no symmetric heap (before shmem_init, or after shmem_finalize)"),
+              "%s", shmalloc_strerror(malloc_error));
     malloc_error = SHMEM_MALLOC_OK;
     cr_assert_null(shmem_align(64, 100));
     cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);

@@ -185,7 +185,8 @@ extern "C" {
                         "SHMEMX_MALLOC_BAD_TRANSPORT\n") \
     X(HEAP_TRANSPORT_FAILED, "shmalloc: PE %d: %s: the transport's %s returned %d: the call fails on this PE with " \
                              "SHMEMX_MALLOC_BAD_TRANSPORT\n") \
-    X(HEAP_TRANSPORT_FAILED_ON, "shmalloc: PE %d: %s fails on every PE (%s): the transport's %s failed on PE %d\n") \
+    X(HEAP_TRANSPORT_FAILED_ON, "shmalloc: PE %d: %s fails on every PE with %s: the transport's %s failed on PE " \
+                                "%d\n") \
     X(HEAP_DRAIN_TRANSPORT_FAILED, "shmalloc: PE %d: the transport's %s returned %d during a drain: the released " \
                                    "blocks stay allocated until a later call drains them\n") \
     X(HEAP_UNLOCK_FAILED, "shmalloc: PE %d: the transport's unlock failed\n") \
@@ -4786,7 +4787,8 @@ static long shm__name_failure(const shmalloc_transport *tp, shm__order *o, int k
     if (tp->npes == 1) return e; /* no other PE to tell */
     if ((failed = shm__error_round(tp, o, kind, &v, 1))) return failed;
     if (!member && v >> 24 > SHM__TP_NONE && v >> 24 < SHM__TP_MEMBERS)
-        shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED_ON), tp->pe, shm__call_names[kind], shmalloc_strerror(e),
+        shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED_ON), tp->pe, shm__call_names[kind],
+                       e == SHMEMX_MALLOC_REGISTER_FAILED ? "SHMEMX_MALLOC_REGISTER_FAILED" : "SHMEMX_MALLOC_BAD_TRANSPORT",
                        shm__tp_names[v >> 24], 0xffffff - (int)(v & 0xffffff));
     return e;
 }

@@ -593,7 +593,7 @@ Test(pthreads, in_separate_mode_a_put_past_a_blocks_end_harms_no_later_call, .ti
 #define FAILING (-7)
 #define FT_NOMINAL ((size_t)64 << 10)
 #define FT_MAX ((size_t)1 << 20)
-enum { FT_LOCK = 1, FT_BARRIER, FT_ALLREDUCE };
+enum { FT_LOCK = 1, FT_BARRIER, FT_ALLREDUCE, FT_REGISTER };
 enum { FT_CREATE, FT_MALLOC, FT_GROW };
 
 typedef struct ft_case {
@@ -647,6 +647,11 @@ static int ft_unlock(void *user)
     (void)user;
     return 0;
 }
+static int ft_register(void *user, void *base, size_t bytes)
+{
+    (void)user, (void)base, (void)bytes;
+    return ft_status(FT_REGISTER);
+}
 
 static shmalloc_heap *ft_create(const ft_case *c, void *mem, size_t bytes, long *err)
 {
@@ -656,6 +661,7 @@ static shmalloc_heap *ft_create(const ft_case *c, void *mem, size_t bytes, long 
     tp.allreduce_max = c->reduce ? ft_allreduce : NULL;
     tp.lock = ft_lock;
     tp.unlock = ft_unlock;
+    tp.register_region = ft_register;
     tp.pe = shmem_my_pe();
     tp.npes = shmem_n_pes();
     return shmalloc_heap_create_growable(mem, bytes, FT_NOMINAL, &tp, err);
@@ -665,6 +671,7 @@ static void pe_transport_fails(void *arg)
 {
     const ft_case *c = (const ft_case *)arg;
     int me = shmem_my_pe(), armed = c->on_all || me == shmem_n_pes() - 1;
+    long code = c->member == FT_REGISTER ? SHMEMX_MALLOC_REGISTER_FAILED : SHMEMX_MALLOC_BAD_TRANSPORT;
     size_t bytes = shmalloc_heap_bytes(FT_MAX), big = 3 * FT_NOMINAL;
     void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     shmalloc_heap *h;
@@ -676,7 +683,7 @@ static void pe_transport_fails(void *arg)
     h = ft_create(c, mem, bytes, &err);
     if (c->call == FT_CREATE) {
         PE_CHECK(h == NULL);
-        PE_CHECK_EQ(err, SHMEMX_MALLOC_BAD_TRANSPORT);
+        PE_CHECK_EQ(err, code);
         shmem_barrier_all();
         if (!h) h = ft_create(c, mem, bytes, &err); /* the transport works again */
     }
@@ -706,23 +713,29 @@ static void pe_transport_fails(void *arg)
 }
 
 static const char *const ft_calls[] = {"create", "malloc", "grow"};
-static const char *const ft_members[] = {"", "lock", "barrier", "allreduce_max"};
+static const char *const ft_members[] = {"", "lock", "barrier", "allreduce_max", "register_region"};
 
 /* The lines case c makes on npes PEs. */
 static void expect_transport_failure(const ft_case *c, int npes)
 {
     int pe, failed;
+    const char *code = c->member == FT_REGISTER ? "SHMEMX_MALLOC_REGISTER_FAILED" : "SHMEMX_MALLOC_BAD_TRANSPORT";
     for (pe = 0; pe < npes; pe++) {
         failed = c->on_all || pe == npes - 1;
         if (failed && c->member == FT_LOCK) assert_said(HEAP_LOCK_FAILED, pe, FAILING);
+        else if (failed && c->member == FT_REGISTER) { /* its own message, which names the bytes */
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "shmalloc: PE %d: shmalloc_heap_create: ", pe);
+            cr_assert(out_said(SHMALLOC_MSG_HEAP_REGISTER_FAILED) == 1 && strstr(out_text[2], prefix), "%s",
+                      out_text[2]);
+        }
         else if (failed) assert_said(HEAP_TRANSPORT_FAILED, pe, ft_calls[c->call], ft_members[c->member], FAILING);
-        else
-            assert_said(HEAP_TRANSPORT_FAILED_ON, pe, ft_calls[c->call], shmalloc_strerror(SHMEMX_MALLOC_BAD_TRANSPORT),
-                        ft_members[c->member], npes - 1);
+        else assert_said(HEAP_TRANSPORT_FAILED_ON, pe, ft_calls[c->call], code, ft_members[c->member], npes - 1);
     }
     failed = c->on_all ? npes : 1;
-    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED) + out_said(SHMALLOC_MSG_HEAP_LOCK_FAILED), (size_t)failed,
-                 "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED) + out_said(SHMALLOC_MSG_HEAP_LOCK_FAILED) +
+                     out_said(SHMALLOC_MSG_HEAP_REGISTER_FAILED),
+                 (size_t)failed, "%s", out_text[2]);
     cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED_ON), (size_t)(npes - failed), "%s", out_text[2]);
     cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM) + out_said(SHMALLOC_MSG_HEAP_MISUSE), 0, "%s", out_text[2]);
 }
@@ -758,6 +771,12 @@ PE_COUNT_TEST(a_failed_allreduce_during_a_growth_fails_the_call_as_the_transport
 PE_COUNT_TEST(a_failed_lock_on_one_pe_fails_malloc_on_every_pe_naming_it)
 {
     run_transport_failure((ft_case){FT_MALLOC, FT_LOCK, 0, 1, 1}, *npes);
+}
+
+/* register_region has a code of its own, which every PE gets. */
+PE_COUNT_TEST(a_failed_register_region_on_one_pe_fails_create_on_every_pe_naming_it)
+{
+    run_transport_failure((ft_case){FT_CREATE, FT_REGISTER, 0, 1, 1}, *npes);
 }
 
 PE_COUNT_TEST(a_failed_barrier_without_an_allreduce_fails_malloc_with_its_own_code)

@@ -4244,7 +4244,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    max(x) != min(x) reveals PEs that passed different values of x and
    every PE sees the worst failure.  In debug mode
    (SHMALLOC_DEBUG=1 in the environment) the call counts and hints are
-   agreed too, and a mismatch is reported by every PE.
+   agreed too, and a mismatch is reported by every PE.  A mismatch's
+   report, and the naming of a transport member that failed on another
+   PE, take one or two more all-reduces, on that error path only.
 
    The layer uses the TLSF core through its API alone.  malloc takes its
    block before agreeing, with the core's tentative take (calloc zeroes it

@@ -753,14 +753,15 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t ali
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
 /* The lasting hints a block was allocated with (SHMALLOC_HINT_ATOMICS_REMOTE,
    SHMALLOC_HINT_SIGNAL_REMOTE), which shmalloc_heap_realloc keeps; or the
-   (negative) SHMEM_MALLOC_* code of a pointer that is not a used block.
+   (negative) SHMEM_MALLOC_* code of a pointer that is not a used block
+   (SHMEMX_MALLOC_NO_HEAP when h is NULL, as after a destroy).
    Not collective. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr);
 /* The allocation that holds ptr, any of its bytes: 0 with its start (the
    pointer the allocating call returned) in *start and its usable bytes in
    *size; else the (negative) SHMEM_MALLOC_* code of a pointer no
-   allocation holds (SHMEM_MALLOC_ALREADY_FREE: in freed memory), with
-   *start and *size unchanged.  O(1) at any heap size, in both metadata
+   allocation holds (SHMEM_MALLOC_ALREADY_FREE: in freed memory;
+   SHMEMX_MALLOC_NO_HEAP: h is NULL), with *start and *size unchanged.  O(1) at any heap size, in both metadata
    modes.  Not collective. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_block_of(shmalloc_heap *h, const void *ptr, void **start, size_t *size);
 /* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */

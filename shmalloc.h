@@ -135,9 +135,10 @@
 #define SHMEM_MALLOC_SYMMSIZE_FAILED (-10L)  /* PEs passed different arguments */
 #define SHMEM_MALLOC_MEMALIGN_FAILED (-11L)  /* alignment 0 or not a power of two */
 #define SHMEM_MALLOC_REALLOC_FAILED  (-12L)  /* no room to grow the block */
-#define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no heap yet: shmem_init first (shmalloc's own) */
-/* shmalloc_heap_create's own failures, each with a message naming it */
-#define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, or pe/npes wrong */
+#define SHMEMX_MALLOC_NO_HEAP        (-13L)  /* no current heap: before shmem_init or after finalize (shmalloc's own) */
+/* shmalloc_heap_create's own failures, each with a message naming it (BAD_TRANSPORT
+   also any call's whose transport member failed) */
+#define SHMEMX_MALLOC_BAD_TRANSPORT  (-14L)  /* no transport, no barrier, pe/npes wrong, or a member failed */
 #define SHMEMX_MALLOC_BAD_MEMORY     (-15L)  /* memory not 16-byte aligned, too small or too large */
 #define SHMEMX_MALLOC_REGISTER_FAILED (-16L) /* the transport could not register the heap */
 /* A block's header, or its neighbour's, was overwritten (a write past the
@@ -180,7 +181,14 @@ extern "C" {
     X(CHECK_BLOCK, "shmalloc_check: %s block at offset %zu, %zu bytes\n") \
     X(CHECK_NO_HEAP, "shmalloc_check: no current symmetric heap\n") \
     /* the symmetric heap */ \
-    X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock failed: the call fails\n") \
+    X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock returned %d: the call fails with " \
+                        "SHMEMX_MALLOC_BAD_TRANSPORT\n") \
+    X(HEAP_TRANSPORT_FAILED, "shmalloc: PE %d: %s: the transport's %s returned %d: the call fails on this PE with " \
+                             "SHMEMX_MALLOC_BAD_TRANSPORT\n") \
+    X(HEAP_TRANSPORT_FAILED_ON, "shmalloc: PE %d: %s fails on every PE with %s: the transport's %s failed on PE " \
+                                "%d\n") \
+    X(HEAP_DRAIN_TRANSPORT_FAILED, "shmalloc: PE %d: the transport's %s returned %d during a drain: the released " \
+                                   "blocks stay allocated until a later call drains them\n") \
     X(HEAP_UNLOCK_FAILED, "shmalloc: PE %d: the transport's unlock failed\n") \
     X(HEAP_NO_TRANSPORT, "shmalloc: shmalloc_heap_create: no transport (shmalloc_transport_single() is the one for " \
                          "one PE)\n") \
@@ -210,11 +218,12 @@ extern "C" {
     X(HEAP_CORRUPT, "shmalloc: PE %d: %s(the pointer at offset %zu): the block records %zu bytes (header 0x%zx) " \
                     "and %s: its header was overwritten: a write past the end of the block before it? The call " \
                     "fails on every PE and changes nothing; shmalloc_check names the damage\n") \
+    X(HEAP_NO_HEAP, "shmalloc: %s called with no symmetric heap (before shmem_init, or after shmem_finalize or " \
+                    "shmalloc_heap_destroy): it fails with SHMEMX_MALLOC_NO_HEAP; further such calls are not " \
+                    "reported\n") \
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
-    X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
-    X(HEAP_MISMATCH_FINALIZE_FIRST, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n") \
-    X(HEAP_MISMATCH_FINALIZE, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n") \
+    X(HEAP_MISMATCH, "shmalloc: PE %d: %s, differs from PE %d's %s: %s\n") \
     X(HEAP_MISMATCH_QUIET, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 " \
                            "reports each, and compares the hints and the number of calls too)\n") \
     X(HEAP_NO_BARRIER_DIFFER, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last " \
@@ -645,6 +654,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
                     (0 <= pe < npes), which every message names; a heap
                     refuses a transport without them.
 
+   A member that returns nonzero (barrier, allreduce_max, lock) fails the
+   call on this PE with SHMEMX_MALLOC_BAD_TRANSPORT and a line naming the
+   call, the member and its status.  A failed lock, or a failure in an
+   earlier round of the call (create's first of two), reaches every PE
+   through the next all-reduce, and the PEs it did not fail on name the
+   member and the PE.  A failed allreduce_and leaves the drain for later.
+
    A growing heap registers at most SHMALLOC_MAX_REGIONS regions.
 
    Lifecycle: map memory (same size on every PE) -> shmalloc_heap_create on
@@ -721,6 +737,9 @@ typedef struct shmalloc_heap_config {
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
                                                                    const shmalloc_heap_config *config,
                                                                    const shmalloc_transport *tp, long *err);
+/* Collective.  Afterwards h is no thread's current heap nor the process
+   heap: the SHMEM names fail with SHMEMX_MALLOC_NO_HEAP until another heap
+   is made current; then the memory may be unmapped. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
@@ -734,14 +753,15 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_align(shmalloc_heap *h, size_t ali
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err);
 /* The lasting hints a block was allocated with (SHMALLOC_HINT_ATOMICS_REMOTE,
    SHMALLOC_HINT_SIGNAL_REMOTE), which shmalloc_heap_realloc keeps; or the
-   (negative) SHMEM_MALLOC_* code of a pointer that is not a used block.
+   (negative) SHMEM_MALLOC_* code of a pointer that is not a used block
+   (SHMEMX_MALLOC_NO_HEAP when h is NULL, as after a destroy).
    Not collective. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr);
 /* The allocation that holds ptr, any of its bytes: 0 with its start (the
    pointer the allocating call returned) in *start and its usable bytes in
    *size; else the (negative) SHMEM_MALLOC_* code of a pointer no
-   allocation holds (SHMEM_MALLOC_ALREADY_FREE: in freed memory), with
-   *start and *size unchanged.  O(1) at any heap size, in both metadata
+   allocation holds (SHMEM_MALLOC_ALREADY_FREE: in freed memory;
+   SHMEMX_MALLOC_NO_HEAP: h is NULL), with *start and *size unchanged.  O(1) at any heap size, in both metadata
    modes.  Not collective. */
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_block_of(shmalloc_heap *h, const void *ptr, void **start, size_t *size);
 /* shsbreak: shmalloc_tlsf_sbreak on every PE, agreed like an allocation. */
@@ -801,7 +821,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info
    (and a thread a PE starts calls it with its parent's shmalloc_current()).
    With the transport's lock and unlock, several threads of one PE may call
    the heap at once; collective calls keep OpenSHMEM's rule of one thread
-   per collective at a time. */
+   per collective at a time.  Once destroyed, a heap is no thread's current
+   heap and not the process heap (no thread may call it meanwhile). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h);
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void);
@@ -1121,8 +1142,10 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_SYMMSIZE_FAILED: return "PEs passed different arguments";
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
-    case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap: call shmem_init first";
-    case SHMEMX_MALLOC_BAD_TRANSPORT: return "the transport lacks a barrier, or its pe and npes are wrong";
+    case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap (before shmem_init, or after shmem_finalize)";
+    case SHMEMX_MALLOC_BAD_TRANSPORT:
+        return "the transport lacks a barrier, its pe and npes are wrong, or one of its members failed (the line "
+               "printed names it)";
     case SHMEMX_MALLOC_BAD_MEMORY: return "the heap's memory is not 16-byte aligned, or too small or too large";
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
     case SHMEMX_MALLOC_CORRUPT_HEAP: return "a block's header was overwritten: a write past the end of a block?";
@@ -4222,7 +4245,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    max(x) != min(x) reveals PEs that passed different values of x and
    every PE sees the worst failure.  In debug mode
    (SHMALLOC_DEBUG=1 in the environment) the call counts and hints are
-   agreed too, and a mismatch is reported by every PE.
+   agreed too, and a mismatch is reported by every PE.  A mismatch's
+   report, and the naming of a transport member that failed on another
+   PE, take one or two more all-reduces, on that error path only.
 
    The layer uses the TLSF core through its API alone.  malloc takes its
    block before agreeing, with the core's tentative take (calloc zeroes it
@@ -4258,7 +4283,14 @@ typedef struct shm__order {
     size_t releases;  /* atomic: blocks in the released set */
     size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
+    int tp_failed;    /* the member (SHM__TP_*) that failed last on this PE */
 } shm__order;
+
+/* The transport's members a call may find failed, as messages name them. */
+enum { SHM__TP_NONE, SHM__TP_LOCK, SHM__TP_BARRIER, SHM__TP_ALLREDUCE_MAX, SHM__TP_ALLREDUCE_AND, SHM__TP_REGISTER,
+       SHM__TP_MEMBERS };
+static const char *const shm__tp_names[SHM__TP_MEMBERS] = {"",         "lock",          "barrier",
+                                                           "allreduce_max", "allreduce_and", "register_region"};
 
 typedef struct shm__table {
     uint64_t *slots;
@@ -4282,6 +4314,7 @@ struct shmalloc_heap {
     size_t failures;  /* allocations this PE could not serve for lack of room */
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
     int misuse_reported; /* and the first bad argument */
+    uint64_t serial;  /* its number among the heaps of this process: see shm__live_serials */
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
@@ -4438,9 +4471,11 @@ static void shm__unlock_released(shm__order *o) { shm__spin_unlock(&o->release_l
 static long shm__lock(shmalloc_heap *h)
 {
     long e = SHMEM_MALLOC_OK;
-    if (h->tp.lock && h->tp.lock(h->tp.user)) {
-        shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe);
-        e = SHMEM_MALLOC_FAIL;
+    int status = h->tp.lock ? h->tp.lock(h->tp.user) : 0;
+    if (status) {
+        shmalloc_print(2, SHM__MSG(HEAP_LOCK_FAILED), h->tp.pe, status);
+        h->order.tp_failed = SHM__TP_LOCK;
+        e = SHMEMX_MALLOC_BAD_TRANSPORT;
     }
     shm__hold(&h->order);
     return e;
@@ -4540,7 +4575,7 @@ static void shm__table_free(shm__table *t)
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void *ptr)
 {
     long r, held;
-    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (!h) return SHMEMX_MALLOC_NO_HEAP;
     if ((held = shm__lock(h))) {
         shm__unlock(h, held);
         return held;
@@ -4554,7 +4589,7 @@ SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_hints(shmalloc_heap *h, const void 
 SHMALLOC_DEF SHMALLOC_API long shmalloc_heap_block_of(shmalloc_heap *h, const void *ptr, void **start, size_t *size)
 {
     long r, held;
-    if (!h) return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    if (!h) return SHMEMX_MALLOC_NO_HEAP;
     held = shm__lock(h);
     r = held ? held : shm__malloc_error(shmalloc_tlsf_block_of(h->tlsf, ptr, start, size), 0);
     shm__unlock(h, held);
@@ -4595,50 +4630,117 @@ static void shm__call_args(char *buf, size_t n, const shm__call *c)
     else snprintf(buf, n, "%zu bytes%s", c->size, hints);
 }
 
-/* "the calls, the sizes and the blocks": what differs, from the agreed v. */
-static void shm__differences(char *buf, size_t n, const uint64_t *v, const char *order)
+/* A call as a mismatch report gives it: kind, size, alignment, block,
+   hints and the PE's collective call number (one count, one word, in
+   every report: a finalize counts none). */
+enum { SHM__T_KIND, SHM__T_SIZE, SHM__T_ALIGN, SHM__T_OFFSET, SHM__T_HINTS, SHM__T_CALLS, SHM__T_FIELDS };
+
+static void shm__call_tuple(uint64_t *t, const shm__call *c, uint64_t calls)
 {
-    const char *what[6];
+    t[SHM__T_KIND] = (uint64_t)c->kind;
+    t[SHM__T_SIZE] = c->size;
+    t[SHM__T_ALIGN] = c->align;
+    t[SHM__T_OFFSET] = c->offset;
+    t[SHM__T_HINTS] = (uint64_t)c->hints;
+    t[SHM__T_CALLS] = calls;
+}
+
+/* "malloc(100 bytes), its collective call 2" */
+static void shm__call_text(char *buf, size_t n, const uint64_t *t)
+{
+    shm__call c = {0, 0, 0, 0, 0, 0};
+    char args[128];
+    c.kind = t[SHM__T_KIND] < SHM__CALLS ? (int)t[SHM__T_KIND] : SHM__DESTROY;
+    c.size = (size_t)t[SHM__T_SIZE], c.align = (size_t)t[SHM__T_ALIGN], c.offset = (size_t)t[SHM__T_OFFSET];
+    c.hints = (long)t[SHM__T_HINTS];
+    shm__call_args(args, sizeof args, &c);
+    if (c.kind == SHM__DESTROY && !t[SHM__T_CALLS]) snprintf(buf, n, "finalize, before any collective call");
+    else if (c.kind == SHM__DESTROY)
+        snprintf(buf, n, "finalize, after its collective call %llu", (unsigned long long)t[SHM__T_CALLS]);
+    else
+        snprintf(buf, n, "%s(%s), its collective call %llu", shm__call_names[c.kind], args,
+                 (unsigned long long)t[SHM__T_CALLS]);
+}
+
+/* "the calls, the sizes and the blocks": where calls a and b differ, as
+   the agreement compares them (hints and call numbers in debug mode). */
+static int shm__differences(char *buf, size_t n, const uint64_t *a, const uint64_t *b, int debug)
+{
+    static const char *const what[SHM__T_FIELDS] = {"the calls", "the sizes", "the alignments", "the blocks",
+                                                    "the hints", "the call numbers"};
+    const char *found[SHM__T_FIELDS];
     int k = 0, i;
     size_t len = 0;
-    if (!shm__same(v + 6)) what[k++] = "the calls";
-    if (!shm__same_named(v)) what[k++] = "the sizes";
-    if (!shm__same_named(v + 8)) what[k++] = "the alignments";
-    if (!shm__same_named(v + 10)) what[k++] = "the blocks";
-    if (!shm__same(v + 14)) what[k++] = "the hints";
-    if (*order) what[k++] = order;
+    int none = a[SHM__T_KIND] == SHM__DESTROY || b[SHM__T_KIND] == SHM__DESTROY; /* a finalize has no arguments */
+    for (i = 0; i < SHM__T_FIELDS; i++)
+        if (a[i] != b[i] && (debug || i < SHM__T_HINTS) && !(none && i != SHM__T_KIND && i != SHM__T_CALLS))
+            found[k++] = what[i];
     buf[0] = '\0';
     for (i = 0; i < k && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", what[i]);
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i + 1 < k ? ", " : " and ", found[i]);
+    return k;
 }
 
-/* This PE's side of a mismatch: its call c (its call number `calls`; a
-   finalize counts none) and what differs.  v holds the agreed values
-   (outside debug mode the call number and hints are this PE's own, so they
-   never show as different); the call numbers carry the PE number in their
-   low 24 bits, so the PEs with the most and the fewest calls are named. */
-static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
+/* A member of the transport returned `status` on this PE during call
+   `kind`: said, kept for the next agreement to name, and the call's code. */
+static long shm__transport_failed(const shmalloc_transport *tp, shm__order *o, int kind, int member, int status)
 {
-    char order[128] = "", args[128], what[320];
-    uint64_t most = v[12], fewest = ~v[13];
-    if (most >> 24 != fewest >> 24)
-        snprintf(order, sizeof order, "the call numbers (PE %d has made %llu call%s, PE %d %llu)",
-                 (int)(most & 0xffffff), (unsigned long long)(most >> 24), most >> 24 == 1 ? "" : "s",
-                 (int)(fewest & 0xffffff), (unsigned long long)(fewest >> 24));
-    shm__call_args(args, sizeof args, c);
-    shm__differences(what, sizeof what, v, order);
-    if (c->kind == SHM__DESTROY && !calls)
-        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE_FIRST), pe, what);
-    else if (c->kind == SHM__DESTROY)
-        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE), pe, (unsigned long long)calls, what);
-    else
-        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), pe, shm__call_names[c->kind], args, (unsigned long long)calls, what);
+    shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED), tp->pe, shm__call_names[kind], shm__tp_names[member], status);
+    o->tp_failed = member;
+    return SHMEMX_MALLOC_BAD_TRANSPORT;
 }
 
-/* How much an error tells, as the agreement ranks it: a bad argument on
-   any PE outranks a lack of room (SHMEM_MALLOC_FAIL, _REALLOC_FAILED; FAIL
-   is also a transport's failure), which a call with that argument could
-   never have cured. */
+/* One all-reduce of an error path (a report's), the heap held again after
+   it: 0, or SHMEMX_MALLOC_BAD_TRANSPORT after its message. */
+static long shm__error_round(const shmalloc_transport *tp, shm__order *o, int kind, uint64_t *v, int count)
+{
+    int status;
+    shm__let_go(o);
+    status = tp->allreduce_max(tp->user, v, count);
+    shm__hold(o);
+    return status ? shm__transport_failed(tp, o, kind, SHM__TP_ALLREDUCE_MAX, status) : SHMEM_MALLOC_OK;
+}
+
+/* This PE's side of a mismatch, named against the first PE whose call
+   differs from its own, with that PE's arguments.  Two more all-reduces,
+   paid only here: PE 0's call, then, from every PE whose call differs from
+   PE 0's, its call with its number in every value's high bits (the
+   maximum is the lowest such PE's, whole); a PE that differs from PE 0
+   names PE 0, one that does not names that PE.  No PE differs in what
+   the agreement compares when only the digests did (said already).  0, or
+   the code of a failed round. */
+static long shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, const shm__call *c, int debug)
+{
+    uint64_t mine[SHM__T_FIELDS], first[SHM__T_FIELDS], keyed[2 * SHM__T_FIELDS - 1], key, *other = first;
+    char own[192], theirs[192], what[160];
+    int i, pe = 0, differs;
+    long e;
+    shm__call_tuple(mine, c, o->calls);
+    for (i = 0; i < SHM__T_FIELDS; i++) first[i] = tp->pe == 0 ? mine[i] : 0;
+    if ((e = shm__error_round(tp, o, c->kind, first, SHM__T_FIELDS))) return e;
+    differs = shm__differences(what, sizeof what, mine, first, debug) != 0;
+    key = differs ? (uint64_t)(0xffffff - tp->pe) << 32 : 0;
+    keyed[0] = differs ? key | mine[0] : 0; /* a kind fits in 32 bits */
+    for (i = 1; i < SHM__T_FIELDS; i++) {
+        keyed[2 * i - 1] = differs ? key | mine[i] >> 32 : 0;
+        keyed[2 * i] = differs ? key | (mine[i] & 0xffffffffu) : 0;
+    }
+    if ((e = shm__error_round(tp, o, c->kind, keyed, 2 * SHM__T_FIELDS - 1)) || (!differs && !keyed[0])) return e;
+    if (!differs) { /* the lowest PE whose call differs from PE 0's, and so from this PE's */
+        pe = 0xffffff - (int)(keyed[0] >> 32);
+        other[0] = keyed[0] & 0xffffffffu;
+        for (i = 1; i < SHM__T_FIELDS; i++) other[i] = (keyed[2 * i - 1] << 32) | (keyed[2 * i] & 0xffffffffu);
+    }
+    shm__differences(what, sizeof what, mine, other, debug);
+    shm__call_text(own, sizeof own, mine);
+    shm__call_text(theirs, sizeof theirs, other);
+    shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), tp->pe, own, pe, theirs, what);
+    return SHMEM_MALLOC_OK;
+}
+
+/* How much an error tells, as the agreement ranks it: a bad argument (or
+   a failed transport) on any PE outranks a lack of room (SHMEM_MALLOC_FAIL,
+   _REALLOC_FAILED), which a call with that argument could never have cured. */
 static int shm__bad_argument(long e) { return e && e != SHMEM_MALLOC_FAIL && e != SHMEM_MALLOC_REALLOC_FAILED; }
 static uint64_t shm__rank(long e) { return (uint64_t)-e + (shm__bad_argument(e) ? 16 : 0); }
 static long shm__ranked(uint64_t r) { return r >= 16 ? -(long)(r - 16) : -(long)r; }
@@ -4671,6 +4773,31 @@ static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const s
     shm__pair(v + 14, (uint64_t)c->hints);
 }
 
+/* The member whose failure on this PE brought err to the agreement: the
+   last that failed here (every BAD_TRANSPORT records its own), or
+   register_region. */
+static int shm__failed_member(const shm__order *o, long err)
+{
+    if (err == SHMEMX_MALLOC_REGISTER_FAILED) return SHM__TP_REGISTER;
+    return err == SHMEMX_MALLOC_BAD_TRANSPORT ? o->tp_failed : SHM__TP_NONE;
+}
+
+/* Every PE agreed on e, a member's failure on some PE: one more round (on
+   this error path only) names the member and the lowest PE it failed on,
+   which the PEs where it did not fail say; that PE said it already. */
+static long shm__name_failure(const shmalloc_transport *tp, shm__order *o, int kind, long e, int member)
+{
+    uint64_t v = member ? (uint64_t)member << 24 | (uint64_t)(0xffffff - tp->pe) : 0;
+    long failed;
+    if (tp->npes == 1) return e; /* no other PE to tell */
+    if ((failed = shm__error_round(tp, o, kind, &v, 1))) return failed;
+    if (!member && v >> 24 > SHM__TP_NONE && v >> 24 < SHM__TP_MEMBERS)
+        shmalloc_print(2, SHM__MSG(HEAP_TRANSPORT_FAILED_ON), tp->pe, shm__call_names[kind],
+                       e == SHMEMX_MALLOC_REGISTER_FAILED ? "SHMEMX_MALLOC_REGISTER_FAILED" : "SHMEMX_MALLOC_BAD_TRANSPORT",
+                       shm__tp_names[v >> 24], 0xffffff - (int)(v & 0xffffff));
+    return e;
+}
+
 /* The agreement of every collective call, in one all-reduce: the call's
    size, kind, alignment and block, its error's rank (shm__rank), the
    digest of the allocations made without a barrier since the last one and
@@ -4693,31 +4820,35 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
         shm__let_go(o);
         failed = tp->barrier(tp->user);
         shm__hold(o);
-        return failed ? SHMEM_MALLOC_FAIL : err;
+        return failed ? shm__transport_failed(tp, o, c->kind, SHM__TP_BARRIER, failed) : err;
     }
     shm__agree_values(v, tp, o, c, err, digest);
     shm__let_go(o);
     failed = tp->allreduce_max(tp->user, v, debug ? SHMALLOC_REDUCE_MAX : 12);
     shm__hold(o);
-    if (failed) return SHMEM_MALLOC_FAIL;
+    if (failed) return shm__transport_failed(tp, o, c->kind, SHM__TP_ALLREDUCE_MAX, failed);
     c->again = (v[5] & 1) != 0;
     o->drain = (v[5] & 2) && shm__same(v + 3); /* the same blocks everywhere: see shm__drain */
     same = shm__same_named(v) && shm__same(v + 3) && shm__same(v + 6) && shm__same_named(v + 8) &&
            shm__same_named(v + 10);
     if (debug) same = same && shm__same(v + 14) && v[12] >> 24 == ~v[13] >> 24;
+    if (same && SHM__LIKELY(!v[2])) return SHMEM_MALLOC_OK;
+    if (same && (v[2] == shm__rank(SHMEMX_MALLOC_BAD_TRANSPORT) || v[2] == shm__rank(SHMEMX_MALLOC_REGISTER_FAILED)))
+        return shm__name_failure(tp, o, c->kind, shm__ranked(v[2]), shm__failed_member(o, err));
     if (same) return shm__ranked(v[2]);
     if (!shm__same(v + 3))
         shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
                        pending == 1 ? "s" : "", shm__call_names[c->kind]);
+    failed = 0;
     if (debug) {
-        shm__report_mismatch(tp->pe, c, o->calls, v);
+        failed = (int)shm__report_mismatch(tp, o, c, debug);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
-    } else if (shm__same(v + 3) && !o->mismatch_reported) { /* v[12..15] are this PE's own */
+    } else if (shm__same(v + 3) && !o->mismatch_reported) { /* agreed: every PE reports, or none */
         o->mismatch_reported = 1;
-        shm__report_mismatch(tp->pe, c, o->calls, v);
+        failed = (int)shm__report_mismatch(tp, o, c, debug);
         shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_QUIET), tp->pe);
     }
-    return SHMEM_MALLOC_SYMMSIZE_FAILED;
+    return failed ? SHMEMX_MALLOC_BAD_TRANSPORT : SHMEM_MALLOC_SYMMSIZE_FAILED;
 }
 
 typedef struct shm__leaks {
@@ -4863,6 +4994,9 @@ static int shm__reduce_and(shmalloc_heap *h, uint64_t *words, size_t bits)
             if (v[j]) words[(i + j) / 64] &= ~((uint64_t)1 << ((i + j) % 64));
     }
     shm__hold(&h->order);
+    if (failed)
+        shmalloc_print(2, SHM__MSG(HEAP_DRAIN_TRANSPORT_FAILED), tp->pe,
+                       shm__tp_names[tp->allreduce_and ? SHM__TP_ALLREDUCE_AND : SHM__TP_ALLREDUCE_MAX], failed);
     return failed ? -1 : 0;
 }
 
@@ -4996,6 +5130,79 @@ static void shm__report_unreleased(shmalloc_heap *h, int any_released)
                        n == 1 ? "it" : "them");
 }
 
+/* 1 the first time, 0 after: a message said once per process. */
+static int shm__first(int *said)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return !__atomic_exchange_n(said, 1, __ATOMIC_RELAXED);
+#else
+    int first = !*said;
+    *said = 1;
+    return first;
+#endif
+}
+
+/* ---- live heaps ----
+   A destroyed heap stops being current in every thread, and the process
+   heap.  Destroy cannot reach other threads' current heaps, so it counts
+   itself in shm__destroys, and a thread that sees the count move looks
+   its heap up among the live ones (shmalloc_current).  By serial number,
+   not address: a heap mapped where a destroyed one was is another heap.
+   Past SHM__LIVE_MAX live heaps, a heap is untracked: assumed live. */
+#define SHM__LIVE_MAX 1024
+#define SHM__UNTRACKED ((uint64_t)1 << 63)
+static uint64_t shm__live_serials[SHM__LIVE_MAX]; /* serials of live heaps, under shm__live_lock */
+static size_t shm__live_count;
+static uint64_t shm__serials;            /* under shm__live_lock */
+static uint64_t shm__destroys;           /* atomic: heaps destroyed */
+static int shm__live_lock;
+static shmalloc_heap *shm__process_heap; /* atomic */
+static SHMALLOC_TLS shmalloc_heap *shm__current;
+static SHMALLOC_TLS uint64_t shm__current_serial, shm__current_seen; /* its serial; shm__destroys when looked up */
+
+static uint64_t shm__live_add(void)
+{
+    uint64_t serial;
+    shm__spin_lock(&shm__live_lock);
+    serial = ++shm__serials;
+    if (shm__live_count < SHM__LIVE_MAX) shm__live_serials[shm__live_count++] = serial;
+    else serial |= SHM__UNTRACKED;
+    shm__spin_unlock(&shm__live_lock);
+    return serial;
+}
+
+/* h is no longer current anywhere: here at once, elsewhere at the next look. */
+static void shm__live_drop(const shmalloc_heap *h)
+{
+    size_t i = 0;
+    shm__spin_lock(&shm__live_lock);
+    while (i < shm__live_count && shm__live_serials[i] != h->serial) i++;
+    if (i < shm__live_count) shm__live_serials[i] = shm__live_serials[--shm__live_count];
+    if (SHM__LOAD(shm__process_heap) == h) SHM__STORE(shm__process_heap, NULL);
+    SHM__STORE_RELEASE(shm__destroys, shm__destroys + 1);
+    shm__spin_unlock(&shm__live_lock);
+    if (shm__current == h) shm__current = NULL;
+}
+
+/* A heap was destroyed since this thread last looked: is its own still live? */
+static SHM__NOINLINE void shm__current_look(void)
+{
+    size_t i = 0;
+    shm__spin_lock(&shm__live_lock);
+    shm__current_seen = shm__destroys;
+    while (i < shm__live_count && shm__live_serials[i] != shm__current_serial) i++;
+    if (i == shm__live_count && !(shm__current_serial & SHM__UNTRACKED)) shm__current = NULL;
+    shm__spin_unlock(&shm__live_lock);
+}
+
+/* A call with no heap: the code, and a line the first time in the process. */
+static void shm__no_heap(int kind, long *err)
+{
+    static int said;
+    if (shm__first(&said)) shmalloc_print(2, SHM__MSG(HEAP_NO_HEAP), shm__call_names[kind]);
+    shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+}
+
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
 {
     size_t overhead = shmalloc_tlsf_overhead(nominal);
@@ -5071,7 +5278,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -5104,6 +5311,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
     h->ends[0] = first;
+    h->serial = shm__live_add();
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
 }
@@ -5143,6 +5351,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     long e;
     int i, any;
     if (!h) return;
+    shm__live_drop(h);
     shm__hold(&h->order);
     shm__lock_released(&h->order); /* every release, not only the fresh, is named below */
     SHM__STORE(h->order.fresh, h->order.fresh + (h->released.count != 0));
@@ -5164,6 +5373,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     }
 }
 
+/* A growth that failed fails its call as no room would, unless the
+   transport failed. */
+static long shm__grow_error(long agreed)
+{
+    return agreed == SHMEMX_MALLOC_BAD_TRANSPORT ? agreed : SHMEM_MALLOC_FAIL;
+}
+
 /* The agreed call found no room for `need` bytes: grow every heap by the
    same amount, registered everywhere, or none.  The PEs agree on the
    growth before registering (a registration may exchange keys, so every
@@ -5175,20 +5391,20 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     shmalloc_tlsf *t = h->tlsf;
     size_t have = shmalloc_tlsf_size(t), room = shmalloc_tlsf_room(t), top = shmalloc_tlsf_top_free(t), want, g;
     shm__call call = {SHM__GROW, 0, 0, 0, 0, 0};
-    long e = SHMEM_MALLOC_OK;
+    long e = SHMEM_MALLOC_OK, agreed;
     want = need + need / 8 + 64; /* the top block may be used; the search rounds up */
     g = want > have ? want : have;
     g = ((have + g + 0xffff) & ~(size_t)0xffff) - have;
     if (g > room) g = room; /* the last of the room may still do, with the free top block */
     if (need > g + top || h->regions == SHMALLOC_MAX_REGIONS || shmalloc_tlsf_grow_status(t, g)) e = SHMEM_MALLOC_FAIL;
     call.size = g;
-    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) return SHMEM_MALLOC_FAIL;
+    if ((agreed = shm__agree(&h->tp, h->debug, &h->order, &call, e))) return shm__grow_error(agreed);
     shm__let_go(&h->order); /* a registration may exchange keys */
     e = shm__register(&h->tp, t, have, have + g);
     shm__hold(&h->order);
-    if (shm__agree(&h->tp, h->debug, &h->order, &call, e)) {
+    if ((agreed = shm__agree(&h->tp, h->debug, &h->order, &call, e))) {
         if (!e) shm__deregister(&h->tp, t, have, have + g);
-        return SHMEM_MALLOC_FAIL;
+        return shm__grow_error(agreed);
     }
     shmalloc_tlsf_grow(t, g); /* checked above: it cannot fail */
     h->ends[h->regions++] = have + g;
@@ -5322,6 +5538,7 @@ static void shm__report_damage(const shmalloc_heap *h, const shm__call *c, const
 static void shm__report_misuse(shmalloc_heap *h, const shm__call *c, const void *ptr, long e)
 {
     char arg[96];
+    if (e == SHMEMX_MALLOC_BAD_TRANSPORT) return; /* the transport's lock, said where it failed */
     if (e == SHMEMX_MALLOC_CORRUPT_HEAP && ptr) {
         shm__report_damage(h, c, ptr);
         return;
@@ -5416,7 +5633,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     long held;
     shm__call call = {0, 0, 0, 0, 0, 0};
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(kind, err);
         return NULL;
     }
     if (size == 0 && !e) { /* OpenSHMEM 1.5: NULL, no barrier */
@@ -5483,7 +5700,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
         return;
     }
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(kind, err);
         return;
     }
     held = shm__lock(h);
@@ -5504,18 +5721,6 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free(shmalloc_heap *h, void *ptr, long *err)
 {
     shm__free(h, SHM__FREE_CALL, ptr, err);
-}
-
-/* 1 the first time, 0 after: a message said once per process. */
-static int shm__first(int *said)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    return !__atomic_exchange_n(said, 1, __ATOMIC_RELAXED);
-#else
-    int first = !*said;
-    *said = 1;
-    return first;
-#endif
 }
 
 /* ptr's malloc_error, checked between two changes of the heap: again
@@ -5582,7 +5787,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred_drain(shmalloc_heap *
     shm__call call = {SHM__DRAIN, 0, 0, 0, 0, 0};
     long e, held;
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(SHM__DRAIN, err);
         return;
     }
     held = shm__lock(h);
@@ -5625,9 +5830,11 @@ static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *c
     void *q = shmalloc_tlsf_commit(h->tlsf, op);
     if (late && h->debug && size > old) shm__fill(h, (char *)q + old, SHM__FILL_NEW, size - old);
     if (late && call->again) {
+        int status;
         shm__let_go(&h->order);
-        if (h->tp.barrier(h->tp.user)) *e = SHMEM_MALLOC_FAIL;
+        status = h->tp.barrier(h->tp.user);
         shm__hold(&h->order);
+        if (status) *e = shm__transport_failed(&h->tp, &h->order, SHM__REALLOC, SHM__TP_BARRIER, status);
     }
     return q;
 }
@@ -5635,20 +5842,22 @@ static void *shm__realloc_commit(shmalloc_heap *h, void *ptr, const shm__call *c
 /* One synchronisation for a shrink and for a grow in place that can be
    undone exactly; two for a move and for the other grows: they commit
    after the agreement, and every PE synchronises again before returning,
-   since a peer may write to the new or grown part as soon as it returns. */
+   since a peer may write to the new or grown part as soon as it returns.
+   When that barrier fails, the block has moved all the same: it is
+   returned, with the transport's code. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *ptr, size_t size, long *err)
 {
     shmalloc_tlsf_pending op;
     shm__call call = {SHM__REALLOC, 0, 0, 0, 0, 0};
     void *q = NULL;
-    long e, local, held, released;
+    long e, local, held, released, grown;
     if (!ptr) return shm__alloc(h, SHM__REALLOC, SHMALLOC_ALIGNMENT, size, 0, 0, SHMEM_MALLOC_OK, err);
     if (!size) {
         shm__free(h, SHM__REALLOC, ptr, err);
         return NULL;
     }
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(SHM__REALLOC, err);
         return NULL;
     }
     held = shm__lock(h);
@@ -5668,8 +5877,11 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
     shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
     if (shm__bad_argument(local)) shm__report_misuse(h, &call, ptr, local);
     if (e == SHMEM_MALLOC_REALLOC_FAILED && shm__drain(h)) shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
-    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable && !shm__grow(h, shmalloc_tlsf_block_need(size, call.align)))
-        shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
+    if (e == SHMEM_MALLOC_REALLOC_FAILED && h->growable &&
+        (grown = shm__grow(h, shmalloc_tlsf_block_need(size, call.align))) != SHMEM_MALLOC_FAIL) {
+        if (grown) e = grown; /* the transport failed */
+        else shm__realloc_agreed(h, ptr, &call, &op, &e, &local);
+    }
     if (local == SHMEM_MALLOC_REALLOC_FAILED && e == local) shm__report_oom(h, SHM__REALLOC, size, call.align);
     if (!e) q = shm__realloc_commit(h, ptr, &call, &op, &e);
     if (!e && q != ptr && call.hints) {
@@ -5690,7 +5902,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     void *p = NULL;
     long e, held;
     if (!h) {
-        shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+        shm__no_heap(SHM__SBREAK, err);
         return NULL;
     }
     e = held = shm__lock(h);
@@ -5795,23 +6007,34 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_stats(shmalloc_heap *h, int level)
     shm__unlock(h, held);
 }
 
-SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h->tlsf; }
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h) { return shmalloc_tlsf_base(h->tlsf); }
-SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h) { return shmalloc_tlsf_size(h->tlsf); }
+SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_heap_tlsf(shmalloc_heap *h) { return h ? h->tlsf : NULL; }
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h)
+{
+    return h ? shmalloc_tlsf_base(h->tlsf) : NULL;
+}
+SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h)
+{
+    return h ? shmalloc_tlsf_size(h->tlsf) : 0;
+}
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {
-    return (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) && shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
+    return h && (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) &&
+           shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
 }
 
-/* ---- current heap ---- */
-static SHMALLOC_TLS shmalloc_heap *shm__current;
-static shmalloc_heap *shm__process_heap;
-
-SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h) { shm__current = h; }
-SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h) { shm__process_heap = h; }
+/* ---- current heap (see shm__live_serials) ---- */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h)
+{
+    shm__current = h;
+    shm__current_serial = h ? h->serial : 0;
+    shm__current_seen = SHM__LOAD_ACQUIRE(shm__destroys);
+}
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_process_heap(shmalloc_heap *h) { SHM__STORE(shm__process_heap, h); }
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 {
-    return shm__current ? shm__current : shm__process_heap;
+    if (!shm__current) return SHM__LOAD_ACQUIRE(shm__process_heap); /* which destroy clears itself */
+    if (SHM__UNLIKELY(shm__current_seen != SHM__LOAD_ACQUIRE(shm__destroys))) shm__current_look();
+    return shm__current ? shm__current : SHM__LOAD_ACQUIRE(shm__process_heap);
 }
 
 /* >> environment ------------------------------------------------------------ */

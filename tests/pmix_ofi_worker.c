@@ -218,9 +218,9 @@ static void fault(const char *name)
 
 /* ---- reports --------------------------------------------------------------- */
 /* What each PE prints is checked by test_pmix_ofi_scenarios.c: every line
-   names the PE that prints it, and the mismatch names the PEs of the most
-   and the fewest calls.  The output hook tags each line with the rank that
-   printed it, as the launcher merges the PEs' output. */
+   names the PE that prints it, and each PE's mismatch names the other PE,
+   its call and its call number.  The output hook tags each line with the
+   rank that printed it, as the launcher merges the PEs' output. */
 static void tag_output(void *user, int stream, int id, const char *text)
 {
     (void)user;

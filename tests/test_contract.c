@@ -121,21 +121,22 @@ Test(contract, a_failed_lock_fails_the_call_changes_nothing_and_still_agrees)
     p = shmalloc_heap_malloc(h, 100, &err);
     cr_assert_not_null(p);
     shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &before);
-    seen.lock_fails = 1;
+    seen.lock_fails = -3;
     capture_start();
     reduces = seen.reduces;
     cr_assert_null(shmalloc_heap_malloc(h, 64, &err));
-    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
     shmalloc_heap_free(h, p, &err);
-    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
     cr_assert_null(shmalloc_heap_realloc(h, p, 200, &err));
-    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
     cr_assert_null(shmalloc_heap_sbreak(h, 64, &err));
-    cr_assert_eq(err, SHMEM_MALLOC_FAIL);
+    cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
     cr_assert_eq(seen.reduces - reduces, 4, "each collective call still agreed, so no peer waits");
     cr_assert_eq(shmalloc_heap_check(h, -1), 1, "the checker cannot look without the lock");
     capture_stop();
-    assert_said(HEAP_LOCK_FAILED, 0);
+    assert_said(HEAP_LOCK_FAILED, 0, -3);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISUSE), 0, "a failed lock is no bad argument:\n%s", out_text[2]);
     cr_assert_eq(seen.unlocks, seen.locks - 5, "no unlock without the lock");
     seen.lock_fails = 0;
     shmalloc_tlsf_counters(shmalloc_heap_tlsf(h), &after);
@@ -166,6 +167,84 @@ Test(contract, a_failed_unlock_is_said_and_the_outcome_stands)
     cr_assert_eq(err, SHMEM_MALLOC_OK);
     assert_said(HEAP_UNLOCK_FAILED, 1);
     shmalloc_heap_free(h, p, &err);
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}
+
+/* An allreduce_and that fails during a drain: said, naming the member and
+   its status; the released block stays allocated until a later drain,
+   which frees it. */
+static int and_fails; /* what allreduce_and returns */
+static int t_and(void *user, uint64_t *values, int count)
+{
+    (void)values, (void)count;
+    check_user(user);
+    return and_fails;
+}
+
+Test(contract, a_failed_allreduce_and_is_said_and_the_drain_waits_for_a_later_call)
+{
+    shmalloc_transport tp = transport(0, 1);
+    shmalloc_heap *h;
+    long err;
+    void *p;
+    memset(&seen, 0, sizeof seen);
+    tp.allreduce_and = t_and;
+    h = shmalloc_heap_create(region, sizeof region, &tp, &err);
+    cr_assert_not_null(h);
+    p = shmalloc_heap_malloc(h, 100, &err);
+    shmalloc_heap_free_deferred(h, p, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    and_fails = -5;
+    capture_start();
+    shmalloc_heap_free_deferred_drain(h, &err);
+    capture_stop();
+    assert_said(HEAP_DRAIN_TRANSPORT_FAILED, 0, "allreduce_and", -5);
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_OK, "still allocated");
+    and_fails = 0;
+    shmalloc_heap_free_deferred_drain(h, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+    cr_assert_eq(shmalloc_tlsf_validate(shmalloc_heap_tlsf(h), p), SHMALLOC_TLSF_ALREADY_FREE,
+                 "freed by the later drain");
+    cr_assert(shmalloc_heap_check(h, 0) == 0);
+    shmalloc_heap_destroy(h);
+}
+
+/* A realloc that moves synchronises again after the move; when that
+   barrier fails, the call says so with the transport's code, and the block
+   it returns has moved with its contents (the old one is gone everywhere). */
+static int barrier_fails;
+static int t_failing_barrier(void *user)
+{
+    check_user(user);
+    return barrier_fails;
+}
+
+Test(contract, a_failed_barrier_after_a_moving_realloc_gives_the_transports_code)
+{
+    shmalloc_transport tp = transport(0, 1);
+    shmalloc_heap *h;
+    long err;
+    char *a, *b, *q;
+    memset(&seen, 0, sizeof seen);
+    tp.barrier = t_failing_barrier;
+    h = shmalloc_heap_create(region, sizeof region, &tp, &err);
+    cr_assert_not_null(h);
+    a = shmalloc_heap_malloc(h, 100, &err);
+    b = shmalloc_heap_malloc(h, 100, &err); /* a cannot grow in place */
+    memset(a, 7, 100);
+    barrier_fails = -9;
+    capture_start();
+    q = shmalloc_heap_realloc(h, a, 5000, &err);
+    capture_stop();
+    barrier_fails = 0;
+    cr_assert_eq(err, SHMEMX_MALLOC_BAD_TRANSPORT);
+    assert_said(HEAP_TRANSPORT_FAILED, 0, "realloc", "barrier", -9);
+    cr_assert(q != NULL && q != a, "the block moved");
+    cr_assert(q[0] == 7 && q[99] == 7, "with its contents");
+    shmalloc_heap_free(h, q, &err);
+    shmalloc_heap_free(h, b, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
 }

@@ -192,10 +192,12 @@ Test(heap_create, calls_without_a_current_heap_fail_cleanly)
     shmalloc_set_process_heap(NULL);
     cr_assert_null(shmalloc_current());
     malloc_error = SHMEM_MALLOC_OK;
+    capture_start();
     cr_assert_null(shmem_malloc(100));
     cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
-    cr_assert(!strcmp(shmalloc_strerror(malloc_error), "no symmetric heap: call shmem_init first"), "%s",
-              shmalloc_strerror(malloc_error));
+    cr_assert(!strcmp(shmalloc_strerror(malloc_error),
+                      "no symmetric heap (before shmem_init, or after shmem_finalize)"),
+              "%s", shmalloc_strerror(malloc_error));
     malloc_error = SHMEM_MALLOC_OK;
     cr_assert_null(shmem_align(64, 100));
     cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
@@ -212,6 +214,7 @@ Test(heap_create, calls_without_a_current_heap_fail_cleanly)
     malloc_error = SHMEM_MALLOC_OK;
     cr_assert_null(shsbreak(4096));
     cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_NO_HEAP), 1, "the first call says so, no other:\n%s", out_text[2]);
     capture_start();
     int r = shmalloc_check(-1);
     size_t silent = out_len[1] + out_len[2];
@@ -232,5 +235,273 @@ Test(heap_create, process_heap_is_used_when_the_thread_has_none)
     cr_assert_eq(shmalloc_current(), h);
     void *p = shmem_malloc(10);
     cr_assert(p && shmalloc_heap_contains(h, p));
+    assert_heap_ok();
+}
+
+/* ---- after destroy ---------------------------------------------------------
+   man 7's lifecycle: destroy, then unmap.  The destroyed heap is no longer
+   current, in any thread, nor the process heap: every name fails with
+   SHMEMX_MALLOC_NO_HEAP (the first saying so) and touches nothing of it. */
+
+/* A heap over its own mapping, the process heap or this thread's current one, holding one block. */
+static shmalloc_heap *lifecycle_heap(void **mem, size_t bytes, int process_wide, void **block)
+{
+    long err;
+    shmalloc_heap *h;
+    *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(*mem != MAP_FAILED);
+    h = shmalloc_heap_create(*mem, bytes, shmalloc_transport_single(), &err);
+    cr_assert_not_null(h, "create: %ld", err);
+    if (process_wide) shmalloc_set_process_heap(h);
+    else shmalloc_set_current(h);
+    *block = shmem_malloc(100);
+    cr_assert_not_null(*block);
+    assert_heap_ok();
+    return h;
+}
+
+/* Every name of the current heap, with none: the code, nothing touched. */
+static void assert_every_call_finds_no_heap(void *block)
+{
+    shmalloc_info info;
+    cr_assert_null(shmalloc_current());
+    malloc_error = 0;
+    cr_assert_null(shmem_malloc(100));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    cr_assert_null(shmem_malloc_with_hints(100, SHMEM_MALLOC_ATOMICS_REMOTE));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    cr_assert_null(shmem_align(64, 100));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    cr_assert_null(shmem_calloc(4, 25));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    cr_assert_null(shmem_realloc(block, 200));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    cr_assert_null(shmem_realloc(NULL, 200));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    shmem_free(block);
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = -99;
+    shmem_free(NULL); /* nothing to free: OpenSHMEM's no-op, with or without a heap */
+    cr_assert_eq(malloc_error, SHMEM_MALLOC_OK);
+    malloc_error = 0;
+    cr_assert_null(shsbreak(4096));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    shmemx_free_deferred(block);
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    malloc_error = 0;
+    shmemx_free_deferred_drain();
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+    cr_assert_eq(shmemx_heap_info(&info), -1);
+    cr_assert_eq(shmalloc_heap_hints(shmalloc_current(), block), SHMEMX_MALLOC_NO_HEAP);
+    cr_assert_eq(shmalloc_heap_block_of(shmalloc_current(), block, NULL, NULL), SHMEMX_MALLOC_NO_HEAP);
+    cr_assert(!shmalloc_heap_contains(shmalloc_current(), block));
+    cr_assert_neq(shmalloc_check(0), 0);
+    shmalloc_stats(2);
+}
+
+static void check_destroy_then_unmap(int process_wide)
+{
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    void *mem, *block;
+    shmalloc_heap *h = lifecycle_heap(&mem, bytes, process_wide, &block);
+    shmalloc_heap_destroy(h);
+    cr_assert_eq(munmap(mem, bytes), 0);
+    capture_start();
+    assert_every_call_finds_no_heap(block);
+    capture_stop();
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_NO_HEAP), 1, "said once:\n%s", out_text[2]);
+    assert_said(HEAP_NO_HEAP, "malloc");
+    cr_assert(strstr(shmalloc_strerror(SHMEMX_MALLOC_NO_HEAP), "after shmem_finalize"), "%s",
+              shmalloc_strerror(SHMEMX_MALLOC_NO_HEAP));
+    cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_NO_HEAP), 1);
+    cr_assert_eq(out_said(SHMALLOC_MSG_STATS_NO_HEAP), 1);
+}
+
+Test(heap_create, after_destroy_and_unmap_the_process_heap_is_gone)
+{
+    check_destroy_then_unmap(1);
+}
+
+Test(heap_create, after_destroy_and_unmap_the_current_heap_is_gone)
+{
+    check_destroy_then_unmap(0);
+}
+
+/* Without the unmap, a call must not hand out a block of the dead heap. */
+Test(heap_create, a_destroyed_heap_still_mapped_serves_nothing)
+{
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    void *mem, *block;
+    shmalloc_heap *h = lifecycle_heap(&mem, bytes, 1, &block);
+    shmalloc_heap_destroy(h);
+    malloc_error = 0;
+    capture_start();
+    cr_assert_null(shmem_malloc(64));
+    capture_stop();
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NO_HEAP);
+}
+
+/* Another thread that made the heap its own current one. */
+typedef struct helper {
+    shmalloc_heap *heap;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int step; /* 1: its heap is set; 2: go on */
+    void *got;
+    long err;
+    shmalloc_heap *current_after;
+} helper;
+
+static void helper_step(helper *w, int step, int wait)
+{
+    pthread_mutex_lock(&w->lock);
+    if (wait)
+        while (w->step < step) pthread_cond_wait(&w->cond, &w->lock);
+    else {
+        w->step = step;
+        pthread_cond_broadcast(&w->cond);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void *helper_thread(void *arg)
+{
+    helper *w = (helper *)arg;
+    shmalloc_set_current(w->heap);
+    helper_step(w, 1, 0);
+    helper_step(w, 2, 1);
+    malloc_error = 0;
+    w->got = shmem_malloc(64);
+    w->err = malloc_error;
+    w->current_after = shmalloc_current();
+    return NULL;
+}
+
+/* Runs a helper thread whose current heap is `heap` until `between` has run. */
+static void run_helper(helper *w, shmalloc_heap *heap, void (*between)(void *), void *arg)
+{
+    pthread_t t;
+    memset(w, 0, sizeof *w);
+    w->heap = heap;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
+    cr_assert_eq(pthread_create(&t, NULL, helper_thread, w), 0);
+    helper_step(w, 1, 1);
+    between(arg);
+    helper_step(w, 2, 0);
+    pthread_join(t, NULL);
+}
+
+typedef struct heaps {
+    shmalloc_heap *dead, *reborn;
+    void *mem;
+    size_t bytes;
+} heaps;
+
+static void destroy_and_unmap(void *arg)
+{
+    heaps *s = (heaps *)arg;
+    shmalloc_heap_destroy(s->dead);
+    cr_assert_eq(munmap(s->mem, s->bytes), 0);
+}
+
+Test(heap_create, a_thread_that_made_the_heap_current_finds_no_heap_after_destroy)
+{
+    heaps s;
+    helper w;
+    void *block;
+    s.bytes = shmalloc_heap_bytes(MIB);
+    s.dead = lifecycle_heap(&s.mem, s.bytes, 0, &block);
+    capture_start();
+    run_helper(&w, s.dead, destroy_and_unmap, &s);
+    capture_stop();
+    cr_assert_null(w.got);
+    cr_assert_eq(w.err, SHMEMX_MALLOC_NO_HEAP);
+    cr_assert_null(w.current_after);
+    cr_assert_null(shmalloc_current(), "nor in the thread that destroyed it");
+}
+
+/* A new heap over the same memory is not the dead one come back. */
+static void destroy_and_remake(void *arg)
+{
+    heaps *s = (heaps *)arg;
+    long err;
+    shmalloc_heap_destroy(s->dead);
+    s->reborn = shmalloc_heap_create(s->mem, s->bytes, shmalloc_transport_single(), &err);
+    cr_assert_eq(s->reborn, s->dead, "the same memory gives the same address");
+}
+
+Test(heap_create, a_heap_made_where_a_destroyed_one_was_is_not_current_by_accident)
+{
+    heaps s;
+    helper w;
+    void *block;
+    s.bytes = shmalloc_heap_bytes(MIB);
+    s.dead = lifecycle_heap(&s.mem, s.bytes, 0, &block);
+    capture_start();
+    run_helper(&w, s.dead, destroy_and_remake, &s);
+    capture_stop();
+    cr_assert_eq(w.err, SHMEMX_MALLOC_NO_HEAP);
+    cr_assert_null(w.current_after);
+    shmalloc_set_current(s.reborn);
+    cr_assert_eq(heap_counters(s.reborn).used_blocks, 0, "the helper took nothing from the new heap");
+    assert_heap_ok();
+    shmalloc_heap_destroy(s.reborn);
+}
+
+/* Destroying one heap leaves another thread's live heap current. */
+static void destroy_other(void *arg)
+{
+    heaps *s = (heaps *)arg;
+    shmalloc_heap_destroy(s->dead);
+}
+
+Test(heap_create, destroying_one_heap_leaves_another_threads_heap_current)
+{
+    heaps s;
+    helper w;
+    void *block, *mem;
+    shmalloc_heap *live;
+    s.bytes = shmalloc_heap_bytes(MIB);
+    live = lifecycle_heap(&mem, s.bytes, 0, &block);
+    s.dead = lifecycle_heap(&s.mem, s.bytes, 0, &block);
+    run_helper(&w, live, destroy_other, &s);
+    cr_assert_not_null(w.got, "malloc on the live heap: %ld", w.err);
+    cr_assert_eq(w.current_after, live);
+    cr_assert(shmalloc_heap_contains(live, w.got));
+    shmalloc_set_current(live);
+    assert_heap_ok();
+}
+
+/* Past the 1024 live heaps a process keeps count of, a heap is assumed
+   live in the threads that made it current: destroying another heap does
+   not take it from them. */
+Test(heap_create, a_heap_past_the_first_1024_live_ones_stays_current_in_its_threads, .timeout = 60)
+{
+    enum { HEAPS = 1025 };
+    static shmalloc_heap *heaps_made[HEAPS];
+    size_t bytes = shmalloc_heap_bytes(4096);
+    char *mem = map_aligned(bytes * HEAPS, 4096);
+    heaps s;
+    helper w;
+    long err;
+    int i;
+    bytes = (bytes + 15) & ~(size_t)15;
+    for (i = 0; i < HEAPS; i++) {
+        heaps_made[i] = shmalloc_heap_create(mem + (size_t)i * bytes, bytes, shmalloc_transport_single(), &err);
+        cr_assert_not_null(heaps_made[i], "heap %d: %ld", i, err);
+    }
+    s.dead = heaps_made[0];
+    run_helper(&w, heaps_made[HEAPS - 1], destroy_other, &s);
+    cr_assert_not_null(w.got, "malloc on the untracked heap: %ld", w.err);
+    cr_assert_eq(w.current_after, heaps_made[HEAPS - 1]);
+    shmalloc_set_current(heaps_made[HEAPS - 1]);
     assert_heap_ok();
 }

@@ -32,7 +32,7 @@ Test(hints, realloc_keeps_the_hints_when_the_block_moves_grows_or_shrinks)
     cr_assert(again == grown, "the same offset again");
     cr_assert_eq(shmalloc_heap_hints(h, again), 0);
     cr_assert_eq(shmalloc_heap_hints(h, again + 16), SHMEM_MALLOC_NOT_ALIGNED);
-    cr_assert_eq(shmalloc_heap_hints(NULL, again), SHMEM_MALLOC_NOT_IN_SYMM_HEAP);
+    cr_assert_eq(shmalloc_heap_hints(NULL, again), SHMEMX_MALLOC_NO_HEAP);
     shmem_free(again);
     shmem_free(wall);
     shmem_free(plain);

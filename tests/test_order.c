@@ -103,9 +103,9 @@ static void pe_extra_unsynced_debug(void *arg)
     int me = shmem_my_pe();
     (void)arg;
     snprintf(expected[me], sizeof expected[me],
-             "shmalloc: PE %d: free(the block at offset %zu), its call %d, differs from "
-             "another PE's call: the call numbers (PE 1 has made 5 calls, PE 0 4)\n",
-             me, offset_of(a), me ? 5 : 4);
+             "shmalloc: PE %d: free(the block at offset %zu), its collective call %d, differs from PE %d's "
+             "free(the block at offset %zu), its collective call %d: the call numbers\n",
+             me, offset_of(a), me ? 5 : 4, 1 - me, offset_of(a), me ? 4 : 5);
     extra_unsynced(a);
 }
 
@@ -114,7 +114,7 @@ Test(order, in_debug_mode_the_pe_that_made_an_extra_call_is_named_with_its_call)
     run(2, 1, pe_extra_unsynced_debug);
     cr_assert(count_in(out_text[2], expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out_text[2]);
     cr_assert(count_in(out_text[2], expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out_text[2]);
-    cr_assert(count_in(out_text[2], "differs from another PE's call") == 2, "once per PE, then agreed again: %s", out_text[2]);
+    cr_assert(count_in(out_text[2], ", differs from PE ") == 2, "once per PE, then agreed again: %s", out_text[2]);
 }
 
 /* ---- hints ---- */
@@ -132,9 +132,12 @@ static void pe_different_hints(void *arg)
 Test(order, in_debug_mode_different_hints_fail_on_every_pe)
 {
     run(2, 1, pe_different_hints);
-    cr_assert(count_in(out_text[2], "PE 0: malloc(64 bytes, hints 1), its call 1, differs from "
-                    "another PE's call: the hints\n") == 1, "%s", out_text[2]);
-    cr_assert(count_in(out_text[2], "PE 1: malloc(64 bytes, hints 2), its call 1") == 1, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "PE 0: malloc(64 bytes, hints 1), its collective call 1, differs from PE 1's "
+                                    "malloc(64 bytes, hints 2), its collective call 1: the hints\n") == 1,
+              "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], "PE 1: malloc(64 bytes, hints 2), its collective call 1, differs from PE 0's "
+                                    "malloc(64 bytes, hints 1), its collective call 1: the hints\n") == 1,
+              "%s", out_text[2]);
 }
 
 /* ---- realloc keeps the block's hints, agreed in debug mode ---- */
@@ -302,9 +305,9 @@ static void pe_mismatch_reported_once(void *arg)
     char *a = shmem_malloc(64), *b = shmem_malloc(64);
     (void)arg;
     snprintf(expected[me], sizeof expected[me],
-             "shmalloc: PE %d: free(the block at offset %zu), its call 3, differs from "
-             "another PE's call: the blocks\n",
-             me, offset_of(me == 1 ? b : a));
+             "shmalloc: PE %d: free(the block at offset %zu), its collective call 3, differs from PE %d's "
+             "free(the block at offset %zu), its collective call 3: the blocks\n",
+             me, offset_of(me == 1 ? b : a), 1 - me, offset_of(me == 1 ? a : b));
     shmem_free(me == 1 ? b : a);
     PE_CHECK(malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
     PE_CHECK(shmem_align(me == 1 ? 128 : 64, 64) == NULL && malloc_error == SHMEM_MALLOC_SYMMSIZE_FAILED);
@@ -319,6 +322,6 @@ Test(order, outside_debug_mode_the_first_mismatch_is_reported_by_every_pe_and_no
     run(2, 0, pe_mismatch_reported_once);
     cr_assert(count_in(out_text[2], expected[0]) == 1, "expected\n%s\nin\n%s", expected[0], out_text[2]);
     cr_assert(count_in(out_text[2], expected[1]) == 1, "expected\n%s\nin\n%s", expected[1], out_text[2]);
-    cr_assert(count_in(out_text[2], "differs from another PE's call") == 2, "%s", out_text[2]);
+    cr_assert(count_in(out_text[2], ", differs from PE ") == 2, "%s", out_text[2]);
     cr_assert(count_in(out_text[2], "further mismatches on this heap are not reported") == 2, "%s", out_text[2]);
 }

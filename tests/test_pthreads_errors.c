@@ -165,7 +165,66 @@ static void pe_mismatched_sizes(void *arg)
 PE_COUNT_TEST(mismatched_sizes_give_null_and_symmsize_failed_on_every_pe)
 {
     run_pes(*npes, SMALL_HEAP, pe_mismatched_sizes, NULL);
-    expect_reported("differs from another PE's call: the sizes", *npes > 1 ? *npes : 0);
+    expect_reported(": the sizes\n", *npes > 1 ? *npes : 0);
+}
+
+/* A mismatch names, on each PE, the first PE whose call differs from its
+   own and what that PE passed, both calls numbered the same way: PE
+   npes / 2 asks for 300 bytes where the others ask for 100.  In debug
+   mode that PE first allocates without a barrier, so its call numbers run
+   one ahead. */
+static void pe_one_pe_asks_for_more(void *arg)
+{
+    int me = shmem_my_pe(), odd = shmem_n_pes() / 2, debug = arg != NULL;
+    void *keep = shmem_malloc(64), *ahead = NULL, *p;
+    if (debug && me == odd) ahead = shmem_malloc_with_hints(32, SHMEMX_MALLOC_NO_BARRIER);
+    p = shmem_malloc(me == odd ? 300 : 100);
+    PE_CHECK(p == NULL);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    if (ahead) /* this PE's alone: no collective free can take it */
+        PE_CHECK_EQ(shmalloc_tlsf_free(shmalloc_heap_tlsf(shmalloc_current()), ahead), SHMALLOC_TLSF_OK);
+    shmem_free(keep);
+    PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+    CHECK_HEAP_EMPTY();
+}
+
+static void expect_mismatch_named(int npes, int debug)
+{
+    int pe, odd = npes / 2;
+    char mine[64], theirs[64];
+    for (pe = 0; pe < npes; pe++) {
+        unsigned long long calls = pe == odd && debug ? 3 : 2, other_calls = pe != odd && debug ? 3 : 2;
+        snprintf(mine, sizeof mine, "malloc(%d bytes), its collective call %llu", pe == odd ? 300 : 100, calls);
+        snprintf(theirs, sizeof theirs, "malloc(%d bytes), its collective call %llu", pe == odd ? 100 : 300,
+                 other_calls);
+        assert_said(HEAP_MISMATCH, pe, mine, pe == odd ? 0 : odd, theirs,
+                    debug ? "the sizes and the call numbers" : "the sizes");
+    }
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_MISMATCH), (size_t)npes, "%s", out_text[2]);
+}
+
+static int two_and_four[] = {2, 4};
+
+ParameterizedTestParameters(pes, a_mismatch_names_the_first_pe_that_differs_and_what_it_passed)
+{
+    return cr_make_param_array(int, two_and_four, 2);
+}
+ParameterizedTest(int *npes, pes, a_mismatch_names_the_first_pe_that_differs_and_what_it_passed,
+                  .timeout = TEST_TIMEOUT)
+{
+    run_pes(*npes, SMALL_HEAP, pe_one_pe_asks_for_more, NULL);
+    expect_mismatch_named(*npes, 0);
+}
+
+ParameterizedTestParameters(pes, in_debug_mode_a_mismatch_gives_both_pes_call_numbers)
+{
+    return cr_make_param_array(int, two_and_four, 2);
+}
+ParameterizedTest(int *npes, pes, in_debug_mode_a_mismatch_gives_both_pes_call_numbers, .timeout = TEST_TIMEOUT)
+{
+    setenv("SHMALLOC_DEBUG", "1", 1);
+    run_pes(*npes, SMALL_HEAP, pe_one_pe_asks_for_more, "debug");
+    expect_mismatch_named(*npes, 1);
 }
 
 /* Not in debug mode either: PEs that free or resize different blocks, ask
@@ -211,7 +270,7 @@ PE_COUNT_TEST(different_blocks_alignments_or_calls_give_null_and_symmsize_failed
 {
     run_pes(*npes, SMALL_HEAP, pe_mismatched_calls, NULL);
     if (*npes == 1) expect_reported("out of symmetric memory: realloc of 2097152 bytes", 1);
-    else expect_reported("differs from another PE's call", *npes);
+    else expect_reported(", differs from PE ", *npes);
 }
 
 /* A grow in place made before the agreement is undone when the call
@@ -234,7 +293,7 @@ static void pe_failed_small_grow(void *arg)
 PE_COUNT_TEST(a_failed_grow_of_one_minimum_block_leaves_the_block_its_old_size)
 {
     run_pes(*npes, SMALL_HEAP, pe_failed_small_grow, NULL);
-    expect_reported("differs from another PE's call: the sizes", *npes > 1 ? *npes : 0);
+    expect_reported(": the sizes\n", *npes > 1 ? *npes : 0);
 }
 
 static void pe_malloc_zero(void *arg)
@@ -522,4 +581,205 @@ Test(pthreads, in_separate_mode_a_put_past_a_blocks_end_harms_no_later_call, .ti
     static size_t over[] = {16, 32, 64};
     setenv("SHMALLOC_METADATA", "separate", 1);
     for (int i = 0; i < 3; i++) run_pes(2, SMALL_HEAP, pe_put_past_the_end_separate, &over[i]);
+}
+
+/* ---- a transport whose members fail --------------------------------------------
+   Each PE makes a second heap, over its own memory, whose transport is a
+   barrier and an all-reduce built on shmem_barrier_all, which synchronise
+   like real ones and return FAILING on the PEs and the call a case asks
+   for.  The heap must fail the call with SHMEMX_MALLOC_BAD_TRANSPORT and
+   a line naming the member and its status on every PE that sees it: the
+   PE it failed on, and every other PE when the PEs can still agree. */
+#define FAILING (-7)
+#define FT_NOMINAL ((size_t)64 << 10)
+#define FT_MAX ((size_t)1 << 20)
+enum { FT_LOCK = 1, FT_BARRIER, FT_ALLREDUCE, FT_REGISTER };
+enum { FT_CREATE, FT_MALLOC, FT_GROW };
+
+typedef struct ft_case {
+    int call, member;
+    int on_all;   /* on every PE, else on the last */
+    int at;       /* the member's at-th call of the call fails */
+    int reduce;   /* the transport has the all-reduce */
+} ft_case;
+
+static uint64_t ft_values[MAX_PES][SHMALLOC_REDUCE_MAX];
+static __thread struct {
+    int member, at, calls;
+} ft_arm; /* this PE's: its member's at-th call from now fails */
+
+static int ft_status(int member)
+{
+    if (ft_arm.member != member || !ft_arm.at || ++ft_arm.calls != ft_arm.at) return 0;
+    ft_arm.at = 0;
+    return FAILING;
+}
+
+static int ft_barrier(void *user)
+{
+    (void)user;
+    shmem_barrier_all();
+    return ft_status(FT_BARRIER);
+}
+
+static int ft_allreduce(void *user, uint64_t *values, int count)
+{
+    int me = shmem_my_pe(), q, i, status = ft_status(FT_ALLREDUCE);
+    uint64_t out[SHMALLOC_REDUCE_MAX] = {0};
+    (void)user;
+    memcpy(ft_values[me], values, (size_t)count * sizeof *values);
+    shmem_barrier_all();
+    for (q = 0; q < shmem_n_pes(); q++)
+        for (i = 0; i < count; i++)
+            if (ft_values[q][i] > out[i]) out[i] = ft_values[q][i];
+    shmem_barrier_all(); /* nobody writes the next values while others read */
+    if (!status) memcpy(values, out, (size_t)count * sizeof *values);
+    return status;
+}
+
+static int ft_lock(void *user)
+{
+    (void)user;
+    return ft_status(FT_LOCK);
+}
+static int ft_unlock(void *user)
+{
+    (void)user;
+    return 0;
+}
+static int ft_register(void *user, void *base, size_t bytes)
+{
+    (void)user, (void)base, (void)bytes;
+    return ft_status(FT_REGISTER);
+}
+
+static shmalloc_heap *ft_create(const ft_case *c, void *mem, size_t bytes, long *err)
+{
+    shmalloc_transport tp;
+    memset(&tp, 0, sizeof tp);
+    tp.barrier = ft_barrier;
+    tp.allreduce_max = c->reduce ? ft_allreduce : NULL;
+    tp.lock = ft_lock;
+    tp.unlock = ft_unlock;
+    tp.register_region = ft_register;
+    tp.pe = shmem_my_pe();
+    tp.npes = shmem_n_pes();
+    return shmalloc_heap_create_growable(mem, bytes, FT_NOMINAL, &tp, err);
+}
+
+static void pe_transport_fails(void *arg)
+{
+    const ft_case *c = (const ft_case *)arg;
+    int me = shmem_my_pe(), armed = c->on_all || me == shmem_n_pes() - 1;
+    long code = c->member == FT_REGISTER ? SHMEMX_MALLOC_REGISTER_FAILED : SHMEMX_MALLOC_BAD_TRANSPORT;
+    size_t bytes = shmalloc_heap_bytes(FT_MAX), big = 3 * FT_NOMINAL;
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    shmalloc_heap *h;
+    shmalloc_info before, after;
+    long err = 0;
+    void *p;
+    PE_CHECK(mem != MAP_FAILED);
+    if (armed && c->call == FT_CREATE) ft_arm.member = c->member, ft_arm.at = c->at, ft_arm.calls = 0;
+    h = ft_create(c, mem, bytes, &err);
+    if (c->call == FT_CREATE) {
+        PE_CHECK(h == NULL);
+        PE_CHECK_EQ(err, code);
+        shmem_barrier_all();
+        if (!h) h = ft_create(c, mem, bytes, &err); /* the transport works again */
+    }
+    PE_CHECK(h != NULL);
+    if (!h) return;
+    shmalloc_heap_info(h, &before);
+    if (armed && c->call != FT_CREATE) ft_arm.member = c->member, ft_arm.at = c->at, ft_arm.calls = 0;
+    p = shmalloc_heap_malloc(h, c->call == FT_GROW ? big : 100, &err);
+    if (c->call != FT_CREATE) {
+        PE_CHECK(p == NULL);
+        PE_CHECK_EQ(err, SHMEMX_MALLOC_BAD_TRANSPORT);
+        shmalloc_heap_info(h, &after);
+        PE_CHECK_EQ(after.used_blocks, before.used_blocks);
+        PE_CHECK_EQ(after.heap_size, before.heap_size);
+        p = shmalloc_heap_malloc(h, c->call == FT_GROW ? big : 100, &err); /* works again, the same everywhere */
+    }
+    PE_CHECK(p != NULL);
+    ft_values[me][0] = (uint64_t)((char *)p - (char *)shmalloc_heap_base(h));
+    shmem_barrier_all();
+    PE_CHECK_EQ(ft_values[me][0], ft_values[0][0]);
+    shmem_barrier_all();
+    shmalloc_heap_free(h, p, &err);
+    PE_CHECK_EQ(err, SHMEM_MALLOC_OK);
+    PE_CHECK_EQ(shmalloc_heap_check(h, -1), 0);
+    shmalloc_heap_destroy(h);
+    munmap(mem, bytes);
+}
+
+static const char *const ft_calls[] = {"create", "malloc", "grow"};
+static const char *const ft_members[] = {"", "lock", "barrier", "allreduce_max", "register_region"};
+
+/* The lines case c makes on npes PEs. */
+static void expect_transport_failure(const ft_case *c, int npes)
+{
+    int pe, failed;
+    const char *code = c->member == FT_REGISTER ? "SHMEMX_MALLOC_REGISTER_FAILED" : "SHMEMX_MALLOC_BAD_TRANSPORT";
+    for (pe = 0; pe < npes; pe++) {
+        failed = c->on_all || pe == npes - 1;
+        if (failed && c->member == FT_LOCK) assert_said(HEAP_LOCK_FAILED, pe, FAILING);
+        else if (failed && c->member == FT_REGISTER) { /* its own message, which names the bytes */
+            char prefix[64];
+            snprintf(prefix, sizeof prefix, "shmalloc: PE %d: shmalloc_heap_create: ", pe);
+            cr_assert(out_said(SHMALLOC_MSG_HEAP_REGISTER_FAILED) == 1 && strstr(out_text[2], prefix), "%s",
+                      out_text[2]);
+        }
+        else if (failed) assert_said(HEAP_TRANSPORT_FAILED, pe, ft_calls[c->call], ft_members[c->member], FAILING);
+        else assert_said(HEAP_TRANSPORT_FAILED_ON, pe, ft_calls[c->call], code, ft_members[c->member], npes - 1);
+    }
+    failed = c->on_all ? npes : 1;
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED) + out_said(SHMALLOC_MSG_HEAP_LOCK_FAILED) +
+                     out_said(SHMALLOC_MSG_HEAP_REGISTER_FAILED),
+                 (size_t)failed, "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_TRANSPORT_FAILED_ON), (size_t)(npes - failed), "%s", out_text[2]);
+    cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM) + out_said(SHMALLOC_MSG_HEAP_MISUSE), 0, "%s", out_text[2]);
+}
+
+static void run_transport_failure(ft_case c, int npes)
+{
+    run_pes(npes, SMALL_HEAP, pe_transport_fails, &c);
+    expect_transport_failure(&c, npes);
+}
+
+/* The first of create's two agreements fails on one PE: the second tells the others. */
+PE_COUNT_TEST(a_failed_allreduce_on_one_pe_fails_create_on_every_pe_naming_it)
+{
+    run_transport_failure((ft_case){FT_CREATE, FT_ALLREDUCE, 0, 1, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_allreduce_on_every_pe_fails_create_with_its_own_code)
+{
+    run_transport_failure((ft_case){FT_CREATE, FT_ALLREDUCE, 1, 1, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_allreduce_fails_malloc_and_leaves_the_heap_as_it_was)
+{
+    run_transport_failure((ft_case){FT_MALLOC, FT_ALLREDUCE, 1, 1, 1}, *npes);
+}
+
+/* The malloc's own agreement finds no room; the growth's first fails. */
+PE_COUNT_TEST(a_failed_allreduce_during_a_growth_fails_the_call_as_the_transport_not_as_no_room)
+{
+    run_transport_failure((ft_case){FT_GROW, FT_ALLREDUCE, 1, 2, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_lock_on_one_pe_fails_malloc_on_every_pe_naming_it)
+{
+    run_transport_failure((ft_case){FT_MALLOC, FT_LOCK, 0, 1, 1}, *npes);
+}
+
+/* register_region has a code of its own, which every PE gets. */
+PE_COUNT_TEST(a_failed_register_region_on_one_pe_fails_create_on_every_pe_naming_it)
+{
+    run_transport_failure((ft_case){FT_CREATE, FT_REGISTER, 0, 1, 1}, *npes);
+}
+
+PE_COUNT_TEST(a_failed_barrier_without_an_allreduce_fails_malloc_with_its_own_code)
+{
+    run_transport_failure((ft_case){FT_MALLOC, FT_BARRIER, 1, 1, 0}, *npes);
 }

@@ -261,14 +261,14 @@ static void pe_0_makes_one_call_more(void *arg)
 }
 
 static extra_case extra_cases[] = {
-    {3, "shmalloc: PE 0: malloc(64 bytes), its call 4, differs from another PE's call: the calls and the call numbers "
-        "(PE 0 has made 4 calls, PE 1 3)\n",
-     "shmalloc: PE 1: finalize, after its call 3, meets another PE's call: the calls and the call numbers (PE 0 has "
-     "made 4 calls, PE 1 3)\n"},
-    {0, "shmalloc: PE 0: malloc(64 bytes), its call 1, differs from another PE's call: the calls and the call numbers "
-        "(PE 0 has made 1 call, PE 1 0)\n",
-     "shmalloc: PE 1: finalize, before any call, meets another PE's call: the calls and the call numbers (PE 0 has "
-     "made 1 call, PE 1 0)\n"},
+    {3, "shmalloc: PE 0: malloc(64 bytes), its collective call 4, differs from PE 1's finalize, after its collective "
+        "call 3: the calls and the call numbers\n",
+     "shmalloc: PE 1: finalize, after its collective call 3, differs from PE 0's malloc(64 bytes), its collective "
+     "call 4: the calls and the call numbers\n"},
+    {0, "shmalloc: PE 0: malloc(64 bytes), its collective call 1, differs from PE 1's finalize, before any collective "
+        "call: the calls and the call numbers\n",
+     "shmalloc: PE 1: finalize, before any collective call, differs from PE 0's malloc(64 bytes), its collective "
+     "call 1: the calls and the call numbers\n"},
 };
 
 ParameterizedTestParameters(timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits)

@@ -421,11 +421,32 @@ TS_UNUSED static int peer_active;
 TS_UNUSED static uint64_t peer_values[SHMALLOC_REDUCE_MAX];
 TS_UNUSED static int peer_count = 3; /* values the peer contributes */
 
+/* A mismatch adds two rounds to the agreement: to the first, PE 0's call
+   (6 values: kind, size, alignment, block, hints, call number), the peer
+   adds nothing; to the second (11), its own call, PE 0's with its size,
+   when that differs, each value keyed in its high half by 0xffffff - 1. */
+TS_UNUSED static uint64_t peer_first[6];
+
+TS_UNUSED static void peer_keyed(uint64_t *values)
+{
+    uint64_t key = (uint64_t)(0xffffff - 1) << 32, t[6], v[11];
+    int i;
+    memcpy(t, peer_first, sizeof t);
+    t[1] = peer_values[0];
+    v[0] = key | t[0];
+    for (i = 1; i < 6; i++) v[2 * i - 1] = key | t[i] >> 32, v[2 * i] = key | (t[i] & 0xffffffffu);
+    for (i = 0; i < 11; i++)
+        if (v[i] > values[i]) values[i] = v[i];
+}
+
 TS_UNUSED static int peer_allreduce(void *user, uint64_t *values, int count)
 {
     int i;
     (void)user;
     cnt.allreduces++;
+    if (count == 6) memcpy(peer_first, values, sizeof peer_first);
+    if (count == 11 && peer_active && peer_values[0] != peer_first[1]) peer_keyed(values);
+    if (count == 6 || count == 11) return 0;
     if (peer_active)
         for (i = 0; i < count && i < peer_count; i++)
             if (peer_values[i] > values[i]) values[i] = peer_values[i];

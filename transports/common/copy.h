@@ -1,0 +1,86 @@
+/* copy.h - the copy of every put and get of the transports: into and out
+   of a peer's heap mapped here, and this PE's own.
+   MIT licence: see the end of ../../shmalloc.h.
+
+   A peer may watch the bytes a put writes: a flag it waits for, clears and
+   waits for again.  memcpy and memmove may store a byte twice (glibc copies
+   8 to 15 bytes as two overlapping words), and a store repeated after the
+   peer's clear sets the flag again.  shm__copy stores each byte of dest
+   exactly once, by relaxed atomic stores as wide as dest's alignment
+   allows, up to 8 bytes, which the compiler can neither merge into a
+   memcpy call nor split: an aligned 1, 2, 4 or 8 bytes is one store of
+   that width, and a longer copy stores its aligned words whole, the last
+   one last.  A source aligned as dest is read the same way, so an aligned
+   get of 1 to 8 bytes is one load.  Ranges may overlap, as memmove's.
+
+   Internal to the transports, as wait.h.  SHM__COPY_STORE is for a test
+   that watches every store (tests/test_copy.c). */
+#if !defined(SHM__COPY_H_INCLUDED)
+#define SHM__COPY_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* One store of v at `at`, which is aligned for type. */
+#if !defined(SHM__COPY_STORE)
+#  define SHM__COPY_STORE(type, at, v) __atomic_store_n((type *)(void *)(at), (v), __ATOMIC_RELAXED)
+#endif
+
+/* Words that may hold any type's bytes. */
+typedef uint16_t shm__copy16 __attribute__((may_alias));
+typedef uint32_t shm__copy32 __attribute__((may_alias));
+typedef uint64_t shm__copy64 __attribute__((may_alias));
+
+/* sizeof(type) bytes from s to d (aligned for type): one load when s is
+   aligned too, else an unaligned one, then one store. */
+#define SHM__COPY_ONE(type, d, s)                                                          \
+    do {                                                                                   \
+        type v_;                                                                           \
+        if (((uintptr_t)(s) & (sizeof v_ - 1)) == 0)                                       \
+            v_ = __atomic_load_n((const type *)(const void *)(s), __ATOMIC_RELAXED);       \
+        else                                                                               \
+            memcpy(&v_, (s), sizeof v_);                                                   \
+        SHM__COPY_STORE(type, (d), v_);                                                    \
+    } while (0)
+
+/* The same, stepping up past the bytes copied, or down before them. */
+#define SHM__COPY_UP(type, d, s, n)                                                        \
+    do {                                                                                   \
+        SHM__COPY_ONE(type, d, s);                                                         \
+        (d) += sizeof(type), (s) += sizeof(type), (n) -= sizeof(type);                     \
+    } while (0)
+#define SHM__COPY_DOWN(type, d, s, n)                                                      \
+    do {                                                                                   \
+        (d) -= sizeof(type), (s) -= sizeof(type), (n) -= sizeof(type);                     \
+        SHM__COPY_ONE(type, d, s);                                                         \
+    } while (0)
+
+/* n bytes from source to dest, each byte of dest stored once; the widest
+   stores dest's alignment allows, from the start up, or from the end down
+   when dest lies above an overlapping source. */
+static inline void shm__copy(void *dest, const void *source, size_t n)
+{
+    unsigned char *d = (unsigned char *)dest;
+    const unsigned char *s = (const unsigned char *)source;
+    if ((uintptr_t)d - (uintptr_t)s >= n) { /* dest below source, or apart */
+        if (n >= 1 && ((uintptr_t)d & 1)) SHM__COPY_UP(uint8_t, d, s, n);
+        if (n >= 2 && ((uintptr_t)d & 2)) SHM__COPY_UP(shm__copy16, d, s, n);
+        if (n >= 4 && ((uintptr_t)d & 4)) SHM__COPY_UP(shm__copy32, d, s, n);
+        while (n >= 8) SHM__COPY_UP(shm__copy64, d, s, n);
+        if (n >= 4) SHM__COPY_UP(shm__copy32, d, s, n);
+        if (n >= 2) SHM__COPY_UP(shm__copy16, d, s, n);
+        if (n >= 1) SHM__COPY_UP(uint8_t, d, s, n);
+        return;
+    }
+    d += n, s += n;
+    if (n >= 1 && ((uintptr_t)d & 1)) SHM__COPY_DOWN(uint8_t, d, s, n);
+    if (n >= 2 && ((uintptr_t)d & 2)) SHM__COPY_DOWN(shm__copy16, d, s, n);
+    if (n >= 4 && ((uintptr_t)d & 4)) SHM__COPY_DOWN(shm__copy32, d, s, n);
+    while (n >= 8) SHM__COPY_DOWN(shm__copy64, d, s, n);
+    if (n >= 4) SHM__COPY_DOWN(shm__copy32, d, s, n);
+    if (n >= 2) SHM__COPY_DOWN(shm__copy16, d, s, n);
+    if (n >= 1) SHM__COPY_DOWN(uint8_t, d, s, n);
+}
+
+#endif /* SHM__COPY_H_INCLUDED */

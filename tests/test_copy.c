@@ -4,7 +4,8 @@
    aligned to its width; an aligned 1, 2, 4 or 8 bytes is one store of that
    width, and a copy that ends on an aligned word stores that word whole,
    last.  Over every length 0-64 and every target and source alignment
-   0-7, then overlapping ranges as memmove takes them. */
+   0-15, then overlapping ranges as memmove takes them (a target above its
+   source copied from the end down, its last word first). */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* the TSan test runner uses mkstemp, strsignal */
 #endif
@@ -37,6 +38,7 @@ static void saw_store(const void *at, size_t width)
 
 #define SHM__COPY_STORE(type, at, v) \
     (saw_store((at), sizeof(type)), __atomic_store_n((type *)(void *)(at), (v), __ATOMIC_RELAXED))
+#define SHM__COPY_STORE16(at, v) (saw_store((at), 16), *(volatile shm__copy128 *)(void *)(at) = (v))
 #include "transports/common/copy.h"
 
 static void start_watching(unsigned char *span)
@@ -56,14 +58,14 @@ static void expect_each_byte_once(size_t from, size_t n, const char *what)
 }
 
 /* The widths a copy to offset `to` of n bytes must use: aligned 1/2/4/8
-   bytes in one store; an aligned end stored last, whole. */
-static void expect_whole_words(size_t to, size_t n, const char *what)
+   bytes in one store; copying up, an aligned end stored last, whole. */
+static void expect_whole_words(size_t to, size_t n, int up, const char *what)
 {
     if ((n == 1 || n == 2 || n == 4 || n == 8) && to % n == 0) {
         cr_assert_eq(nstores, 1, "%s: an aligned %zu bytes took %zu stores", what, n, nstores);
         cr_assert_eq(stores[0].width, n, "%s: stored by %zu bytes", what, stores[0].width);
     }
-    if (n >= 8 && (to + n) % 8 == 0) {
+    if (up && n >= 8 && (to + n) % 8 == 0) {
         cr_assert_eq(stores[nstores - 1].at, to + n - 8, "%s: the last store is not the last word", what);
         cr_assert_eq(stores[nstores - 1].width, 8, "%s: the last word stored by %zu bytes", what,
                      stores[nstores - 1].width);
@@ -72,19 +74,19 @@ static void expect_whole_words(size_t to, size_t n, const char *what)
 
 Test(copy, every_length_and_alignment_stores_each_target_byte_once)
 {
-    static unsigned char target[SPAN] __attribute__((aligned(8))), source[SPAN] __attribute__((aligned(8)));
+    static unsigned char target[SPAN] __attribute__((aligned(16))), source[SPAN] __attribute__((aligned(16)));
     size_t n, to, from, i;
     char what[96];
     for (i = 0; i < SPAN; i++) source[i] = (unsigned char)(i * 7 + 1);
     for (n = 0; n <= 64; n++)
-        for (to = 0; to < 8; to++)
-            for (from = 0; from < 8; from++) {
+        for (to = 0; to < 16; to++)
+            for (from = 0; from < 16; from++) {
                 snprintf(what, sizeof what, "%zu bytes to offset %zu from offset %zu", n, 16 + to, from);
                 memset(target, 0xa5, sizeof target);
                 start_watching(target);
                 shm__copy(target + 16 + to, source + from, n);
                 expect_each_byte_once(16 + to, n, what);
-                expect_whole_words(16 + to, n, what);
+                expect_whole_words(16 + to, n, 1, what);
                 for (i = 0; i < SPAN; i++)
                     cr_assert_eq(target[i], i >= 16 + to && i < 16 + to + n ? source[from + i - 16 - to] : 0xa5,
                                  "%s: byte %zu of the span is %u", what, i, target[i]);
@@ -93,7 +95,7 @@ Test(copy, every_length_and_alignment_stores_each_target_byte_once)
 
 Test(copy, overlapping_ranges_copy_as_memmove_storing_each_byte_once)
 {
-    static unsigned char span[SPAN] __attribute__((aligned(8))), want[SPAN];
+    static unsigned char span[SPAN] __attribute__((aligned(16))), want[SPAN];
     size_t n, at, i;
     int shift;
     char what[96];
@@ -108,6 +110,7 @@ Test(copy, overlapping_ranges_copy_as_memmove_storing_each_byte_once)
                 start_watching(span);
                 shm__copy(span + to, span + at, n);
                 expect_each_byte_once(to, n, what);
+                expect_whole_words(to, n, shift < 0 || (size_t)shift >= n, what);
                 cr_assert(memcmp(span, want, SPAN) == 0, "%s: not what memmove makes", what);
             }
 }

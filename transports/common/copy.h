@@ -27,10 +27,17 @@
 #  define SHM__COPY_STORE(type, at, v) __atomic_store_n((type *)(void *)(at), (v), __ATOMIC_RELAXED)
 #endif
 
+/* One store of the 16 bytes v at `at`, aligned for them: volatile, as
+   no atomic store is that wide. */
+#if !defined(SHM__COPY_STORE16)
+#  define SHM__COPY_STORE16(at, v) (*(volatile shm__copy128 *)(void *)(at) = (v))
+#endif
+
 /* Words that may hold any type's bytes. */
 typedef uint16_t shm__copy16 __attribute__((may_alias));
 typedef uint32_t shm__copy32 __attribute__((may_alias));
 typedef uint64_t shm__copy64 __attribute__((may_alias));
+typedef uint64_t shm__copy128 __attribute__((vector_size(16), may_alias));
 
 /* sizeof(type) bytes from s to d (aligned for type): one load when s is
    aligned too, else an unaligned one, then one store. */
@@ -56,31 +63,44 @@ typedef uint64_t shm__copy64 __attribute__((may_alias));
         SHM__COPY_ONE(type, d, s);                                                         \
     } while (0)
 
-/* n bytes from source to dest, each byte of dest stored once; the widest
-   stores dest's alignment allows, from the start up, or from the end down
+/* n bytes from source to dest, each byte of dest stored once: from the
+   start up, bytes up to dest's 8-byte alignment, 16-byte vectors, words
+   (the last word a word's store) and the bytes left; or from the end down
    when dest lies above an overlapping source. */
 static inline void shm__copy(void *dest, const void *source, size_t n)
 {
     unsigned char *d = (unsigned char *)dest;
     const unsigned char *s = (const unsigned char *)source;
-    if ((uintptr_t)d - (uintptr_t)s >= n) { /* dest below source, or apart */
+    if ((uintptr_t)d - (uintptr_t)s < n) {
+        d += n, s += n;
+        if (n >= 1 && ((uintptr_t)d & 1)) SHM__COPY_DOWN(uint8_t, d, s, n);
+        if (n >= 2 && ((uintptr_t)d & 2)) SHM__COPY_DOWN(shm__copy16, d, s, n);
+        if (n >= 4 && ((uintptr_t)d & 4)) SHM__COPY_DOWN(shm__copy32, d, s, n);
+        while (n >= 8) SHM__COPY_DOWN(shm__copy64, d, s, n);
+        if (n >= 4) SHM__COPY_DOWN(shm__copy32, d, s, n);
+        if (n >= 2) SHM__COPY_DOWN(shm__copy16, d, s, n);
+        if (n >= 1) SHM__COPY_DOWN(uint8_t, d, s, n);
+        return;
+    }
+    if (((uintptr_t)d | n) & 7) { /* not whole words: a head to align dest */
         if (n >= 1 && ((uintptr_t)d & 1)) SHM__COPY_UP(uint8_t, d, s, n);
         if (n >= 2 && ((uintptr_t)d & 2)) SHM__COPY_UP(shm__copy16, d, s, n);
         if (n >= 4 && ((uintptr_t)d & 4)) SHM__COPY_UP(shm__copy32, d, s, n);
-        while (n >= 8) SHM__COPY_UP(shm__copy64, d, s, n);
+    }
+    if (n >= 24) {
+        if ((uintptr_t)d & 8) SHM__COPY_UP(shm__copy64, d, s, n);
+        for (; n >= 24; d += 16, s += 16, n -= 16) { /* the last word is left to a word's store */
+            shm__copy128 v;
+            memcpy(&v, s, sizeof v);
+            SHM__COPY_STORE16(d, v);
+        }
+    }
+    while (n >= 8) SHM__COPY_UP(shm__copy64, d, s, n);
+    if (n & 7) { /* the tail */
         if (n >= 4) SHM__COPY_UP(shm__copy32, d, s, n);
         if (n >= 2) SHM__COPY_UP(shm__copy16, d, s, n);
         if (n >= 1) SHM__COPY_UP(uint8_t, d, s, n);
-        return;
     }
-    d += n, s += n;
-    if (n >= 1 && ((uintptr_t)d & 1)) SHM__COPY_DOWN(uint8_t, d, s, n);
-    if (n >= 2 && ((uintptr_t)d & 2)) SHM__COPY_DOWN(shm__copy16, d, s, n);
-    if (n >= 4 && ((uintptr_t)d & 4)) SHM__COPY_DOWN(shm__copy32, d, s, n);
-    while (n >= 8) SHM__COPY_DOWN(shm__copy64, d, s, n);
-    if (n >= 4) SHM__COPY_DOWN(shm__copy32, d, s, n);
-    if (n >= 2) SHM__COPY_DOWN(shm__copy16, d, s, n);
-    if (n >= 1) SHM__COPY_DOWN(uint8_t, d, s, n);
 }
 
 #endif /* SHM__COPY_H_INCLUDED */

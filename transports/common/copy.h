@@ -95,7 +95,8 @@ static inline void shm__copy(void *dest, const void *source, size_t n)
             SHM__COPY_STORE16(d, v);
         }
     }
-    while (n >= 8) SHM__COPY_UP(shm__copy64, d, s, n);
+    if (n >= 16) SHM__COPY_UP(shm__copy64, d, s, n); /* n < 24: two words at most */
+    if (n >= 8) SHM__COPY_UP(shm__copy64, d, s, n);
     if (n & 7) { /* the tail */
         if (n >= 4) SHM__COPY_UP(shm__copy32, d, s, n);
         if (n >= 2) SHM__COPY_UP(shm__copy16, d, s, n);

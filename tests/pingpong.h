@@ -15,9 +15,7 @@
 #include <time.h>
 
 #define PINGPONG_ROUNDS 100000
-#if !defined(PINGPONG_POLLS)
-#  define PINGPONG_POLLS 200 /* polls between sched_yields: a busy peer's put lands within them */
-#endif
+#define PINGPONG_POLLS 200     /* polls between sched_yields: a busy peer's put lands within them */
 #define PINGPONG_SECONDS 20.0  /* a wait longer than this fails the game */
 #define PINGPONG_GIVE_UP (-1L) /* what a PE puts into its peer's flag when it stops early */
 
@@ -43,8 +41,9 @@ static long pingpong_take(long *flag)
     return __atomic_exchange_n(flag, 0, __ATOMIC_ACQ_REL); /* cleared before the answer */
 }
 
-/* Plays `rounds` rounds with its pair (PE 2k with 2k+1) through flag, symmetric and 0 on
-   both.  0, or the round that went wrong, with why saying how. */
+/* Plays `rounds` rounds with this PE's pair (2k with 2k+1) through flag,
+   symmetric and 0 on both.  0, or the round that went wrong, with why
+   saying how. */
 static long pingpong(long *flag, long rounds, char *why, size_t cap)
 {
     int self = shmem_my_pe(), peer = self ^ 1;
@@ -55,7 +54,8 @@ static long pingpong(long *flag, long rounds, char *why, size_t cap)
         got = pingpong_take(flag);
         if (got != round) {
             if (got == PINGPONG_GIVE_UP) snprintf(why, cap, "PE %d gave up in round %ld", peer, round);
-            else if (got == 0) snprintf(why, cap, "round %ld: no put from PE %d in %.0f s", round, peer, PINGPONG_SECONDS);
+            else if (got == 0)
+                snprintf(why, cap, "round %ld: no put from PE %d in %.0f s", round, peer, PINGPONG_SECONDS);
             else snprintf(why, cap, "round %ld: the flag holds %ld%s", round, got,
                           got == round - 1 ? ", put again after it was cleared: a put stored its word twice" : "");
             if (got != PINGPONG_GIVE_UP) shmem_putmem(flag, &give_up, sizeof give_up, peer);

@@ -7,14 +7,16 @@
    8 to 15 bytes as two overlapping words), and a store repeated after the
    peer's clear sets the flag again.  shm__copy stores each byte of dest
    exactly once, by relaxed atomic stores as wide as dest's alignment
-   allows, up to 8 bytes, which the compiler can neither merge into a
-   memcpy call nor split: an aligned 1, 2, 4 or 8 bytes is one store of
-   that width, and a longer copy stores its aligned words whole, the last
-   one last.  A source aligned as dest is read the same way, so an aligned
-   get of 1 to 8 bytes is one load.  Ranges may overlap, as memmove's.
+   allows, up to 8 bytes, and aligned 16-byte volatile stores between the
+   end words, which the compiler can neither merge into a memcpy call nor
+   split: an aligned 1, 2, 4 or 8 bytes is one store of that width, and a
+   longer copy stores its last aligned word whole, last.  A source aligned
+   as dest is read the same way, so an aligned get of 1 to 8 bytes is one
+   load.  Ranges may overlap, as memmove's.
 
-   Internal to the transports, as wait.h.  SHM__COPY_STORE is for a test
-   that watches every store (tests/test_copy.c). */
+   Internal to the transports, as wait.h.  SHM__COPY_STORE and
+   SHM__COPY_STORE16 are for a test that watches every store
+   (tests/test_copy.c). */
 #if !defined(SHM__COPY_H_INCLUDED)
 #define SHM__COPY_H_INCLUDED
 

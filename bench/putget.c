@@ -1,5 +1,5 @@
 /* putget.c - latency of shmem_putmem and shmem_getmem between two PEs of
-   one node on the PMIx transport, 8 B and 64 KiB, by whichever path
+   one node on the PMIx transport, 8 B, 64 B and 64 KiB, by whichever path
    SHMALLOC_PMIX_OFI_DIRECT selects (1: copies into the peer's heap mapped
    here; 0: libfabric RMA).  PE 0 times; PE 1 waits in a barrier, which
    keeps its libfabric progress going.  BENCH_THREAD_LEVEL=L starts it
@@ -52,7 +52,7 @@ static double timed(int put, char *remote, char *local, size_t bytes, long n)
 
 int main(void)
 {
-    static const size_t sizes[] = {8, (size_t)64 << 10};
+    static const size_t sizes[] = {8, 64, (size_t)64 << 10};
     const char *level = getenv("BENCH_THREAD_LEVEL"), *path;
     char *remote, *local;
     size_t s;
@@ -69,7 +69,7 @@ int main(void)
     path = shmalloc_options()[shmalloc_option_find("SHMALLOC_PMIX_OFI_DIRECT")].value ? "direct" : "libfabric";
     if (shmem_my_pe() == 0)
         for (s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-            long n = sizes[s] == 8 ? 20000 : 2000;
+            long n = sizes[s] <= 64 ? 20000 : 2000;
             double put = timed(1, remote, local, sizes[s], n), get = timed(0, remote, local, sizes[s], n);
             printf("path=%s thread_level=%d shmem_ptr=%s bytes=%zu put_ns=%.1f get_ns=%.1f\n",
                    path, provided,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/putget.sh - same-node put/get latency, 8 B and 64 KiB, on the PMIx
+# bench/putget.sh - same-node put/get latency, 8 B, 64 B and 64 KiB, on the PMIx
 # transport with 2 PEs: direct copies into the peer's mapped heap against
 # libfabric RMA (provider shm, then tcp;ofi_rxm over lo), each started at
 # SHMEM_THREAD_SINGLE and at SHMEM_THREAD_MULTIPLE.  bench/putget.c.

@@ -59,6 +59,10 @@
                 main thread makes collective allocations that grow the heap
                 (run with SHMALLOC_HEAP_MAX), barriers and frees; then
                 every PE checks every thread's last puts into its heap.
+   and, on one node:
+     pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
+                times by 8-byte puts into each other's flag, each clearing
+                its flag once seen: no put lands a second time
    SHMALLOC_TEST_WORKER_LEVEL=L: start with shmem_init_thread(L) and print
    "PE i of n: thread level L provided P query Q"; a refused L prints
    "thread level L refused" and exits with status 3.  pmix_ofi_worker.h
@@ -257,7 +261,7 @@ static const scenario scenarios[] = {
     {"direct", scenario_direct, 1},
     {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
     {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},    {"deferred", scenario_deferred, 0},
-    {"deferred_wide", scenario_deferred_wide, 0},
+    {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0},
 };
 
 static void run(const scenario *sc)

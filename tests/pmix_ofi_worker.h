@@ -8,7 +8,8 @@
      pmix_ofi_worker_grow.c     grow and bad_grow
      pmix_ofi_worker_threads.c  threads
      pmix_ofi_worker_counts.c   counts, against the cost model
-     pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads) */
+     pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
+     pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears) */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -80,6 +81,7 @@ void scenario_reports(void);
 void scenario_counts(void);
 void scenario_deferred(void);
 void scenario_deferred_wide(void);
+void scenario_pingpong(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

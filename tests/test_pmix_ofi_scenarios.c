@@ -76,6 +76,22 @@ Test(pmix_ofi, all_scenarios_shm_16pe, .timeout = TEST_TIMEOUT) { check_nodes("s
 Test(pmix_ofi, all_scenarios_shm_32pe, .timeout = TEST_TIMEOUT) { check_nodes("shm", 32, 0, 0); }
 Test(pmix_ofi, all_scenarios_shm_16pe_as_4_nodes_of_4, .timeout = TEST_TIMEOUT) { check_nodes("shm", 16, 0, 4); }
 
+/* ---- same-node puts a peer watches --------------------------------------
+   2 PEs pass a round number back and forth 100 000 times by 8-byte puts
+   into each other's mapped heap, each clearing its flag once seen: a put
+   that stores its word twice brings a cleared round back, and the PE that
+   sees it fails (a lost round instead would end in the barrier's timeout). */
+Test(pmix_ofi, a_same_node_put_writes_its_word_once_over_100000_pingpong_rounds, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=30", NULL};
+    launch(&r, 2, "pingpong", env);
+    cr_assert_eq(r.status, 0, "exit status %d after %.1f s:\n%s", r.status, r.seconds, tail(&r));
+    cr_assert_eq(count(&r, "FAIL"), 0, "failures:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK pingpong"), 2, "not every PE passed:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
 /* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------
    Same-address runs map the peers' heaps, regions they grow into included:
    the worker loads a peer's newest region through shmem_ptr. */

@@ -2,6 +2,7 @@
    that succeed: symmetric blocks, put and get, barriers, every collective
    call as a barrier, realloc, align and calloc. */
 #include "pthreads_pes.h"
+#include "pingpong.h"
 
 /* ---- symmetry and data movement ------------------------------------------- */
 static void pe_malloc_symmetric(void *arg)
@@ -87,6 +88,28 @@ static void pe_barrier_rounds(void *arg)
 PE_COUNT_TEST(barrier_all_makes_every_pe_write_visible_to_all)
 {
     run_pes(*npes, SMALL_HEAP, pe_barrier_rounds, NULL);
+}
+
+/* Two PEs pass a round number back and forth by 8-byte puts, each clearing
+   its flag once seen (pingpong.h): no put stores its word a second time
+   after the clear. */
+static void pe_pingpong(void *arg)
+{
+    long *flag = (long *)shmem_calloc(1, sizeof *flag);
+    char why[200];
+    (void)arg;
+    PE_CHECK(flag != NULL);
+    if (flag == NULL) return;
+    shmem_barrier_all(); /* every flag is 0 before the first put */
+    if (pingpong(flag, PINGPONG_ROUNDS, why, sizeof why) != 0) pe_failed(__LINE__, "%s", why);
+    shmem_barrier_all();
+    shmem_free(flag);
+    CHECK_HEAP_EMPTY();
+}
+
+Test(pthreads, a_put_writes_its_word_once_over_100000_pingpong_rounds, .timeout = TEST_TIMEOUT)
+{
+    run_pes(2, SMALL_HEAP, pe_pingpong, NULL);
 }
 
 /* ---- every collective call is a barrier ------------------------------------ */

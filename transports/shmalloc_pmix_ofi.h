@@ -33,7 +33,7 @@
          srun --mpi=pmix -n 4 ./prog       (Slurm)
 
      Started without a launcher (no PMIx server to reach) the program runs
-     as one PE, rank 0 of 1, without libfabric: puts and gets are memcpy.
+     as one PE, rank 0 of 1, without libfabric: puts and gets are copies.
 
    WHAT IT DOES
      shmem_init asks PMIx for the rank and the job size, maps the symmetric
@@ -56,13 +56,15 @@
      shmem_putmem / shmem_getmem are fi_write / fi_read, waited for on the
      completion queue, except to PEs on the same node: there each heap is
      a memfd that the node's other PEs map whole (growth room included)
-     through /proc/PID/fd at start-up, so puts and gets are memcpy and
-     shmem_ptr gives the peer's address.  Heaps, the shm provider's
-     files and the node segment leave nothing in /dev/shm: the latter two
-     carry their creator's PID and are unlinked once every peer has
-     opened them; a PE whose start-up fails or that ends abnormally
-     removes its own, and it and every start-up remove this user's such
-     files whose process has ended.
+     through /proc/PID/fd at start-up, so puts and gets are copies and
+     shmem_ptr gives the peer's address.  A copy stores each byte once,
+     an aligned 1, 2, 4 or 8 bytes in one store, so a peer that waits for
+     a flag, clears it and waits again never sees a put land twice.
+     Heaps, the shm provider's files and the node segment leave nothing
+     in /dev/shm: the latter two carry their creator's PID and are
+     unlinked once every peer has opened them; a PE whose start-up fails
+     or that ends abnormally removes its own, and it and every start-up
+     remove this user's such files whose process has ended.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k

@@ -73,7 +73,10 @@ void shmem_barrier_all(void);
    in this PE's heap or pe is not a PE. */
 void *shmem_ptr(const void *dest, int pe);
 /* Copy to / from peer pe's copy of a symmetric object.  A range that is not
-   symmetric, or a bad pe, ends the process with status 1 and a message. */
+   symmetric, or a bad pe, ends the process with status 1 and a message.
+   Each byte is stored once, an aligned 1, 2, 4 or 8 bytes in one store,
+   so a PE that waits for a flag, clears it and waits again never sees a
+   put land twice. */
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 /* Puts are done by the time they return; this orders them (a full fence). */

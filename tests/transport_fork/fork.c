@@ -11,6 +11,7 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS */
 #endif
 #include "shmalloc_fork.h"
+#include "../../transports/common/copy.h"
 #include "../../transports/common/map.h"
 #include "../../transports/common/start.h"
 #include "../../transports/common/wait.h"
@@ -232,13 +233,13 @@ static char *shm__fork_remote(const char *what, const void *addr, size_t n, int 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    memmove(shm__fork_remote("shmem_putmem", dest, nelems, pe), source, nelems);
+    shm__copy(shm__fork_remote("shmem_putmem", dest, nelems, pe), source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    memmove(dest, shm__fork_remote("shmem_getmem", source, nelems, pe), nelems);
+    shm__copy(dest, shm__fork_remote("shmem_getmem", source, nelems, pe), nelems);
 }
 
 void shmem_global_exit(int status)

@@ -1,7 +1,9 @@
 /* rma.c - shmem_putmem, shmem_getmem and shmem_quiet: a copy for this PE
-   and for same-node peers whose heap is mapped here, fi_write / fi_read
-   for the others, waited for on the completion queue. */
+   and for same-node peers whose heap is mapped here (shm__copy: each byte
+   stored once), fi_write / fi_read for the others, waited for on the
+   completion queue. */
 #include "pmix_ofi.h"
+#include "../common/copy.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -87,11 +89,11 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
     if (nelems == 0) return;
     offset = shm__symmetric_range("shmem_putmem", dest, nelems, pe);
     if (pe == shm__rma.me) {
-        memmove(dest, source, nelems);
+        shm__copy(dest, source, nelems);
         return;
     }
     if ((peer = shm__peer_heap(pe)) != NULL) {
-        memmove(peer + offset, source, nelems); /* source may be a shmem_ptr address */
+        shm__copy(peer + offset, source, nelems); /* source may be a shmem_ptr address */
         __atomic_store_n(&shm__rma.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -105,11 +107,11 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
     if (nelems == 0) return;
     offset = shm__symmetric_range("shmem_getmem", source, nelems, pe);
     if (pe == shm__rma.me) {
-        memmove(dest, source, nelems);
+        shm__copy(dest, source, nelems);
         return;
     }
     if ((peer = shm__peer_heap(pe)) != NULL) {
-        memmove(dest, peer + offset, nelems);
+        shm__copy(dest, peer + offset, nelems);
         return;
     }
     shm__remote_rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);

@@ -1,10 +1,10 @@
 /* shmem.c - the SHMEM names of the pthreads transport: PE numbers,
-   barrier, puts and gets.  A put is a memcpy into the peer's heap, at the
-   same offset.  See pthreads.h. */
+   barrier, puts and gets.  A put is a copy into the peer's heap, at the
+   same offset, that stores each byte once (shm__copy).  See pthreads.h. */
 #include "pthreads.h"
+#include "../common/copy.h"
 
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 int shmem_my_pe(void)
@@ -19,7 +19,7 @@ int shmem_n_pes(void)
 
 void shmem_quiet(void)
 {
-    /* Puts are plain memcpy, complete on return: only ordering is left. */
+    /* Puts are copies, complete on return: only ordering is left. */
 #if !defined(SHM__TSAN)
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
@@ -68,13 +68,13 @@ static char *shm__remote_range(const char *what, const void *addr, size_t n, int
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    memcpy(shm__remote_range("shmem_putmem", dest, nelems, pe), source, nelems);
+    shm__copy(shm__remote_range("shmem_putmem", dest, nelems, pe), source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    memcpy(dest, shm__remote_range("shmem_getmem", source, nelems, pe), nelems);
+    shm__copy(dest, shm__remote_range("shmem_getmem", source, nelems, pe), nelems);
 }
 
 void shmem_global_exit(int status)

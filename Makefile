@@ -36,7 +36,7 @@ PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 # that expand the implementation themselves to reach its privates (the
 # mapping's also at each other second-level count: test_mapping_slN, 2^N).
 TLSF_TESTS     = test_tlsf_api test_tlsf_align test_tlsf_realloc test_tlsf_limits test_tlsf_walk \
-                 test_tlsf_checker test_tlsf_stress test_tlsf_undo test_overwrite
+                 test_tlsf_checker test_tlsf_stress test_tlsf_undo test_overwrite test_largest_request
 HEAP_TESTS     = test_separate test_heap_create test_heap_api test_heap_realloc test_heap_sync test_heap_collective \
                  test_heap_no_barrier test_heap_hints test_heap_oom test_heap_report test_heap_env \
                  test_heap_stress test_free_deferred

@@ -176,8 +176,8 @@ extern "C" {
    stream 2 to stderr (everything else). */
 #define SHMALLOC_MESSAGES(X) \
     /* the heap checker (shmalloc_check) */ \
-    X(CHECK_FINDING, "shmalloc_check: %s\n") \
-    X(CHECK_BLOCK, "shmalloc_check: %s block at offset %zu, %zu bytes\n") \
+    X(CHECK_FINDING, "shmalloc_check: %s%s\n") \
+    X(CHECK_BLOCK, "shmalloc_check: %s%s block at offset %zu, %zu bytes\n") \
     X(CHECK_NO_HEAP, "shmalloc_check: no current symmetric heap\n") \
     /* the symmetric heap */ \
     X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock failed: the call fails\n") \
@@ -3342,44 +3342,6 @@ static void shm__rec_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *use
     }
 }
 
-/* The chain: contiguous from 0 to the capacity, linked both ways, no two
-   free blocks side by side, the top last; every free block in its list
-   and every used one in its bucket and the map, and nothing else there. */
-static int shm__rec_check(const shmalloc_tlsf *t)
-{
-    const struct shm__records *s = t->records;
-    const shm__rec *r = s->r;
-    uint64_t off = 0;
-    uint32_t i, p = 0, x;
-    int problems = 0, prev_free = 0;
-    size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
-    problems += !shm__marks_sound(s->large, s->large_words, s->large_words);
-    for (i = r[0].next; i; p = i, i = r[i].next) {
-        int is_free = (r[i].size & SHM__FREE) != 0;
-        size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]);
-        if (i <= s->lists || i >= s->cap || r[i].off != off || r[i].prev != p || size < SHM__MIN_BLOCK) {
-            problems++;
-            break;
-        }
-        if (is_free && prev_free) problems++;
-        if ((r[i].size & SHM__TOP) && (i != s->top || r[i].next)) problems++;
-        if (is_free && !(r[i].size & SHM__TOP)) {
-            uint32_t l = shm__rec_list(size);
-            for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
-            problems += x != i;
-        }
-        if (!is_free)
-            problems += shm__rec_find(t, off) != i ||
-                        !(s->map[off >> (SHM__REC_MAP_LOG2 + 6)] >> (off >> SHM__REC_MAP_LOG2 & 63) & 1);
-        if (!is_free && size >= SHM__LARGE) problems += !shm__marked_large(s->large, (size_t)off), large--;
-        marked -= !is_free;
-        prev_free = is_free;
-        off += size;
-    }
-    if (off != t->records->capacity || r[0].prev != p || marked || large) problems++;
-    return problems;
-}
-
 /* Would shm__rec_align(t, align, n) find room, changing nothing? */
 static int shm__rec_fits(const shmalloc_tlsf *t, size_t align, size_t n)
 {
@@ -4019,6 +3981,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
 typedef struct shm__checker {
     const shmalloc_tlsf *t;
     int level, problems;
+    char who[24]; /* "PE 3: " for a heap's PE, which every line names; else empty */
 } shm__checker;
 
 static void shm__problem(shm__checker *c, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
@@ -4030,7 +3993,7 @@ static void shm__problem(shm__checker *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(line, sizeof line, fmt, ap);
         va_end(ap);
-        shmalloc_print(2, SHM__MSG(CHECK_FINDING), line);
+        shmalloc_print(2, SHM__MSG(CHECK_FINDING), c->who, line);
     }
     c->problems++;
 }
@@ -4106,7 +4069,7 @@ static size_t shm__check_chain(shm__checker *c)
         if (is_free) nfree++;
         else nused++, nlarge += size >= SHM__LARGE, unmarked += size >= SHM__LARGE && !shm__marked_large(t->large, shm__offset(t, b));
         if (c->level > 0)
-            shmalloc_print(2, SHM__MSG(CHECK_BLOCK), is_free ? "free" : "used", off, size);
+            shmalloc_print(2, SHM__MSG(CHECK_BLOCK), c->who, is_free ? "free" : "used", off, size);
         prev_free = is_free;
         b = shm__at(b, size);
         if (!shm__plausible(t, b)) {
@@ -4168,16 +4131,68 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
     if (listed != nfree) shm__problem(c, "%zu free blocks in the heap, %zu in the free lists", nfree, listed);
 }
 
-SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level)
+/* The separate core's chain: contiguous from 0 to the capacity, linked
+   both ways, no two free blocks side by side, the top last; every free
+   block in its list and every used one in its bucket and the map, and
+   nothing else there. */
+static void shm__rec_check(shm__checker *c)
+{
+    const shmalloc_tlsf *t = c->t;
+    const struct shm__records *s = t->records;
+    const shm__rec *r = s->r;
+    uint64_t off = 0;
+    uint32_t i, p = 0, x;
+    int prev_free = 0;
+    size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
+    if (!shm__marks_sound(s->large, s->large_words, s->large_words))
+        shm__problem(c, "the large marks' summary disagrees with them");
+    for (i = r[0].next; i; p = i, i = r[i].next) {
+        int is_free = (r[i].size & SHM__FREE) != 0;
+        size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]), at = (size_t)off;
+        if (i <= s->lists || i >= s->cap || r[i].off != off || r[i].prev != p || size < SHM__MIN_BLOCK) {
+            shm__problem(c, "block at offset %zu: record %u is not a block's that starts there", at, (unsigned)i);
+            return;
+        }
+        if (c->level > 0) shmalloc_print(2, SHM__MSG(CHECK_BLOCK), c->who, is_free ? "free" : "used", at, size);
+        if (is_free && prev_free) shm__problem(c, "block at offset %zu: two free blocks side by side", at);
+        if ((r[i].size & SHM__TOP) && (i != s->top || r[i].next))
+            shm__problem(c, "free block at offset %zu: says it is the top, and is not last", at);
+        if (is_free && !(r[i].size & SHM__TOP)) {
+            uint32_t l = shm__rec_list(size);
+            for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
+            if (x != i) shm__problem(c, "free block at offset %zu is not in its list", at);
+        }
+        if (!is_free && (shm__rec_find(t, off) != i ||
+                         !(s->map[off >> (SHM__REC_MAP_LOG2 + 6)] >> (off >> SHM__REC_MAP_LOG2 & 63) & 1)))
+            shm__problem(c, "used block at offset %zu is not marked used", at);
+        if (!is_free && size >= SHM__LARGE) {
+            if (!shm__marked_large(s->large, at)) shm__problem(c, "used block at offset %zu has no large mark", at);
+            large--;
+        }
+        marked -= !is_free;
+        prev_free = is_free;
+        off += size;
+    }
+    if (off != s->capacity || r[0].prev != p)
+        shm__problem(c, "the blocks end at offset %zu, not at the capacity %zu", (size_t)off, s->capacity);
+    if (marked || large) shm__problem(c, "the start map or the large marks mark blocks the heap does not have");
+}
+
+/* shmalloc_tlsf_check for a heap of PE pe, which its lines name (-1: none). */
+static int shm__check(const shmalloc_tlsf *t, int level, int pe)
 {
     shm__checker c;
-    if (t->records) return shm__rec_check(t);
     c.t = t;
     c.level = level;
     c.problems = 0;
-    shm__check_lists(&c, shm__check_chain(&c));
+    c.who[0] = '\0';
+    if (pe >= 0) snprintf(c.who, sizeof c.who, "PE %d: ", pe);
+    if (t->records) shm__rec_check(&c);
+    else shm__check_lists(&c, shm__check_chain(&c));
     return c.problems;
 }
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level) { return shm__check(t, level, -1); }
 
 /* ---- tentative operations: kept on every PE or undone on every PE ---- */
 enum { SHM__TAKE = 0 }; /* a pending take's `how`; a resize's is its plan's */
@@ -4887,7 +4902,7 @@ static void shm__report_leaks(const shmalloc_heap *h, const uint64_t *released_o
 static void shm__debug_check(const shmalloc_heap *h)
 {
 #if SHMALLOC_DEBUG_LEVEL >= 3
-    SHMALLOC_ASSERT(shmalloc_tlsf_check(h->tlsf, 0) == 0);
+    SHMALLOC_ASSERT(shm__check(h->tlsf, 0, h->tp.pe) == 0);
 #else
     (void)h;
 #endif
@@ -5840,7 +5855,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
         shm__unlock(h, held);
         return 1;
     }
-    problems = shmalloc_tlsf_check(h->tlsf, level);
+    problems = shm__check(h->tlsf, level, h->tp.pe);
     shm__unlock(h, held);
     return problems;
 }

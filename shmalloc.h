@@ -434,7 +434,7 @@ typedef struct shmalloc_counters {
     size_t high_water;     /* highest offset ever reached by a used block's
                               usable bytes */
     size_t used_blocks;    /* number of used blocks */
-    size_t largest_request; /* the largest malloc that fits now: 0 when none */
+    size_t largest_request; /* the largest malloc that fits now, exactly: 0 when none */
 } shmalloc_counters;
 
 typedef struct shmalloc_block_info {
@@ -775,8 +775,8 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
 /* 1 when p lies in [base, base + shmalloc_heap_size). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
 
-/* This PE's figures, the ones an out-of-memory report gives: an allocation
-   of n bytes succeeds without growing when n <= largest_request. */
+/* This PE's figures, the ones an out-of-memory report gives: a malloc of
+   n bytes succeeds without growing exactly when n <= largest_request. */
 typedef struct shmalloc_info {
     size_t heap_size;       /* bytes of the blocks now, headers included */
     size_t heap_max;        /* bytes they may grow to (SHMALLOC_HEAP_MAX);
@@ -2180,7 +2180,7 @@ static SHM__NOINLINE void *shm__take_own(shmalloc_tlsf *t, size_t size)
     list = shm__list_for(t, size);
     if (!(b = shm__find_own(list, size))) return NULL;
     shm__remove(t, b);
-    shm__push_head(t, b, list);
+    shm__push_head(t, b, list); /* shm__take_whole takes a list's head */
     return shm__take_whole(t, b, list);
 }
 

@@ -9,6 +9,8 @@
    (SHMALLOC_METADATA chooses the mode: the suite runs in both). */
 #include "pthreads_pes.h"
 
+#include "largest_request.h" /* the steps the PMIx worker runs too */
+
 #define SEEDS 240
 #define RESERVED ((size_t)2 << 20)
 #define INITIAL ((size_t)64 << 10)
@@ -154,81 +156,8 @@ Test(largest_request, separate_mallocs_of_it_succeed_and_one_more_byte_fails_to_
 
 /* ---- symmetric heaps on pthreads PEs ------------------------------------- */
 #define HEAP_SEEDS 200
-#define HEAP_LIVE 128
 
-static shmalloc_info heap_now(void)
-{
-    shmalloc_info i;
-    memset(&i, 0, sizeof i);
-    PE_CHECK_EQ(shmemx_heap_info(&i), 0);
-    return i;
-}
-
-/* malloc(largest_request less `less`) succeeds without growing: the block,
-   or NULL after a failed check. */
-static void *heap_served(size_t less)
-{
-    shmalloc_info i = heap_now();
-    size_t n = i.largest_request > less ? i.largest_request - less : i.largest_request;
-    void *p = shmem_malloc(n);
-    if (!p) pe_failed(__LINE__, "malloc(%zu) fails (%ld), largest_request %zu, %zu bytes free", n, malloc_error,
-                      i.largest_request, i.free);
-    PE_CHECK_EQ(heap_now().heap_size, i.heap_size);
-    return p;
-}
-
-/* malloc(largest_request + 1) grows the heap, or fails when it cannot. */
-static void heap_one_more(int can_grow)
-{
-    shmalloc_info i = heap_now();
-    void *p = shmem_malloc(i.largest_request + 1);
-    if (p && heap_now().heap_size == i.heap_size)
-        pe_failed(__LINE__, "malloc(%zu) succeeds without growing, above largest_request", i.largest_request + 1);
-    if (!can_grow) PE_CHECK(p == NULL && malloc_error == SHMEM_MALLOC_FAIL);
-    shmem_free(p);
-}
-
-/* One random collective call, the same on every PE (same seed). */
-static void heap_step(uint64_t *s, void **live, size_t *nlive)
-{
-    size_t k = *nlive ? rng_next(s) % *nlive : 0, n = 1 + rng_next(s) % ((size_t)1 << (rng_next(s) % 17));
-    unsigned op = (unsigned)(rng_next(s) % 10);
-    void *p;
-    if (*nlive && (op < 3 || *nlive == HEAP_LIVE)) {
-        shmem_free(live[k]);
-        live[k] = live[--*nlive];
-    } else if (*nlive && op < 5) {
-        if ((p = shmem_realloc(live[k], n)) != NULL) live[k] = p;
-    } else if ((p = op < 7 ? shmem_malloc(n) : shmem_align((size_t)32 << rng_next(s) % 6, n)) != NULL) {
-        live[(*nlive)++] = p;
-    }
-}
-
-/* Random calls, checking the promise after each; the heap grown to its
-   maximum; then blocks of largest_request (now and then a little less)
-   until nothing is free. */
-static void promise_pe(void *arg)
-{
-    uint64_t s = *(const uint64_t *)arg;
-    void *live[HEAP_LIVE];
-    size_t nlive = 0, step;
-    shmalloc_info i;
-    for (step = 0; step < 150; step++) {
-        heap_step(&s, live, &nlive);
-        if (step % 4) continue;
-        heap_one_more(1);
-        shmem_free(heap_served(0));
-    }
-    i = heap_now();
-    if (i.heap_max - i.heap_size > 128) shmem_free(shmem_malloc(i.heap_max - i.heap_size - 64)); /* grows it all */
-    PE_CHECK_EQ(heap_now().heap_size, i.heap_max);
-    for (step = 0; heap_now().largest_request; step++) {
-        heap_one_more(0);
-        if (!heap_served(step % 2 ? rng_next(&s) % 256 : 0)) break;
-    }
-    PE_CHECK_EQ(heap_now().free, 0);
-    PE_CHECK_EQ(shmalloc_check(-1), 0);
-}
+static void promise_pe(void *arg) { largest_request_run(*(const uint64_t *)arg, pe_failed); }
 
 Test(largest_request, on_pes_a_heap_grown_to_its_maximum_serves_it_to_the_last_byte, .timeout = TEST_TIMEOUT)
 {

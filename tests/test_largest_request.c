@@ -68,7 +68,8 @@ static void take_undone(shmalloc_tlsf *t)
     shmalloc_tlsf_pending op;
     size_t n = counters(t).largest_request;
     if (!n) return;
-    cr_assert_eq(shmalloc_tlsf_take(t, SHMALLOC_ALIGNMENT, n, &op), SHMALLOC_TLSF_OK, "a take of largest_request %zu fails", n);
+    cr_assert_eq(shmalloc_tlsf_take(t, SHMALLOC_ALIGNMENT, n, &op), SHMALLOC_TLSF_OK,
+                 "a take of largest_request %zu fails", n);
     shmalloc_tlsf_undo(t, &op);
 }
 
@@ -121,7 +122,8 @@ static void fill_to_the_last_byte(int separate)
         for (step = 0; step < 600; step++) {
             take_undone(t[0]);
             off = assert_exact(t[0], 0, 0, seed, step);
-            cr_assert_eq(off, assert_exact(t[1], 0, 0, seed, step), "seed %llu: the twin cores part", (unsigned long long)seed);
+            cr_assert_eq(off, assert_exact(t[1], 0, 0, seed, step), "seed %llu: the twin cores part",
+                         (unsigned long long)seed);
             random_step(t, live, &nlive);
         }
         for (i = 0; i < 2; i++) shmalloc_tlsf_grow(t[i], shmalloc_tlsf_room(t[i]));

@@ -202,7 +202,10 @@ static void four_blocks(void *(*alloc)(void *heap, size_t n), void (*release)(vo
 }
 
 static void *tlsf_alloc(void *t, size_t n) { return shmalloc_tlsf_malloc((shmalloc_tlsf *)t, n); }
-static void tlsf_release(void *t, void *p) { cr_assert_eq(shmalloc_tlsf_free((shmalloc_tlsf *)t, p), SHMALLOC_TLSF_OK); }
+static void tlsf_release(void *t, void *p)
+{
+    cr_assert_eq(shmalloc_tlsf_free((shmalloc_tlsf *)t, p), SHMALLOC_TLSF_OK);
+}
 
 Test(tlsf_check_listing, level_1_lists_each_block_once_in_both_metadata_modes_and_names_no_pe)
 {
@@ -210,7 +213,8 @@ Test(tlsf_check_listing, level_1_lists_each_block_once_in_both_metadata_modes_an
     int separate;
     for (separate = 1; separate >= 0; separate--) {
         void *mem = map_aligned(MIB, MIB);
-        shmalloc_tlsf *t = separate ? shmalloc_tlsf_create_separate(mem, MIB, MIB, NULL) : shmalloc_tlsf_create(mem, MIB);
+        shmalloc_tlsf *t =
+            separate ? shmalloc_tlsf_create_separate(mem, MIB, MIB, NULL) : shmalloc_tlsf_create(mem, MIB);
         int r;
         four_blocks(tlsf_alloc, tlsf_release, t);
         expected_listing(t, "", want, sizeof want);

@@ -177,8 +177,8 @@ extern "C" {
    stream 2 to stderr (everything else). */
 #define SHMALLOC_MESSAGES(X) \
     /* the heap checker (shmalloc_check) */ \
-    X(CHECK_FINDING, "shmalloc_check: %s\n") \
-    X(CHECK_BLOCK, "shmalloc_check: %s block at offset %zu, %zu bytes\n") \
+    X(CHECK_FINDING, "shmalloc_check: %s%s\n") \
+    X(CHECK_BLOCK, "shmalloc_check: %s%s block at offset %zu, %zu bytes\n") \
     X(CHECK_NO_HEAP, "shmalloc_check: no current symmetric heap\n") \
     /* the symmetric heap */ \
     X(HEAP_LOCK_FAILED, "shmalloc: PE %d: the transport's lock returned %d: the call fails with " \
@@ -443,7 +443,7 @@ typedef struct shmalloc_counters {
     size_t high_water;     /* highest offset ever reached by a used block's
                               usable bytes */
     size_t used_blocks;    /* number of used blocks */
-    size_t largest_request; /* the largest malloc that fits now: 0 when none */
+    size_t largest_request; /* the largest malloc that fits now, exactly: 0 when none */
 } shmalloc_counters;
 
 typedef struct shmalloc_block_info {
@@ -795,8 +795,8 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h);
 /* 1 when p lies in [base, base + shmalloc_heap_size). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p);
 
-/* This PE's figures, the ones an out-of-memory report gives: an allocation
-   of n bytes succeeds without growing when n <= largest_request. */
+/* This PE's figures, the ones an out-of-memory report gives: a malloc of
+   n bytes succeeds without growing exactly when n <= largest_request. */
 typedef struct shmalloc_info {
     size_t heap_size;       /* bytes of the blocks now, headers included */
     size_t heap_max;        /* bytes they may grow to (SHMALLOC_HEAP_MAX);
@@ -1629,6 +1629,32 @@ SHM__INLINE int shm__find_above(const shmalloc_tlsf *t, shm__block **list)
     return 1;
 }
 
+/* The own list's search, when neither the lists above nor the top serve
+   a request: its first SHM__OWN_SCAN blocks, a bound that keeps malloc
+   O(1); largest_request counts the same blocks (shm__largest_served). */
+#define SHM__OWN_SCAN 8
+
+/* The first of the first SHM__OWN_SCAN blocks of list `list` that has
+   `size` bytes or more, or NULL. */
+SHM__INLINE shm__block *shm__find_own(const shm__block *list, size_t size)
+{
+    shm__block *b = list->next_free;
+    unsigned k;
+    for (k = 0; k < SHM__OWN_SCAN && b != list; k++, b = b->next_free)
+        if (b->header >= size) return b; /* as shm__find_list_fits */
+    return NULL;
+}
+
+/* The index (shm__list_index) of the highest non-empty list, or
+   SIZE_MAX: for both cores. */
+SHM__INLINE size_t shm__index_highest(const shmalloc_tlsf *t)
+{
+    unsigned fl;
+    if (!t->fl_bitmap) return SIZE_MAX;
+    fl = shm__fls(t->fl_bitmap);
+    return shm__list_index(fl, shm__fls(t->sl_bitmap[fl]));
+}
+
 /* Is there a listed free block of at least `size` bytes (the top is
    tried after, by the caller)?  It is then the head of the list with
    sentinel node *list (otherwise *list is unset); changes nothing.  The
@@ -2168,17 +2194,31 @@ SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t size, siz
     return shm__taken(t, a, size);
 }
 
-/* A used block of `size` bytes from the top, or NULL when it has too few.
-   What no listed block serves comes here, so a heap that only takes and
-   gives back (a malloc and a free of one size, over and over) does so with
-   no list work.  Out of line, as is the aligned form below: the common
-   paths keep their registers. */
+/* The block shm__find_own finds in the list of `size` bytes (a block
+   size), taken whole, or NULL. */
+static SHM__NOINLINE void *shm__take_own(shmalloc_tlsf *t, size_t size)
+{
+    shm__block *list, *b;
+    if (size > t->capacity) return NULL; /* no list of the heap's holds it */
+    list = shm__list_for(t, size);
+    if (!(b = shm__find_own(list, size))) return NULL;
+    shm__remove(t, b);
+    shm__push_head(t, b, list); /* shm__take_whole takes a list's head */
+    return shm__take_whole(t, b, list);
+}
+
+/* A used block of `size` bytes from the top, or when it has too few from
+   the request's own list (shm__take_own), or NULL.  What no listed block
+   serves comes here, so a heap that only takes and gives back (a malloc
+   and a free of one size, over and over) does so with no list work.  Out
+   of line, as is the aligned form below: the common paths keep their
+   registers. */
 static SHM__NOINLINE void *shm__take_top(shmalloc_tlsf *t, size_t size)
 {
     shm__block *a;
-    if (!shm__has_top(t)) return NULL; /* else the sentinel's link is a user's bytes */
+    if (!shm__has_top(t)) return shm__take_own(t, size); /* else the sentinel's link is a user's bytes */
     a = t->sentinel->prev_phys;
-    if (shm__top_after(t, a, size) < 0) return NULL;
+    if (shm__top_after(t, a, size) < 0) return shm__take_own(t, size);
     SHM__UNPOISON((char *)a + 32, shm__top_size(t) - 32);
     return shm__cut_top(t, a, size, 0);
 }
@@ -2248,26 +2288,36 @@ SHM__INLINE int shm__release(shmalloc_tlsf *t, shm__block *b)
     return shm__release_block(t, b, header, size);
 }
 
-/* Free block f, which headed its list before a take, heads it again; the
-   top is in no list. */
-static void shm__to_head(shmalloc_tlsf *t, shm__block *f)
+/* Free block f, which followed `prev` in its list before a take (the
+   list's sentinel node when f headed it), does again; the top is in no
+   list. */
+static void shm__put_after(shmalloc_tlsf *t, shm__block *f, shm__block *prev)
 {
-    shm__block *list = shm__list_for(t, shm__size(f));
-    if ((f->header & SHM__TOP) || list->next_free == f) return;
-    shm__remove(t, f);
-    shm__push_head(t, f, list);
+    if ((f->header & SHM__TOP) || f->prev_free == prev) return;
+    shm__remove(t, f); /* f has company, prev: the list stays filled */
+    f->prev_free = prev;
+    f->next_free = prev->next_free;
+    prev->next_free->prev_free = f;
+    prev->next_free = f;
 }
 
-/* Gives back the used block b that a take has just cut from the head of
-   its list (a collective allocation another PE failed): b merges back into
-   the block it was cut from, which heads its list again, so the heap is
-   exactly as before the take and later offsets match the PEs' that took
-   nothing. */
-static void shm__untake(shmalloc_tlsf *t, shm__block *b)
+/* Free block f, which headed its list before a take, heads it again. */
+static void shm__to_head(shmalloc_tlsf *t, shm__block *f)
+{
+    if (!(f->header & SHM__TOP)) shm__put_after(t, f, shm__list_for(t, shm__size(f)));
+}
+
+/* Gives back the used block b that a take has just cut (a collective
+   allocation another PE failed): b merges back into the block it was cut
+   from, which heads its list again, or follows `after` when the take
+   found it there (shm__own_prev), so the heap is exactly as before the
+   take and later offsets match the PEs' that took nothing. */
+static void shm__untake(shmalloc_tlsf *t, shm__block *b, shm__block *after)
 {
     shm__block *f = b->header & SHM__PREV_FREE ? b->prev_phys : b;
     shm__release(t, b);
-    shm__to_head(t, f);
+    if (after) shm__put_after(t, f, after);
+    else shm__to_head(t, f);
 }
 
 /* The used block whose bytes (its header too) hold q, an address in
@@ -2957,18 +3007,47 @@ static void *shm__rec_carve_end(shmalloc_tlsf *t, uint32_t b, uint32_t l, size_t
     return shm__rec_taken(t, a);
 }
 
+/* shm__find_own over the records: 0 for none. */
+SHM__INLINE uint32_t shm__rec_find_own(const shmalloc_tlsf *t, uint32_t l, size_t size)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t b = r[l].fnext;
+    unsigned k;
+    for (k = 0; k < SHM__OWN_SCAN && b != l; k++, b = r[b].fnext)
+        if (r[b].size >= size) return b;
+    return 0;
+}
+
+/* The block before the one shm__rec_malloc of `size` bytes (a block
+   size), which no search of the lists above serves, takes from its own
+   list, or 0: as shm__own_prev. */
+static uint32_t shm__rec_own_prev(const shmalloc_tlsf *t, size_t size, size_t align)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t top = t->records->top, b;
+    if (align > SHMALLOC_ALIGNMENT || size > t->records->capacity || (top && shm__rec_fsize(&r[top]) >= size))
+        return 0;
+    b = shm__rec_find_own(t, shm__rec_list(size), size);
+    return b ? r[b].fprev : 0;
+}
+
 static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
 {
     size_t size;
     uint32_t l, h;
+    void *p;
     if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
     size = shm__rec_bsize(n);
     if (size > t->records->capacity) return NULL;
     l = shm__rec_list(size);
     h = shm__r(t)[l].fnext;
     if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
-    if (!t->fl_bitmap || !shm__rec_above(t, &l)) return shm__rec_take_top(t, size, 0); /* as the inline malloc */
-    return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
+    if (t->fl_bitmap && shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
+    if ((p = shm__rec_take_top(t, size, 0)) != NULL) return p; /* as the inline malloc: the top, then the own list */
+    if (!(h = shm__rec_find_own(t, l, size))) return NULL;
+    shm__rec_remove(t, h);
+    shm__r(t)[h].size &= ~SHM__FREE;
+    return shm__rec_taken(t, h);
 }
 
 /* The top's aligned block; the gap before it becomes a listed free block. */
@@ -3286,44 +3365,6 @@ static void shm__rec_walk(const shmalloc_tlsf *t, shmalloc_walk_fn fn, void *use
     }
 }
 
-/* The chain: contiguous from 0 to the capacity, linked both ways, no two
-   free blocks side by side, the top last; every free block in its list
-   and every used one in its bucket and the map, and nothing else there. */
-static int shm__rec_check(const shmalloc_tlsf *t)
-{
-    const struct shm__records *s = t->records;
-    const shm__rec *r = s->r;
-    uint64_t off = 0;
-    uint32_t i, p = 0, x;
-    int problems = 0, prev_free = 0;
-    size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
-    problems += !shm__marks_sound(s->large, s->large_words, s->large_words);
-    for (i = r[0].next; i; p = i, i = r[i].next) {
-        int is_free = (r[i].size & SHM__FREE) != 0;
-        size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]);
-        if (i <= s->lists || i >= s->cap || r[i].off != off || r[i].prev != p || size < SHM__MIN_BLOCK) {
-            problems++;
-            break;
-        }
-        if (is_free && prev_free) problems++;
-        if ((r[i].size & SHM__TOP) && (i != s->top || r[i].next)) problems++;
-        if (is_free && !(r[i].size & SHM__TOP)) {
-            uint32_t l = shm__rec_list(size);
-            for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
-            problems += x != i;
-        }
-        if (!is_free)
-            problems += shm__rec_find(t, off) != i ||
-                        !(s->map[off >> (SHM__REC_MAP_LOG2 + 6)] >> (off >> SHM__REC_MAP_LOG2 & 63) & 1);
-        if (!is_free && size >= SHM__LARGE) problems += !shm__marked_large(s->large, (size_t)off), large--;
-        marked -= !is_free;
-        prev_free = is_free;
-        off += size;
-    }
-    if (off != t->records->capacity || r[0].prev != p || marked || large) problems++;
-    return problems;
-}
-
 /* Would shm__rec_align(t, align, n) find room, changing nothing? */
 static int shm__rec_fits(const shmalloc_tlsf *t, size_t align, size_t n)
 {
@@ -3337,22 +3378,22 @@ static int shm__rec_fits(const shmalloc_tlsf *t, size_t align, size_t n)
 }
 
 /* Undoes the take that gave used block b: b merges back into the free
-   block it was cut from, which heads its list again, as shm__untake. */
-static void shm__rec_untake(shmalloc_tlsf *t, uint32_t b)
+   block it was cut from, which heads its list again, or follows record
+   `after` when the take found it there, as shm__untake. */
+static void shm__rec_untake(shmalloc_tlsf *t, uint32_t b, uint32_t after)
 {
     shm__rec *r = shm__r(t);
-    uint32_t p = r[b].prev, n = r[b].next, f = r[p].size & SHM__FREE ? p : r[n].size & SHM__FREE ? n : b, l;
+    uint32_t p = r[b].prev, n = r[b].next, f = r[p].size & SHM__FREE ? p : r[n].size & SHM__FREE ? n : b;
     shm__rec_unhash(t, r[b].off);
     shm__rec_release(t, b);
     if (r[f].size & SHM__TOP) return;
-    l = shm__rec_list(shm__rec_fsize(&r[f]));
-    if (r[l].fnext == f) return;
-    shm__rec_remove(t, f);
-    r[f].fnext = r[l].fnext; /* to the head */
-    r[f].fprev = l;
-    r[r[l].fnext].fprev = f;
-    r[l].fnext = f;
-    if (r[f].fnext == l) shm__rec_filled(t, l);
+    if (!after) after = shm__rec_list(shm__rec_fsize(&r[f])); /* to the head */
+    if (r[f].fprev == after) return;
+    shm__rec_remove(t, f); /* f has company, after: the list stays filled */
+    r[f].fnext = r[after].fnext;
+    r[f].fprev = after;
+    r[r[after].fnext].fprev = f;
+    r[after].fnext = f;
 }
 
 /* The plan of a resize of ptr to n bytes, changing nothing but the
@@ -3375,6 +3416,20 @@ static int shm__rec_resize_status(shmalloc_tlsf *t, const void *ptr, size_t n)
     return t->records->ops.copy ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_MEMOPS; /* a move, which needs the copy */
 }
 
+/* shm__largest_served over the records. */
+static size_t shm__rec_largest_served(const shmalloc_tlsf *t)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t top = t->records->top, l, b;
+    size_t most = top ? shm__rec_fsize(&r[top]) : 0, i = shm__index_highest(t);
+    unsigned k;
+    if (i == SIZE_MAX) return most;
+    l = 1 + (uint32_t)i;
+    for (k = 0, b = r[l].fnext; k < SHM__OWN_SCAN && b != l; k++, b = r[b].fnext)
+        if (shm__rec_fsize(&r[b]) > most) most = shm__rec_fsize(&r[b]);
+    return most;
+}
+
 /* The counters the walk does not give (shmalloc_tlsf_counters). */
 static void shm__rec_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
 {
@@ -3382,7 +3437,7 @@ static void shm__rec_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
     out->free = out->capacity - out->in_use;
     out->spec = 0;
     out->high_water = t->high_water;
-    out->largest_request = out->largest_free; /* no header */
+    out->largest_request = shm__rec_largest_served(t); /* no header */
 }
 
 /* The blocks grow by n bytes at their end (from the spec area, or new
@@ -3906,10 +3961,26 @@ static int shm__count_block(void *user, const shmalloc_block_info *b)
     return 0;
 }
 
+/* The largest block malloc serves: the top, or one of the first
+   SHM__OWN_SCAN blocks of the highest list, which a request of any lower
+   list finds (shm__take_own's bound). */
+static size_t shm__largest_served(const shmalloc_tlsf *t)
+{
+    size_t most = shm__has_top(t) ? shm__top_size(t) : 0, i = shm__index_highest(t);
+    const shm__block *list, *b;
+    unsigned k;
+    if (i == SIZE_MAX) return most;
+    list = shm__list(t, i);
+    for (k = 0, b = list->next_free; k < SHM__OWN_SCAN && b != list; k++, b = b->next_free)
+        if (shm__free_size(b->header) > most) most = shm__free_size(b->header);
+    return most;
+}
+
 /* Counted on demand, one step per block: malloc and free keep no counts
    but the high-water mark, which the start map's zeroing needs anyway. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
 {
+    size_t most;
     out->in_use = out->used_blocks = out->largest_free = 0;
     shmalloc_tlsf_walk(t, shm__count_block, out);
     if (t->records) {
@@ -3920,8 +3991,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
     out->free = t->capacity - out->in_use;
     out->spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
     out->high_water = t->high_water;
-    /* the inverse of shm__block_size: the largest n whose block fits */
-    out->largest_request = out->largest_free >= SHM__MIN_BLOCK ? out->largest_free - 8 - SHM__REDZONE : 0;
+    /* the inverse of shm__block_size: the largest n whose block malloc serves */
+    most = shm__largest_served(t);
+    out->largest_request = most >= SHM__MIN_BLOCK ? most - 8 - SHM__REDZONE : 0;
     if (out->largest_request > t->malloc_limit) out->largest_request = t->malloc_limit;
 }
 
@@ -3932,6 +4004,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_counters(const shmalloc_tlsf *t, sh
 typedef struct shm__checker {
     const shmalloc_tlsf *t;
     int level, problems;
+    char who[24]; /* "PE 3: " for a heap's PE, which every line names; else empty */
 } shm__checker;
 
 static void shm__problem(shm__checker *c, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
@@ -3943,7 +4016,7 @@ static void shm__problem(shm__checker *c, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(line, sizeof line, fmt, ap);
         va_end(ap);
-        shmalloc_print(2, SHM__MSG(CHECK_FINDING), line);
+        shmalloc_print(2, SHM__MSG(CHECK_FINDING), c->who, line);
     }
     c->problems++;
 }
@@ -4019,7 +4092,7 @@ static size_t shm__check_chain(shm__checker *c)
         if (is_free) nfree++;
         else nused++, nlarge += size >= SHM__LARGE, unmarked += size >= SHM__LARGE && !shm__marked_large(t->large, shm__offset(t, b));
         if (c->level > 0)
-            shmalloc_print(2, SHM__MSG(CHECK_BLOCK), is_free ? "free" : "used", off, size);
+            shmalloc_print(2, SHM__MSG(CHECK_BLOCK), c->who, is_free ? "free" : "used", off, size);
         prev_free = is_free;
         b = shm__at(b, size);
         if (!shm__plausible(t, b)) {
@@ -4081,16 +4154,68 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
     if (listed != nfree) shm__problem(c, "%zu free blocks in the heap, %zu in the free lists", nfree, listed);
 }
 
-SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level)
+/* The separate core's chain: contiguous from 0 to the capacity, linked
+   both ways, no two free blocks side by side, the top last; every free
+   block in its list and every used one in its bucket and the map, and
+   nothing else there. */
+static void shm__rec_check(shm__checker *c)
+{
+    const shmalloc_tlsf *t = c->t;
+    const struct shm__records *s = t->records;
+    const shm__rec *r = s->r;
+    uint64_t off = 0;
+    uint32_t i, p = 0, x;
+    int prev_free = 0;
+    size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
+    if (!shm__marks_sound(s->large, s->large_words, s->large_words))
+        shm__problem(c, "the large marks' summary disagrees with them");
+    for (i = r[0].next; i; p = i, i = r[i].next) {
+        int is_free = (r[i].size & SHM__FREE) != 0;
+        size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]), at = (size_t)off;
+        if (i <= s->lists || i >= s->cap || r[i].off != off || r[i].prev != p || size < SHM__MIN_BLOCK) {
+            shm__problem(c, "block at offset %zu: record %u is not a block's that starts there", at, (unsigned)i);
+            return;
+        }
+        if (c->level > 0) shmalloc_print(2, SHM__MSG(CHECK_BLOCK), c->who, is_free ? "free" : "used", at, size);
+        if (is_free && prev_free) shm__problem(c, "block at offset %zu: two free blocks side by side", at);
+        if ((r[i].size & SHM__TOP) && (i != s->top || r[i].next))
+            shm__problem(c, "free block at offset %zu: says it is the top, and is not last", at);
+        if (is_free && !(r[i].size & SHM__TOP)) {
+            uint32_t l = shm__rec_list(size);
+            for (x = r[l].fnext; x != l && x != i; x = r[x].fnext) {}
+            if (x != i) shm__problem(c, "free block at offset %zu is not in its list", at);
+        }
+        if (!is_free && (shm__rec_find(t, off) != i ||
+                         !(s->map[off >> (SHM__REC_MAP_LOG2 + 6)] >> (off >> SHM__REC_MAP_LOG2 & 63) & 1)))
+            shm__problem(c, "used block at offset %zu is not marked used", at);
+        if (!is_free && size >= SHM__LARGE) {
+            if (!shm__marked_large(s->large, at)) shm__problem(c, "used block at offset %zu has no large mark", at);
+            large--;
+        }
+        marked -= !is_free;
+        prev_free = is_free;
+        off += size;
+    }
+    if (off != s->capacity || r[0].prev != p)
+        shm__problem(c, "the blocks end at offset %zu, not at the capacity %zu", (size_t)off, s->capacity);
+    if (marked || large) shm__problem(c, "the start map or the large marks mark blocks the heap does not have");
+}
+
+/* shmalloc_tlsf_check for a heap of PE pe, which its lines name (-1: none). */
+static int shm__check(const shmalloc_tlsf *t, int level, int pe)
 {
     shm__checker c;
-    if (t->records) return shm__rec_check(t);
     c.t = t;
     c.level = level;
     c.problems = 0;
-    shm__check_lists(&c, shm__check_chain(&c));
+    c.who[0] = '\0';
+    if (pe >= 0) snprintf(c.who, sizeof c.who, "PE %d: ", pe);
+    if (t->records) shm__rec_check(&c);
+    else shm__check_lists(&c, shm__check_chain(&c));
     return c.problems;
 }
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_check(const shmalloc_tlsf *t, int level) { return shm__check(t, level, -1); }
 
 /* ---- tentative operations: kept on every PE or undone on every PE ---- */
 enum { SHM__TAKE = 0 }; /* a pending take's `how`; a resize's is its plan's */
@@ -4104,6 +4229,17 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_request_status(size_t align, size_t 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_block_need(size_t size, size_t align)
 {
     return shm__aligned_need(shm__block_size(size), align);
+}
+
+/* The block before the one a take of `size` bytes (a block size) at
+   `align` that no search of the lists above serves takes from its own
+   list (shm__take_own), or NULL: the undo puts it back there. */
+static shm__block *shm__own_prev(const shmalloc_tlsf *t, size_t size, size_t align)
+{
+    shm__block *b;
+    if (align > SHMALLOC_ALIGNMENT || size > t->capacity || shm__top_fits(t, size, align)) return NULL;
+    b = shm__find_own(shm__list_for(t, size), size);
+    return b ? b->prev_free : NULL;
 }
 
 /* Records what every pending operation's commit and undo need. */
@@ -4128,10 +4264,12 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_take(shmalloc_tlsf *t, size_t align,
     if (status) return status;
     if (t->records) {
         if (shm__rec_ready(t, size, align)) return SHMALLOC_TLSF_NO_MEMORY;
+        op->fl = shm__rec_fits(t, align, size) ? 0 : shm__rec_own_prev(t, shm__rec_bsize(size), align);
         op->ptr = shm__rec_align(t, align, size);
         return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
     }
     b = shm__find_aligned(t, bsize, align, &fl, &sl);
+    op->target = b ? NULL : shm__own_prev(t, bsize, align);
     op->ptr = b ? shm__take(t, b, fl, sl, bsize, align) : shm__take_top_aligned(t, bsize, align);
     return op->ptr ? SHMALLOC_TLSF_OK : SHMALLOC_TLSF_NO_ROOM;
 }
@@ -4221,14 +4359,14 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
     shm__block *b;
     if (!op->ptr) return; /* a resize not made yet changed nothing */
     if (t->records) { /* only a take is made early */
-        shm__rec_untake(t, shm__rec_find(t, shm__rec_offset(t, op->ptr)));
+        shm__rec_untake(t, shm__rec_find(t, shm__rec_offset(t, op->ptr)), op->fl);
         t->high_water = op->high_water;
         op->ptr = NULL;
         return;
     }
     b = shm__of_user(op->ptr);
     if (op->how == SHM__TAKE) {
-        shm__untake(t, b);
+        shm__untake(t, b, (shm__block *)op->target);
     } else {
         shm__shrink_in_place(t, b, op->old_size);
         if (op->next_headed) shm__to_head(t, shm__at(b, op->old_size));
@@ -4897,7 +5035,7 @@ static void shm__report_leaks(const shmalloc_heap *h, const uint64_t *released_o
 static void shm__debug_check(const shmalloc_heap *h)
 {
 #if SHMALLOC_DEBUG_LEVEL >= 3
-    SHMALLOC_ASSERT(shmalloc_tlsf_check(h->tlsf, 0) == 0);
+    SHMALLOC_ASSERT(shm__check(h->tlsf, 0, h->tp.pe) == 0);
 #else
     (void)h;
 #endif
@@ -5931,7 +6069,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_check(shmalloc_heap *h, int level)
         shm__unlock(h, held);
         return 1;
     }
-    problems = shmalloc_tlsf_check(h->tlsf, level);
+    problems = shm__check(h->tlsf, level, h->tp.pe);
     shm__unlock(h, held);
     return problems;
 }

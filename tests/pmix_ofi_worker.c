@@ -261,7 +261,7 @@ static const scenario scenarios[] = {
     {"direct", scenario_direct, 1},
     {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
     {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},    {"deferred", scenario_deferred, 0},
-    {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0},
+    {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0}, {"largest", scenario_largest, 0},
 };
 
 static void run(const scenario *sc)

@@ -5,7 +5,7 @@
 
      pmix_ofi_worker.c          main, the helpers, faults and reports
      pmix_ofi_worker_all.c      the seven scenarios of "all"
-     pmix_ofi_worker_grow.c     grow and bad_grow
+     pmix_ofi_worker_grow.c     grow, bad_grow and largest
      pmix_ofi_worker_threads.c  threads
      pmix_ofi_worker_counts.c   counts, against the cost model
      pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
@@ -76,6 +76,7 @@ void scenario_barrier(void);
 void scenario_stress(void);
 void scenario_grow(void);
 void scenario_bad_grow(void);
+void scenario_largest(void);
 void scenario_threads(void);
 void scenario_reports(void);
 void scenario_counts(void);

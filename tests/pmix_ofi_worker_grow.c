@@ -1,8 +1,9 @@
-/* pmix_ofi_worker_grow.c - the grow and bad_grow scenarios: heaps that grow
-   far beyond their nominal size (run with SHMALLOC_HEAP_MAX). */
+/* pmix_ofi_worker_grow.c - the grow, bad_grow and largest scenarios: heaps
+   that grow far beyond their nominal size (run with SHMALLOC_HEAP_MAX). */
 #include "transports/shmalloc_pmix_ofi.h"
 
 #include "bad_grow.h" /* before the worker's fail, which its parameters would shadow */
+#include "largest_request.h"
 #include "pmix_ofi_worker.h"
 
 #include <stdlib.h>
@@ -108,4 +109,13 @@ void scenario_grow(void)
 
 /* ---- bad_grow: one PE's bad argument while the others' calls need growth ---- */
 void scenario_bad_grow(void) { bad_grow_run(fail); }
+
+/* Run with SHMEM_SYMMETRIC_HEAP_SIZE=64K and SHMALLOC_HEAP_MAX=32M:
+   largest_request's promise over eight seeds (tests/largest_request.h),
+   the first growing the heap to its maximum. */
+void scenario_largest(void)
+{
+    uint64_t seed;
+    for (seed = 1; seed <= 8; seed++) largest_request_run(seed, fail);
+}
 

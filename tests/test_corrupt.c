@@ -1,9 +1,10 @@
-/* White-box corruption of the TLSF control block: its bitmaps and start
-   map are private, so this file expands the implementation itself to reach
-   them.  Each corruption must be reported by shmalloc_check at level 0 with
-   a message naming what is wrong, silently (nonzero) at level -1, without
-   crashing or looping.  Headers and free-list links are corrupted by
-   tests/test_tlsf.c through the public layout. */
+/* White-box corruption of the TLSF control block (its bitmaps and start
+   map) and of a separate core's records: they are private, so this file
+   expands the implementation itself to reach them.  Each corruption must
+   be reported by shmalloc_check at level 0 with a message naming what is
+   wrong, silently (nonzero) at level -1, without crashing or looping.
+   Headers and free-list links are corrupted by tests/test_tlsf.c through
+   the public layout. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* the TSan test runner uses mkstemp, strsignal */
 #endif
@@ -207,4 +208,35 @@ Test(corrupt, an_end_marker_without_its_end_bit_is_reported)
     shmalloc_tlsf *t = busy_heap(&a, &b);
     t->sentinel->header &= ~SHM__END;
     expect_reported(t, "end-of-heap marker overwritten");
+}
+
+/* ---- the separate core's records: each fault reported at level 0, as
+   the inline core's are ----------------------------------------------------- */
+static shmalloc_tlsf *busy_separate(void **a, void **b)
+{
+    shmalloc_tlsf *t = shmalloc_tlsf_create_separate(region, sizeof region, sizeof region, NULL);
+    cr_assert(t != NULL);
+    *a = shmalloc_tlsf_malloc(t, 100);
+    *b = shmalloc_tlsf_malloc(t, 3000);
+    cr_assert(*a && *b && shmalloc_tlsf_malloc(t, 100));
+    cr_assert(shmalloc_tlsf_free(t, *b) == SHMALLOC_TLSF_OK);
+    assert_tlsf_ok(t);
+    return t;
+}
+
+Test(corrupt_separate, a_free_block_out_of_its_list_and_a_used_one_out_of_the_map_are_reported)
+{
+    void *a, *b;
+    shmalloc_tlsf *t = busy_separate(&a, &b);
+    uint32_t fb = shm__r(t)[shm__r(t)[0].next].next, ua = shm__rec_find(t, shm__rec_offset(t, a));
+    cr_assert(shm__r(t)[fb].size & SHM__FREE);
+    shm__rec_remove(t, fb);
+    expect_reported(t, "free block at offset 112 is not in its list");
+    shm__rec_push(t, fb, shm__rec_list(shm__rec_fsize(&shm__r(t)[fb])));
+    assert_tlsf_ok(t);
+    shm__rec_mark(t->records, ua);
+    expect_reported(t, "used block at offset 0 is not marked used");
+    shm__rec_mark(t->records, ua);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
 }

@@ -139,6 +139,24 @@ Test(pmix_ofi, heap_grows_far_beyond_its_nominal_size_tcp_rxm_2pe_different_addr
     check_grow("tcp;ofi_rxm", 2, 1, NULL);
 }
 
+/* largest_request's promise (tests/largest_request.h) on heaps that grow
+   from 64 KiB to 32 MiB: random calls, then blocks of largest_request
+   until nothing is free. */
+static void check_largest(int npes)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMEM_SYMMETRIC_HEAP_SIZE=64K", "SHMALLOC_HEAP_MAX=32M",
+                         "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    launch(&r, npes, "largest", env);
+    cr_assert_eq(r.status, 0, "%d PEs: exit status %d after %.1f s:\n%s", npes, r.status, r.seconds, tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK largest\n"), npes, "not every PE passed:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, largest_request_is_served_to_the_last_byte_shm_2pe, .timeout = TEST_TIMEOUT) { check_largest(2); }
+Test(pmix_ofi, largest_request_is_served_to_the_last_byte_shm_4pe, .timeout = TEST_TIMEOUT) { check_largest(4); }
+
 Test(pmix_ofi, heap_grows_in_a_singleton_without_launcher, .timeout = TEST_TIMEOUT) { check_grow("shm", 0, 0, NULL); }
 
 /* PE 1's first growth fails to register: that allocation fails on every

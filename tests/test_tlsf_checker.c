@@ -177,3 +177,118 @@ Test(tlsf_corrupt, check_level_1_prints_a_line_per_block_to_stream_2)
     cr_assert(count_lines(out_text[2]) >= blocks, "%zu lines for %zu blocks:\n%s",
               count_lines(out_text[2]), blocks, out_text[2]);
 }
+
+/* ---- the verbose listing: a line per block in both metadata modes, each
+   naming the PE when the heap has one --------------------------------------- */
+
+/* Each block's line, as level 1 prints it, in the order of the blocks. */
+static void expected_listing(const shmalloc_tlsf *t, const char *who, char *out, size_t room)
+{
+    const snapshot *s = take_snapshot(t);
+    size_t i, len = 0;
+    out[0] = '\0';
+    for (i = 0; i < s->n; i++)
+        len += (size_t)snprintf(out + len, room - len, shm__text_CHECK_BLOCK, who, s->b[i].used ? "used" : "free",
+                                s->b[i].offset, s->b[i].size);
+    cr_assert(len < room);
+}
+
+/* Three used blocks, the first freed: free, used, used, and the top. */
+static void four_blocks(void *(*alloc)(void *heap, size_t n), void (*release)(void *heap, void *p), void *heap)
+{
+    void *a = alloc(heap, 100);
+    cr_assert(a && alloc(heap, 200) && alloc(heap, 300));
+    release(heap, a);
+}
+
+static void *tlsf_alloc(void *t, size_t n) { return shmalloc_tlsf_malloc((shmalloc_tlsf *)t, n); }
+static void tlsf_release(void *t, void *p)
+{
+    cr_assert_eq(shmalloc_tlsf_free((shmalloc_tlsf *)t, p), SHMALLOC_TLSF_OK);
+}
+
+Test(tlsf_check_listing, level_1_lists_each_block_once_in_both_metadata_modes_and_names_no_pe)
+{
+    static char want[4096];
+    int separate;
+    for (separate = 1; separate >= 0; separate--) {
+        void *mem = map_aligned(MIB, MIB);
+        shmalloc_tlsf *t =
+            separate ? shmalloc_tlsf_create_separate(mem, MIB, MIB, NULL) : shmalloc_tlsf_create(mem, MIB);
+        int r;
+        four_blocks(tlsf_alloc, tlsf_release, t);
+        expected_listing(t, "", want, sizeof want);
+        capture_start();
+        r = shmalloc_tlsf_check(t, 1);
+        capture_stop();
+        cr_assert_eq(r, 0);
+        cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_BLOCK), 4, "%s: %s", separate ? "separate" : "inline", out_text[2]);
+        cr_assert(strcmp(out_text[2], want) == 0, "listed:\n%swanted:\n%s", out_text[2], want);
+        assert_tlsf_ok(t);
+        shmalloc_tlsf_destroy(t);
+    }
+}
+
+static void *heap_alloc(void *h, size_t n) { return shmalloc_heap_malloc((shmalloc_heap *)h, n, NULL); }
+static void heap_release(void *h, void *p)
+{
+    long err = -1;
+    shmalloc_heap_free((shmalloc_heap *)h, p, &err);
+    cr_assert_eq(err, SHMEM_MALLOC_OK);
+}
+
+/* PE 3 of 4 (a transport that only counts: this process is all of them). */
+static shmalloc_heap *pe3_heap(int metadata)
+{
+    static shmalloc_transport tp;
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, metadata};
+    size_t bytes = shmalloc_heap_bytes(MIB);
+    long err = -1;
+    shmalloc_heap *h;
+    tp = counting_transport_for(3, 4, 1);
+    h = shmalloc_heap_create_with(map_aligned(bytes, MIB), bytes, &config, &tp, &err);
+    cr_assert(h != NULL && err == SHMEM_MALLOC_OK, "create: %ld", err);
+    shmalloc_set_current(h);
+    return h;
+}
+
+Test(heap_check_listing, shmalloc_check_lists_each_block_naming_the_pe_in_both_metadata_modes)
+{
+    static char want[4096];
+    int metadata;
+    for (metadata = SHMALLOC_METADATA_SEPARATE; metadata >= SHMALLOC_METADATA_INLINE; metadata--) {
+        shmalloc_heap *h = pe3_heap(metadata);
+        int r;
+        four_blocks(heap_alloc, heap_release, h);
+        expected_listing(shmalloc_heap_tlsf(h), "PE 3: ", want, sizeof want);
+        capture_start();
+        r = shmalloc_check(1);
+        capture_stop();
+        cr_assert_eq(r, 0);
+        cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_BLOCK), 4, "metadata %d: %s", metadata, out_text[2]);
+        cr_assert(strcmp(out_text[2], want) == 0, "listed:\n%swanted:\n%s", out_text[2], want);
+        assert_heap_ok();
+        shmalloc_heap_destroy(h);
+    }
+}
+
+Test(heap_check_listing, a_finding_names_the_pe)
+{
+    shmalloc_heap *h = pe3_heap(SHMALLOC_METADATA_INLINE);
+    unsigned char *b = heap_alloc(h, 200);
+    uint64_t word, bad;
+    int r;
+    cr_assert(b && heap_alloc(h, 200));
+    memcpy(&word, b - 8, 8);
+    bad = word + 4096; /* past the next block's start */
+    memcpy(b - 8, &bad, 8);
+    capture_start();
+    r = shmalloc_check(0);
+    capture_stop();
+    cr_assert_neq(r, 0);
+    cr_assert_eq(out_said(SHMALLOC_MSG_CHECK_FINDING), 1, "%s", out_text[2]);
+    cr_assert(strncmp(out_text[2], "shmalloc_check: PE 3: ", 22) == 0 && count_lines(out_text[2]) == 1, "%s",
+              out_text[2]);
+    memcpy(b - 8, &word, 8);
+    assert_heap_ok();
+}

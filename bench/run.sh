@@ -139,21 +139,22 @@ suite_core() {
     done
   done
   summary_put core "$rows"
-  core_metadata "$tmp"
+  core_metadata "$tmp" "${allocators[@]}"
   plot_core "$SUMMARY" "$OUT/core.svg"
   echo "core: done in $((SECONDS - started))s"
 }
 
-# The TLSF core's metadata, from its first timed run of each workload:
-# bytes per used block after the timed loop, and a fresh core's fixed
-# overhead on the same heap (bench/core.c says what each mode counts).
-core_metadata() { # TMP
-  local a w line csv=$OUT/metadata.csv
+# Each allocator's metadata (the figures of its adapter's describe), from
+# its first timed run of each workload: bytes per used block after the
+# timed loop, and a fresh heap's fixed overhead (bench/alloc_shmalloc.h).
+core_metadata() { # TMP ALLOCATOR...
+  local a w line csv=$OUT/metadata.csv tmp=$1
+  shift
   echo "allocator,workload,used_blocks,meta_bytes,meta_per_block,meta_fixed,meta_fixed_pct" >"$csv"
-  for a in shmalloc shmalloc-separate; do
+  for a in "$@"; do
     for w in $WORKLOADS; do
-      line=$(head -n 1 "$1/core.$a.$w.runs" 2>/dev/null) || continue
-      [ -n "$line" ] || continue
+      line=$(head -n 1 "$tmp/core.$a.$w.runs" 2>/dev/null) || continue
+      [ -n "$(kv meta_fixed "$line")" ] || continue # figures of an adapter's describe
       echo "$a,$w,$(kv used_blocks "$line"),$(kv meta_bytes "$line"),$(kv meta_per_block "$line"),$(kv meta_fixed "$line"),$(kv meta_fixed_pct "$line")" >>"$csv"
     done
   done

@@ -128,7 +128,7 @@ $(BENCH_B)/scaling: bench/scaling.c $(BENCH_HEADERS) $(BENCH_B)/shmalloc.o
 $(BENCH_B)/alloc_%.o: bench/alloc_%.c bench/alloc.h $(wildcard bench/alloc_*.h) $(BENCH_HEADERS) | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) -c $< -o $@
 
-bench_link = @if printf 'int main(void){return 0;}\n' | $(CC) -x c - $(call bench_libs,$(2)) -o /dev/null 2>/dev/null; then \
+bench_link = @if printf 'int main(void){return 0;}\n' | $(CC) -x c - -x none $(call bench_libs,$(2)) -o /dev/null 2>/dev/null; then \
 	  echo "$(CC) $(BENCH_CFLAGS) $(1) ... $(call bench_libs,$(2)) -o $@"; \
 	  $(CC) $(BENCH_CFLAGS) $(1) $(BENCH_B)/alloc_$(2).o $(BENCH_LDFLAGS) $(call bench_libs,$(2)) -o $@; \
 	else rm -f $@; echo "bench: note: $(2) skipped: $(call bench_libs,$(2)) does not link (scripts/deps.sh bench installs it)"; fi

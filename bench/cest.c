@@ -180,27 +180,39 @@ static void usage(void)
     exit(1);
 }
 
-int main(int argc, char **argv)
+typedef struct options {
+    char workload;
+    int frag;
+    size_t live, region_bytes, steps;
+} options;
+
+static options parse_options(int argc, char **argv)
 {
-    char w;
-    size_t live = 10000, region_mib = 256, steps = 0, n, calls;
-    int i, frag = 0;
-    slots sl;
-    span s;
-    char *region = NULL;
-    void *warm;
+    options o = {0, 0, 10000, (size_t)256 << 20, 0};
+    int i;
     if (argc < 2 || strlen(argv[1]) != 1 || argv[1][0] < 'a' || argv[1][0] > 'd') usage();
-    w = argv[1][0];
+    o.workload = argv[1][0];
     for (i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--frag")) frag = 1;
-        else if (i + 1 < argc && !strcmp(argv[i], "--live")) live = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && !strcmp(argv[i], "--region")) region_mib = strtoull(argv[++i], NULL, 10);
-        else if (i + 1 < argc && !strcmp(argv[i], "--steps")) steps = strtoull(argv[++i], NULL, 10);
+        if (!strcmp(argv[i], "--frag")) o.frag = 1;
+        else if (i + 1 < argc && !strcmp(argv[i], "--live")) o.live = strtoull(argv[++i], NULL, 10);
+        else if (i + 1 < argc && !strcmp(argv[i], "--region")) o.region_bytes = strtoull(argv[++i], NULL, 10) << 20;
+        else if (i + 1 < argc && !strcmp(argv[i], "--steps")) o.steps = strtoull(argv[++i], NULL, 10);
         else usage();
     }
-    if (!live || !region_mib) usage();
-    if (!steps) steps = w == 'c' ? 500000 : 1000000;
-    n = live > D_BUFFERS ? live : D_BUFFERS;
+    if (!o.live || !o.region_bytes) usage();
+    if (o.frag && !A->create) die("--frag measures a region allocator's span");
+    if (!o.steps) o.steps = o.workload == 'c' ? 500000 : 1000000;
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    options o = parse_options(argc, argv);
+    size_t n = o.live > D_BUFFERS ? o.live : D_BUFFERS;
+    char *region = NULL;
+    void *warm;
+    slots sl;
+    span s = {0, NULL, 0, 0, 0};
     sl.ptr = (void **)map(n * sizeof *sl.ptr);
     sl.size = (size_t *)map(n * sizeof *sl.size);
     sl.align = (size_t *)map(n * sizeof *sl.align);
@@ -209,31 +221,29 @@ int main(int argc, char **argv)
        heap's own large arrays) falls on the same cache sets only if the
        driver maps as much before it. */
     (void)map(n * sizeof *sl.ptr);
-    memset(&s, 0, sizeof s);
     if (A->create) {
-        region = (char *)map(region_mib << 20);
-        if (!(heap = A->create(region, region_mib << 20))) die("cannot create a heap over the region");
+        region = (char *)map(o.region_bytes);
+        if (!(heap = A->create(region, o.region_bytes))) die("cannot create a heap over the region");
     }
-    if (frag) { /* one pass, measured */
+    if (o.frag) { /* one pass, measured */
         s.on = 1;
         s.base = region;
-        pass(w, &sl, live, steps, 0, &s);
-        if (!s.base) die("--frag measures a region allocator's span");
-        printf("frag=%.4f peak_live=%zu highest=%zu\n", (double)s.highest / (double)s.peak_live, s.peak_live, s.highest);
+        pass(o.workload, &sl, o.live, o.steps, 0, &s);
+        printf("frag=%.4f peak_live=%zu highest=%zu\n", (double)s.highest / (double)s.peak_live, s.peak_live,
+               s.highest);
         return 0;
     }
-    pass(w, &sl, live, steps, 0, &s);
-    warm = heap;
+    pass(o.workload, &sl, o.live, o.steps, 0, &s);
     /* the warm-up heap is kept until the end: memory of its own that the
        counted heap takes is new, as a second heap's would be */
-    if (A->create && !(heap = A->create(region, region_mib << 20))) die("cannot create a heap over the region");
-    pass(w, &sl, live, steps, 1, &s);
+    warm = heap;
+    if (A->create && !(heap = A->create(region, o.region_bytes))) die("cannot create a heap over the region");
+    pass(o.workload, &sl, o.live, o.steps, 1, &s);
     if (A->check && A->check(heap) != 0) die("the heap check failed");
     if (A->destroy) {
         A->destroy(heap);
         A->destroy(warm);
     }
-    calls = w == 'd' ? steps : 2 * steps;
-    printf("ops=%zu\n", calls);
+    printf("ops=%zu\n", o.workload == 'd' ? o.steps : 2 * o.steps);
     return 0;
 }

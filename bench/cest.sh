@@ -32,12 +32,14 @@ command -v valgrind >/dev/null 2>&1 || { echo "cest: valgrind is missing (script
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# One run: an empty environment and no address randomisation, so the
-# stack and every mapping land where they did the last time.
+# One run: an empty environment, no address randomisation, and the binary
+# started as ./cest from a directory of its own, so the stack and every
+# mapping land where they did the last time, wherever the tree is.
 count() { # NAME WORKLOAD
   local out=$tmp/$1.$2
-  (cd "$tmp" && env -i PATH=/usr/bin:/bin setarch "$(uname -m)" -R valgrind --tool=callgrind "${CACHE[@]}" \
-     --toggle-collect='op_*' --callgrind-out-file="$out.cg" "$BIN/cest_$1" "$2" "${ARGS[@]}" >"$out.ops" 2>"$out.log") ||
+  mkdir "$out" && ln -s "$BIN/cest_$1" "$out/cest"
+  (cd "$out" && env -i PATH=/usr/bin:/bin setarch "$(uname -m)" -R valgrind --tool=callgrind "${CACHE[@]}" \
+     --toggle-collect='op_*' --callgrind-out-file="$out.cg" ./cest "$2" "${ARGS[@]}" >"$out.ops" 2>"$out.log") ||
     { echo "cest: $1 $2 failed: $(tail -n 3 "$out.log")" >&2; return; }
   [ "$2" = a ] || "$BIN/cest_$1" "$2" "${ARGS[@]}" --frag >"$out.frag" 2>/dev/null || true
 }

@@ -179,7 +179,7 @@ test: deps
 	@+$(SUB) run-tests || $(SUITE) --failed run-tests
 	@+$(SUB) test-pmix || $(SUITE) --failed test-pmix
 	@+for t in $(ROOT_SUITES) poison-check; do $(SUB) $$t || $(SUITE) --failed $$t; done
-	@for t in cpp-check man-check install-check run-check docs-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
+	@for t in cpp-check man-check install-check run-check docs-check bench-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
 	@tests/run.sh $(RESULTS) --total
 
 # tests/run.sh itself: its start and result lines, its counts.

@@ -35,9 +35,11 @@ oshcc $FLAGS bench/collective.c -o "$B/bench/coll_oshmem" 2>/dev/null && have_os
 [ $have_osh = 1 ] || echo "note: Open MPI's OpenSHMEM (oshcc, libopenmpi-dev) is not available: no ratios"
 
 floor_probe "$floors"
+set -- $PES
+n=$((ROUNDS * $#)) k=0
 for round in $(seq "$ROUNDS"); do
-  echo "round $round of $ROUNDS"
   for pes in $PES; do
+    echo "  [$((k += 1))/$n] collective: round $round of $ROUNDS, $pes PEs (${SECONDS}s)"
     rounds_run "$runs" shmalloc-pthreads "$pes" "$B/bench/coll_pthreads" "$pes"
     [ $have_pmix = 1 ] &&
       rounds_run "$runs" shmalloc-pmix-shm "$pes" env FI_PROVIDER=shm mpirun --oversubscribe -np "$pes" -x FI_PROVIDER "$B/bench/coll_pmix"

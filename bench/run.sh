@@ -1,33 +1,34 @@
 #!/usr/bin/env bash
 # bench/run.sh - runs the benchmarks that `make bench` builds (mk/bench.mk),
-# writes bench/results/*.csv and the scaling plot, and prints the table.
+# writes bench/results/*.csv and the plots, and prints the table.
 #
-#   bench/run.sh all | core | scaling | table
+#   bench/run.sh all | core | scaling | table | plot
 #
 # Each suite replaces its own rows of bench/results/summary.csv and keeps the
-# others', so a later suite (bench/collective) adds rows the same way:
+# others', so a later suite (bench/collective.sh) adds rows the same way:
 #   source bench/run.sh  (with BENCH_LIB=1)  then  summary_put SUITE ROWS.csv
 # Columns: suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,
-# instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op,mispredict_per_op --
-# empty where a figure does not apply.
+# instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op,mispredict_per_op,
+# cest_per_op -- empty where a figure does not apply.
 #
 # Environment: BENCH_BIN (the binaries, default build/bench), BENCH_RUNS
-# (timed runs per figure, default 5), BENCH_ALLOCATORS, BENCH_WORKLOADS,
-# BENCH_LIVES, BENCH_HEAPS_MIB, BENCH_JOBS (parallel callgrind runs),
-# BENCH_CHRT=0 (no real-time priority).  Benchmarks print figures; a
-# missing allocator or tool is a note, never a failure.
+# (timed runs per figure, default 5), BENCH_ALLOCATORS (default: those of
+# bench/allocators), BENCH_WORKLOADS, BENCH_LIVES, BENCH_HEAPS_MIB,
+# BENCH_JOBS (callgrind runs at a time), RT=1 (timed runs at real-time
+# priority, as root).  Benchmarks print figures; a missing allocator or
+# tool is a note, never a failure.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 BIN=${BENCH_BIN:-build/bench}
 OUT=bench/results
 RUNS=${BENCH_RUNS:-5}
-ALLOCATORS=${BENCH_ALLOCATORS:-shmalloc shmalloc-separate glibc jemalloc tcmalloc mimalloc}
+ALLOCATORS=${BENCH_ALLOCATORS:-$(awk '/^[^#]/ { print $1 }' bench/allocators)}
 WORKLOADS=${BENCH_WORKLOADS:-a b c d}
 LIVES=${BENCH_LIVES:-1000 10000 100000 1000000}
 HEAPS_MIB=${BENCH_HEAPS_MIB:-64 256 1024 4096 16384 65536}
 JOBS=${BENCH_JOBS:-$(nproc 2>/dev/null || echo 1)}
-HEADER='suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op,mispredict_per_op'
+HEADER='suite,allocator,workload,pes,ns_per_op,ns_min,ns_max,p999_ns,instr_per_op,frag,l1d_miss_per_op,l2_miss_per_op,mispredict_per_op,cest_per_op'
 SUMMARY=$OUT/summary.csv
 CG_DIR=$BIN/callgrind # profiles, for callgrind_annotate
 
@@ -41,32 +42,30 @@ kv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { p
 stats() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.1f %.1f %.1f\n",
   (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2, v[1], v[NR] }'; }
 
-# Timed runs on one core, at real-time priority where allowed: less noise.
+# Timed runs on one cpu; at real-time priority only when asked (RT=1, as
+# root): it holds the cpu from everything else for the whole run.
 PIN=()
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc 2>/dev/null || echo 1)" -ge 2 ]; then PIN=(taskset -c 1); fi
-if [ "${BENCH_CHRT:-1}" = 1 ] && [ "$(id -u)" = 0 ] && chrt -f 10 true 2>/dev/null; then PIN=(chrt -f 10 "${PIN[@]}"); fi
+if [ "${RT:-0}" = 1 ]; then
+  if chrt -f 10 true 2>/dev/null; then PIN=(chrt -f 10 "${PIN[@]}"); else note "RT=1: chrt -f 10 is not allowed here (root only): normal priority"; fi
+fi
+
+# "[k/n] what (elapsed)": where a suite is, one line per run.
+progress() { # K N WHAT
+  echo "  [$1/$2] $3 (${SECONDS}s)"
+}
 
 HAVE_VALGRIND=0
 command -v valgrind >/dev/null 2>&1 && HAVE_VALGRIND=1
 
-# Instructions per op: Collected (the events of op_* and everything they
-# call) over the ops the program says its counted loop made.  With
-# sim=1, callgrind also simulates the caches of one core of this machine
-# (AMD Zen 4: 32 KiB 8-way L1d, 1 MiB 8-way L2, 64-byte lines; fixed, so
-# the figures compare between machines) and a branch predictor: misses and
-# mispredicted branches are the rest of the time, as exact and repeatable
-# as the instructions.  Prints "ops instructions L1d-misses L2-misses
-# mispredictions" (the last three 0 without the simulation).
-CACHE_SIM=(--cache-sim=yes --D1=32768,8,64 --LL=1048576,8,64 --branch-sim=yes)
-callgrind() { # OUTFILE SIM(0|1) COMMAND...
-  local out=$1 sim=() log line
-  [ "$2" = 1 ] && sim=("${CACHE_SIM[@]}")
-  shift 2
-  log=$(valgrind --tool=callgrind "${sim[@]}" --toggle-collect='op_*' --callgrind-out-file="$out" "$@" 2>&1 >"$out.stdout")
-  line=$(cat "$out.stdout")
-  echo "$(kv ops "$line") $(awk '$2 == "Events" { for (i = 4; i <= NF; i++) e[i] = $i }
-    $2 == "Collected" { for (i = 4; i <= NF; i++) v[e[i]] = $i
-      printf "%s %d %d %d", v["Ir"], v["D1mr"] + v["D1mw"], v["DLmr"] + v["DLmw"], v["Bcm"] + v["Bim"] }' <<<"$log")"
+# Instructions per op of the scaling runs: Collected (the events of op_*
+# and everything they call) over the ops the program says it made.
+callgrind() { # OUTFILE COMMAND...
+  local out=$1 log
+  shift
+  log=$(valgrind --tool=callgrind --toggle-collect='op_*' --callgrind-out-file="$out" "$@" 2>&1 >"$out.stdout")
+  echo "$(kv ops "$(cat "$out.stdout")") $(awk '$2 == "Events" { for (i = 4; i <= NF; i++) e[i] = $i }
+    $2 == "Collected" { for (i = 4; i <= NF; i++) v[e[i]] = $i; print v["Ir"] }' <<<"$log")"
 }
 
 # Waits until fewer than $1 background jobs run.
@@ -85,89 +84,77 @@ summary_put() { # SUITE ROWS
   rm -f "$tmp"
 }
 
-core_binary() { # ALLOCATOR
-  case $1 in shmalloc | shmalloc-separate | glibc) echo "$BIN/core" ;; *) echo "$BIN/core_$1" ;; esac
-}
-
 human_live() { awk -v n="$1" 'BEGIN { if (n >= 1e6 && n % 1e6 == 0) print n / 1e6 "M"; else if (n >= 1e3 && n % 1e3 == 0) print n / 1e3 "k"; else print n }'; }
 human_mib() { awk -v n="$1" 'BEGIN { if (n >= 1024 && n % 1024 == 0) print n / 1024 "GiB"; else print n "MiB" }'; }
 
-# ---- core: item 1 ----------------------------------------------------------------
+# ---- core ------------------------------------------------------------------------
 suite_core() {
-  local tmp=$1 a w rep line bin allocators=() started=$SECONDS
-  [ -x "$BIN/core" ] || { note "$BIN/core is not built (make bench-build)"; return; }
+  local tmp=$1 a w rep line allocators=() started=$SECONDS k=0 n
   for a in $ALLOCATORS; do
-    bin=$(core_binary "$a")
-    if [ -x "$bin" ]; then allocators+=("$a"); else note "$a skipped: $bin is not built (its library is missing)"; fi
+    if [ -x "$BIN/core_$a" ]; then allocators+=("$a"); else note "$a skipped: $BIN/core_$a is not built (its library is missing?)"; fi
   done
-  echo "core: ${allocators[*]} x workloads $WORKLOADS, $RUNS timed runs each (pinned: ${PIN[*]:-no})"
+  [ ${#allocators[@]} -gt 0 ] || { note "no allocator is built (make bench-build)"; return; }
+  set -- $WORKLOADS
+  n=$(( ${#allocators[@]} * $# * (RUNS + 1) ))
+  echo "core: ${allocators[*]} x workloads $WORKLOADS: $RUNS timed runs and a footprint run each (pinned: ${PIN[*]:-no}), then the counts"
   # Repetitions outermost, so a slow spell of the machine spreads over all.
   for rep in $(seq 1 "$RUNS"); do
     for a in "${allocators[@]}"; do
       for w in $WORKLOADS; do
-        line=$("${PIN[@]}" "$(core_binary "$a")" "$a" "$w") || { note "core $a $w failed"; continue; }
+        progress $((k += 1)) "$n" "core $a $w, timed run $rep/$RUNS"
+        line=$("${PIN[@]}" "$BIN/core_$a" "$w") || { note "core $a $w failed"; continue; }
         echo "$line" >>"$tmp/core.$a.$w.runs"
       done
     done
-    echo "  timed run $rep/$RUNS done (${SECONDS}s)"
   done
   for a in "${allocators[@]}"; do
     for w in $WORKLOADS; do
-      line=$("${PIN[@]}" "$(core_binary "$a")" "$a" "$w" --footprint) && echo "$line" >"$tmp/core.$a.$w.fp"
+      progress $((k += 1)) "$n" "core $a $w, footprint"
+      line=$("${PIN[@]}" "$BIN/core_$a" "$w" --footprint) && echo "$line" >"$tmp/core.$a.$w.fp"
     done
   done
-  echo "  footprint runs done (${SECONDS}s)"
-  if [ "$HAVE_VALGRIND" = 1 ]; then
-    mkdir -p "$CG_DIR"
-    for a in "${allocators[@]}"; do
-      for w in $WORKLOADS; do
-        pool "$JOBS"
-        callgrind "$CG_DIR/core.$a.$w.out" 1 "$(core_binary "$a")" "$a" "$w" --callgrind >"$tmp/core.$a.$w.cg" &
-      done
-    done
-    wait
-    echo "  callgrind runs done (${SECONDS}s)"
+  if command -v valgrind >/dev/null 2>&1; then
+    echo "  the counts: bench/cest.sh, ${#allocators[@]} x $# callgrind runs, $JOBS at a time"
+    BENCH_BIN=$BIN BENCH_JOBS=$JOBS bash bench/cest.sh --csv "$(tr -d ' ' <<<"$WORKLOADS")" "${allocators[@]}" >"$tmp/core.cest"
   else
-    note "valgrind is missing: no instructions per op"
+    note "valgrind is missing: no counts per op"
   fi
 
-  local rows=$tmp/core.rows ns p999 instr frag ops ir l1 l2 bm misses
+  local rows=$tmp/core.rows ns p999 frag counts instr misses cest
   : >"$rows"
   for a in "${allocators[@]}"; do
     for w in $WORKLOADS; do
       ns=$( [ -f "$tmp/core.$a.$w.runs" ] && while read -r line; do kv ns_per_op "$line"; done <"$tmp/core.$a.$w.runs" | stats)
       p999=$( [ -f "$tmp/core.$a.$w.runs" ] && while read -r line; do kv p999_ns "$line"; done <"$tmp/core.$a.$w.runs" | stats | cut -d' ' -f1)
-      instr= misses=,,
-      if [ -s "$tmp/core.$a.$w.cg" ]; then
-        read -r ops ir l1 l2 bm <"$tmp/core.$a.$w.cg"
-        if [ -n "${ops:-}" ] && [ -n "${ir:-}" ] && [ "$ops" -gt 0 ]; then
-          instr=$(awk -v i="$ir" -v o="$ops" 'BEGIN { printf "%.1f", i / o }')
-          misses=$(awk -v a="${l1:-0}" -v b="${l2:-0}" -v m="${bm:-0}" -v o="$ops" 'BEGIN { printf "%.2f,%.2f,%.2f", a / o, b / o, m / o }')
-        fi
-      fi
+      # allocator,workload,ops,ir,l1d,lld,bm,cest,frag -> ir ; l1d,lld,bm ; cest
+      counts=$(awk -F, -v a="$a" -v w="$w" '$1 == a && $2 == w { print $4 ";" $5 "," $6 "," $7 ";" $8 }' "$tmp/core.cest" 2>/dev/null)
+      [ -n "$counts" ] || counts=";,,;"
       frag=
       if [ "$w" != a ] && [ -f "$tmp/core.$a.$w.fp" ]; then
         frag=$(awk -v f="$(kv frag "$(cat "$tmp/core.$a.$w.fp")")" 'BEGIN { if (f != "") printf "%.4f", f }')
       fi
       set -- $ns
-      echo "core,$a,$w,,${1:-},${2:-},${3:-},${p999:+${p999%.*}},$instr,$frag,$misses" >>"$rows"
+      IFS=';' read -r instr misses cest <<<"$counts"
+      echo "core,$a,$w,,${1:-},${2:-},${3:-},${p999:+${p999%.*}},$instr,$frag,$misses,$cest" >>"$rows"
     done
   done
   summary_put core "$rows"
-  core_metadata "$tmp"
+  core_metadata "$tmp" "${allocators[@]}"
+  plot_core "$SUMMARY" "$OUT/core.svg"
   echo "core: done in $((SECONDS - started))s"
 }
 
-# The TLSF core's metadata, from its first timed run of each workload:
-# bytes per used block after the timed loop, and a fresh core's fixed
-# overhead on the same heap (bench/core.c says what each mode counts).
-core_metadata() { # TMP
-  local a w line csv=$OUT/metadata.csv
+# Each allocator's metadata (the figures of its adapter's describe), from
+# its first timed run of each workload: bytes per used block after the
+# timed loop, and a fresh heap's fixed overhead (bench/alloc_shmalloc.h).
+core_metadata() { # TMP ALLOCATOR...
+  local a w line csv=$OUT/metadata.csv tmp=$1
+  shift
   echo "allocator,workload,used_blocks,meta_bytes,meta_per_block,meta_fixed,meta_fixed_pct" >"$csv"
-  for a in shmalloc shmalloc-separate; do
+  for a in "$@"; do
     for w in $WORKLOADS; do
-      line=$(head -n 1 "$1/core.$a.$w.runs" 2>/dev/null) || continue
-      [ -n "$line" ] || continue
+      line=$(head -n 1 "$tmp/core.$a.$w.runs" 2>/dev/null) || continue
+      [ -n "$(kv meta_fixed "$line")" ] || continue # figures of an adapter's describe
       echo "$a,$w,$(kv used_blocks "$line"),$(kv meta_bytes "$line"),$(kv meta_per_block "$line"),$(kv meta_fixed "$line"),$(kv meta_fixed_pct "$line")" >>"$csv"
     done
   done
@@ -176,20 +163,24 @@ core_metadata() { # TMP
     $5 == "" ? "-" : $5, $6, $7 }' "$csv"
 }
 
-# ---- scaling: item 2 ---------------------------------------------------------------
+# ---- scaling -------------------------------------------------------------------------
 suite_scaling() {
-  local tmp=$1 live heap rep line status started=$SECONDS
+  local tmp=$1 live heap rep line status started=$SECONDS k=0 n
   [ -x "$BIN/scaling" ] || { note "$BIN/scaling is not built (make bench-build)"; return; }
-  echo "scaling: workload b, live sets $LIVES x heaps $HEAPS_MIB MiB, $RUNS timed runs each"
+  set -- $LIVES
+  n=$#
+  set -- $HEAPS_MIB
+  n=$((n * $#))
+  echo "scaling: workload b, live sets $LIVES x heaps $HEAPS_MIB MiB, $RUNS timed runs each, then callgrind"
   for live in $LIVES; do
     for heap in $HEAPS_MIB; do
+      progress $((k += 1)) "$n" "scaling live $(human_live "$live"), heap $(human_mib "$heap")"
       for rep in $(seq 1 "$RUNS"); do
         line=$("${PIN[@]}" "$BIN/scaling" "$live" "$heap") || { note "scaling $live $heap failed"; break; }
         echo "$line" >>"$tmp/scaling.$live.$heap.runs"
         [ "$(kv status "$line")" = ok ] || break # nofit / oom: the same every time
       done
     done
-    echo "  live set $(human_live "$live") timed (${SECONDS}s)"
   done
   if [ "$HAVE_VALGRIND" = 1 ]; then
     mkdir -p "$CG_DIR"
@@ -203,7 +194,7 @@ suite_scaling() {
         echo "$cg_heap" >"$tmp/scaling.$live.$heap.cgheap"
         # a 1M live set under valgrind takes a few GiB: run those alone
         if [ "$live" -ge 1000000 ]; then pool 1; else pool "$JOBS"; fi
-        callgrind "$CG_DIR/scaling.$live.$heap.out" 0 "$BIN/scaling" "$live" "$cg_heap" --callgrind \
+        callgrind "$CG_DIR/scaling.$live.$heap.out" "$BIN/scaling" "$live" "$cg_heap" --callgrind \
           >"$tmp/scaling.$live.$heap.cg" &
         [ "$live" -ge 1000000 ] && wait
       done
@@ -299,57 +290,74 @@ print_table() {
       c[n, 5] = $5 == "" ? "-" : $5 " (" $6 "-" $7 ")"
       c[n, 6] = $8 == "" ? "-" : $8
       c[n, 7] = $9 == "" ? "-" : $9
-      c[n, 8] = $10 == "" ? "-" : $10 ($1 == "core" && $2 !~ /^shmalloc/ ? " fp" : "")
-      c[n, 9] = $11 == "" ? "-" : $11 " / " $12
-      c[n, 10] = $13 == "" ? "-" : $13
+      c[n, 8] = $14 == "" ? "-" : $14
+      c[n, 9] = $10 == "" ? "-" : $10
+      c[n, 10] = $11 == "" ? "-" : $11 " / " $12
+      c[n, 11] = $13 == "" ? "-" : $13
     }
     function cell(j, text) { # left-aligned names, right-aligned figures
       fmt = (j > 1 ? "  " : "") "%" (j >= 4 ? "" : "-") w[j] "s"
       printf fmt, text
     }
     END {
-      split("suite|allocator|workload|PEs|ns/op median (min-max)|p99.9 ns|instr/op|frag|L1d / L2 misses/op|mispredicted/op", h, "|")
-      for (j = 1; j <= 10; j++) {
+      split("suite|allocator|workload|PEs|ns/op median (min-max)|p99.9 ns|instr/op|CEst/op|frag|L1d / LL misses/op|mispredicted/op", h, "|")
+      for (j = 1; j <= 11; j++) {
         w[j] = length(h[j])
         for (i = 1; i <= n; i++) if (length(c[i, j]) > w[j]) w[j] = length(c[i, j])
       }
-      for (j = 1; j <= 10; j++) cell(j, h[j])
+      for (j = 1; j <= 11; j++) cell(j, h[j])
       printf "\n"
-      for (j = 1; j <= 10; j++) { s = ""; while (length(s) < w[j]) s = s "-"; cell(j, s) }
+      for (j = 1; j <= 11; j++) { s = ""; while (length(s) < w[j]) s = s "-"; cell(j, s) }
       printf "\n"
       for (i = 1; i <= n; i++) {
         if (i > 1 && (c[i, 1] != c[i - 1, 1] || c[i, 2] != c[i - 1, 2])) printf "\n"
-        for (j = 1; j <= 10; j++) cell(j, c[i, j])
+        for (j = 1; j <= 11; j++) cell(j, c[i, j])
         printf "\n"
       }
     }' "$SUMMARY"
-  echo "frag: highest requested byte ever in use / peak live requested bytes (shmalloc);"
-  echo "      'fp' = peak RSS growth / peak live requested bytes (system allocators' footprint)"
-  echo "misses, mispredicted: callgrind's cache simulator (32 KiB 8-way L1d, 1 MiB 8-way L2: one Zen 4 core)"
-  echo "      and its branch predictor, per op of the counted loop"
-  print_targets
+  echo "frag: a region allocator's highest requested byte ever in use, a system allocator's peak RSS"
+  echo "      growth, over the peak of live requested bytes"
+  echo "counts per op: bench/cest.sh (callgrind, caches pinned: 32 KiB 8-way L1, 1 MiB 8-way LL)"
 }
 
-# Where the TLSF core stands against the targets of issue 11 (the workloads
-# are allocbench's, so the figures compare with its table in bench/README.md;
-# the wall-time target, against rlsf, is measured there).
-print_targets() {
-  awk -F, '
-    $1 == "core" && $2 == "shmalloc" { instr[$3] = $9; frag[$3] = $10 }
-    $1 == "scaling" && $9 != "" && $3 !~ /live=1M/ { v = $9 + 0; if (!m || v < lo) lo = v; if (!m || v > hi) hi = v; m++ }
-    function check(what, got, limit) {
-      if (got == "") { printf "  %-28s %7s  (target <= %s: not measured)\n", what, "-", limit; return }
-      printf "  %-28s %7s  (target <= %s: %s)\n", what, got, limit, got + 0 <= limit + 0 ? "met" : "missed"
-    }
-    END {
-      print "\ntargets of issue 11, TLSF core:"
-      check("instructions/op, a", instr["a"], 70); check("instructions/op, b", instr["b"], 60)
-      check("instructions/op, c", instr["c"], 75); check("instructions/op, d", instr["d"], 130)
-      check("fragmentation, b", frag["b"], 1.06); check("fragmentation, c", frag["c"], 1.12)
-      check("fragmentation, d", frag["d"], 2.3)
-      if (m) printf "  %-28s %6.1f%%  (%s..%s instr/op over %d points, 1k-100k live; target <= 5%%: %s)\n",
-        "scaling spread of b", (hi - lo) / lo * 100, lo, hi, m, (hi - lo) / lo <= 0.05 ? "met" : "missed"
-    }' "$SUMMARY"
+# ---- the plot ----------------------------------------------------------------------
+# The core's main figures, one panel each: CEst per op and ns per op, a bar
+# per allocator in each workload's group.
+plot_core() { # SUMMARY SVG
+  local csv=$1 svg=$2 dat names
+  command -v gnuplot >/dev/null 2>&1 || { note "gnuplot is missing (gnuplot-nox): no $svg"; return; }
+  dat=$(mktemp)
+  # one row per workload: its name, then per allocator CEst and ns/op
+  names=$(awk -F, '$1 == "core" && !seen[$2]++ { printf "%s ", $2 }' "$csv")
+  awk -F, -v names="$names" '
+    $1 == "core" { cest[$2, $3] = $14 == "" ? "NaN" : $14; ns[$2, $3] = $5 == "" ? "NaN" : $5; if (!w[$3]++) order[++nw] = $3 }
+    END { n = split(names, a, " ")
+      for (i = 1; i <= nw; i++) { line = order[i]
+        for (j = 1; j <= n; j++) line = line " " cest[a[j], order[i]] " " ns[a[j], order[i]]
+        print line } }' "$csv" >"$dat"
+  [ -s "$dat" ] || { rm -f "$dat"; note "no core rows in $csv: no $svg"; return; }
+  gnuplot <<EOF || note "gnuplot failed: no $svg"
+set terminal svg noenhanced size 1100,440 font "sans,12" background "white"
+set output "$svg"
+set datafile missing "NaN"
+names = "$names"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set grid ytics
+set key top left
+set xlabel "workload"
+set yrange [0:*]
+set multiplot layout 1,2 title "workloads a-d: each allocator's cost per op"
+set ylabel "CEst per op (callgrind, caches pinned)"
+plot for [i=1:words(names)] "$dat" using (column(2*i)):xtic(1) title word(names, i)
+set ylabel "ns per op (median of timed runs)"
+plot for [i=1:words(names)] "$dat" using (column(2*i+1)):xtic(1) title word(names, i)
+unset multiplot
+EOF
+  rm -f "$dat"
+  [ -s "$svg" ] && echo "core: plot $svg"
 }
 
 # ---- main ----------------------------------------------------------------------------
@@ -359,12 +367,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$OUT"
 case $what in
-  all) suite_core "$tmp"; suite_scaling "$tmp"
-       [ -x bench/collective.sh ] && bash bench/collective.sh ;; # item 3, when it exists
+  all) echo "bench: 3 suites: core, scaling, collective"
+       suite_core "$tmp"; suite_scaling "$tmp"; bash bench/collective.sh ;;
   core) suite_core "$tmp" ;;
   scaling) suite_scaling "$tmp" ;;
   table) ;;
-  *) echo "usage: bench/run.sh all|core|scaling|table" >&2; exit 1 ;;
+  plot) plot_core "$SUMMARY" "$OUT/core.svg"; exit 0 ;;
+  *) echo "usage: bench/run.sh all|core|scaling|table|plot" >&2; exit 1 ;;
 esac
 print_table
 exit 0

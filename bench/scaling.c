@@ -1,5 +1,5 @@
 /* bench/scaling.c - does the TLSF core's cost grow with the live set or
-   with the heap?  (issue 6, item 2)
+   with the heap?
 
      scaling LIVE HEAP_MIB [--callgrind] [--steps N]
 

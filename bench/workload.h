@@ -1,10 +1,10 @@
 /* bench/workload.h - what bench/core.c and bench/scaling.c share: the
-   workloads of issue 6, drawn as allocbench draws them, as a sequence of
-   operations generated up front from one fixed xorshift64* seed (so every
-   allocator sees exactly the same requests, and the timed loop does no
-   random-number work), memory from mmap (so the benchmark's own arrays
-   never touch the allocator under test), and the clock.  Everything here
-   is static inline: two programs include it. */
+   workloads of bench/README.md, drawn as bench/cest.c draws them, as a
+   sequence of operations generated up front from one fixed xorshift64*
+   seed (so every allocator sees exactly the same requests, and the timed
+   loop does no random-number work), memory from mmap (so the benchmark's
+   own arrays never touch the allocator under test), and the clock.
+   Everything here is static inline: two programs include it. */
 #ifndef BENCH_WORKLOAD_H
 #define BENCH_WORKLOAD_H
 
@@ -36,9 +36,6 @@
 #endif
 #define BENCH_AFTER_CALL() __asm__ __volatile__("" ::: "memory")
 
-/* Bytes the allocator holds through its hooks now (bench/counted.c). */
-size_t bench_private_bytes(void);
-
 static inline void bench_die(const char *what)
 {
     fprintf(stderr, "bench: %s\n", what);
@@ -58,8 +55,8 @@ static inline uint64_t rng_next(uint64_t *state)
 
 /* 16 B .. 64 KiB, log-uniform per octave: an octave 2^k, k in 4..15 from
    bits 40 and up of one draw, then a size within [2^k, 2^(k+1)) from its
-   low bits.  The draws are allocbench's, the yardstick the performance
-   targets are stated on, so both feed an allocator the same requests. */
+   low bits.  The draws are bench/cest.c's, so both drivers feed an
+   allocator the same requests. */
 static inline uint32_t rng_size(uint64_t *state)
 {
     uint64_t r = rng_next(state);
@@ -97,7 +94,7 @@ static inline void *bench_map(size_t bytes)
 }
 
 /* Workloads b, c and d over `live` slots: a fill of every slot, then
-   warm-up, timed and latency steps, drawn exactly as allocbench draws them.
+   warm-up, timed and latency steps, drawn exactly as bench/cest.c draws them.
    b and c free a random slot and fill it again (c with an alignment 2^k, k
    uniform in 3..12); d fills its buffers with 16..1024 bytes, then each
    step reallocs a random one by +-(25% + 1..64 B), clamped to [16, 65536]:

@@ -1,20 +1,22 @@
-# mk/bench.mk - the benchmarks of issue 6, included by the top-level Makefile
-# (which defines CC, B and WARN).
+# mk/bench.mk - the benchmarks, included by the top-level Makefile (which
+# defines CC, B and WARN).  bench/README.md says what each one measures.
 #
-#   make bench           every suite, then bench/results/summary.csv and a table
-#   make bench-core      the TLSF core against glibc, jemalloc, tcmalloc, mimalloc
+#   make bench           every suite, then bench/results/summary.csv, the plot and a table
+#   make bench-core      workloads a-d on every allocator of bench/allocators
+#   make bench-cest      the cycle estimate per op, repeatable to the digit (bench/cest.sh):
+#                        CEST_WORKLOADS (abcd), LIVE, REGION; METADATA=separate measures
+#                        shmalloc-separate, CEST_ALLOCATORS any allocators of bench/allocators
+#   make bench-plot      bench/results/core.svg from the last summary.csv
 #   make bench-scaling   workload b over live sets 1k..1M and heaps 64 MiB..64 GiB
 #   make bench-hugepages random 8-byte accesses over 1 GiB on each kind of page
 #   make bench-putget    same-node puts and gets: direct copies against libfabric
 #   make bench-cluster   collective calls with PEs on 2, 3 and 4 namespace nodes (root)
 #   make bench-floor     one cache line passed between two cpus: the floor under a barrier
 #   make bench-deferred  shmemx_free_deferred and a drain against shmem_free, 2/4/8 pthreads PEs
-#   make bench-cest      the core's simulated cost per op on allocbench (CEST_WORKLOADS,
-#                        LIVE, REGION as cest.sh takes them), repeatable to the digit;
-#                        METADATA=separate measures the core with separate metadata
 #
 # Run as root, it installs what it lacks (scripts/deps.sh bench); an
-# allocator whose library is still missing is skipped with a note.
+# allocator whose library is still missing is skipped with a note.  RT=1
+# runs the timed loops at real-time priority (root).
 # Benchmarks print figures; they never fail on time.
 
 # This file may be included before the Makefile's first target: keep the
@@ -31,39 +33,41 @@ BENCH_CFLAGS   = -std=c99 -O2 -g -gdwarf-4 $(WARN) -I. -Ibench
 # Bind every symbol at start-up, so no lazy PLT resolution lands in a timed
 # or counted call.
 BENCH_LDFLAGS  = -Wl,-z,now
-BENCH_SYSTEMS  = jemalloc tcmalloc mimalloc
-BENCH_LIB_jemalloc = -ljemalloc
-BENCH_LIB_tcmalloc = -ltcmalloc_minimal
-BENCH_LIB_mimalloc = -lmimalloc
-BENCH_PKG_jemalloc = libjemalloc-dev
-BENCH_PKG_tcmalloc = libgoogle-perftools-dev
-BENCH_PKG_mimalloc = libmimalloc-dev
-BENCH_PROGRAMS = $(BENCH_B)/core $(BENCH_B)/scaling
+# The allocators compared, one line each in bench/allocators: a name (its
+# adapter is bench/alloc_NAME.c), then what its binaries link with.
+BENCH_ALLOCATORS := $(shell awk '/^[^\#]/ { print $$1 }' bench/allocators)
+bench_libs     = $(shell awk -v n='$(1)' '$$1 == n { $$1 = ""; print }' bench/allocators)
+BENCH_PROGRAMS = $(BENCH_B)/scaling $(foreach a,$(BENCH_ALLOCATORS),$(BENCH_B)/core_$(a) $(BENCH_B)/cest_$(a))
 # mk/bench.mk too: a change of flags rebuilds.
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
 .PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor bench-cest \
-        bench-deferred
+        bench-deferred bench-plot bench-check
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
-	BENCH_BIN=$(BENCH_B) bash bench/run.sh all
+	BENCH_BIN=$(BENCH_B) RT=$(RT) bash bench/run.sh all
 
 bench-core: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
-	BENCH_BIN=$(BENCH_B) bash bench/run.sh core
+	BENCH_BIN=$(BENCH_B) RT=$(RT) bash bench/run.sh core
 
 bench-scaling: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
-	BENCH_BIN=$(BENCH_B) bash bench/run.sh scaling
+	BENCH_BIN=$(BENCH_B) RT=$(RT) bash bench/run.sh scaling
 
-# The yardstick the core's targets are stated on lives beside the project,
-# not in it: without it there is nothing to measure, and the target says so.
-ALLOCBENCH     ?= ../shared/allocbench
-CEST_WORKLOADS ?= abcd
-bench-cest:
-	@test -f $(ALLOCBENCH)/cest.sh || { echo "bench-cest: $(ALLOCBENCH)/cest.sh not found: allocbench is expected beside the project (or set ALLOCBENCH=DIR)"; exit 1; }
-	sh $(ALLOCBENCH)/cest.sh $(if $(filter separate,$(METADATA)),bench/separate,.) $(CEST_WORKLOADS)
+CEST_WORKLOADS  ?= abcd
+CEST_ALLOCATORS ?= $(if $(filter separate,$(METADATA)),shmalloc-separate,shmalloc)
+bench-cest: $(CEST_ALLOCATORS:%=$(BENCH_B)/cest_%)
+	BENCH_BIN=$(BENCH_B) LIVE=$(LIVE) REGION=$(REGION) bash bench/cest.sh $(CEST_WORKLOADS) $(CEST_ALLOCATORS)
+
+bench-plot:
+	bash bench/run.sh plot
+
+# make test's check that bench-cest runs from this tree: a short loop of
+# each workload, both metadata modes, gives every count (not their values).
+bench-check:
+	@MAKE="$(MAKE)" B="$(B)" tests/bench_check.sh
 
 # Random 8-byte accesses over a 1 GiB heap: base pages, transparent huge
 # pages, hugetlbfs pages (as root).  Same-node puts and gets of 8 B and
@@ -105,29 +109,35 @@ bench-cluster:
 bench-deps:
 	@scripts/deps.sh bench || echo "bench: note: not every package could be installed; those parts are skipped"
 
-bench-build: $(BENCH_PROGRAMS) $(foreach s,$(BENCH_SYSTEMS),$(BENCH_B)/core_$(s))
+bench-build: $(BENCH_PROGRAMS)
 
 $(BENCH_B):
 	mkdir -p $@
 
-# The allocator with counting hooks: the metadata bytes of bench/core.c.
-$(BENCH_B)/shmalloc.o: bench/counted.c shmalloc.h mk/bench.mk | $(BENCH_B)
+# The allocator for bench/scaling.c (the shmalloc adapters expand it themselves).
+$(BENCH_B)/shmalloc.o: shmalloc.c shmalloc.h mk/bench.mk | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) -c $< -o $@
-
-$(BENCH_B)/core: bench/core.c $(BENCH_HEADERS) $(BENCH_B)/shmalloc.o
-	$(CC) $(BENCH_CFLAGS) bench/core.c $(BENCH_B)/shmalloc.o $(BENCH_LDFLAGS) -o $@
 
 $(BENCH_B)/scaling: bench/scaling.c $(BENCH_HEADERS) $(BENCH_B)/shmalloc.o
 	$(CC) $(BENCH_CFLAGS) bench/scaling.c $(BENCH_B)/shmalloc.o $(BENCH_LDFLAGS) -o $@
 
-# One binary per system allocator, linked ahead of libc so its malloc wins
-# (core checks at start-up which library its malloc came from).  A library
-# that does not link leaves no binary and a note; run.sh skips it.
-$(BENCH_B)/core_%: bench/core.c $(BENCH_HEADERS) $(BENCH_B)/shmalloc.o
-	@if printf 'int main(void){return 0;}\n' | $(CC) -x c - $(BENCH_LIB_$*) -o /dev/null 2>/dev/null; then \
-	  echo "$(CC) $(BENCH_CFLAGS) -DBENCH_SYSTEM='\"$*\"' bench/core.c ... $(BENCH_LIB_$*) -o $@"; \
-	  $(CC) $(BENCH_CFLAGS) -DBENCH_SYSTEM='"$*"' bench/core.c $(BENCH_B)/shmalloc.o \
-	    $(BENCH_LDFLAGS) $(BENCH_LIB_$*) -o $@; \
-	else rm -f $@; echo "bench: note: $* skipped: $(BENCH_LIB_$*) does not link (apt-get install $(BENCH_PKG_$*))"; fi
+# A driver and one adapter make an allocator's binary (a system allocator's
+# library linked ahead of libc, so its malloc wins; core checks at start-up
+# where its malloc came from).  A library that does not link leaves no
+# binary and a note; run.sh and cest.sh skip it.
+$(BENCH_B)/alloc_%.o: bench/alloc_%.c bench/alloc.h $(wildcard bench/alloc_*.h) $(BENCH_HEADERS) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -c $< -o $@
+
+bench_link = @if printf 'int main(void){return 0;}\n' | $(CC) -x c - -x none $(call bench_libs,$(2)) -o /dev/null 2>/dev/null; then \
+	  echo "$(CC) $(BENCH_CFLAGS) $(1) ... $(call bench_libs,$(2)) -o $@"; \
+	  $(CC) $(BENCH_CFLAGS) $(1) $(BENCH_B)/alloc_$(2).o $(BENCH_LDFLAGS) $(call bench_libs,$(2)) -o $@; \
+	else rm -f $@; echo "bench: note: $(2) skipped: $(call bench_libs,$(2)) does not link (scripts/deps.sh bench installs it)"; fi
+
+.SECONDARY: $(BENCH_ALLOCATORS:%=$(BENCH_B)/alloc_%.o)
+$(BENCH_B)/core_%: bench/core.c $(BENCH_B)/alloc_%.o bench/allocators
+	$(call bench_link,bench/core.c,$*)
+
+$(BENCH_B)/cest_%: bench/cest.c $(BENCH_B)/alloc_%.o bench/allocators
+	$(call bench_link,bench/cest.c,$*)
 
 .DEFAULT_GOAL := $(bench_saved_goal)

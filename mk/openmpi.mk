@@ -1,4 +1,4 @@
-# mk/openmpi.mk - Open MPI's oshmem with shmalloc as its memheap (issue 20),
+# mk/openmpi.mk - Open MPI's oshmem with shmalloc as its memheap,
 # included by the top-level Makefile (which defines CC, B, WARN, SUITE).
 #
 #   make test-openmpi   builds the memheap component against the installed

@@ -108,7 +108,7 @@ Test(tlsf_separate, the_whole_api_runs_on_memory_the_core_may_not_touch)
     shmalloc_tlsf_destroy(t);
 }
 
-/* One step of a random workload over `slots` live blocks, as allocbench's:
+/* One step of a random workload over `slots` live blocks, as the benchmarks':
    mallocs, aligned ones, reallocs and frees; every block carries a tag
    that must survive, and the offsets are written to `trace`. */
 static void random_steps(device *d, shmalloc_tlsf *t, long steps, uint64_t seed, size_t *trace)

@@ -215,6 +215,8 @@ extern "C" {
     X(HEAP_MISMATCH, "shmalloc: PE %d: %s(%s), its call %llu, differs from another PE's call: %s\n") \
     X(HEAP_MISMATCH_FINALIZE_FIRST, "shmalloc: PE %d: finalize, before any call, meets another PE's call: %s\n") \
     X(HEAP_MISMATCH_FINALIZE, "shmalloc: PE %d: finalize, after its call %llu, meets another PE's call: %s\n") \
+    X(HEAP_MISMATCH_ENDED, "shmalloc: %s after %llu collective call%s, while another PE makes a collective call: " \
+                           "%s\n") \
     X(HEAP_MISMATCH_QUIET, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 " \
                            "reports each, and compares the hints and the number of calls too)\n") \
     X(HEAP_NO_BARRIER_DIFFER, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last " \
@@ -342,6 +344,9 @@ extern "C" {
     X(PMIX_PEER_GAVE_UP_ON_ME, "shmalloc: PE %d gave up waiting for this PE (its barrier timed out after %d s; " \
                                "%s): PE %d was stopped or busy outside shmem for longer than " \
                                "SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops\n") \
+    X(PMIX_PEER_EXITED, "shmalloc: PE %d ended without shmem_finalize (it returned from main or called exit, " \
+                        "status %d) after %lu collective calls (%s) while PE %d waits in its collective call %lu: " \
+                        "the PEs' collective calls differ; PE %d of %d stops\n") \
     X(PMIX_PEER_SIGNALLED, "shmalloc: PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) " \
                            "while PE %d waits in its collective call %lu; PE %d of %d stops\n") \
     X(PMIX_PEER_GAVE_UP, "shmalloc: PE %d gave up waiting for PE %d, which has not arrived (its barrier timed " \
@@ -722,6 +727,10 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
                                                                    const shmalloc_heap_config *config,
                                                                    const shmalloc_transport *tp, long *err);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
+/* shmalloc_heap_destroy from a runtime's exit handler, for a PE that
+   ended without its finalize: a mismatch report begins with `how` ("PE 1
+   ended without shmem_finalize (exit status 1)"), not with finalize. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy_ended(shmalloc_heap *h, const char *how);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err);
@@ -4258,6 +4267,7 @@ typedef struct shm__order {
     size_t releases;  /* atomic: blocks in the released set */
     size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
+    const char *ending; /* a destroy at a PE's end: shmalloc_heap_destroy_ended's words */
 } shm__order;
 
 typedef struct shm__table {
@@ -4617,7 +4627,7 @@ static void shm__differences(char *buf, size_t n, const uint64_t *v, const char 
    (outside debug mode the call number and hints are this PE's own, so they
    never show as different); the call numbers carry the PE number in their
    low 24 bits, so the PEs with the most and the fewest calls are named. */
-static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, const uint64_t *v)
+static void shm__report_mismatch(int pe, const shm__call *c, const char *ending, uint64_t calls, const uint64_t *v)
 {
     char order[128] = "", args[128], what[320];
     uint64_t most = v[12], fewest = ~v[13];
@@ -4627,7 +4637,9 @@ static void shm__report_mismatch(int pe, const shm__call *c, uint64_t calls, con
                  (int)(fewest & 0xffffff), (unsigned long long)(fewest >> 24));
     shm__call_args(args, sizeof args, c);
     shm__differences(what, sizeof what, v, order);
-    if (c->kind == SHM__DESTROY && !calls)
+    if (c->kind == SHM__DESTROY && ending)
+        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_ENDED), ending, (unsigned long long)calls, shm__s(calls), what);
+    else if (c->kind == SHM__DESTROY && !calls)
         shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE_FIRST), pe, what);
     else if (c->kind == SHM__DESTROY)
         shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_FINALIZE), pe, (unsigned long long)calls, what);
@@ -4708,11 +4720,11 @@ static long shm__agree(const shmalloc_transport *tp, int debug, shm__order *o, s
         shmalloc_print(2, SHM__MSG(HEAP_NO_BARRIER_DIFFER), tp->pe, (unsigned long long)pending, shm__s(pending),
                        pending == 1 ? "s" : "", shm__call_names[c->kind]);
     if (debug) {
-        shm__report_mismatch(tp->pe, c, o->calls, v);
+        shm__report_mismatch(tp->pe, c, o->ending, o->calls, v);
         o->calls = v[12] >> 24; /* every PE goes on from the same number */
     } else if (shm__same(v + 3) && !o->mismatch_reported) { /* v[12..15] are this PE's own */
         o->mismatch_reported = 1;
-        shm__report_mismatch(tp->pe, c, o->calls, v);
+        shm__report_mismatch(tp->pe, c, o->ending, o->calls, v);
         shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_QUIET), tp->pe);
     }
     return SHMEM_MALLOC_SYMMSIZE_FAILED;
@@ -5069,7 +5081,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -5131,6 +5143,12 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
                                                               long *err)
 {
     return shmalloc_heap_create_growable(mem, bytes, SIZE_MAX, tp, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy_ended(shmalloc_heap *h, const char *how)
+{
+    if (h) h->order.ending = how;
+    shmalloc_heap_destroy(h);
 }
 
 /* Agreed as a call, not counted as one: a PE that made fewer calls meets

@@ -266,6 +266,37 @@ Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .
     cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
 }
 
+/* PE 1 returns from main (status 0), or calls exit(1), without
+   shmem_finalize while PE 0 makes a shmem_malloc: PE 1 says it ended
+   without shmem_finalize, with its status, and PE 0 says the same of it,
+   not that it called shmem_finalize. */
+static void check_ended_early(const char *scenario, int status)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    char said[160];
+    launch(&r, 2, scenario, env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    snprintf(said, sizeof said, "PE 1 ended without shmem_finalize (it returned from main or called exit, status %d) "
+             "after ", status);
+    cr_assert(has(&r, "[HEAP_MISMATCH_ENDED] shmalloc: ") && count(&r, said) == 2, "%s:\n%s", said, tail(&r));
+    cr_assert(has(&r, "[PMIX_PEER_EXITED] shmalloc: PE 1 ended") && has(&r, "while PE 0 waits in its collective call "),
+              "%s", tail(&r));
+    cr_assert(!has(&r, "called shmem_finalize") && !has(&r, "[HEAP_MISMATCH_FINALIZE"), "%s", tail(&r));
+    cr_assert(!has(&r, "FAIL"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, a_pe_returning_from_main_without_finalize_is_said_to_have_ended_so, .timeout = TEST_TIMEOUT)
+{
+    check_ended_early("return_early", 0);
+}
+
+Test(pmix_ofi, a_pe_calling_exit_1_without_finalize_is_said_to_have_ended_so_with_status_1, .timeout = TEST_TIMEOUT)
+{
+    check_ended_early("exit_early", 1);
+}
+
 /* The line of r's output that holds needle, into line; 0 when none. */
 static int line_with(const run *r, const char *needle, char *line, size_t cap)
 {

@@ -245,8 +245,8 @@ Test(timeout, a_timeout_waiting_for_many_pes_names_them_in_one_line, .timeout = 
 /* ---- a PE that made one call more, in debug mode ------------------------- */
 typedef struct extra_case {
     int common;         /* calls both PEs make: 3 or 0 */
-    char pe0[160];      /* what PE 0 says of its extra call */
-    char pe1[160];      /* and PE 1 of its finalize */
+    char pe0[192];      /* what PE 0 says of its extra call */
+    char pe1[192];      /* and PE 1 of its return from pe_main */
 } extra_case;
 
 static void pe_0_makes_one_call_more(void *arg)
@@ -263,12 +263,12 @@ static void pe_0_makes_one_call_more(void *arg)
 static extra_case extra_cases[] = {
     {3, "shmalloc: PE 0: malloc(64 bytes), its call 4, differs from another PE's call: the calls and the call numbers "
         "(PE 0 has made 4 calls, PE 1 3)\n",
-     "shmalloc: PE 1: finalize, after its call 3, meets another PE's call: the calls and the call numbers (PE 0 has "
-     "made 4 calls, PE 1 3)\n"},
+     "shmalloc: PE 1 returned from pe_main after 3 collective calls, while another PE makes a collective call: the "
+     "calls and the call numbers (PE 0 has made 4 calls, PE 1 3)\n"},
     {0, "shmalloc: PE 0: malloc(64 bytes), its call 1, differs from another PE's call: the calls and the call numbers "
         "(PE 0 has made 1 call, PE 1 0)\n",
-     "shmalloc: PE 1: finalize, before any call, meets another PE's call: the calls and the call numbers (PE 0 has "
-     "made 1 call, PE 1 0)\n"},
+     "shmalloc: PE 1 returned from pe_main after 0 collective calls, while another PE makes a collective call: the "
+     "calls and the call numbers (PE 0 has made 1 call, PE 1 0)\n"},
 };
 
 ParameterizedTestParameters(timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits)

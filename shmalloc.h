@@ -250,7 +250,7 @@ extern "C" {
     X(OPTION_UNKNOWN, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n") \
     X(OPTION_HEAP_MAX_BELOW, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: " \
                              "the heap would have no room to grow\n") \
-    X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=\"%s\" is not %s\n") \
+    X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=%s is not %s\n") \
     X(INFO_VERSION, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n") \
     X(INFO_OPTION, "  %s=%s (%s%s)\n      %s\n") \
     /* the transports' mapping and entry points */ \
@@ -292,7 +292,7 @@ extern "C" {
     X(PMIX_BAD_RANK, "shmalloc: PMIx rank %u is not below the job size %u\n") \
     X(PMIX_PUT_FAILED, "shmalloc: PMIx_Put(%s) failed: %s\n") \
     X(PMIX_NO_MEMORY_PES, "shmalloc: out of memory for %d PEs\n") \
-    X(PMIX_TEST_NODE_SIZE_BAD, "shmalloc: SHMALLOC_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)\n") \
+    X(PMIX_TEST_NODE_SIZE_BAD, "shmalloc: SHMALLOC_TEST_NODE_SIZE=%s is not a number of PEs (1 or more)\n") \
     X(PMIX_FABRIC_CALL_FAILED, "shmalloc: %s failed: %s (provider %s, PE %d of %d)\n") \
     X(PMIX_FABRIC_NO_MEMORY, "shmalloc: %s failed: out of memory\n") \
     X(PMIX_NO_PROVIDER_CHOSEN, "shmalloc: no libfabric provider matches FI_PROVIDER=%s (chosen because " \
@@ -900,6 +900,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out 
    growth), or -1 after a message when it is not a size or is below
    nominal. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
+/* value for a message, between two `quote`s, into buf (n bytes, 96 are
+   enough): as it is up to 64 characters, else its first 40, "..." and its
+   length, so that what the message says after it is never cut.  Every
+   message that quotes a variable's value quotes it so.  Returns buf. */
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_option_quote(char *buf, size_t n, const char *value, const char *quote);
 /* What SHMEM_VERSION and SHMEM_INFO ask for, to stream 1: a transport
    calls it once start-up is done, on the PE that prints (pe 0; others
    print nothing).  SHMEM_INFO lists every entry of the table: the
@@ -5986,9 +5991,7 @@ static const char *shm__largest_text(char *buf, size_t n)
     return buf;
 }
 
-/* A value for a message, between the quotes `quote`: cut short when long,
-   with its length, so that what follows it in the line is kept. */
-static const char *shm__value_text(char *buf, size_t n, const char *value, const char *quote)
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_option_quote(char *buf, size_t n, const char *value, const char *quote)
 {
     size_t len = strlen(value);
     if (len <= 64) snprintf(buf, n, "%s%s%s", quote, value, quote);
@@ -6003,7 +6006,7 @@ static int shm__option_report(shmalloc_option *o)
     char expected[160], value[96], largest[32];
     if (!shm__option_parse(o)) return 0;
     snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], shm__largest_text(largest, sizeof largest));
-    shmalloc_print(2, SHM__MSG(OPTION_BAD), o->source, shm__value_text(value, sizeof value, o->text, "\""),
+    shmalloc_print(2, SHM__MSG(OPTION_BAD), o->source, shmalloc_option_quote(value, sizeof value, o->text, "\""),
                    shm__kind_text[o->kind][0], expected);
     o->text = o->fallback;
     shm__option_parse(o);
@@ -6134,7 +6137,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
     if (!o->value) return 0;
     if (o->value >= nominal) return *out = (size_t)o->value, 0;
-    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shm__value_text(value, sizeof value, o->text, "\""),
+    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shmalloc_option_quote(value, sizeof value, o->text, "\""),
                    (unsigned long long)o->value, nominal);
     return -1;
 }
@@ -6150,7 +6153,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
         const shmalloc_option *o = &shm__options[id];
         char value[96];
         shmalloc_print(1, SHM__MSG(INFO_OPTION), o->name,
-                       shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
+                       shmalloc_option_quote(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);
     }
 }

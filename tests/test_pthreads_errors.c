@@ -431,6 +431,62 @@ Test(pthreads, heaps_too_large_for_the_address_space_name_the_size_variable,
     cr_assert_eq(shared.calls, 8);
 }
 
+/* A 10 000-character value of each size or timeout variable, bad (all
+   1s) or good but too large to map (leading 0s): every message that
+   quotes it quotes 40 characters and its length, and keeps its reason
+   and advice to the line's end.  A good long timeout runs. */
+typedef struct long_value_case {
+    const char *var;
+    const char *tail;     /* the value's last characters; 0s before */
+    int id;               /* SHMALLOC_MSG_* */
+    const char *reason;   /* the message's end */
+} long_value_case;
+
+static const long_value_case long_value_cases[] = {
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", NULL, SHMALLOC_MSG_OPTION_BAD, "is not a heap size: expected a positive number, "
+     "decimals allowed, with an optional K, M, G or T suffix (powers of 1024), at most 64T, e.g. 512M or 1.5G\n"},
+    {"SHMALLOC_HEAP_MAX", NULL, SHMALLOC_MSG_OPTION_BAD, "is not a heap size: expected 0 (no growth) or a size such "
+     "as 64G, with an optional K, M, G or T suffix (powers of 1024), at most 64T\n"},
+    {"SHMALLOC_BARRIER_TIMEOUT", NULL, SHMALLOC_MSG_OPTION_BAD, "is not a timeout: expected a whole number of "
+     "seconds from 1 to 1000000\n"},
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", "32T", SHMALLOC_MSG_START_MAP_FAILED_VARIABLE, "; ask for less with "
+     "SHMEM_SYMMETRIC_HEAP_SIZE\n"}, /* 8 x 32 TiB: more than a 47-bit address space holds */
+    {"SHMALLOC_HEAP_MAX", "32T", SHMALLOC_MSG_START_RESERVE_FAILED, "; ask for less\n"},
+};
+
+Test(pthreads, a_long_value_of_each_variable_is_quoted_short_and_the_reason_kept, .timeout = TEST_TIMEOUT)
+{
+    static char value[10001];
+    size_t i;
+    for (i = 0; i < sizeof long_value_cases / sizeof long_value_cases[0]; i++) {
+        const long_value_case *c = &long_value_cases[i];
+        char want[160];
+        memset(value, c->tail ? '0' : '1', 10000);
+        if (c->tail) memcpy(value + 10000 - strlen(c->tail), c->tail, strlen(c->tail));
+        clear_size_env();
+        setenv(c->var, value, 1);
+        capture_start();
+        cr_assert_neq(shmalloc_pthreads_run(8, 0, pe_count_call, NULL), 0, "%s", c->var);
+        capture_stop();
+        unsetenv(c->var);
+        cr_assert_eq(shared.calls, 0);
+        cr_assert_eq(out_said(c->id), 1, "%s: %s", c->var, out_text[2]);
+        snprintf(want, sizeof want, "%s=%s%.40s...", c->var, c->tail ? "" : "\"", value); /* 40 of the 10 000 */
+        cr_assert(strstr(out_text[2], want) && strstr(out_text[2], " (10000 characters)"), "%s: expected %s in %s",
+                  c->var, want, out_text[2]);
+        cr_assert(strstr(out_text[2], c->reason), "%s: the reason is cut: %s", c->var, out_text[2]);
+    }
+    memset(value, '0', 10000);
+    value[9999] = '5';
+    setenv("SHMALLOC_BARRIER_TIMEOUT", value, 1);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, SMALL_HEAP, pe_count_call, NULL), 0, "%s", out_text[2]);
+    capture_stop();
+    unsetenv("SHMALLOC_BARRIER_TIMEOUT");
+    cr_assert_eq(shared.calls, 2);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+}
+
 /* What a PE sees of its heap's size: the largest block it can allocate. */
 static void pe_record_size(void *arg)
 {

@@ -70,17 +70,19 @@ static int shm__fd_limit_advice(char *out, size_t cap, int e)
 static void shm__unmappable(const shm__start *s, int pe, int e)
 {
     const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
-    char advice[160];
+    char advice[160], value[96];
     if (shm__fd_limit_advice(advice, sizeof advice, e))
         shmalloc_print(2, SHM__MSG(START_MAP_FD_LIMIT), s->bytes, strerror(e), advice);
     else if (s->max != s->nominal)
-        shmalloc_print(2, SHM__MSG(START_RESERVE_FAILED), s->bytes, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text,
+        shmalloc_print(2, SHM__MSG(START_RESERVE_FAILED), s->bytes,
+                       shmalloc_option_quote(value, sizeof value, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text, ""),
                        strerror(e));
     else if (size->source && !strcmp(size->source, "program"))
         shmalloc_print(2, SHM__MSG(START_MAP_FAILED), s->who, s->bytes, pe, strerror(e));
     else if (size->source)
-        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source, size->text, s->nominal,
-                       strerror(e), size->source);
+        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source,
+                       shmalloc_option_quote(value, sizeof value, size->text, ""), s->nominal, strerror(e),
+                       size->source);
     else
         shmalloc_print(2, SHM__MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
 }

@@ -247,7 +247,7 @@ extern "C" {
     X(STATS_MAP, "%s%s") \
     /* settings */ \
     X(OPTION_BAD, "shmalloc: %s=%s is not %s%s\n") \
-    X(OPTION_UNKNOWN, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n") \
+    X(OPTION_UNKNOWN, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s%s\n") \
     X(OPTION_HEAP_MAX_BELOW, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: " \
                              "the heap would have no room to grow\n") \
     X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=%s is not %s\n") \
@@ -881,6 +881,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_options_add(const shmalloc_option *rows, 
    with the nearest name.
    Not thread-safe: a transport calls it at start-up, before PEs run. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env);
+/* The check of env that shmalloc_options_read makes, alone: a transport
+   whose PEs are processes reads the table with NULL and calls this on one
+   PE, npes the job's PEs, which the report names (npes 1: nothing). */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_report_unknown(char *const *env, int npes);
 /* Reads one entry again: 0, or -1 after its message. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_option_read(int id);
 /* The program's own value for an entry, checked as a variable's would be
@@ -6093,9 +6097,12 @@ static int shm__ends_with(const char *s, const char *end)
    (SHMEM_BOUNCE_SIZE, FI_PROVIDER_PATH, OMPI_*, SLURM_*) are not, nor an
    entry's name under another's prefix (OSHMEM_VERSION).  Said once per
    process. */
-static void shm__report_unknown(char *const *env)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_report_unknown(char *const *env, int npes)
 {
     static int reported;
+    char job[64] = "";
+    if (!env) return;
+    if (npes > 1) snprintf(job, sizeof job, " (said once for the job's %d PEs)", npes);
     for (; *env && !reported; env++) {
         char name[64];
         const char *best;
@@ -6109,7 +6116,7 @@ static void shm__report_unknown(char *const *env)
             continue;
         if (d >= 4) best = NULL; /* too far to suggest */
         shmalloc_print(2, SHM__MSG(OPTION_UNKNOWN), name, best ? " (did you mean " : "", best ? best : "",
-                       best ? "?)" : "");
+                       best ? "?)" : "", job);
     }
     reported = 1;
 }
@@ -6118,7 +6125,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env)
 {
     int id, bad = 0;
     for (id = 0; id < shm__option_count; id++) bad |= shmalloc_option_read(id);
-    if (env) shm__report_unknown(env);
+    shmalloc_options_report_unknown(env, 1);
     return bad ? -1 : 0;
 }
 

@@ -35,7 +35,7 @@ int shm__start_read(shm__start *s, const char *who)
     const shmalloc_option *t = shmalloc_options();
     memset(s, 0, sizeof *s);
     s->who = who;
-    if (shm__start_options() != 0 || shmalloc_options_read(environ) != 0) return -1; /* misspelt ones said too */
+    if (shm__start_options() != 0 || shmalloc_options_read(NULL) != 0) return -1;
     s->nominal = (size_t)t[SHMALLOC_OPT_HEAP_SIZE].value;
     s->timeout = (int)t[shmalloc_option_find("SHMALLOC_BARRIER_TIMEOUT")].value;
     if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
@@ -45,6 +45,11 @@ int shm__start_read(shm__start *s, const char *who)
         return -1;
     }
     return shm__map_huge_from_table(&s->huge);
+}
+
+void shm__start_unknown(int pe, int npes)
+{
+    if (pe == 0) shmalloc_options_report_unknown(environ, npes);
 }
 
 /* >> the heap's memory ------------------------------------------------------

@@ -135,6 +135,7 @@ static void shm__init_runtime(const shm__start *s)
             shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
+    shm__start_unknown(shm__job.me, shm__job.npes);
     shm__place_heap(s, o, shm__job.me, shm__job.npes);
     if (shm__job.have_pmix) {
         shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout,

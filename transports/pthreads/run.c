@@ -198,6 +198,7 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
         return 1;
     }
     /* nominal becomes the table's size: the argument, else the environment's */
+    shm__start_unknown(0, 1); /* the process speaks for its PEs */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
     if (shm__run_init(&w, npes, start.timeout, pe_main, arg) != 0) {
         shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");

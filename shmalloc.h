@@ -195,7 +195,8 @@ extern "C" {
     X(HEAP_REGISTER_FAILED, "shmalloc: PE %d: shmalloc_heap_create: the transport's register_region failed for " \
                             "the first %zu bytes of the heap\n") \
     X(HEAP_OOM, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of " \
-                "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n") \
+                "%zu bytes; the heap has %zu bytes as mapped (at most %zu), %zu free, the largest free block %zu " \
+                "bytes\n") \
     X(HEAP_OOM_NO_HEAP_CAN, "shmalloc: PE %d: no heap can serve this call: it needs a heap of %s, more than the " \
                             "largest (%zu%c, SHMALLOC_MAX_LOG2 %d)\n") \
     X(HEAP_OOM_FRAGMENTED, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller " \
@@ -268,6 +269,8 @@ extern "C" {
                                  "bytes): %s; ask for less with %s\n") \
     X(START_MAP_FAILED_DEFAULT, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu " \
                                 "bytes): %s; ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n") \
+    X(START_SIZE_RAISED, "shmalloc: %s asks for a heap of %zu bytes, less than the smallest: each PE's heap has " \
+                         "%zu bytes (%zu bytes of memory with the allocator's own)\n") \
     X(START_HEAP_CREATE_FAILED, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error " \
                                 "%ld)\n") \
     /* a transport built apart from this tree: its own text */ \
@@ -5251,11 +5254,16 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info
     return 0;
 }
 
-/* A size for a message: whole MiB, rounded up, from 1 MiB on. */
+/* A size for advice: rounded up to whole KiB, from 1 MiB on to whole
+   MiB, in the largest unit it is a whole number of ("2K", "1536K", "3M",
+   "1T"), as SHMEM_SYMMETRIC_HEAP_SIZE takes it. */
 static const char *shm__size_text(char *buf, size_t n, size_t bytes)
 {
-    if (bytes < ((size_t)1 << 20)) snprintf(buf, n, "%zu", bytes);
-    else snprintf(buf, n, "%zuM", (bytes + ((size_t)1 << 20) - 1) >> 20);
+    size_t step = bytes < ((size_t)1 << 20) ? (size_t)1 << 10 : (size_t)1 << 20, whole;
+    int unit = 0;
+    whole = (bytes / step + (bytes % step != 0)) * (step >> 10); /* KiB */
+    while (unit < 3 && whole && !(whole & 1023)) whole >>= 10, unit++;
+    snprintf(buf, n, "%zu%c", whole, "KMGT"[unit]);
     return buf;
 }
 
@@ -5265,8 +5273,10 @@ static const char *shm__raise_text(const shmalloc_heap *h, char *buf, size_t n, 
 {
     char size[32];
     shm__size_text(size, sizeof size, advised);
-    if (h->size_var) snprintf(buf, n, "set %s to at least %s", h->size_var, size);
-    else snprintf(buf, n, "the program sets the heap's size, not a variable: have it ask for at least %s", size);
+    if (h->size_var) snprintf(buf, n, "set %s to at least %s%s", h->size_var, size,
+                              h->growable ? "" : " (a nominal size: the heap as mapped is larger)");
+    else snprintf(buf, n, "the program sets the heap's size, not a variable: have it ask for at least %s (a "
+                  "nominal size)", size);
     return buf;
 }
 

@@ -4,6 +4,8 @@
    shmalloc_pthreads_run's own checks. */
 #include "pthreads_pes.h"
 
+#include <unistd.h>
+
 /* ---- errors ------------------------------------------------------------------ */
 static void pe_bad_free_on_one_pe(void *arg)
 {
@@ -548,6 +550,76 @@ Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout
     cr_assert(at && sscanf(strstr(at, "at least "), "at least %63[0-9A-Za-z]", value) == 1, "%s", out_text[2]);
     cr_assert_eq(shmalloc_parse_size(value, &advised), 0, "%s", value);
     heap_size_with(advised, want); /* asserts the call is served */
+}
+
+/* The value a too-small heap's advice names after "at least ", checked
+   as the variable would be. */
+static size_t advised_size(char *value, size_t cap)
+{
+    const char *at = strstr(out_text[2], " to at least ");
+    size_t bytes = 0;
+    char format[32];
+    snprintf(format, sizeof format, " to at least %%%zu[0-9A-Za-z]", cap - 1);
+    cr_assert(at && sscanf(at, format, value) == 1, "%s", out_text[2]);
+    cr_assert_eq(shmalloc_parse_size(value, &bytes), 0, "%s", value);
+    return bytes;
+}
+
+/* SHMEM_SYMMETRIC_HEAP_SIZE=1k is below the smallest heap: said once for
+   the run, with the heap each PE has.  A malloc that heap cannot serve
+   names its size as mapped, and advises a nominal size in the largest
+   whole unit (2K, not the 1856 bytes it has), which serves the call. */
+Test(pthreads, a_size_raised_to_the_smallest_heap_is_said_and_the_advice_serves, .timeout = TEST_TIMEOUT)
+{
+    size_t want = 1849, page = (size_t)sysconf(_SC_PAGESIZE);
+    char value[64];
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1k", 1);
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, 0, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert_eq(out_said(SHMALLOC_MSG_START_SIZE_RAISED), 1, "once for the run: %s", out_text[2]);
+    assert_said(START_SIZE_RAISED, "SHMEM_SYMMETRIC_HEAP_SIZE=1k", (size_t)1024, shared.values[0] - 16,
+                (shmalloc_heap_bytes(16) + page - 1) / page * page); /* heap_info's size: the last 16 not counted */
+    cr_assert(strstr(out_text[2], " bytes as mapped (at most "), "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 2K (a nominal size: the heap as mapped "
+                                  "is larger)"), "%s", out_text[2]);
+    advised_size(value, sizeof value);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1); /* the advice, followed */
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, 0, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK, "%s", out_text[2]);
+    cr_assert_eq(shared.errors[1], SHMEM_MALLOC_OK, "%s", out_text[2]);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+    clear_size_env();
+}
+
+/* A call that needs a heap of 1 TiB is advised 1T, not 1048576M; a heap
+   of that nominal size serves it. */
+Test(pthreads, a_terabyte_heap_is_advised_as_1T_and_serves, .timeout = TEST_TIMEOUT)
+{
+    const size_t tib = (size_t)1 << 40;
+    size_t want = tib;
+    char value[64];
+    while (shmalloc_tlsf_block_need(want, 16) - 16 > tib) want -= 4096; /* the largest call a 1 TiB heap serves */
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "512G", 1);
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(1, 0, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert_eq(advised_size(value, sizeof value), tib, "%s", out_text[2]);
+    cr_assert_str_eq(value, "1T", "%s", out_text[2]);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1);
+    memset(&shared, 0, sizeof shared);
+    cr_assert_eq(shmalloc_pthreads_run(1, 0, pe_record_size, &want), 0);
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK);
+    clear_size_env();
 }
 
 /* With separate metadata nothing of the allocator's is in the heap's

@@ -106,6 +106,24 @@ int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__
 /* The memory is mapped here, in this process: fill and copy, which a heap
    with separate metadata writes it through, are memset and memcpy (the
    single-PE transport's) unless the transport binds its own. */
+/* A size below the smallest heap, whose memory is the least the mapping
+   gives, was raised to it: said once per job, by PE 0, naming who asked. */
+static void shm__say_raised(const shm__start *s, const shm__map_mem *m, shmalloc_heap *h)
+{
+    const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), least = shmalloc_heap_bytes(16);
+    shmalloc_info i;
+    char who[128], value[96];
+    if (s->max != s->nominal || m->bytes > ((least + page - 1) & ~(page - 1)) || shmalloc_heap_info(h, &i) != 0 ||
+        i.heap_size <= s->nominal)
+        return;
+    if (size->source && strcmp(size->source, "program"))
+        snprintf(who, sizeof who, "%s=%s", size->source, shmalloc_option_quote(value, sizeof value, size->text, ""));
+    else
+        snprintf(who, sizeof who, "%s", s->who);
+    shmalloc_print(2, SHM__MSG(START_SIZE_RAISED), who, s->nominal, i.heap_size, m->bytes);
+}
+
 shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const shmalloc_transport *tp,
                                long *err)
 {
@@ -118,6 +136,8 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const
     if (!h)
         shmalloc_print(2, SHM__MSG(START_HEAP_CREATE_FAILED),
                        s->nominal, tp->pe, e);
+    else if (tp->pe == 0)
+        shm__say_raised(s, m, h);
     if (err) *err = e;
     return h;
 }

@@ -181,6 +181,28 @@ Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .time
         }
 }
 
+/* ulimit -n 8 on one PE of four: its heap's memfd fails, and mpirun ends
+   the others with SIGTERM, then SIGKILL so soon after that a PE the
+   machine has not scheduled meanwhile never runs its handler and leaves
+   its endpoint file.  The failed PE's sweeper removes it once mpirun has
+   ended: nothing is left a second after the job. */
+Test(pmix_ofi, one_pe_of_four_short_of_files_leaves_no_dev_shm_file, .timeout = 2 * TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=20", "SHMALLOC_VERBOSE=1", NULL};
+    char inner[200];
+    int round, pe;
+    for (round = 0; round < 2; round++)
+        for (pe = 0; pe < 4; pe++) {
+            launch_in(&r, 4, "init", env, NULL, fd_limit_on(inner, sizeof inner, pe, 8));
+            cr_assert_neq(r.status, 0, "ulimit -n 8 on PE %d went unnoticed:\n%s", pe, tail(&r));
+            cr_assert(has(&r, "[START_MAP_FD_LIMIT] ") && has(&r, "Too many open files"), "%s", tail(&r));
+            cr_assert(r.seconds < DEATH_LIMIT, "took %.1f s", r.seconds);
+            cr_assert_eq(r.leftovers, 0, "ulimit -n 8 on PE %d of 4: %d /dev/shm files left:\n%s", pe, r.leftovers,
+                         tail(&r));
+        }
+}
+
 /* PE 1 is killed with its endpoint open, and PE 0's start-up then fails
    for want of files (ulimit -n 9: its endpoint), the launcher ending
    nobody (orte_enable_recovery): PE 0's failed start-up removes PE 1's

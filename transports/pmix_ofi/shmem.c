@@ -100,6 +100,7 @@ static void shm__init_failed(void)
     int launched = shm__job.have_pmix;
     shm__teardown();
     if (launched) shm__remove_files();
+    if (launched) shm__leave_sweeper();
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */

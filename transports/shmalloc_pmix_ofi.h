@@ -62,7 +62,9 @@
      carry their creator's PID and are unlinked once every peer has
      opened them; a PE whose start-up fails or that ends abnormally
      removes its own, and it and every start-up remove this user's such
-     files whose process has ended.
+     files whose process has ended.  A PE that fails leaves a process of
+     its own session that removes, once the launcher has ended, those of
+     peers mpirun killed (SIGKILL) before they could.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k

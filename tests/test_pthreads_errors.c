@@ -599,27 +599,34 @@ Test(pthreads, a_size_raised_to_the_smallest_heap_is_said_and_the_advice_serves,
 }
 
 /* A call that needs a heap of 1 TiB is advised 1T, not 1048576M; a heap
-   of that nominal size serves it. */
+   of that nominal size serves it, where the address space holds one
+   (Valgrind's does not). */
 Test(pthreads, a_terabyte_heap_is_advised_as_1T_and_serves, .timeout = TEST_TIMEOUT)
 {
     const size_t tib = (size_t)1 << 40;
     size_t want = tib;
     char value[64];
+    int rc;
     while (shmalloc_tlsf_block_need(want, 16) - 16 > tib) want -= 4096; /* the largest call a 1 TiB heap serves */
     clear_size_env();
-    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "512G", 1);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1M", 1);
     memset(&shared, 0, sizeof shared);
     capture_start();
     cr_assert_eq(shmalloc_pthreads_run(1, 0, pe_record_size, &want), 0);
     capture_stop();
     cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
     cr_assert_eq(advised_size(value, sizeof value), tib, "%s", out_text[2]);
-    cr_assert_str_eq(value, "1T", "%s", out_text[2]);
-    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1);
+    cr_assert(!strcmp(value, "1T"), "%s: %s", value, out_text[2]);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1); /* the advice, followed */
     memset(&shared, 0, sizeof shared);
-    cr_assert_eq(shmalloc_pthreads_run(1, 0, pe_record_size, &want), 0);
-    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK);
+    capture_start();
+    rc = shmalloc_pthreads_run(1, 0, pe_record_size, &want);
+    capture_stop();
     clear_size_env();
+    if (rc != 0 && out_said(SHMALLOC_MSG_START_MAP_FAILED_VARIABLE) == 1)
+        cr_skip_test("no 1 TiB of address space here: the advice's text was checked, not followed");
+    cr_assert_eq(rc, 0, "%s", out_text[2]);
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK);
 }
 
 /* With separate metadata nothing of the allocator's is in the heap's

@@ -49,7 +49,7 @@ int shm__start_read(shm__start *s, const char *who)
 
 void shm__start_unknown(int pe, int npes)
 {
-    if (pe == 0) shmalloc_options_report_unknown(environ, npes);
+    if (pe == 0 && shm__start_options() == 0) shmalloc_options_report_unknown(environ, npes); /* start-up's rows known */
 }
 
 /* >> the heap's memory ------------------------------------------------------

@@ -55,7 +55,7 @@ SHM__INTERNAL int shm__start_read(shm__start *s, const char *who);
 /* Says which variables of the environment look like ours but are not
    (shmalloc_options_report_unknown), on PE 0 alone, for the job's npes
    PEs: once per job, whatever the PEs' processes.  After the transport's
-   rows are added. */
+   own rows are added (it adds start-up's). */
 SHM__INTERNAL void shm__start_unknown(int pe, int npes);
 
 /* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl

@@ -180,6 +180,7 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
                        SHMALLOC_FORK_MAX_PES, pe_main ? "given" : "NULL");
         return 1;
     }
+    shm__start_unknown(0, 1); /* the process speaks for the PEs it forks */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
     shm__fork.slots = (shm__fork_slot *)mmap(NULL, slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm__fork.slots == MAP_FAILED) {

@@ -69,6 +69,19 @@ Test(pmix_ofi, a_misspelt_variable_is_said_once_per_job_with_the_pe_count, .time
     cr_assert_eq(count(&r, ": OK init"), 4, "%s", tail(&r));
 }
 
+/* A size below the smallest heap is raised to it, said once per job by
+   PE 0 with what each PE's heap has. */
+Test(pmix_ofi, a_size_raised_to_the_smallest_heap_is_said_once_per_job, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMEM_SYMMETRIC_HEAP_SIZE=1k", NULL};
+    launch(&r, 4, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[START_SIZE_RAISED] shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE=1k asks for a heap of 1024 "
+                           "bytes, less than the smallest: each PE's heap has "), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 4, "%s", tail(&r));
+}
+
 Test(pmix_ofi, singleton_notes_the_missing_launcher_when_verbose, .timeout = TEST_TIMEOUT)
 {
     static run r;

@@ -203,7 +203,8 @@ extern "C" {
     X(HEAP_REGISTER_FAILED, "shmalloc: PE %d: shmalloc_heap_create: the transport's register_region failed for " \
                             "the first %zu bytes of the heap\n") \
     X(HEAP_OOM, "shmalloc: PE %d: out of symmetric memory: %s of %zu bytes (alignment %zu) needs a free block of " \
-                "%zu bytes; the heap has %zu bytes (at most %zu), %zu free, the largest free block %zu bytes\n") \
+                "%zu bytes; the heap has %zu bytes as mapped (at most %zu), %zu free, the largest free block %zu " \
+                "bytes\n") \
     X(HEAP_OOM_NO_HEAP_CAN, "shmalloc: PE %d: no heap can serve this call: it needs a heap of %s, more than the " \
                             "largest (%zu%c, SHMALLOC_MAX_LOG2 %d)\n") \
     X(HEAP_OOM_FRAGMENTED, "shmalloc: PE %d: the cause is fragmentation: enough bytes are free, but in smaller " \
@@ -224,6 +225,7 @@ extern "C" {
     X(HEAP_MISUSE_QUIET, "shmalloc: PE %d: further bad arguments on this heap are not reported (SHMALLOC_DEBUG=1 " \
                          "reports each)\n") \
     X(HEAP_MISMATCH, "shmalloc: PE %d: %s, differs from PE %d's %s: %s\n") \
+    X(HEAP_MISMATCH_ENDED, "shmalloc: %s %s, while PE %d makes %s: %s\n") \
     X(HEAP_MISMATCH_QUIET, "shmalloc: PE %d: further mismatches on this heap are not reported (SHMALLOC_DEBUG=1 " \
                            "reports each, and compares the hints and the number of calls too)\n") \
     X(HEAP_NO_BARRIER_DIFFER, "shmalloc: PE %d: the %llu allocation%s made without a barrier since the last " \
@@ -254,10 +256,10 @@ extern "C" {
     X(STATS_MAP, "%s%s") \
     /* settings */ \
     X(OPTION_BAD, "shmalloc: %s=%s is not %s%s\n") \
-    X(OPTION_UNKNOWN, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s\n") \
+    X(OPTION_UNKNOWN, "shmalloc: %s is set, but shmalloc has no such variable%s%s%s%s\n") \
     X(OPTION_HEAP_MAX_BELOW, "shmalloc: SHMALLOC_HEAP_MAX=%s (%llu bytes) is below the heap size of %zu bytes: " \
                              "the heap would have no room to grow\n") \
-    X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=\"%s\" is not %s\n") \
+    X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=%s is not %s\n") \
     X(INFO_VERSION, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n") \
     X(INFO_OPTION, "  %s=%s (%s%s)\n      %s\n") \
     /* the transports' mapping and entry points */ \
@@ -275,6 +277,8 @@ extern "C" {
                                  "bytes): %s; ask for less with %s\n") \
     X(START_MAP_FAILED_DEFAULT, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu " \
                                 "bytes): %s; ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n") \
+    X(START_SIZE_RAISED, "shmalloc: %s asks for a heap of %zu bytes, less than the smallest: each PE's heap has " \
+                         "%zu bytes (%zu bytes of memory with the allocator's own)\n") \
     X(START_HEAP_CREATE_FAILED, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error " \
                                 "%ld)\n") \
     /* a transport built apart from this tree: its own text */ \
@@ -299,7 +303,7 @@ extern "C" {
     X(PMIX_BAD_RANK, "shmalloc: PMIx rank %u is not below the job size %u\n") \
     X(PMIX_PUT_FAILED, "shmalloc: PMIx_Put(%s) failed: %s\n") \
     X(PMIX_NO_MEMORY_PES, "shmalloc: out of memory for %d PEs\n") \
-    X(PMIX_TEST_NODE_SIZE_BAD, "shmalloc: SHMALLOC_TEST_NODE_SIZE=\"%s\" is not a number of PEs (1 or more)\n") \
+    X(PMIX_TEST_NODE_SIZE_BAD, "shmalloc: SHMALLOC_TEST_NODE_SIZE=%s is not a number of PEs (1 or more)\n") \
     X(PMIX_FABRIC_CALL_FAILED, "shmalloc: %s failed: %s (provider %s, PE %d of %d)\n") \
     X(PMIX_FABRIC_NO_MEMORY, "shmalloc: %s failed: out of memory\n") \
     X(PMIX_NO_PROVIDER_CHOSEN, "shmalloc: no libfabric provider matches FI_PROVIDER=%s (chosen because " \
@@ -351,6 +355,9 @@ extern "C" {
     X(PMIX_PEER_GAVE_UP_ON_ME, "shmalloc: PE %d gave up waiting for this PE (its barrier timed out after %d s; " \
                                "%s): PE %d was stopped or busy outside shmem for longer than " \
                                "SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops\n") \
+    X(PMIX_PEER_EXITED, "shmalloc: PE %d ended without shmem_finalize (it returned from main or called exit, " \
+                        "status %d) after %lu collective calls (%s) while PE %d waits in its collective call %lu: " \
+                        "the PEs' collective calls differ; PE %d of %d stops\n") \
     X(PMIX_PEER_SIGNALLED, "shmalloc: PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) " \
                            "while PE %d waits in its collective call %lu; PE %d of %d stops\n") \
     X(PMIX_PEER_GAVE_UP, "shmalloc: PE %d gave up waiting for PE %d, which has not arrived (its barrier timed " \
@@ -741,6 +748,10 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
    heap: the SHMEM names fail with SHMEMX_MALLOC_NO_HEAP until another heap
    is made current; then the memory may be unmapped. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h);
+/* shmalloc_heap_destroy from a runtime's exit handler, for a PE that
+   ended without its finalize: a mismatch report begins with `how` ("PE 1
+   ended without shmem_finalize (exit status 1)"), not with finalize. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy_ended(shmalloc_heap *h, const char *how);
 /* The collective calls.  Each stores its outcome (SHMEM_MALLOC_*) in *err
    when err is not NULL. */
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_malloc(shmalloc_heap *h, size_t size, long *err);
@@ -893,6 +904,10 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_options_add(const shmalloc_option *rows, 
    with the nearest name.
    Not thread-safe: a transport calls it at start-up, before PEs run. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env);
+/* The check of env that shmalloc_options_read makes, alone: a transport
+   whose PEs are processes reads the table with NULL and calls this on one
+   PE, npes the job's PEs, which the report names (npes 1: nothing). */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_report_unknown(char *const *env, int npes);
 /* Reads one entry again: 0, or -1 after its message. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_option_read(int id);
 /* The program's own value for an entry, checked as a variable's would be
@@ -912,6 +927,11 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out 
    growth), or -1 after a message when it is not a size or is below
    nominal. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
+/* value for a message, between two `quote`s, into buf (n bytes, 96 are
+   enough): as it is up to 64 characters, else its first 40, "..." and its
+   length, so that what the message says after it is never cut.  Every
+   message that quotes a variable's value quotes it so.  Returns buf. */
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_option_quote(char *buf, size_t n, const char *value, const char *quote);
 /* What SHMEM_VERSION and SHMEM_INFO ask for, to stream 1: a transport
    calls it once start-up is done, on the PE that prints (pe 0; others
    print nothing).  SHMEM_INFO lists every entry of the table: the
@@ -4422,6 +4442,7 @@ typedef struct shm__order {
     size_t fresh;     /* atomic: releases since the last drain */
     int drain;        /* the last agreement found fresh releases on some PE */
     int tp_failed;    /* the member (SHM__TP_*) that failed last on this PE */
+    const char *ending; /* a destroy at a PE's end: shmalloc_heap_destroy_ended's words */
 } shm__order;
 
 /* The transport's members a call may find failed, as messages name them. */
@@ -4770,12 +4791,14 @@ static void shm__call_args(char *buf, size_t n, const shm__call *c)
 
 /* A call as a mismatch report gives it: kind, size, alignment, block,
    hints and the PE's collective call number (one count, one word, in
-   every report: a finalize counts none). */
+   every report: a finalize counts none).  A PE's end without its
+   finalize (shmalloc_heap_destroy_ended) has a kind of its own here. */
 enum { SHM__T_KIND, SHM__T_SIZE, SHM__T_ALIGN, SHM__T_OFFSET, SHM__T_HINTS, SHM__T_CALLS, SHM__T_FIELDS };
+enum { SHM__ENDED = SHM__CALLS };
 
-static void shm__call_tuple(uint64_t *t, const shm__call *c, uint64_t calls)
+static void shm__call_tuple(uint64_t *t, const shm__call *c, uint64_t calls, const char *ending)
 {
-    t[SHM__T_KIND] = (uint64_t)c->kind;
+    t[SHM__T_KIND] = c->kind == SHM__DESTROY && ending ? (uint64_t)SHM__ENDED : (uint64_t)c->kind;
     t[SHM__T_SIZE] = c->size;
     t[SHM__T_ALIGN] = c->align;
     t[SHM__T_OFFSET] = c->offset;
@@ -4788,13 +4811,14 @@ static void shm__call_text(char *buf, size_t n, const uint64_t *t)
 {
     shm__call c = {0, 0, 0, 0, 0, 0};
     char args[128];
+    const char *end = t[SHM__T_KIND] == SHM__ENDED ? "end without finalize" : "finalize";
     c.kind = t[SHM__T_KIND] < SHM__CALLS ? (int)t[SHM__T_KIND] : SHM__DESTROY;
     c.size = (size_t)t[SHM__T_SIZE], c.align = (size_t)t[SHM__T_ALIGN], c.offset = (size_t)t[SHM__T_OFFSET];
     c.hints = (long)t[SHM__T_HINTS];
     shm__call_args(args, sizeof args, &c);
-    if (c.kind == SHM__DESTROY && !t[SHM__T_CALLS]) snprintf(buf, n, "finalize, before any collective call");
+    if (c.kind == SHM__DESTROY && !t[SHM__T_CALLS]) snprintf(buf, n, "%s, before any collective call", end);
     else if (c.kind == SHM__DESTROY)
-        snprintf(buf, n, "finalize, after its collective call %llu", (unsigned long long)t[SHM__T_CALLS]);
+        snprintf(buf, n, "%s, after its collective call %llu", end, (unsigned long long)t[SHM__T_CALLS]);
     else
         snprintf(buf, n, "%s(%s), its collective call %llu", shm__call_names[c.kind], args,
                  (unsigned long long)t[SHM__T_CALLS]);
@@ -4809,9 +4833,12 @@ static int shm__differences(char *buf, size_t n, const uint64_t *a, const uint64
     const char *found[SHM__T_FIELDS];
     int k = 0, i;
     size_t len = 0;
-    int none = a[SHM__T_KIND] == SHM__DESTROY || b[SHM__T_KIND] == SHM__DESTROY; /* a finalize has no arguments */
+    uint64_t ka = a[SHM__T_KIND] == SHM__ENDED ? SHM__DESTROY : a[SHM__T_KIND]; /* an end is a finalize */
+    uint64_t kb = b[SHM__T_KIND] == SHM__ENDED ? SHM__DESTROY : b[SHM__T_KIND];
+    int none = ka == SHM__DESTROY || kb == SHM__DESTROY; /* a finalize has no arguments */
     for (i = 0; i < SHM__T_FIELDS; i++)
-        if (a[i] != b[i] && (debug || i < SHM__T_HINTS) && !(none && i != SHM__T_KIND && i != SHM__T_CALLS))
+        if ((i == SHM__T_KIND ? ka != kb : a[i] != b[i]) && (debug || i < SHM__T_HINTS) &&
+            !(none && i != SHM__T_KIND && i != SHM__T_CALLS))
             found[k++] = what[i];
     buf[0] = '\0';
     for (i = 0; i < k && len < n; i++)
@@ -4853,7 +4880,7 @@ static long shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, co
     char own[192], theirs[192], what[160];
     int i, pe = 0, differs;
     long e;
-    shm__call_tuple(mine, c, o->calls);
+    shm__call_tuple(mine, c, o->calls, o->ending);
     for (i = 0; i < SHM__T_FIELDS; i++) first[i] = tp->pe == 0 ? mine[i] : 0;
     if ((e = shm__error_round(tp, o, c->kind, first, SHM__T_FIELDS))) return e;
     differs = shm__differences(what, sizeof what, mine, first, debug) != 0;
@@ -4870,8 +4897,14 @@ static long shm__report_mismatch(const shmalloc_transport *tp, shm__order *o, co
         for (i = 1; i < SHM__T_FIELDS; i++) other[i] = (keyed[2 * i - 1] << 32) | (keyed[2 * i] & 0xffffffffu);
     }
     shm__differences(what, sizeof what, mine, other, debug);
-    shm__call_text(own, sizeof own, mine);
     shm__call_text(theirs, sizeof theirs, other);
+    if (mine[SHM__T_KIND] == SHM__ENDED) { /* "PE 1 returned from pe_main after its collective call 3, while ..." */
+        if (o->calls) snprintf(own, sizeof own, "after its collective call %llu", (unsigned long long)o->calls);
+        else snprintf(own, sizeof own, "before any collective call");
+        shmalloc_print(2, SHM__MSG(HEAP_MISMATCH_ENDED), o->ending, own, pe, theirs, what);
+        return SHMEM_MALLOC_OK;
+    }
+    shm__call_text(own, sizeof own, mine);
     shmalloc_print(2, SHM__MSG(HEAP_MISMATCH), tp->pe, own, pe, theirs, what);
     return SHMEM_MALLOC_OK;
 }
@@ -5416,7 +5449,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     size_t nominal = config ? config->nominal : SIZE_MAX;
     int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
-    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
@@ -5479,6 +5512,12 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
                                                               long *err)
 {
     return shmalloc_heap_create_growable(mem, bytes, SIZE_MAX, tp, err);
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy_ended(shmalloc_heap *h, const char *how)
+{
+    if (h) h->order.ending = how;
+    shmalloc_heap_destroy(h);
 }
 
 /* Agreed as a call, not counted as one: a PE that made fewer calls meets
@@ -5580,11 +5619,16 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info
     return 0;
 }
 
-/* A size for a message: whole MiB, rounded up, from 1 MiB on. */
+/* A size for advice: rounded up to whole KiB, from 1 MiB on to whole
+   MiB, in the largest unit it is a whole number of ("2K", "1536K", "3M",
+   "1T"), as SHMEM_SYMMETRIC_HEAP_SIZE takes it. */
 static const char *shm__size_text(char *buf, size_t n, size_t bytes)
 {
-    if (bytes < ((size_t)1 << 20)) snprintf(buf, n, "%zu", bytes);
-    else snprintf(buf, n, "%zuM", (bytes + ((size_t)1 << 20) - 1) >> 20);
+    size_t step = bytes < ((size_t)1 << 20) ? (size_t)1 << 10 : (size_t)1 << 20, whole;
+    int unit = 0;
+    whole = (bytes / step + (bytes % step != 0)) * (step >> 10); /* KiB */
+    while (unit < 3 && whole && !(whole & 1023)) whole >>= 10, unit++;
+    snprintf(buf, n, "%zu%c", whole, "KMGT"[unit]);
     return buf;
 }
 
@@ -5594,8 +5638,10 @@ static const char *shm__raise_text(const shmalloc_heap *h, char *buf, size_t n, 
 {
     char size[32];
     shm__size_text(size, sizeof size, advised);
-    if (h->size_var) snprintf(buf, n, "set %s to at least %s", h->size_var, size);
-    else snprintf(buf, n, "the program sets the heap's size, not a variable: have it ask for at least %s", size);
+    if (h->size_var) snprintf(buf, n, "set %s to at least %s%s", h->size_var, size,
+                              h->growable ? "" : " (a nominal size: the heap as mapped is larger)");
+    else snprintf(buf, n, "the program sets the heap's size, not a variable: have it ask for at least %s (a "
+                  "nominal size)", size);
     return buf;
 }
 
@@ -6331,9 +6377,7 @@ static const char *shm__largest_text(char *buf, size_t n)
     return buf;
 }
 
-/* A value for a message, between the quotes `quote`: cut short when long,
-   with its length, so that what follows it in the line is kept. */
-static const char *shm__value_text(char *buf, size_t n, const char *value, const char *quote)
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_option_quote(char *buf, size_t n, const char *value, const char *quote)
 {
     size_t len = strlen(value);
     if (len <= 64) snprintf(buf, n, "%s%s%s", quote, value, quote);
@@ -6348,7 +6392,7 @@ static int shm__option_report(shmalloc_option *o)
     char expected[160], value[96], largest[32];
     if (!shm__option_parse(o)) return 0;
     snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], shm__largest_text(largest, sizeof largest));
-    shmalloc_print(2, SHM__MSG(OPTION_BAD), o->source, shm__value_text(value, sizeof value, o->text, "\""),
+    shmalloc_print(2, SHM__MSG(OPTION_BAD), o->source, shmalloc_option_quote(value, sizeof value, o->text, "\""),
                    shm__kind_text[o->kind][0], expected);
     o->text = o->fallback;
     shm__option_parse(o);
@@ -6435,9 +6479,12 @@ static int shm__ends_with(const char *s, const char *end)
    (SHMEM_BOUNCE_SIZE, FI_PROVIDER_PATH, OMPI_*, SLURM_*) are not, nor an
    entry's name under another's prefix (OSHMEM_VERSION).  Said once per
    process. */
-static void shm__report_unknown(char *const *env)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_report_unknown(char *const *env, int npes)
 {
     static int reported;
+    char job[64] = "";
+    if (!env) return;
+    if (npes > 1) snprintf(job, sizeof job, " (said once for the job's %d PEs)", npes);
     for (; *env && !reported; env++) {
         char name[64];
         const char *best;
@@ -6451,7 +6498,7 @@ static void shm__report_unknown(char *const *env)
             continue;
         if (d >= 4) best = NULL; /* too far to suggest */
         shmalloc_print(2, SHM__MSG(OPTION_UNKNOWN), name, best ? " (did you mean " : "", best ? best : "",
-                       best ? "?)" : "");
+                       best ? "?)" : "", job);
     }
     reported = 1;
 }
@@ -6460,7 +6507,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env)
 {
     int id, bad = 0;
     for (id = 0; id < shm__option_count; id++) bad |= shmalloc_option_read(id);
-    if (env) shm__report_unknown(env);
+    shmalloc_options_report_unknown(env, 1);
     return bad ? -1 : 0;
 }
 
@@ -6479,7 +6526,7 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t 
     if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
     if (!o->value) return 0;
     if (o->value >= nominal) return *out = (size_t)o->value, 0;
-    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shm__value_text(value, sizeof value, o->text, "\""),
+    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shmalloc_option_quote(value, sizeof value, o->text, "\""),
                    (unsigned long long)o->value, nominal);
     return -1;
 }
@@ -6495,7 +6542,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
         const shmalloc_option *o = &shm__options[id];
         char value[96];
         shmalloc_print(1, SHM__MSG(INFO_OPTION), o->name,
-                       shm__value_text(value, sizeof value, o->text ? o->text : o->fallback, ""),
+                       shmalloc_option_quote(value, sizeof value, o->text ? o->text : o->fallback, ""),
                        o->source ? "from " : "the default", o->source ? o->source : "", o->meaning);
     }
 }

@@ -15,8 +15,8 @@
    The files a PE's start-up makes in /dev/shm carry its PID: the shm
    provider's endpoint files (PID:N:N) and the node segment
    (shmalloc-PID-...).  After every run, such files that were not there
-   before it and whose process has ended are counted as the run's
-   leftovers and removed; every test asserts there were none.
+   before it and whose process has ended (a zombie has) are counted as
+   the run's leftovers and removed; every test asserts there were none.
 
    Include it first, as test_support.h, which it includes (popen and pclose
    need _GNU_SOURCE).  Everything is static and marked unused: each suite
@@ -99,6 +99,24 @@ TS_UNUSED static long creator_of(const char *name)
     return (p == name ? *end == ':' : *end == '-') ? pid : 0;
 }
 
+/* 1 while process pid runs: a zombie has ended (where PID 1 reaps no
+   orphans, a killed PE stays one after mpirun is gone). */
+TS_UNUSED static int process_runs(long pid)
+{
+    char path[64], text[512];
+    const char *state;
+    FILE *f;
+    size_t n;
+    if (kill((pid_t)pid, 0) != 0) return 0;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (!(f = fopen(path, "r"))) return 1;
+    n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    state = strrchr(text, ')');
+    return !(state && (state[2] == 'Z' || state[2] == 'X'));
+}
+
 /* The names in /dev/shm, each between newlines (malloc'd). */
 TS_UNUSED static char *shm_names(void)
 {
@@ -120,23 +138,37 @@ TS_UNUSED static char *shm_names(void)
     return all;
 }
 
-/* Removes the start-up files that appeared since `before` and whose
-   process has ended; returns how many there were. */
-TS_UNUSED static int remove_leftovers(const char *before)
+/* Seconds a launch gives its files to go once the job has ended: a PE
+   that mpirun killed before its handler ran leaves its file to the
+   failed PE's sweeper, which outlives mpirun by a poll. */
+#define LAUNCH_SETTLE 1.0
+
+/* The start-up files that appeared since `before` and whose process has
+   ended: removed when `remove`; returns how many there were. */
+TS_UNUSED static int stale_files(const char *before, int remove)
 {
     char *after = shm_names(), *name = after + 1, *nl, key[300], path[300];
-    int removed = 0;
+    int found = 0;
     for (; (nl = strchr(name, '\n')) != NULL; name = nl + 1) {
         long pid;
         *nl = '\0';
         snprintf(key, sizeof key, "\n%s\n", name);
         pid = creator_of(name);
-        if (!pid || strstr(before, key) || kill((pid_t)pid, 0) == 0) continue;
+        if (!pid || strstr(before, key) || process_runs(pid)) continue;
         snprintf(path, sizeof path, "/dev/shm/%s", name);
-        removed += unlink(path) == 0;
+        found += !remove || unlink(path) == 0;
     }
     free(after);
-    return removed;
+    return found;
+}
+
+/* Removes the files a run left (after LAUNCH_SETTLE), and counts them. */
+TS_UNUSED static int remove_leftovers(const char *before)
+{
+    double start = now();
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    while (now() - start < LAUNCH_SETTLE && stale_files(before, 0)) nanosleep(&tick, NULL);
+    return stale_files(before, 1);
 }
 
 /* Launches the worker with scenario on npes PEs (0: alone, no launcher),

@@ -37,6 +37,9 @@
      global_exit  PE 1 calls shmem_global_exit(7)
      kill_in_malloc  PE 1 kills itself while the others are in shmem_malloc
      skip_malloc  PE 0 skips a shmem_malloc the others make, then finalizes
+     return_early  PE 1 returns from main (status 0) without shmem_finalize
+                while the others make a shmem_malloc
+     exit_early  the same, but PE 1 calls exit(1)
      stop       PE 2 stops itself (SIGSTOP) while the others are in a barrier;
                 a child of it continues it (SIGCONT) 8 s later
    and, run with SHMALLOC_HEAP_MAX (see "grow" below):
@@ -199,6 +202,13 @@ static void stop_for(unsigned seconds)
 static void fault(const char *name)
 {
     shmem_barrier_all();
+    if (strcmp(name, "return_early") == 0 || strcmp(name, "exit_early") == 0) {
+        void *p;
+        if (me == 1) return; /* main then ends: returns, or exits */
+        if ((p = shmem_malloc(64)) != NULL) fail(__LINE__, "shmem_malloc returned a block although PE 1 has ended");
+        shmem_free(p);
+        return;
+    }
     if (strcmp(name, "skip_malloc") == 0) {
         void *p = me == 0 ? NULL : shmem_malloc(64); /* PE 0 then finalizes while the others wait */
         shmem_free(p);
@@ -317,10 +327,13 @@ int main(int argc, char **argv)
         }
     if (strcmp(name, "kill") == 0 || strcmp(name, "exit") == 0 || strcmp(name, "hang") == 0 ||
         strcmp(name, "global_exit") == 0 || strcmp(name, "kill_in_malloc") == 0 || strcmp(name, "skip_malloc") == 0 ||
-        strcmp(name, "stop") == 0) {
+        strcmp(name, "stop") == 0 || strcmp(name, "return_early") == 0 || strcmp(name, "exit_early") == 0) {
         fault(name);
         known = 1;
     }
+    fflush(stdout);
+    if (strcmp(name, "return_early") == 0 && me == 1) return 0; /* during the others' shmem_malloc */
+    if (strcmp(name, "exit_early") == 0 && me == 1) exit(1);
     if (!known && strcmp(name, "init") != 0 && strcmp(name, "no_finalize") != 0 && strcmp(name, "exit_3") != 0)
         fail(__LINE__, "unknown scenario %s", name);
     current = name;

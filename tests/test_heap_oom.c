@@ -89,8 +89,8 @@ Test(oom, a_heap_too_small_is_reported_once_with_its_figures_and_the_size_variab
     shmalloc_info i = info_of(h);
     expect_oom_line("malloc", 900 * KIB, 16, 900 * KIB + 16, &i);
     char want[256];
-    snprintf(want, sizeof want, "set SHMEM_SYMMETRIC_HEAP_SIZE to at least %zuM",
-             (i.in_use + 900 * KIB + 16 + MIB - 1) / MIB); /* the advice */
+    snprintf(want, sizeof want, "set SHMEM_SYMMETRIC_HEAP_SIZE to at least %zuM (a nominal size: the heap as mapped "
+             "is larger)", (i.in_use + 900 * KIB + 16 + MIB - 1) / MIB); /* the advice */
     assert_said(HEAP_OOM_TOO_SMALL, 0, want, ", or SHMALLOC_HEAP_MAX to let the heap grow");
     cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM_QUIET), 1, "%s", out_text[2]);
     cr_assert_eq(out_said(SHMALLOC_MSG_HEAP_OOM_FRAGMENTED), 0, "%s", out_text[2]);
@@ -189,8 +189,8 @@ Test(oom, fragmentation_is_named_when_the_bytes_are_free_but_not_in_one_block)
               i.largest_free);
     expect_oom_line("malloc", 128 * KIB, 16, 128 * KIB + 16, &i);
     char want[256];
-    snprintf(want, sizeof want, "set SHMEM_SYMMETRIC_HEAP_SIZE to at least %zuM",
-             (i.heap_size - shmalloc_tlsf_top_free(shmalloc_heap_tlsf(h)) + 128 * KIB + MIB - 1) / MIB);
+    snprintf(want, sizeof want, "set SHMEM_SYMMETRIC_HEAP_SIZE to at least %zuM (a nominal size: the heap as mapped "
+             "is larger)", (i.heap_size - shmalloc_tlsf_top_free(shmalloc_heap_tlsf(h)) + 128 * KIB + MIB - 1) / MIB);
     assert_said(HEAP_OOM_FRAGMENTED, 0, want);
     for (int k = 1; k < n; k += 2) shmem_free(p[k]);
     shmem_free(p[n - 1]);

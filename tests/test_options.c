@@ -139,8 +139,8 @@ Test(options, a_misspelt_variable_is_reported_once_with_the_nearest_name)
     cr_assert(shmalloc_options_read(env) == 0);
     capture_stop();
     cr_assert_eq(out_said(SHMALLOC_MSG_OPTION_UNKNOWN), 2, "%s", out_text[2]);
-    assert_said(OPTION_UNKNOWN, "SHMALLOC_HEAP_MAXX", " (did you mean ", "SHMALLOC_HEAP_MAX", "?)");
-    assert_said(OPTION_UNKNOWN, "SHMALLOC_NONSENSE_VARIABLE", "", "", "");
+    assert_said(OPTION_UNKNOWN, "SHMALLOC_HEAP_MAXX", " (did you mean ", "SHMALLOC_HEAP_MAX", "?)", "");
+    assert_said(OPTION_UNKNOWN, "SHMALLOC_NONSENSE_VARIABLE", "", "", "", "");
     cr_assert_null(strstr(out_text[2], "SHMALLOC_TEST_ANYTHING"), "the test suite's own variables are not ours");
     cr_assert_null(strstr(out_text[2], "SHMALLOC_DEBUG"), "a known variable is not reported");
     capture_start();
@@ -196,7 +196,7 @@ Test(options, near_misses_of_every_name_are_reported_and_other_libraries_variabl
     capture_stop();
     for (i = 0; i < n; i++) {
         if (near_misses[i].meant)
-            assert_said(OPTION_UNKNOWN, near_misses[i].set, " (did you mean ", near_misses[i].meant, "?)");
+            assert_said(OPTION_UNKNOWN, near_misses[i].set, " (did you mean ", near_misses[i].meant, "?)", "");
         snprintf(want, sizeof want, "shmalloc: %s is set", near_misses[i].set);
         if (!near_misses[i].meant) cr_assert_null(strstr(out_text[2], want), "%s was reported:\n%s", want, out_text[2]);
     }

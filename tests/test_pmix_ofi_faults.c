@@ -181,6 +181,28 @@ Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .time
         }
 }
 
+/* ulimit -n 8 on one PE of four: its heap's memfd fails, and mpirun ends
+   the others with SIGTERM, then SIGKILL so soon after that a PE the
+   machine has not scheduled meanwhile never runs its handler and leaves
+   its endpoint file.  The failed PE's sweeper removes it once mpirun has
+   ended: nothing is left a second after the job. */
+Test(pmix_ofi, one_pe_of_four_short_of_files_leaves_no_dev_shm_file, .timeout = 2 * TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=20", "SHMALLOC_VERBOSE=1", NULL};
+    char inner[200];
+    int round, pe;
+    for (round = 0; round < 2; round++)
+        for (pe = 0; pe < 4; pe++) {
+            launch_in(&r, 4, "init", env, NULL, fd_limit_on(inner, sizeof inner, pe, 8));
+            cr_assert_neq(r.status, 0, "ulimit -n 8 on PE %d went unnoticed:\n%s", pe, tail(&r));
+            cr_assert(has(&r, "[START_MAP_FD_LIMIT] ") && has(&r, "Too many open files"), "%s", tail(&r));
+            cr_assert(r.seconds < DEATH_LIMIT, "took %.1f s", r.seconds);
+            cr_assert_eq(r.leftovers, 0, "ulimit -n 8 on PE %d of 4: %d /dev/shm files left:\n%s", pe, r.leftovers,
+                         tail(&r));
+        }
+}
+
 /* PE 1 is killed with its endpoint open, and PE 0's start-up then fails
    for want of files (ulimit -n 9: its endpoint), the launcher ending
    nobody (orte_enable_recovery): PE 0's failed start-up removes PE 1's
@@ -264,6 +286,37 @@ Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .
               has(&r, "while PE 1 waits in its collective call "), "%s", tail(&r));
     cr_assert(!has(&r, "[PMIX_PEER_NO_FINALIZE] "), "%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+}
+
+/* PE 1 returns from main (status 0), or calls exit(1), without
+   shmem_finalize while PE 0 makes a shmem_malloc: PE 1 says it ended
+   without shmem_finalize, with its status, and PE 0 says the same of it,
+   not that it called shmem_finalize. */
+static void check_ended_early(const char *scenario, int status)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    char said[160];
+    launch(&r, 2, scenario, env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    snprintf(said, sizeof said, "PE 1 ended without shmem_finalize (it returned from main or called exit, status %d) "
+             "after ", status);
+    cr_assert(has(&r, "[HEAP_MISMATCH_ENDED] shmalloc: ") && count(&r, said) == 2, "%s:\n%s", said, tail(&r));
+    cr_assert(has(&r, "[PMIX_PEER_EXITED] shmalloc: PE 1 ended") && has(&r, "while PE 0 waits in its collective call "),
+              "%s", tail(&r));
+    cr_assert(!has(&r, "called shmem_finalize") && !has(&r, "[HEAP_MISMATCH_FINALIZE"), "%s", tail(&r));
+    cr_assert(!has(&r, "FAIL"), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, a_pe_returning_from_main_without_finalize_is_said_to_have_ended_so, .timeout = TEST_TIMEOUT)
+{
+    check_ended_early("return_early", 0);
+}
+
+Test(pmix_ofi, a_pe_calling_exit_1_without_finalize_is_said_to_have_ended_so_with_status_1, .timeout = TEST_TIMEOUT)
+{
+    check_ended_early("exit_early", 1);
 }
 
 /* The line of r's output that holds needle, into line; 0 when none. */

@@ -46,6 +46,42 @@ Test(pmix_ofi, shmem_version_is_printed_once_by_pe_0, .timeout = TEST_TIMEOUT)
     cr_assert_eq(count(&r, "[INFO_VERSION] "), 1, "%s", tail(&r));
 }
 
+/* A misspelt variable is said once per job, with the number of PEs, and
+   the variable it suggests, set instead, is read and said nothing of. */
+Test(pmix_ofi, a_misspelt_variable_is_said_once_per_job_with_the_pe_count, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMEM_SYMMETRIC_HEAP_SZE=2M", NULL};
+    const char *stats;
+    size_t bytes = 0;
+    launch(&r, 4, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[OPTION_UNKNOWN] "), 1, "%s", tail(&r));
+    cr_assert(has(&r, "[OPTION_UNKNOWN] shmalloc: SHMEM_SYMMETRIC_HEAP_SZE is set, but shmalloc has no such variable "
+                      "(did you mean SHMEM_SYMMETRIC_HEAP_SIZE?) (said once for the job's 4 PEs)\n"), "%s", tail(&r));
+    env[1] = "SHMEM_SYMMETRIC_HEAP_SIZE=2M";
+    launch(&r, 4, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[OPTION_UNKNOWN] "), 0, "%s", tail(&r));
+    stats = strstr(r.out, "[STATS_HEAP] shmalloc_stats: heap at ");
+    cr_assert(stats && sscanf(strchr(stats, ','), ", %zu bytes", &bytes) == 1, "%s", tail(&r));
+    cr_assert(bytes >= ((size_t)2 << 20) && bytes < ((size_t)3 << 20), "not the 2 MiB heap asked for: %zu", bytes);
+    cr_assert_eq(count(&r, ": OK init"), 4, "%s", tail(&r));
+}
+
+/* A size below the smallest heap is raised to it, said once per job by
+   PE 0 with what each PE's heap has. */
+Test(pmix_ofi, a_size_raised_to_the_smallest_heap_is_said_once_per_job, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMEM_SYMMETRIC_HEAP_SIZE=1k", NULL};
+    launch(&r, 4, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[START_SIZE_RAISED] shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE=1k asks for a heap of 1024 "
+                           "bytes, less than the smallest: each PE's heap has "), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK init"), 4, "%s", tail(&r));
+}
+
 Test(pmix_ofi, singleton_notes_the_missing_launcher_when_verbose, .timeout = TEST_TIMEOUT)
 {
     static run r;

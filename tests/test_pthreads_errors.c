@@ -4,6 +4,8 @@
    shmalloc_pthreads_run's own checks. */
 #include "pthreads_pes.h"
 
+#include <unistd.h>
+
 /* ---- errors ------------------------------------------------------------------ */
 static void pe_bad_free_on_one_pe(void *arg)
 {
@@ -490,6 +492,62 @@ Test(pthreads, heaps_too_large_for_the_address_space_name_the_size_variable,
     cr_assert_eq(shared.calls, 8);
 }
 
+/* A 10 000-character value of each size or timeout variable, bad (all
+   1s) or good but too large to map (leading 0s): every message that
+   quotes it quotes 40 characters and its length, and keeps its reason
+   and advice to the line's end.  A good long timeout runs. */
+typedef struct long_value_case {
+    const char *var;
+    const char *tail;     /* the value's last characters; 0s before */
+    int id;               /* SHMALLOC_MSG_* */
+    const char *reason;   /* the message's end */
+} long_value_case;
+
+static const long_value_case long_value_cases[] = {
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", NULL, SHMALLOC_MSG_OPTION_BAD, "is not a heap size: expected a positive number, "
+     "decimals allowed, with an optional K, M, G or T suffix (powers of 1024), at most 64T, e.g. 512M or 1.5G\n"},
+    {"SHMALLOC_HEAP_MAX", NULL, SHMALLOC_MSG_OPTION_BAD, "is not a heap size: expected 0 (no growth) or a size such "
+     "as 64G, with an optional K, M, G or T suffix (powers of 1024), at most 64T\n"},
+    {"SHMALLOC_BARRIER_TIMEOUT", NULL, SHMALLOC_MSG_OPTION_BAD, "is not a timeout: expected a whole number of "
+     "seconds from 1 to 1000000\n"},
+    {"SHMEM_SYMMETRIC_HEAP_SIZE", "32T", SHMALLOC_MSG_START_MAP_FAILED_VARIABLE, "; ask for less with "
+     "SHMEM_SYMMETRIC_HEAP_SIZE\n"}, /* 8 x 32 TiB: more than a 47-bit address space holds */
+    {"SHMALLOC_HEAP_MAX", "32T", SHMALLOC_MSG_START_RESERVE_FAILED, "; ask for less\n"},
+};
+
+Test(pthreads, a_long_value_of_each_variable_is_quoted_short_and_the_reason_kept, .timeout = TEST_TIMEOUT)
+{
+    static char value[10001];
+    size_t i;
+    for (i = 0; i < sizeof long_value_cases / sizeof long_value_cases[0]; i++) {
+        const long_value_case *c = &long_value_cases[i];
+        char want[160];
+        memset(value, c->tail ? '0' : '1', 10000);
+        if (c->tail) memcpy(value + 10000 - strlen(c->tail), c->tail, strlen(c->tail));
+        clear_size_env();
+        setenv(c->var, value, 1);
+        capture_start();
+        cr_assert_neq(shmalloc_pthreads_run(8, 0, pe_count_call, NULL), 0, "%s", c->var);
+        capture_stop();
+        unsetenv(c->var);
+        cr_assert_eq(shared.calls, 0);
+        cr_assert_eq(out_said(c->id), 1, "%s: %s", c->var, out_text[2]);
+        snprintf(want, sizeof want, "%s=%s%.40s...", c->var, c->tail ? "" : "\"", value); /* 40 of the 10 000 */
+        cr_assert(strstr(out_text[2], want) && strstr(out_text[2], " (10000 characters)"), "%s: expected %s in %s",
+                  c->var, want, out_text[2]);
+        cr_assert(strstr(out_text[2], c->reason), "%s: the reason is cut: %s", c->var, out_text[2]);
+    }
+    memset(value, '0', 10000);
+    value[9999] = '5';
+    setenv("SHMALLOC_BARRIER_TIMEOUT", value, 1);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, SMALL_HEAP, pe_count_call, NULL), 0, "%s", out_text[2]);
+    capture_stop();
+    unsetenv("SHMALLOC_BARRIER_TIMEOUT");
+    cr_assert_eq(shared.calls, 2);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+}
+
 /* What a PE sees of its heap's size: the largest block it can allocate. */
 static void pe_record_size(void *arg)
 {
@@ -551,6 +609,90 @@ Test(pthreads, a_heap_size_the_program_passes_is_what_the_advice_names, .timeout
     cr_assert(at && sscanf(strstr(at, "at least "), "at least %63[0-9A-Za-z]", value) == 1, "%s", out_text[2]);
     cr_assert_eq(shmalloc_parse_size(value, &advised), 0, "%s", value);
     heap_size_with(advised, want); /* asserts the call is served */
+}
+
+/* The value a too-small heap's advice names after "at least ", checked
+   as the variable would be. */
+static size_t advised_size(char *value, size_t cap)
+{
+    const char *at = strstr(out_text[2], " to at least ");
+    size_t bytes = 0;
+    char format[32];
+    snprintf(format, sizeof format, " to at least %%%zu[0-9A-Za-z]", cap - 1);
+    cr_assert(at && sscanf(at, format, value) == 1, "%s", out_text[2]);
+    cr_assert_eq(shmalloc_parse_size(value, &bytes), 0, "%s", value);
+    return bytes;
+}
+
+/* SHMEM_SYMMETRIC_HEAP_SIZE=1k is below the smallest heap: said once for
+   the run, with the heap each PE has.  A malloc that heap cannot serve
+   names its size as mapped, and advises a nominal size in the largest
+   whole unit (2K, not the 1856 bytes it has), which serves the call. */
+Test(pthreads, a_size_raised_to_the_smallest_heap_is_said_and_the_advice_serves, .timeout = TEST_TIMEOUT)
+{
+    size_t want = 1849, page = (size_t)sysconf(_SC_PAGESIZE);
+    char value[64];
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1k", 1);
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, 0, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert_eq(out_said(SHMALLOC_MSG_START_SIZE_RAISED), 1, "once for the run: %s", out_text[2]);
+    assert_said(START_SIZE_RAISED, "SHMEM_SYMMETRIC_HEAP_SIZE=1k", (size_t)1024, shared.values[0] - 16,
+                (shmalloc_heap_bytes(16) + page - 1) / page * page); /* heap_info's size: the last 16 not counted */
+    cr_assert(strstr(out_text[2], " bytes as mapped (at most "), "%s", out_text[2]);
+    cr_assert(strstr(out_text[2], "set SHMEM_SYMMETRIC_HEAP_SIZE to at least 2K (a nominal size: the heap as mapped "
+                                  "is larger)"), "%s", out_text[2]);
+    advised_size(value, sizeof value);
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1); /* the advice, followed */
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, 0, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK, "%s", out_text[2]);
+    cr_assert_eq(shared.errors[1], SHMEM_MALLOC_OK, "%s", out_text[2]);
+    cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
+    clear_size_env();
+}
+
+/* A call that needs a heap of 1 TiB is advised 1T, not 1048576M; a heap
+   of that nominal size serves it, where the address space holds one
+   (Valgrind's does not). */
+Test(pthreads, a_terabyte_heap_is_advised_as_1T_and_serves, .timeout = TEST_TIMEOUT)
+{
+    const size_t tib = (size_t)1 << 40;
+    size_t want = tib;
+    char value[64];
+    int rc;
+    while (shmalloc_tlsf_block_need(want, 16) - 16 > tib) want -= 4096; /* the largest call a 1 TiB heap serves */
+    clear_size_env();
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", "1M", 1);
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(1, 0, pe_record_size, &want), 0);
+    capture_stop();
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_FAIL);
+    cr_assert_eq(advised_size(value, sizeof value), tib, "%s", out_text[2]);
+    cr_assert(!strcmp(value, "1T"), "%s: %s", value, out_text[2]);
+#if defined(__SANITIZE_THREAD__)
+    cr_skip_test("ThreadSanitizer's shadow of a 1 TiB heap ends the process: the advice's text was checked");
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+    cr_skip_test("ThreadSanitizer's shadow of a 1 TiB heap ends the process: the advice's text was checked");
+#  endif
+#endif
+    setenv("SHMEM_SYMMETRIC_HEAP_SIZE", value, 1); /* the advice, followed */
+    memset(&shared, 0, sizeof shared);
+    capture_start();
+    rc = shmalloc_pthreads_run(1, 0, pe_record_size, &want);
+    capture_stop();
+    clear_size_env();
+    if (rc != 0 && out_said(SHMALLOC_MSG_START_MAP_FAILED_VARIABLE) == 1)
+        cr_skip_test("no 1 TiB of address space here: the advice's text was checked, not followed");
+    cr_assert_eq(rc, 0, "%s", out_text[2]);
+    cr_assert_eq(shared.errors[0], SHMEM_MALLOC_OK);
 }
 
 /* With separate metadata nothing of the allocator's is in the heap's

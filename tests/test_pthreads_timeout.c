@@ -245,8 +245,8 @@ Test(timeout, a_timeout_waiting_for_many_pes_names_them_in_one_line, .timeout = 
 /* ---- a PE that made one call more, in debug mode ------------------------- */
 typedef struct extra_case {
     int common;         /* calls both PEs make: 3 or 0 */
-    char pe0[160];      /* what PE 0 says of its extra call */
-    char pe1[160];      /* and PE 1 of its finalize */
+    char pe0[192];      /* what PE 0 says of its extra call */
+    char pe1[192];      /* and PE 1 of its return from pe_main */
 } extra_case;
 
 static void pe_0_makes_one_call_more(void *arg)
@@ -261,14 +261,14 @@ static void pe_0_makes_one_call_more(void *arg)
 }
 
 static extra_case extra_cases[] = {
-    {3, "shmalloc: PE 0: malloc(64 bytes), its collective call 4, differs from PE 1's finalize, after its collective "
-        "call 3: the calls and the call numbers\n",
-     "shmalloc: PE 1: finalize, after its collective call 3, differs from PE 0's malloc(64 bytes), its collective "
-     "call 4: the calls and the call numbers\n"},
-    {0, "shmalloc: PE 0: malloc(64 bytes), its collective call 1, differs from PE 1's finalize, before any collective "
-        "call: the calls and the call numbers\n",
-     "shmalloc: PE 1: finalize, before any collective call, differs from PE 0's malloc(64 bytes), its collective "
-     "call 1: the calls and the call numbers\n"},
+    {3, "shmalloc: PE 0: malloc(64 bytes), its collective call 4, differs from PE 1's end without finalize, after its "
+        "collective call 3: the calls and the call numbers\n",
+     "shmalloc: PE 1 returned from pe_main after its collective call 3, while PE 0 makes malloc(64 bytes), its "
+     "collective call 4: the calls and the call numbers\n"},
+    {0, "shmalloc: PE 0: malloc(64 bytes), its collective call 1, differs from PE 1's end without finalize, before any "
+        "collective call: the calls and the call numbers\n",
+     "shmalloc: PE 1 returned from pe_main before any collective call, while PE 0 makes malloc(64 bytes), its "
+     "collective call 1: the calls and the call numbers\n"},
 };
 
 ParameterizedTestParameters(timeout, debug_mode_counts_the_calls_of_a_pe_that_made_one_more_and_nobody_waits)

@@ -64,7 +64,9 @@
      in /dev/shm: the latter two carry their creator's PID and are
      unlinked once every peer has opened them; a PE whose start-up fails
      or that ends abnormally removes its own, and it and every start-up
-     remove this user's such files whose process has ended.
+     remove this user's such files whose process has ended.  A PE that
+     fails leaves a process of its own session that removes, once the
+     launcher has ended, those of peers mpirun killed (SIGKILL) first.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
@@ -196,6 +198,13 @@
          the PEs did not make the same collective calls (barriers and the
          allocator's agreements: shmem_malloc, shmem_free, ... make one or
          two each): PE k skipped one, or PE i made one too many.
+     shmalloc: PE k ended without shmem_finalize (it returned from main
+         or called exit, status S) after N collective calls (...) while
+         PE i waits in its collective call M
+         as above, but PE k's program ended without shmem_finalize, which
+         its exit finalized for it; PE k itself says "PE k ended without
+         shmem_finalize (...) after N collective calls, while another PE
+         makes a collective call".
      shmalloc: PE k gave up waiting for this PE (its barrier timed out
          ...): PE i was stopped or busy outside shmem for longer than
          SHMALLOC_BARRIER_TIMEOUT

@@ -182,6 +182,7 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
         return 1;
     }
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
+    shm__start_unknown(0, 1); /* the process speaks for the PEs it forks */
     shm__fork.slots = (shm__fork_slot *)mmap(NULL, slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm__fork.slots == MAP_FAILED) {
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: cannot map the barrier's %zu bytes: %s\n", who, slots,

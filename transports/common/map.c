@@ -69,7 +69,9 @@ static int shm__huge_size_ok(const char *text, size_t *size)
 
 static int shm__huge_bad(const char *var, const char *value, const char *expected)
 {
-    shmalloc_print(2, SHM__MSG(OPTION_HUGE_PAGES_BAD), var, value, expected);
+    char quoted[96];
+    shmalloc_print(2, SHM__MSG(OPTION_HUGE_PAGES_BAD), var, shmalloc_option_quote(quoted, sizeof quoted, value, "\""),
+                   expected);
     return -1;
 }
 

@@ -35,7 +35,7 @@ int shm__start_read(shm__start *s, const char *who)
     const shmalloc_option *t = shmalloc_options();
     memset(s, 0, sizeof *s);
     s->who = who;
-    if (shm__start_options() != 0 || shmalloc_options_read(environ) != 0) return -1; /* misspelt ones said too */
+    if (shm__start_options() != 0 || shmalloc_options_read(NULL) != 0) return -1;
     s->nominal = (size_t)t[SHMALLOC_OPT_HEAP_SIZE].value;
     s->timeout = (int)t[shmalloc_option_find("SHMALLOC_BARRIER_TIMEOUT")].value;
     if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
@@ -45,6 +45,11 @@ int shm__start_read(shm__start *s, const char *who)
         return -1;
     }
     return shm__map_huge_from_table(&s->huge);
+}
+
+void shm__start_unknown(int pe, int npes)
+{
+    if (pe == 0 && shm__start_options() == 0) shmalloc_options_report_unknown(environ, npes); /* start-up's rows known */
 }
 
 /* >> the heap's memory ------------------------------------------------------
@@ -70,17 +75,19 @@ static int shm__fd_limit_advice(char *out, size_t cap, int e)
 static void shm__unmappable(const shm__start *s, int pe, int e)
 {
     const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
-    char advice[160];
+    char advice[160], value[96];
     if (shm__fd_limit_advice(advice, sizeof advice, e))
         shmalloc_print(2, SHM__MSG(START_MAP_FD_LIMIT), s->bytes, strerror(e), advice);
     else if (s->max != s->nominal)
-        shmalloc_print(2, SHM__MSG(START_RESERVE_FAILED), s->bytes, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text,
+        shmalloc_print(2, SHM__MSG(START_RESERVE_FAILED), s->bytes,
+                       shmalloc_option_quote(value, sizeof value, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text, ""),
                        strerror(e));
     else if (size->source && !strcmp(size->source, "program"))
         shmalloc_print(2, SHM__MSG(START_MAP_FAILED), s->who, s->bytes, pe, strerror(e));
     else if (size->source)
-        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source, size->text, s->nominal,
-                       strerror(e), size->source);
+        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source,
+                       shmalloc_option_quote(value, sizeof value, size->text, ""), s->nominal, strerror(e),
+                       size->source);
     else
         shmalloc_print(2, SHM__MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
 }
@@ -99,6 +106,24 @@ int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__
 /* The memory is mapped here, in this process: fill and copy, which a heap
    with separate metadata writes it through, are memset and memcpy (the
    single-PE transport's) unless the transport binds its own. */
+/* A size below the smallest heap, whose memory is the least the mapping
+   gives, was raised to it: said once per job, by PE 0, naming who asked. */
+static void shm__say_raised(const shm__start *s, const shm__map_mem *m, shmalloc_heap *h)
+{
+    const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), least = shmalloc_heap_bytes(16);
+    shmalloc_info i;
+    char who[128], value[96];
+    if (s->max != s->nominal || m->bytes > ((least + page - 1) & ~(page - 1)) || shmalloc_heap_info(h, &i) != 0 ||
+        i.heap_size <= s->nominal)
+        return;
+    if (size->source && strcmp(size->source, "program"))
+        snprintf(who, sizeof who, "%s=%s", size->source, shmalloc_option_quote(value, sizeof value, size->text, ""));
+    else
+        snprintf(who, sizeof who, "%s", s->who);
+    shmalloc_print(2, SHM__MSG(START_SIZE_RAISED), who, s->nominal, i.heap_size, m->bytes);
+}
+
 shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const shmalloc_transport *tp,
                                long *err)
 {
@@ -111,6 +136,8 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const
     if (!h)
         shmalloc_print(2, SHM__MSG(START_HEAP_CREATE_FAILED),
                        s->nominal, tp->pe, e);
+    else if (tp->pe == 0)
+        shm__say_raised(s, m, h);
     if (err) *err = e;
     return h;
 }

@@ -12,6 +12,7 @@
        shm__start_size(who, nominal);      only when the program sets the size
        shmalloc_options_add(rows, n);      only for the transport's own variables
        shm__start_read(&s, who);           every option once, sizes, huge pages
+       shm__start_unknown(pe, npes);       misspelt variables: PE 0 says, once a job
        shm__start_map(&s, &map[q], shared, pl, q);    for each PE q whose memory
                                            this process maps (shared: a memfd)
        h = shm__start_heap(&s, &map[pe], &tp, &err); on each PE, collective
@@ -53,9 +54,15 @@ SHM__INTERNAL int shm__start_options(void);
    or 0 to hand it back to the environment.  0, or -1 after a message. */
 SHM__INTERNAL int shm__start_size(const char *who, size_t nominal);
 
-/* Reads every option (a misspelt variable is reported) and works out s.
+/* Reads every option and works out s.
    0, or -1 after a message naming the variable. */
 SHM__INTERNAL int shm__start_read(shm__start *s, const char *who);
+
+/* Says which variables of the environment look like ours but are not
+   (shmalloc_options_report_unknown), on PE 0 alone, for the job's npes
+   PEs: once per job, whatever the PEs' processes.  After the transport's
+   own rows are added (it adds start-up's). */
+SHM__INTERNAL void shm__start_unknown(int pe, int npes);
 
 /* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl
    NULL: anywhere aligned.  0, or -1 after a message naming what to

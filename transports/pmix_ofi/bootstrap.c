@@ -252,14 +252,14 @@ static char *shm__pmix_host(int q)
 static int shm__test_leaders(int *leader)
 {
     const char *v = shm__job.test_node_size;
-    char *end;
+    char *end, quoted[96];
     long n;
     int q;
     if (!v) return 0;
     errno = 0;
     n = strtol(v, &end, 10);
     if (errno || end == v || *end || n < 1 || n > INT32_MAX)
-        shm__init_fail(SHM__MSG(PMIX_TEST_NODE_SIZE_BAD), v);
+        shm__init_fail(SHM__MSG(PMIX_TEST_NODE_SIZE_BAD), shmalloc_option_quote(quoted, sizeof quoted, v, "\""));
     for (q = 0; q < shm__job.npes; q++) leader[q] = q - (int)(q % n);
     return 1;
 }

@@ -71,7 +71,7 @@ void shm__barrier_gave_up(int pe)
     if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
         (!c->node && shm__stopped_peers(pes, 1) > 0))
         pe = pes[0];
-    shm__node_note_end((uint64_t)pe << 2 | SHM__END_GAVE_UP);
+    shm__node_note_end((uint64_t)pe << SHM__END_SHIFT | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
         shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), c->timeout, absent, c->me, c->npes, c->epoch);
@@ -109,29 +109,33 @@ int shm__signal_words(int sig, char *line, size_t *n, size_t cap)
             shm__append_int(line, n, cap, waiting);
         }
     }
-    if (!shm__node_end_of(shm__coll.me)) shm__node_note_end((uint64_t)sig << 2 | SHM__END_SIGNALLED);
+    if (!shm__node_end_of(shm__coll.me)) shm__node_note_end((uint64_t)sig << SHM__END_SHIFT | SHM__END_SIGNALLED);
     return 1;
 }
 
 /* PE pe has ended (evidence says how this PE knows) while this PE waits
-   for it: what it left in node memory says whether it finalized (the PEs'
-   collective calls then differ) or gave up waiting for another PE, which
-   is the one to name.  Without node memory nothing says whether it
-   finalized. */
+   for it: what it left in node memory says whether it finalized or ended
+   without shmem_finalize (the PEs' collective calls then differ) or gave
+   up waiting for another PE, which is the one to name.  Without node
+   memory nothing says whether it finalized. */
 static void shm__peer_ended(int pe, const char *evidence)
 {
-    uint64_t how = shm__node_end_of(pe);
+    uint64_t how = shm__node_end_of(pe), detail = SHM__END_DETAIL(how);
+    unsigned kind = SHM__END_KIND(how);
     int me = shm__coll.me, npes = shm__coll.npes;
     unsigned long calls = shm__coll.calls;
-    if ((how & 3u) == SHM__END_FINALIZED)
-        shm__fatal(SHM__MSG(PMIX_PEER_FINALIZED), pe, (unsigned long)(how >> 2), evidence, me, calls, me, npes);
-    if ((how & 3u) == SHM__END_GAVE_UP && (int)(how >> 2) == me)
+    if (kind == SHM__END_FINALIZED)
+        shm__fatal(SHM__MSG(PMIX_PEER_FINALIZED), pe, (unsigned long)detail, evidence, me, calls, me, npes);
+    if (kind == SHM__END_EXITED)
+        shm__fatal(SHM__MSG(PMIX_PEER_EXITED), pe, (int)(detail & 255), (unsigned long)(detail >> 8), evidence, me,
+                   calls, me, npes);
+    if (kind == SHM__END_GAVE_UP && (int)detail == me)
         shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP_ON_ME), pe, shm__coll.timeout, evidence, me, me, npes);
-    if ((how & 3u) == SHM__END_SIGNALLED)
-        shm__fatal(SHM__MSG(PMIX_PEER_SIGNALLED), pe, (int)(how >> 2), evidence, me, calls, me, npes);
-    if ((how & 3u) == SHM__END_GAVE_UP) {
+    if (kind == SHM__END_SIGNALLED)
+        shm__fatal(SHM__MSG(PMIX_PEER_SIGNALLED), pe, (int)detail, evidence, me, calls, me, npes);
+    if (kind == SHM__END_GAVE_UP) {
         shm__node_note_end(how); /* the same cause ends this PE */
-        shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP), pe, (int)(how >> 2), evidence, me, npes);
+        shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP), pe, (int)detail, evidence, me, npes);
     }
     if (shm__coll.node)
         shm__fatal(SHM__MSG(PMIX_PEER_NO_FINALIZE), pe, evidence, me, npes);

@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdlib.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SHM__FILE_PATH 176
@@ -124,6 +127,33 @@ void shm__remove_files(void)
     for (i = 0; i < SHM__FILES; i++)
         if (shm__own_files[i][0]) unlink(shm__own_files[i]);
     shm__sweep(1);
+}
+
+/* A PE that fails has the launcher end the others, and Open MPI's mpirun
+   follows its SIGTERM with SIGKILL so closely that a PE the machine has
+   not scheduled meanwhile never runs its handler: its endpoint file
+   stays.  So the failing PE leaves a sweeper, a process of its own
+   session that the launcher does not signal, holding none of the PE's
+   files: once the PE's parent (the launcher) has ended, or after
+   SHM__SWEEPER_SECONDS, it removes the stale files and ends.  Under a
+   PMIx launcher only (PMIX_RANK set): a lone PE has nobody to outlive. */
+#define SHM__SWEEPER_SECONDS 20
+void shm__leave_sweeper(void)
+{
+    pid_t launcher = getppid(), child;
+    struct timespec tick = {0, 20 * 1000 * 1000};
+    int i;
+    if (!getenv("PMIX_RANK") || launcher <= 1 || (child = fork()) < 0) return;
+    if (child > 0) {
+        waitpid(child, NULL, 0); /* the first child ends at once */
+        return;
+    }
+    if (setsid() < 0 || fork() != 0) _exit(0);
+    if (close_range(0, ~0u, 0) != 0)
+        for (i = 0; i < 1024; i++) close(i);
+    for (i = 0; i < SHM__SWEEPER_SECONDS * 50 && !shm__pid_gone((long)launcher); i++) nanosleep(&tick, NULL);
+    shm__sweep(0);
+    _exit(0);
 }
 
 /* "N KiB free of M KiB" for /dev/shm, the place of our files (the node

@@ -215,9 +215,9 @@ int shm__node_gave_up(int *by)
     int i;
     for (i = 0; c->node && i < c->nodes.size; i++) {
         uint64_t how = __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE);
-        if ((how & 3u) == SHM__END_GAVE_UP && i != c->nodes.me && (int)(how >> 2) != c->me) {
+        if (SHM__END_KIND(how) == SHM__END_GAVE_UP && i != c->nodes.me && (int)SHM__END_DETAIL(how) != c->me) {
             *by = c->nodes.ranks[i];
-            return (int)(how >> 2);
+            return (int)SHM__END_DETAIL(how);
         }
     }
     return -1;

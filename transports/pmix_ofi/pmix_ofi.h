@@ -120,6 +120,7 @@ SHM__INTERNAL void shm__files_set(int which, const char *path); /* NULL: forgott
 SHM__INTERNAL void shm__files_unlink(int which);
 SHM__INTERNAL void shm__remove_files(void);
 SHM__INTERNAL int shm__sweep(int mine);
+SHM__INTERNAL void shm__leave_sweeper(void);
 SHM__INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
 SHM__INTERNAL int shm__pid_gone(long pid);
 SHM__INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
@@ -363,9 +364,14 @@ SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);
 /* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
    of collective calls, SHM__END_GAVE_UP with the PE its barrier timed out
-   waiting for, or SHM__END_SIGNALLED with the signal, each shifted left
-   by 2. */
-enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3 };
+   waiting for, SHM__END_SIGNALLED with the signal, or SHM__END_EXITED (it
+   returned from main or called exit without shmem_finalize) with its
+   count of collective calls shifted left by 8 over its exit status; each
+   shifted left by SHM__END_SHIFT over the kind. */
+enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3, SHM__END_EXITED = 4 };
+#define SHM__END_SHIFT 3
+#define SHM__END_KIND(how) ((unsigned)((how) & 7u))
+#define SHM__END_DETAIL(how) ((how) >> SHM__END_SHIFT)
 SHM__INTERNAL void shm__node_note_end(uint64_t how);
 SHM__INTERNAL uint64_t shm__node_end_of(int pe);
 SHM__INTERNAL int shm__node_gave_up(int *by);

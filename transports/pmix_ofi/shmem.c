@@ -100,6 +100,7 @@ static void shm__init_failed(void)
     int launched = shm__job.have_pmix;
     shm__teardown();
     if (launched) shm__remove_files();
+    if (launched) shm__leave_sweeper();
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */
@@ -135,6 +136,7 @@ static void shm__init_runtime(const shm__start *s)
             shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
+    shm__start_unknown(shm__job.me, shm__job.npes);
     shm__place_heap(s, o, shm__job.me, shm__job.npes);
     if (shm__job.have_pmix) {
         shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout,
@@ -185,13 +187,37 @@ static void shm__describe(void)
               direct, direct == 1 ? "" : "s", barriers);
 }
 
+/* Collective: the heap, the fabric and PMIx closed.  how: NULL for
+   shmem_finalize, else the words for a PE that ended without it. */
+static void shm__finalize(const char *how)
+{
+    shmem_barrier_all();
+    shmalloc_heap_destroy_ended(shm__mem.heap, how); /* collective; deregisters the heap */
+    shmalloc_set_process_heap(NULL);
+    shm__mem.heap = NULL;
+    shm__coll.finalizing = 1; /* peers now exit normally */
+    shm__w.running = 0;
+    shm__teardown();
+    shm__restore_signals();
+    shm__mem.base = NULL;
+    if (shm__ofi.threaded) pthread_mutex_destroy(&shm__w.heap_mutex);
+}
+
 /* A program that returns from main or calls exit without shmem_finalize
    (as many written for other runtimes do) finalizes here, so the launcher
-   sees a clean end and keeps its exit status.  A PE that died took no
+   sees a clean end and keeps its exit status; peers still in collective
+   calls are told it ended so, with its status.  A PE that died took no
    exit path; waiting for it ends this PE as any barrier would. */
-static void shm__finalize_at_exit(void)
+static void shm__finalize_at_exit(int status, void *arg)
 {
-    if (shm__w.running) shmem_finalize();
+    char how[128];
+    (void)arg;
+    if (!shm__w.running) return;
+    shm__node_note_end(((uint64_t)shm__coll.calls << 8 | (uint64_t)(status & 255)) << SHM__END_SHIFT |
+                       SHM__END_EXITED);
+    snprintf(how, sizeof how, "PE %d ended without shmem_finalize (it returned from main or called exit, status %d)",
+             shm__job.me, status & 255);
+    shm__finalize(how);
 }
 
 static void shm__init(int level)
@@ -201,7 +227,7 @@ static void shm__init(int level)
     shm__init_settings(level, &s);
     shm__init_runtime(&s);
     shm__init_heap(&s);
-    if (!at_exit) at_exit = atexit(shm__finalize_at_exit) == 0;
+    if (!at_exit) at_exit = on_exit(shm__finalize_at_exit, NULL) == 0;
     if (shm__w.opt.verbose) shm__describe();
     shmalloc_options_announce(shm__job.me);
 }
@@ -230,17 +256,8 @@ void shmem_query_thread(int *provided)
 void shmem_finalize(void)
 {
     if (!shm__w.running) return;
-    shm__node_note_end((uint64_t)shm__coll.calls << 2 | SHM__END_FINALIZED); /* for peers still waiting */
-    shmem_barrier_all();
-    shmalloc_heap_destroy(shm__mem.heap); /* collective; deregisters the heap */
-    shmalloc_set_process_heap(NULL);
-    shm__mem.heap = NULL;
-    shm__coll.finalizing = 1; /* peers now exit normally */
-    shm__w.running = 0;
-    shm__teardown();
-    shm__restore_signals();
-    shm__mem.base = NULL;
-    if (shm__ofi.threaded) pthread_mutex_destroy(&shm__w.heap_mutex);
+    shm__node_note_end((uint64_t)shm__coll.calls << SHM__END_SHIFT | SHM__END_FINALIZED); /* for peers still waiting */
+    shm__finalize(NULL);
 }
 
 void shmem_global_exit(int status) { shm__pmix_abort(status); }

@@ -76,6 +76,7 @@ static void *shm__pe_thread(void *arg)
     shm__pe *pe = (shm__pe *)arg;
     shm__run *w = pe->run;
     shmalloc_transport tp;
+    char ended[48];
 
     if (!shm__wait_gate(w)) return NULL;
     memset(&tp, 0, sizeof tp);
@@ -95,7 +96,8 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
-    shmalloc_heap_destroy(pe->heap); /* collective: peers may still read this heap until every PE is here */
+    snprintf(ended, sizeof ended, "PE %d returned from pe_main", pe->index); /* what a mismatch names */
+    shmalloc_heap_destroy_ended(pe->heap, ended); /* collective: peers may still read this heap until every PE is here */
     shm__barrier_leave(&w->barrier, pe->index);
     shmalloc_set_current(NULL);
     shm__self = NULL;
@@ -197,6 +199,7 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     }
     /* nominal becomes the table's size: the argument, else the environment's */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
+    shm__start_unknown(0, 1); /* the process speaks for its PEs */
     if (shm__run_init(&w, npes, start.timeout, pe_main, arg) != 0) {
         shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;

@@ -349,22 +349,22 @@ extern "C" {
     X(PMIX_BARRIER_TWICE, "shmalloc: PE %d received two messages for barrier %u round %u\n") \
     X(PMIX_BARRIER_WRONG_PE, "shmalloc: PE %d expected barrier %u round %d from PE %d, got PE %d\n") \
     X(PMIX_SEND_FAILED, "shmalloc: fi_sendmsg to PE %d failed on PE %d: %s\n") \
-    X(PMIX_PEER_FINALIZED, "shmalloc: PE %d called shmem_finalize after %lu collective calls and ended (%s) while " \
-                           "PE %d waits in its collective call %lu: the PEs' collective calls differ; PE %d of %d " \
-                           "stops\n") \
+    X(PMIX_PEER_FINALIZED, "shmalloc: PE %d called shmem_finalize after %lu rounds and ended (%s) while PE %d " \
+                           "waits in its round %lu (a round: a barrier or an all-reduce): the PEs' collective " \
+                           "calls differ; PE %d of %d stops\n") \
     X(PMIX_PEER_GAVE_UP_ON_ME, "shmalloc: PE %d gave up waiting for this PE (its barrier timed out after %d s; " \
                                "%s): PE %d was stopped or busy outside shmem for longer than " \
                                "SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops\n") \
     X(PMIX_PEER_EXITED, "shmalloc: PE %d ended without shmem_finalize (it returned from main or called exit, " \
-                        "status %d) after %lu collective calls (%s) while PE %d waits in its collective call %lu: " \
-                        "the PEs' collective calls differ; PE %d of %d stops\n") \
+                        "status %d) after %lu rounds (%s) while PE %d waits in its round %lu (a round: a barrier " \
+                        "or an all-reduce): the PEs' collective calls differ; PE %d of %d stops\n") \
     X(PMIX_PEER_SIGNALLED, "shmalloc: PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) " \
-                           "while PE %d waits in its collective call %lu; PE %d of %d stops\n") \
+                           "while PE %d waits in its round %lu (barriers and all-reduces); PE %d of %d stops\n") \
     X(PMIX_PEER_GAVE_UP, "shmalloc: PE %d gave up waiting for PE %d, which has not arrived (its barrier timed " \
                          "out; %s); PE %d of %d stops\n") \
     X(PMIX_PEER_NO_FINALIZE, "shmalloc: PE %d ended without shmem_finalize (%s); PE %d of %d stops\n") \
-    X(PMIX_PEER_ENDED, "shmalloc: PE %d ended (%s) while PE %d waits in its collective call %lu; PE %d of %d " \
-                       "stops\n") \
+    X(PMIX_PEER_ENDED, "shmalloc: PE %d ended (%s) while PE %d waits in its round %lu (barriers and all-reduces); " \
+                       "PE %d of %d stops\n") \
     X(PMIX_MR_RAW_ATTR_FAILED, "shmalloc: fi_mr_raw_attr failed: %s (a key over %d bytes?)\n") \
     X(PMIX_MR_KEY_UNAVAILABLE, "shmalloc: fi_mr_key of the heap is not available\n") \
     X(PMIX_MR_MAP_RAW_FAILED, "shmalloc: fi_mr_map_raw of PE %d's key failed: %s\n") \

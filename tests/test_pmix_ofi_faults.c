@@ -267,7 +267,7 @@ Test(pmix_ofi, without_the_launchers_event_a_pe_that_exits_is_seen_gone_by_messa
 }
 
 /* PE 0 skips a shmem_malloc, then finalizes and ends while PE 1 waits:
-   PE 1 says PE 0 finalized, with each PE's count of collective calls.
+   PE 1 says PE 0 finalized, with each PE's count of rounds.
    Without node memory nothing says whether PE 0 finalized, and PE 1 does
    not claim it did not. */
 Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .timeout = TEST_TIMEOUT)
@@ -276,14 +276,14 @@ Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
     launch(&r, 2, "skip_malloc", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
-    cr_assert(has(&r, "[PMIX_PEER_FINALIZED] shmalloc: PE 0 ") && has(&r, "while PE 1 waits in its collective call "),
+    cr_assert(has(&r, "[PMIX_PEER_FINALIZED] shmalloc: PE 0 ") && has(&r, "while PE 1 waits in its round "),
               "%s", tail(&r));
     cr_assert(!has(&r, "[PMIX_PEER_NO_FINALIZE] "), "%s", tail(&r));
     env[2] = "SHMALLOC_PMIX_OFI_NODE_BARRIER=0";
     launch(&r, 2, "skip_malloc", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
     cr_assert(has(&r, "[PMIX_PEER_ENDED] shmalloc: PE 0 ") && has(&r, "(its process ") &&
-              has(&r, "while PE 1 waits in its collective call "), "%s", tail(&r));
+              has(&r, "while PE 1 waits in its round "), "%s", tail(&r));
     cr_assert(!has(&r, "[PMIX_PEER_NO_FINALIZE] "), "%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
 }
@@ -302,7 +302,7 @@ static void check_ended_early(const char *scenario, int status)
     snprintf(said, sizeof said, "PE 1 ended without shmem_finalize (it returned from main or called exit, status %d) "
              "after ", status);
     cr_assert(has(&r, "[HEAP_MISMATCH_ENDED] shmalloc: ") && count(&r, said) == 2, "%s:\n%s", said, tail(&r));
-    cr_assert(has(&r, "[PMIX_PEER_EXITED] shmalloc: PE 1 ended") && has(&r, "while PE 0 waits in its collective call "),
+    cr_assert(has(&r, "[PMIX_PEER_EXITED] shmalloc: PE 1 ended") && has(&r, "while PE 0 waits in its round "),
               "%s", tail(&r));
     cr_assert(!has(&r, "called shmem_finalize") && !has(&r, "[HEAP_MISMATCH_FINALIZE"), "%s", tail(&r));
     cr_assert(!has(&r, "FAIL"), "%s", tail(&r));

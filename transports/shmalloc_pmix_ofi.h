@@ -192,19 +192,19 @@
          barrier waiting for it found "its process P is gone"); every PE
          that waits for something ends with this message.  Node memory
          tells how PE k ended, and the message says so instead:
-     shmalloc: PE k called shmem_finalize after N collective calls and
-         ended (...) while PE i waits in its collective call M: the PEs'
-         collective calls differ
-         the PEs did not make the same collective calls (barriers and the
-         allocator's agreements: shmem_malloc, shmem_free, ... make one or
-         two each): PE k skipped one, or PE i made one too many.
+     shmalloc: PE k called shmem_finalize after N rounds and ended (...)
+         while PE i waits in its round M (...): the PEs' collective calls
+         differ
+         the PEs did not make the same collective calls: counted in
+         rounds (barriers and all-reduces; shmem_malloc, shmem_free, ...
+         make one or two each), PE k skipped one, or PE i made one more.
      shmalloc: PE k ended without shmem_finalize (it returned from main
-         or called exit, status S) after N collective calls (...) while
-         PE i waits in its collective call M
+         or called exit, status S) after N rounds (...) while PE i waits
+         in its round M
          as above, but PE k's program ended without shmem_finalize, which
          its exit finalized for it; PE k itself says "PE k ended without
-         shmem_finalize (...) after N collective calls, while another PE
-         makes a collective call".
+         shmem_finalize (...) after its collective call C, while PE i
+         makes ...", counting the heap's calls.
      shmalloc: PE k gave up waiting for this PE (its barrier timed out
          ...): PE i was stopped or busy outside shmem for longer than
          SHMALLOC_BARRIER_TIMEOUT
@@ -213,7 +213,7 @@
      shmalloc: PE k was ended by signal S (...) while PE i waits ...
          the launcher ended PE k (after another PE failed) while this PE
          was stopped or late.
-     shmalloc: PE k ended (...) while PE i waits in its collective call M
+     shmalloc: PE k ended (...) while PE i waits in its round M
          without node memory (barriers by messages) nothing says whether
          PE k finalized: it ended early, or made fewer collective calls.
      shmalloc: lost the connection to the PMIx server

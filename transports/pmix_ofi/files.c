@@ -26,6 +26,21 @@
 
 /* The paths of this PE's own files of start-up, until every peer has
    them open: SHM__FILE_ENDPOINT, SHM__FILE_NODE. */
+void shm__append(char *line, size_t *n, size_t cap, const char *s)
+{
+    while (*s && *n + 1 < cap) line[(*n)++] = *s++;
+}
+
+void shm__append_int(char *line, size_t *n, size_t cap, long v)
+{
+    char digits[24];
+    int i = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    if (v < 0) shm__append(line, n, cap, "-");
+    do digits[i++] = (char)('0' + u % 10); while ((u /= 10) != 0 && i < (int)sizeof digits);
+    while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
+}
+
 static char shm__own_files[SHM__FILES][SHM__FILE_PATH];
 
 void shm__files_set(int which, const char *path)

@@ -99,20 +99,8 @@ SHM__INTERNAL void shm__read_init_options(shm__options *o, int timeout);
 
 /* ---- the bottom: files (files.c), faults (faults.c), signals (signals.c) -- */
 /* Appends s, or v in decimal, to line[*n], within cap: async-signal-safe. */
-static inline void shm__append(char *line, size_t *n, size_t cap, const char *s)
-{
-    while (*s && *n + 1 < cap) line[(*n)++] = *s++;
-}
-
-static inline void shm__append_int(char *line, size_t *n, size_t cap, long v)
-{
-    char digits[24];
-    int i = 0;
-    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
-    if (v < 0) shm__append(line, n, cap, "-");
-    do digits[i++] = (char)('0' + u % 10); while ((u /= 10) != 0 && i < (int)sizeof digits);
-    while (i > 0 && *n + 1 < cap) line[(*n)++] = digits[--i];
-}
+SHM__INTERNAL void shm__append(char *line, size_t *n, size_t cap, const char *s);
+SHM__INTERNAL void shm__append_int(char *line, size_t *n, size_t cap, long v);
 
 /* This PE's own files of start-up, removed when it ends abnormally. */
 enum { SHM__FILE_ENDPOINT, SHM__FILE_NODE, SHM__FILES };
@@ -362,12 +350,10 @@ static inline void shm__combine(uint64_t *values, const uint64_t *theirs, int co
 SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
 SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
 SHM__INTERNAL void shm__node_close(void);
-/* How a PE ended, for its node's peers: SHM__END_FINALIZED with its count
-   of collective calls, SHM__END_GAVE_UP with the PE its barrier timed out
-   waiting for, SHM__END_SIGNALLED with the signal, or SHM__END_EXITED (it
-   returned from main or called exit without shmem_finalize) with its
-   count of collective calls shifted left by 8 over its exit status; each
-   shifted left by SHM__END_SHIFT over the kind. */
+/* How a PE ended, for its node's peers: the kind, below a detail shifted
+   left by SHM__END_SHIFT: FINALIZED, its rounds; GAVE_UP, the PE its
+   barrier timed out for; SIGNALLED, the signal; EXITED (no shmem_finalize),
+   its rounds shifted left by 8 over its exit status. */
 enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3, SHM__END_EXITED = 4 };
 #define SHM__END_SHIFT 3
 #define SHM__END_KIND(how) ((unsigned)((how) & 7u))
@@ -442,17 +428,10 @@ static inline size_t shm__heap_bytes(void)
 }
 
 /* This PE's heap's base from shmem_init to shmem_finalize, else NULL. */
-static inline char *shm__heap_base(void)
-{
-    return shm__mem.heap ? shm__mem.base : NULL;
-}
+static inline char *shm__heap_base(void) { return shm__mem.heap ? shm__mem.base : NULL; }
 
-/* PE pe's heap mapped here (a same-node peer's), or NULL.  While the heap
-   exists. */
-static inline char *shm__peer_heap(int pe)
-{
-    return shm__mem.peers[pe].direct;
-}
+/* PE pe's heap mapped here (a same-node peer's), or NULL.  While the heap exists. */
+static inline char *shm__peer_heap(int pe) { return shm__mem.peers[pe].direct; }
 
 /* 1 when [p, p + n) lies inside this PE's registered heap. */
 static inline int shm__in_heap(const void *p, size_t n)

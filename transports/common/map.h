@@ -24,7 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "wait.h" /* SHM__INTERNAL */
+#include "internal.h" /* SHM__INTERNAL */
 
 #define SHM__MAP_MAX_ALIGN ((size_t)1 << 30) /* base alignment cap away from a fixed address */
 #define SHM__MAP_THP_BYTES ((size_t)2 << 20)     /* x86-64 and arm64 (4 KiB granule) PMD size */

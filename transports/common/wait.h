@@ -1,5 +1,4 @@
-/* wait.h - waiting with a deadline, for the transports, and the
-   build facts they share (hidden symbols, ThreadSanitizer).
+/* wait.h - waiting with a deadline, for the transports.
    MIT licence: see the end of ../../shmalloc.h.
 
    Internal to the transports: linked into their libraries, not installed,
@@ -23,24 +22,7 @@
 #ifndef SHM__WAIT_H_INCLUDED
 #define SHM__WAIT_H_INCLUDED
 
-/* Marks what one transport's files share: hidden from the programs that
-   link it. */
-#if defined(__GNUC__) || defined(__clang__)
-#  define SHM__INTERNAL __attribute__((visibility("hidden")))
-#else
-#  define SHM__INTERNAL
-#endif
-
-/* Defined when built with ThreadSanitizer, which the transports' waits
-   and maps must suit: it does not model fences (gcc rejects them under
-   -Werror) and owns fixed parts of the address space. */
-#if defined(__SANITIZE_THREAD__)
-#  define SHM__TSAN 1
-#elif defined(__has_feature)
-#  if __has_feature(thread_sanitizer)
-#    define SHM__TSAN 1
-#  endif
-#endif
+#include "internal.h" /* SHM__INTERNAL */
 
 #define SHM__WAIT_POLL 0        /* poll the condition again */
 #define SHM__WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */

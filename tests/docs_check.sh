@@ -40,7 +40,8 @@
 # Then two comparisons with the header: the variables of the README's
 # tables and of the man pages' ENVIRONMENT sections against the options
 # table (shmalloc_options()), and man 7's TRANSPORT CONTRACT against
-# struct shmalloc_transport and the comment above it.
+# struct shmalloc_transport and the comment above it; and the README's
+# first two commands, make demo and make test (a reader's set-up, and CI's).
 #
 # Each step prints PASS or FAIL, a skipped command SKIP; the last line
 # counts the steps.  The work tree is kept on failure.
@@ -525,6 +526,15 @@ check_start_steps() {
     return $bad
 }
 
+# ---- the README's first commands ------------------------------------------
+# A reader's set-up, and CI's: the first two commands README.md shows.
+first_commands() {
+    markdown_blocks "$SRC/README.md" | awk '/^@@ / { c = $2 ~ /^(indented|sh|shell|bash)$/ ? 1 : $2 == "console" ? 2 : 0; next }
+        c == 2 && !/^\$ / { next }
+        c && !/^[ \t]*(#.*)?$/ { sub(/^\$ /, ""); sub(/[ \t]*#.*/, ""); print; if (++n == 2) exit }'
+}
+check_first_commands() { first_commands; [ "$(first_commands)" = $'make demo\nmake test' ]; }
+
 # ---- main -----------------------------------------------------------------
 if [ $# -gt 0 ]; then docs=("$@"); else
     docs=(README.md integrations/*/README.md)
@@ -542,6 +552,7 @@ chmod 755 "$work" && chown nobody "$work/user" 2>/dev/null
 step "the README's and man pages' variables are the options table's (or listed in docs_check.sh)" check_variables
 step "transports/common/start.h's steps are those README.md's my_transport.c and the fork transport take" \
     check_start_steps
+step "README.md's first two commands are make demo and make test" check_first_commands
 step "man 7's TRANSPORT CONTRACT lists the header's members, REQUIRED and optional as the header says" check_contract
 
 step "make install PREFIX=<tmp> (the installation the documents speak of, as /opt/shmalloc)" \

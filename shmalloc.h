@@ -43,8 +43,8 @@
      "----" lines head its steps.
      >> build options                  COMPILE-TIME OPTIONS: hooks, tunables
      >> errors                         ERRORS: the values of malloc_error
-     >> messages                       every line printed, by ID
-     >> output                         the output hook, shmalloc_strerror
+     >> output                         the output hook
+     >> messages                       every line printed, by ID; error texts
      >> private memory                 the library's own (not symmetric)
      >> tlsf                           the core, its tentative operations
      >> transport                      TRANSPORT CONTRACT
@@ -54,6 +54,7 @@
      >> shmem names                    SHMALLOC(3)
      >> implementation                 only where SHMALLOC_IMPLEMENTATION is
      >> output: implementation
+     >> messages: implementation
      >> private memory: implementation
      >> tlsf: implementation
      >> transport: implementation
@@ -184,6 +185,19 @@
 #if defined(__cplusplus)
 extern "C" {
 #endif
+
+/* >> output ----------------------------------------------------------------
+   Every message goes through one function, in one call (at most 511 bytes;
+   a longer one is cut and ends in "...\n"), with its stream and its ID.
+   The default writes the text to stdout (stream 1) or stderr (stream 2).
+   Passing NULL restores the default. */
+typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
+/* The mechanism under the messages, for the transports built apart: prints
+   message id, whose text is fmt, through the hook.  A file that defines
+   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
+   SHM__MSG(ID), which the compiler checks the arguments against. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
 
 /* >> messages ---------------------------------------------------------------
    Every line the library and its transports print is a row of this table:
@@ -405,19 +419,6 @@ typedef enum shmalloc_message {
 } shmalloc_message;
 /* "HEAP_OOM" for SHMALLOC_MSG_HEAP_OOM; NULL for a number no message has. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id);
-
-/* >> output ----------------------------------------------------------------
-   Every message goes through one function, in one call (at most 511 bytes;
-   a longer one is cut and ends in "...\n"), with its stream and its ID.
-   The default writes the text to stdout (stream 1) or stderr (stream 2).
-   Passing NULL restores the default. */
-typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
-SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* The mechanism under the messages, for the transports built apart: prints
-   message id, whose text is fmt, through the hook.  A file that defines
-   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
-   SHM__MSG(ID), which the compiler checks the arguments against. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
@@ -1141,6 +1142,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     shm__output(shm__output_user, stream, id, line);
 }
 
+/* >> messages: implementation ---------------------------------------------- */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id)
 {
 #define SHM__NAME(id, text) #id,

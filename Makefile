@@ -60,7 +60,7 @@ include mk/openmpi.mk
 include mk/deb.mk
 
 .PHONY: all examples libs demo demo-pmix test-pmix test-slurm test-cluster deps deps-openmpi test \
-        run-tests run-check test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
+        run-tests run-check map-check test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
 examples: $(B)/hello_pthreads $(B)/vendor_runtime $(B)/device_runtime
@@ -179,12 +179,16 @@ test: deps
 	@+$(SUB) run-tests || $(SUITE) --failed run-tests
 	@+$(SUB) test-pmix || $(SUITE) --failed test-pmix
 	@+for t in $(ROOT_SUITES) poison-check; do $(SUB) $$t || $(SUITE) --failed $$t; done
-	@for t in cpp-check man-check install-check run-check docs-check bench-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
+	@for t in cpp-check man-check install-check run-check map-check docs-check bench-check; do $(SUITE) $$t $(MAKE) --no-print-directory $$t; done; true
 	@tests/run.sh $(RESULTS) --total
 
 # tests/run.sh itself: its start and result lines, its counts.
 run-check:
 	@sh tests/run_check.sh
+
+# shmalloc.h's CONTENTS against its banners: each once, all listed, in order.
+map-check:
+	@sh tests/header_map_check.sh
 
 # ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1

@@ -9,8 +9,17 @@
 
      Every other file includes "shmalloc.h" alone and sees declarations.
 
-   WHAT IS IN HERE, IN THE ORDER DATA FLOWS
-     1. SHMEM names: shmem_malloc/shmalloc, shmem_free/shfree,
+   WHAT IS IN HERE, IN THE ORDER DATA FLOWS (the file's order too)
+     1. The TLSF core (shmalloc_tlsf_*): a local O(1) allocator over a region
+        the caller supplies.  No communication, no libc allocation, no output
+        except through the output hook.  Results depend only on the sequence
+        of calls and on offsets from the region's base.
+     2. The symmetric heap (shmalloc_heap_*): one TLSF heap plus a transport.
+        Each call is collective: every PE calls it with the same arguments and
+        gets a block at the same offset from its heap's base.  A heap made
+        by shmalloc_heap_create_growable (SHMALLOC_HEAP_MAX in the
+        transports) grows on every PE at once when it runs out.
+     3. SHMEM names: shmem_malloc/shmalloc, shmem_free/shfree,
         shmem_realloc/shrealloc, shmem_align/shmemalign, shmem_calloc,
         shmem_malloc_with_hints, shsbreak, malloc_error, shmalloc_check,
         shmalloc_stats, and shmemx_free_deferred (a local release from any
@@ -19,15 +28,6 @@
         SHMALLOC_DEBUG=1 in the environment turns on debug mode: asymmetric
         calls are caught on every PE, leaks are listed at the end, fresh
         and freed memory get fill bytes (see ">> heap").
-     2. The symmetric heap (shmalloc_heap_*): one TLSF heap plus a transport.
-        Each call is collective: every PE calls it with the same arguments and
-        gets a block at the same offset from its heap's base.  A heap made
-        by shmalloc_heap_create_growable (SHMALLOC_HEAP_MAX in the
-        transports) grows on every PE at once when it runs out.
-     3. The TLSF core (shmalloc_tlsf_*): a local O(1) allocator over a region
-        the caller supplies.  No communication, no libc allocation, no output
-        except through the output hook.  Results depend only on the sequence
-        of calls and on offsets from the region's base.
 
      A program usually gets all of this ready-made: libshmalloc (shmalloc.c,
      this file compiled once) and a transport library that binds the
@@ -37,11 +37,31 @@
      shmalloc_heap_create on every PE; see examples/vendor_runtime.c.
 
    CONTENTS
-     COMPILE-TIME OPTIONS   search for ">> options"
-     TRANSPORT CONTRACT     search for ">> transport"
-     ERRORS                 search for ">> errors"
-     MESSAGES               search for ">> messages": every line printed, by ID
-     THREAD SAFETY          search for ">> threads"
+     Each part opens with a banner, once: search for ">> name".  The
+     declarations come first; the implementation follows in the same
+     order, each part under ">> name: implementation".  Inside a part,
+     "----" lines head its steps.
+     >> build options                  COMPILE-TIME OPTIONS: hooks, tunables
+     >> errors                         ERRORS: the values of malloc_error
+     >> output                         the output hook
+     >> messages                       every line printed, by ID; error texts
+     >> private memory                 the library's own (not symmetric)
+     >> tlsf                           the core, its tentative operations
+     >> transport                      TRANSPORT CONTRACT
+     >> heap                           the symmetric heap
+     >> threads                        THREAD SAFETY, the current heap
+     >> environment                    run-time options: the variables' table
+     >> shmem names                    SHMALLOC(3)
+     >> implementation                 only where SHMALLOC_IMPLEMENTATION is
+     >> output: implementation
+     >> messages: implementation
+     >> private memory: implementation
+     >> tlsf: implementation
+     >> transport: implementation
+     >> heap: implementation
+     >> threads: implementation
+     >> environment: implementation
+     >> shmem names: implementation
 */
 #ifndef SHMALLOC_H_INCLUDED
 #define SHMALLOC_H_INCLUDED
@@ -49,7 +69,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* >> options ---------------------------------------------------------------
+/* >> build options ---------------------------------------------------------
    Define any of these before including the header (in the implementation
    file, and consistently in every file for the ones marked "all files").
 
@@ -165,6 +185,19 @@
 #if defined(__cplusplus)
 extern "C" {
 #endif
+
+/* >> output ----------------------------------------------------------------
+   Every message goes through one function, in one call (at most 511 bytes;
+   a longer one is cut and ends in "...\n"), with its stream and its ID.
+   The default writes the text to stdout (stream 1) or stderr (stream 2).
+   Passing NULL restores the default. */
+typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
+SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
+/* The mechanism under the messages, for the transports built apart: prints
+   message id, whose text is fmt, through the hook.  A file that defines
+   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
+   SHM__MSG(ID), which the compiler checks the arguments against. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
 
 /* >> messages ---------------------------------------------------------------
    Every line the library and its transports print is a row of this table:
@@ -387,26 +420,13 @@ typedef enum shmalloc_message {
 /* "HEAP_OOM" for SHMALLOC_MSG_HEAP_OOM; NULL for a number no message has. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id);
 
-/* ---- output hook ---------------------------------------------------------
-   Every message goes through one function, in one call (at most 511 bytes;
-   a longer one is cut and ends in "...\n"), with its stream and its ID.
-   The default writes the text to stdout (stream 1) or stderr (stream 2).
-   Passing NULL restores the default. */
-typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
-SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* The mechanism under the messages, for the transports built apart: prints
-   message id, whose text is fmt, through the hook.  A file that defines
-   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
-   SHM__MSG(ID), which the compiler checks the arguments against. */
-SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
-
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code);
 /* "MAJOR.MINOR.PATCH" of the compiled library, which a program built
    against another header can compare with SHMALLOC_VERSION_*. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void);
 
-/* ---- private memory -------------------------------------------------------
+/* >> private memory --------------------------------------------------------
    The library's own memory (not symmetric: the hint table, a transport's
    arrays) comes from the SHMALLOC_MALLOC/SHMALLOC_FREE pair of the file
    that expands the implementation; transports built apart reach it here.
@@ -415,7 +435,8 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void);
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p);
 
-/* ---- TLSF core -------------------------------------------------------- */
+/* >> tlsf ------------------------------------------------------------------
+   The core (shmalloc_tlsf_*): a local allocator over a region. */
 typedef struct shmalloc_tlsf shmalloc_tlsf;
 
 /* What the core's calls return; the symmetric heap turns them into
@@ -696,7 +717,8 @@ typedef struct shmalloc_transport {
    fill and copy are memset and memcpy (host memory). */
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void);
 
-/* ---- symmetric heap --------------------------------------------------- */
+/* >> heap ------------------------------------------------------------------
+   The symmetric heap (shmalloc_heap_*): collective calls. */
 typedef struct shmalloc_heap shmalloc_heap;
 
 /* Bytes of memory to map for a heap whose nominal size is `nominal`: the
@@ -938,7 +960,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_option_quote(char *buf, size_t n,
    heap's and those the running transport added. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe);
 
-/* ---- SHMEM names (SHMALLOC(3), OpenSHMEM 1.5) --------------------------- */
+/* >> shmem names (SHMALLOC(3), OpenSHMEM 1.5) ------------------------------ */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
 /* Hints of shmem_malloc_with_hints; unknown bits are ignored.  Left out
    with the names: a runtime's own shmem.h defines them in its own way. */
@@ -991,9 +1013,9 @@ SHMALLOC_MESSAGES(SHM__TEXT)
 #  define SHM__MSG(id) SHMALLOC_MSG_##id, shm__text_##id
 #endif
 
-/* ========================================================================
-   IMPLEMENTATION
-   ======================================================================== */
+/* >> implementation ----------------------------------------------------------
+   Expanded once, where SHMALLOC_IMPLEMENTATION is defined: each part's code
+   follows under ">> name: implementation", in the declarations' order. */
 #if defined(SHMALLOC_IMPLEMENTATION) && !defined(SHMALLOC__IMPLEMENTED)
 #define SHMALLOC__IMPLEMENTED
 
@@ -1093,7 +1115,7 @@ typedef char shm__needs_binary64[(sizeof(double) == 8 && DBL_MANT_DIG == 53 && F
 #else
 #  define SHM__RACY
 #endif
-/* >> output ----------------------------------------------------------------- */
+/* >> output: implementation ------------------------------------------------ */
 static void shm__default_output(void *user, int stream, int id, const char *text)
 {
     (void)user, (void)id;
@@ -1120,27 +1142,13 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     shm__output(shm__output_user, stream, id, line);
 }
 
+/* >> messages: implementation ---------------------------------------------- */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id)
 {
 #define SHM__NAME(id, text) #id,
     static const char *const names[] = {SHMALLOC_MESSAGES(SHM__NAME)};
 #undef SHM__NAME
     return id >= 0 && id < SHMALLOC_MSG_COUNT ? names[id] : NULL;
-}
-
-/* ---- private memory: every byte of it through the hook pair ---- */
-SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size)
-{
-    void *p;
-    if (size && count > SIZE_MAX / size) return NULL;
-    p = SHMALLOC_MALLOC(count * size);
-    if (p) SHMALLOC_MEMSET(p, 0, count * size);
-    return p;
-}
-
-SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p)
-{
-    if (p) SHMALLOC_FREE(p);
 }
 
 #define SHM__STR(x) #x
@@ -1177,7 +1185,23 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     }
 }
 
-/* >> tlsf ------------------------------------------------------------------
+/* >> private memory: implementation ----------------------------------------
+   Every byte of it through the hook pair. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_mem_alloc(size_t count, size_t size)
+{
+    void *p;
+    if (size && count > SIZE_MAX / size) return NULL;
+    p = SHMALLOC_MALLOC(count * size);
+    if (p) SHMALLOC_MEMSET(p, 0, count * size);
+    return p;
+}
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_mem_free(void *p)
+{
+    if (p) SHMALLOC_FREE(p);
+}
+
+/* >> tlsf: implementation --------------------------------------------------
    Two-level segregated fit (Masmano et al., ECRTS 2004).  A block is
    described by a 16-byte header just before its user pointer:
 
@@ -4395,7 +4419,67 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
     op->ptr = NULL;
 }
 
-/* >> heap ------------------------------------------------------------------
+/* The malloc_error of a TLSF status: the one place the core's statuses
+   become SHMEM codes.  No room is a failed realloc when resizing. */
+static long shm__malloc_error(int status, int resizing)
+{
+    switch (status) {
+    case SHMALLOC_TLSF_OK: return SHMEM_MALLOC_OK;
+    case SHMALLOC_TLSF_NOT_IN_HEAP: return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
+    case SHMALLOC_TLSF_ALREADY_FREE: return SHMEM_MALLOC_ALREADY_FREE;
+    case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
+    case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
+    case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
+    case SHMALLOC_TLSF_CORRUPT: return SHMEMX_MALLOC_CORRUPT_HEAP;
+    case SHMALLOC_TLSF_NO_MEMOPS: return SHMEMX_MALLOC_NO_MEMOPS;
+    case SHMALLOC_TLSF_NO_MEMORY: return SHMEM_MALLOC_FAIL; /* not the heap's room: no growth, no advice to grow */
+    default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
+    }
+}
+
+SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
+{
+    switch (status) { /* a core's heap need not be symmetric */
+    case SHMALLOC_TLSF_NOT_IN_HEAP: return "pointer is not in the heap";
+    case SHMALLOC_TLSF_NO_ROOM: return "no free block is large enough";
+    case SHMALLOC_TLSF_NO_MEMORY: return "the block records could not grow: the allocator hooks returned NULL";
+    default: return shmalloc_strerror(shm__malloc_error(status, 0));
+    }
+}
+
+/* >> transport: implementation ---------------------------------------------
+   The members a call may find failed, as messages name them; the
+   transport of one PE (shmalloc_transport_single). */
+enum { SHM__TP_NONE, SHM__TP_LOCK, SHM__TP_BARRIER, SHM__TP_ALLREDUCE_MAX, SHM__TP_ALLREDUCE_AND, SHM__TP_REGISTER,
+       SHM__TP_MEMBERS };
+static const char *const shm__tp_names[SHM__TP_MEMBERS] = {"",         "lock",          "barrier",
+                                                           "allreduce_max", "allreduce_and", "register_region"};
+
+static int shm__noop(void *user) { (void)user; return 0; }
+static int shm__noop_reduce(void *user, uint64_t *values, int count)
+{
+    (void)user, (void)values, (void)count;
+    return 0;
+}
+/* fill and copy for memory this process may touch */
+static int shm__host_fill(void *user, void *dst, int byte, size_t n)
+{
+    (void)user;
+    SHMALLOC_MEMSET(dst, byte, n);
+    return 0;
+}
+static int shm__host_copy(void *user, void *dst, const void *src, size_t n)
+{
+    (void)user;
+    SHMALLOC_MEMCPY(dst, src, n);
+    return 0;
+}
+static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1,
+                                               shm__noop_reduce, shm__host_fill, shm__host_copy};
+
+SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
+
+/* >> heap: implementation --------------------------------------------------
    The collective layer.  A call takes the lock, does its local part, then
    agrees with the other PEs through the all-reduce (which is also its
    barrier): each of size, kind, alignment and block offset with its
@@ -4445,12 +4529,6 @@ typedef struct shm__order {
     const char *ending; /* a destroy at a PE's end: shmalloc_heap_destroy_ended's words */
 } shm__order;
 
-/* The transport's members a call may find failed, as messages name them. */
-enum { SHM__TP_NONE, SHM__TP_LOCK, SHM__TP_BARRIER, SHM__TP_ALLREDUCE_MAX, SHM__TP_ALLREDUCE_AND, SHM__TP_REGISTER,
-       SHM__TP_MEMBERS };
-static const char *const shm__tp_names[SHM__TP_MEMBERS] = {"",         "lock",          "barrier",
-                                                           "allreduce_max", "allreduce_and", "register_region"};
-
 typedef struct shm__table {
     uint64_t *slots;
     size_t cap, count;
@@ -4477,28 +4555,6 @@ struct shmalloc_heap {
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
-static int shm__noop(void *user) { (void)user; return 0; }
-static int shm__noop_reduce(void *user, uint64_t *values, int count)
-{
-    (void)user, (void)values, (void)count;
-    return 0;
-}
-/* fill and copy for memory this process may touch */
-static int shm__host_fill(void *user, void *dst, int byte, size_t n)
-{
-    (void)user;
-    SHMALLOC_MEMSET(dst, byte, n);
-    return 0;
-}
-static int shm__host_copy(void *user, void *dst, const void *src, size_t n)
-{
-    (void)user;
-    SHMALLOC_MEMCPY(dst, src, n);
-    return 0;
-}
-static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1,
-                                               shm__noop_reduce, shm__host_fill, shm__host_copy};
-
 /* Writes n bytes of `byte` at dst in the heap's memory: directly, or
    through the transport's fill when the metadata is separate (memory this
    process may not touch).  -1 when that has none. */
@@ -4509,8 +4565,6 @@ static int shm__fill(const shmalloc_heap *h, void *dst, int byte, size_t n)
     return 0;
 }
 
-SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
-
 static void shm__set(long *err, long e)
 {
     if (err) *err = e;
@@ -4518,34 +4572,6 @@ static void shm__set(long *err, long e)
 
 /* "s" after a count other than 1: "1 block", "2 blocks". */
 static const char *shm__s(size_t n) { return n == 1 ? "" : "s"; }
-
-/* The malloc_error of a TLSF status: the one place the core's statuses
-   become SHMEM codes.  No room is a failed realloc when resizing. */
-static long shm__malloc_error(int status, int resizing)
-{
-    switch (status) {
-    case SHMALLOC_TLSF_OK: return SHMEM_MALLOC_OK;
-    case SHMALLOC_TLSF_NOT_IN_HEAP: return SHMEM_MALLOC_NOT_IN_SYMM_HEAP;
-    case SHMALLOC_TLSF_ALREADY_FREE: return SHMEM_MALLOC_ALREADY_FREE;
-    case SHMALLOC_TLSF_NOT_A_BLOCK: return SHMEM_MALLOC_NOT_ALIGNED;
-    case SHMALLOC_TLSF_BAD_SIZE: return SHMEM_MALLOC_BAD_SIZE;
-    case SHMALLOC_TLSF_BAD_ALIGN: return SHMEM_MALLOC_MEMALIGN_FAILED;
-    case SHMALLOC_TLSF_CORRUPT: return SHMEMX_MALLOC_CORRUPT_HEAP;
-    case SHMALLOC_TLSF_NO_MEMOPS: return SHMEMX_MALLOC_NO_MEMOPS;
-    case SHMALLOC_TLSF_NO_MEMORY: return SHMEM_MALLOC_FAIL; /* not the heap's room: no growth, no advice to grow */
-    default: return resizing ? SHMEM_MALLOC_REALLOC_FAILED : SHMEM_MALLOC_FAIL; /* SHMALLOC_TLSF_NO_ROOM */
-    }
-}
-
-SHMALLOC_DEF SHMALLOC_API const char *shmalloc_tlsf_strerror(int status)
-{
-    switch (status) { /* a core's heap need not be symmetric */
-    case SHMALLOC_TLSF_NOT_IN_HEAP: return "pointer is not in the heap";
-    case SHMALLOC_TLSF_NO_ROOM: return "no free block is large enough";
-    case SHMALLOC_TLSF_NO_MEMORY: return "the block records could not grow: the allocator hooks returned NULL";
-    default: return shmalloc_strerror(shm__malloc_error(status, 0));
-    }
-}
 
 /* Gives the cpu away while waiting for a lock whose holder may be
    descheduled: with more PEs' threads than cores, spinning would only
@@ -6206,7 +6232,8 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, con
            shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
 }
 
-/* ---- current heap (see shm__live_serials) ---- */
+/* >> threads: implementation -----------------------------------------------
+   The current heap (see shm__live_serials). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_current(shmalloc_heap *h)
 {
     shm__current = h;
@@ -6221,7 +6248,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
     return shm__current ? shm__current : SHM__LOAD_ACQUIRE(shm__process_heap);
 }
 
-/* >> environment ------------------------------------------------------------ */
+/* >> environment: implementation ------------------------------------------- */
 #define SHM__SIZE_HINT "K, M, G or T suffix (powers of 1024)"
 static shmalloc_option shm__options[SHMALLOC_OPT_MAX] = {
     {"SHMEM_SYMMETRIC_HEAP_SIZE", {"SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"}, SHMALLOC_KIND_SIZE, "512M",
@@ -6547,7 +6574,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)
     }
 }
 
-/* >> shmem names ------------------------------------------------------------ */
+/* >> shmem names: implementation ------------------------------------------- */
 #if !defined(SHMALLOC_NO_SHMEM_NAMES)
 #  if defined(SHMALLOC_STATIC)
 static SHMALLOC_TLS long malloc_error = SHMEM_MALLOC_OK;

@@ -450,7 +450,7 @@ header_members() {
 # either word shares the entry above it (register_region, deregister_region).
 header_status() {
     local members=" $(header_members | tr '\n' ' ') "
-    awk -v members="$members" '/^\/\* >> transport/ { c = 1 } c && /\*\// { c = 0 }
+    awk -v members="$members" '/^\/\* >> transport -/ { c = 1 } c && /\*\// { c = 0 }
         c && match($0, /^   [a-z_]+(, [a-z_]+)*  /) {
             tag = substr($0, 4, RLENGTH - 5); n = split(tag, names, /, /)
             if (index(members, " " names[1] " ") == 0) next

@@ -54,7 +54,10 @@ SEPARATE_TESTS = test_pthreads_data test_pthreads_stress test_order test_sbreak 
                  test_alloc_hooks test_largest_request
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(FORK_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
+# The included files define targets too: `make` alone still builds all.
+.DEFAULT_GOAL := all
 include mk/install.mk
+include mk/checks.mk
 include mk/bench.mk
 include mk/openmpi.mk
 include mk/deb.mk
@@ -184,11 +187,11 @@ test: deps
 
 # tests/run.sh itself: its start and result lines, its counts.
 run-check:
-	@sh tests/run_check.sh
+	@sh tests/checks/run_check.sh
 
 # shmalloc.h's CONTENTS against its banners: each once, all listed, in order.
 map-check:
-	@sh tests/header_map_check.sh
+	@sh tests/checks/header_map_check.sh
 
 # ---- the PMIx + libfabric transport: PEs are processes under mpirun ----
 MPIRUN_ENV = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo FI_PROVIDER=shm IPATH_NO_BACKTRACE=1
@@ -250,39 +253,16 @@ test-valgrind: deps
 	  JOBS=1 RUN="valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
 	  --log-file=build/valgrind/vg/%p.log"
 
-# The header warnings-clean as C99 and C11 under gcc and clang, and its
-# declarations (with the transport's) as C++17 under g++ and clang++.
+# The header and the sources warnings-clean as C99 and C11 under gcc and
+# clang, and more (tests/checks/compile_check.sh says what).
 CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
             examples/vendor_runtime.c examples/device_runtime.c integrations/sos/shmalloc_sos.c
 compile-check: deps-openmpi
-	@set -e; for cc in gcc clang; do for std in c99 c11; do \
-	  for v in "" -DSHMALLOC_STATIC -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4"; do \
-	    echo "$$cc -std=$$std $$v"; \
-	    $$cc -std=$$std $(WARN) $$v -I. -c shmalloc.c -o /dev/null; done; \
-	  for f in $(sort $(CHECK_SRC)); do \
-	    $$cc -std=$$std $(WARN) -I. $(PMIX_FLAGS) -c $$f -o /dev/null; done; \
-	  for f in $(filter transports/pmix_ofi/%,$(PMIX_OFI_SRC)); do \
-	    $$cc -std=$$std $(WARN) -DSHMALLOC_TESTING -I. $(PMIX_FLAGS) -c $$f -o /dev/null; done; done; done
-	@set -e; for cxx in g++ clang++; do echo "$$cxx -std=c++17"; \
-	  printf '#include "shmalloc.h"\n#include "transports/shmalloc_pthreads.h"\nint main() { return shmem_malloc(0) != nullptr; }\n' | \
-	  $$cxx -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror -I. -x c++ -c - -o /dev/null; done
-	@set -e; for cc in gcc clang; do echo "$$cc: the header, then a runtime's own shmem.h hints"; \
-	  printf '#define SHMALLOC_NO_SHMEM_NAMES\n#include "shmalloc.h"\n#define SHMEM_MALLOC_ATOMICS_REMOTE (1l<<0)\n#define SHMEM_MALLOC_SIGNAL_REMOTE (1l<<1)\nlong hints(void);\nlong hints(void) { return SHMEM_MALLOC_ATOMICS_REMOTE | SHMEM_MALLOC_SIGNAL_REMOTE; }\n' | \
-	  $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null; done
-	@set -e; for cc in gcc clang; do for hook in MALLOC FREE; do echo "$$cc: SHMALLOC_$$hook alone is an #error"; \
-	  err=$$(printf '#define SHMALLOC_%s(x) (x)\n#define SHMALLOC_IMPLEMENTATION\n#include "shmalloc.h"\n' $$hook | \
-	    $$cc -std=c99 $(WARN) -I. -x c -c - -o /dev/null 2>&1) && exit 1; \
-	  echo "$$err" | grep -q 'define SHMALLOC_MALLOC and SHMALLOC_FREE together'; done; done
-	@echo "the transports' own memory only through shmalloc_mem_alloc (libfabric frees its own)"; \
-	  ! grep -nE '(^|[^_[:alnum:]])(malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) *\(' \
-	    $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC)) | grep -v 'fi_freeinfo frees it'
-	@echo "the library and the transports print only through the output hook (SHMALLOC_MESSAGES)"; \
-	  ! grep -nE '(^|[^_[:alnum:]])(printf|vprintf|fprintf|vfprintf|dprintf|puts|fputs|putchar|fputc|putc|fwrite|perror) *\(' \
-	    shmalloc.h $(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC)) | grep -v 'the default output'
-	@set -e; $(MAKE) --no-print-directory -s $(OMPI_B)/inc/oshmem/include/shmem.h $(OMPI_B)/inc/ompi/include/mpi.h; \
-	  for cc in gcc clang; do for std in c99 c11; do echo "$$cc -std=$$std the Open MPI memheap component"; \
-	    $$cc -std=$$std $(WARN) -fPIC -I. $(OMPI_CFLAGS) -c integrations/openmpi/memheap_shmalloc.c -o /dev/null; done; done
-	@echo "compile-check: all clean"
+	@$(MAKE) --no-print-directory -s $(OMPI_HEADERS)
+	@WARN="$(WARN)" PMIX_FLAGS="$(PMIX_FLAGS)" CHECK_SRC="$(sort $(CHECK_SRC))" \
+	  TESTING_SRC="$(filter transports/pmix_ofi/%,$(PMIX_OFI_SRC))" \
+	  TRANSPORT_SRC="$(sort $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC))" OMPI_CFLAGS="$(OMPI_CFLAGS)" \
+	  tests/checks/compile_check.sh
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.
 POISON_SRC = tests/poison_misuse.c shmalloc.c $(PTHREADS_SRC)

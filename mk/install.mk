@@ -1,4 +1,4 @@
-# mk/install.mk - installing shmalloc, and the checks that go with it.
+# mk/install.mk - installing shmalloc, and the check that it installs.
 #
 #   make install   [PREFIX=/usr/local] [DESTDIR=]   headers, libraries (static
 #                  and shared), pkg-config files, CMake package, man pages,
@@ -7,12 +7,6 @@
 #                  then the directories install made that are left empty
 #   make install-check   installs into a temporary DESTDIR and builds, links
 #                  and runs programs against it (tests/test_install.sh)
-#   make man-check       lints the man pages and renders each with man -l
-#   make cpp-check       the headers as C++11..C++20 with g++ and clang++,
-#                  then builds and runs examples/hello_cpp.cpp
-#   make docs-check      runs every command block of the READMEs and the man
-#                  pages' EXAMPLES as written, and compares their variables
-#                  and transport contract with the header (tests/docs_check.sh)
 #
 # Included by the top-level Makefile, which provides CC, CFLAGS, B, the
 # transports' source lists and the rules for the static libraries.  The PMIx + libfabric transport is
@@ -28,10 +22,6 @@
 # "transports/shmalloc_pthreads.h"); the transport headers' own
 # "../shmalloc.h" reaches the forward.  With -I$(includedir) alone (or none,
 # for PREFIX=/usr) <shmalloc.h> and <shmalloc/transports/...> work too.
-
-# This file may be included before the Makefile's first target: keep the
-# default goal as the Makefile sets it.
-shm_saved_goal := $(.DEFAULT_GOAL)
 
 B           ?= build
 PREFIX      ?= /usr/local
@@ -127,8 +117,7 @@ shm_gen = $(B)/gen
 shm_pcdir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 shm_relpath = $(shell realpath -m --relative-to=$(2) $(1))
 
-.PHONY: install uninstall install-check man-check cpp-check docs-check shared-libs static-libs \
-        shm-generate print-install-files
+.PHONY: install uninstall install-check shared-libs static-libs shm-generate print-install-files
 
 static-libs: $(shm_static)
 shared-libs: $(shm_shared)
@@ -212,81 +201,3 @@ install-check: $(shm_static) $(shm_shared)
 	@scripts/deps.sh test
 	@MAKE="$(MAKE)" MAKEFILE="$(firstword $(MAKEFILE_LIST))" B="$(B)" CC="$(CC)" \
 	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
-
-# The documents' commands reuse the libraries and examples built here; their
-# mpirun runs with the Makefile's loopback settings and FI_PROVIDER=shm.
-docs-check: $(shm_static) $(shm_shared) $(B)/hello_pthreads
-	@scripts/deps.sh test
-	@$(MPIRUN_ENV) MAKE="$(MAKE)" B="$(B)" CC="$(CC)" tests/docs_check.sh
-
-# ---- man pages ------------------------------------------------------------
-# The pages are staged as a man3/man7 tree, aliases as the links install
-# makes, linted, and rendered with man -l from another directory, as a
-# reader of an installed page would.  Without mandoc (not root, nothing
-# installed) groff's warnings stand in for its lint.
-shm_man_sources = $(wildcard man/*.1 man/*.3 man/*.7)
-man-check:
-	@scripts/deps.sh test
-	@set -e; stage=$$(mktemp -d); trap 'rm -rf "$$stage"' EXIT; fail=0; \
-	mkdir -p "$$stage/man1" "$$stage/man3" "$$stage/man7"; \
-	for p in $(sort $(shm_man3_pages)); do \
-	  [ -f man/$$p.3 ] || { echo "FAIL man/$$p.3 is missing"; fail=1; continue; }; cp -P man/$$p.3 "$$stage/man3/"; done; \
-	cp man/shmalloc.7 "$$stage/man7/"; cp man/shmalloc-cc.1 "$$stage/man1/"; \
-	for f in $(shm_man_sources); do case " $(sort $(shm_man3_pages)) shmalloc.7 shmalloc-cc.1 " in \
-	  *" $$(basename $$f .3) "*|*" $$(basename $$f) "*) ;; \
-	  *) echo "FAIL $$f is not in mk/install.mk's lists, so install would leave it out"; fail=1;; esac; done; \
-	for f in "$$stage"/man1/*.1 "$$stage"/man3/*.3 "$$stage"/man7/*.7; do \
-	  page=$${f#$$stage/}; \
-	  if command -v mandoc >/dev/null 2>&1; then \
-	    out=$$(cd "$$stage" && mandoc -Tlint -Wall $$page 2>&1 || true); \
-	    if [ -n "$$out" ]; then echo "FAIL mandoc -Tlint $$page:"; echo "$$out"; fail=1; fi; \
-	  fi; \
-	  out=$$(cd "$$stage" && groff -man -ww -z -Tutf8 $$page 2>&1 || true); \
-	  if [ -n "$$out" ]; then echo "FAIL groff -ww -z $$page:"; echo "$$out"; fail=1; fi; \
-	  text=$$(cd / && MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$$f" 2>/dev/null | col -b); \
-	  name=$$(basename $$page | sed 's/\.[137]$$//'); \
-	  if ! printf '%s\n' "$$text" | grep -q "^NAME" || ! printf '%s\n' "$$text" | grep -qw -- "$$name"; then \
-	    echo "FAIL man -l $$page does not render a page naming $$name"; fail=1; \
-	  else echo "ok   $$page ($$(printf '%s\n' "$$text" | wc -l) lines)"; fi; \
-	done; \
-	command -v mandoc >/dev/null 2>&1 || echo "man-check: mandoc not found: linted with groff -ww only"; \
-	if [ $$fail = 0 ]; then echo "man-check: all pages clean"; else echo "man-check: FAILED" >&2; exit 1; fi
-
-# ---- C++ ------------------------------------------------------------------
-# The headers' declarations under each C++ standard and both compilers, with
-# the options that change them (SHMALLOC_STATIC is left out: it only makes
-# sense with the implementation in the same file); then the C++ example,
-# linked with the library the Makefile builds as C.
-# make's own default CXX is g++ already.
-CXX ?= g++
-shm_cxx_warn = -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror
-shm_cxx_probe = $(B)/gen/cpp_probe.cpp
-shm_cxx_transports = shmalloc_pthreads.h $(if $(wildcard transports/shmalloc_pmix_ofi.h),shmalloc_pmix_ofi.h)
-
-$(B)/hello_cpp: examples/hello_cpp.cpp $(PTHREADS) $(ALLOC) $(shm_headers)
-	$(CXX) -std=c++11 $(OPT) $(shm_cxx_warn) -I. $< $(PTHREADS) $(ALLOC) -pthread -o $@
-
-cpp-check: $(B)/hello_cpp
-	@scripts/deps.sh test
-	@mkdir -p $(B)/gen
-	@printf '%s\n' '#include "shmalloc.h"' '#include <type_traits>' \
-	  '#if !defined(SHMALLOC_NO_SHMEM_NAMES)' \
-	  'static_assert(std::is_same<decltype(&shmem_malloc), void *(*)(size_t)>::value, "shmem_malloc");' \
-	  'static_assert(std::is_same<decltype(&shmem_align), void *(*)(size_t, size_t)>::value, "shmem_align");' \
-	  'static_assert(std::is_same<decltype(&shmem_free), void (*)(void *)>::value, "shmem_free");' \
-	  'static_assert(std::is_same<decltype(malloc_error), long>::value, "malloc_error");' \
-	  'long probe_error() { return malloc_error == SHMEM_MALLOC_OK ? 0 : malloc_error; }' \
-	  '#endif' \
-	  '#if defined(PROBE_TRANSPORT)' '#include PROBE_TRANSPORT' '#endif' \
-	  'int main() { return 0; }' > $(shm_cxx_probe)
-	@set -e; for cxx in g++ clang++; do for std in c++11 c++14 c++17 c++20; do \
-	  echo "$$cxx -std=$$std $(shm_cxx_warn): shmalloc.h with $(shm_cxx_transports)"; \
-	  for v in "" -DSHMALLOC_NO_SHMEM_NAMES "-DSHMALLOC_DEBUG_LEVEL=3 -DSHMALLOC_SL_LOG2=4 -DSHMALLOC_MAX_LOG2=40"; do \
-	    for tp in $(shm_cxx_transports); do \
-	      $$cxx -std=$$std $(shm_cxx_warn) $$v -DPROBE_TRANSPORT="\"transports/$$tp\"" -I. -c $(shm_cxx_probe) -o /dev/null || \
-	        { echo "failed: $$cxx -std=$$std $$v with transports/$$tp" >&2; exit 1; }; \
-	    done; done; done; done
-	$(abspath $(B)/hello_cpp) 4
-	@echo "cpp-check: all clean"
-
-.DEFAULT_GOAL := $(shm_saved_goal)

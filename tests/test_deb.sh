@@ -27,7 +27,7 @@ mkdir -p "$B" && work=$(cd "$B" && pwd)/deb
 tree=$work/shmalloc
 root=$work/root
 log=$work/step.log
-. tests/steps.sh
+. tests/checks/steps.sh
 finish() {
     steps_total test-deb
     exit

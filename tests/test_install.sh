@@ -42,7 +42,7 @@ dest=$work/dest
 prefix=/usr/local
 root=$dest$prefix
 
-. tests/steps.sh
+. tests/checks/steps.sh
 mk() { "$MAKE" --no-print-directory -f "$MAKEFILE" B="$B" "$@"; }
 
 # Files (and symbolic links) left under a directory, one per line.

@@ -2,7 +2,7 @@
    checked by its kind, refused with a message naming it; misspelt
    SHMALLOC_* variables reported once; a layer's rows join the table (here
    the pthreads transport's, and the test's own).  That the documents list
-   exactly the table's variables is tests/docs_check.sh's. */
+   exactly the table's variables is tests/checks/docs_check.sh's. */
 #include "test_support.h"
 #include "../transports/shmalloc_pthreads.h"
 

@@ -2,7 +2,7 @@
 # run_check.sh - checks tests/run.sh, the runner of every suite in make
 # test: a line as each suite starts, then one with its result and time;
 # a failing suite's output; the closing count.  Run by `make run-check`.
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 work=$(mktemp -d "${TMPDIR:-/tmp}/shmalloc-run-check.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 passed=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs_check.sh - runs the documentation as written; `make docs-check`.
 #
-#   tests/docs_check.sh [DOC...]     (default: every document below)
+#   tests/checks/docs_check.sh [DOC...]     (default: every document below)
 #
 # The documents: README.md, integrations/*/README.md and the EXAMPLES of
 # every man page in man/.  Their blocks, by kind:
@@ -46,7 +46,7 @@
 # Each step prints PASS or FAIL, a skipped command SKIP; the last line
 # counts the steps.  The work tree is kept on failure.
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 SRC=$(pwd)
 MAKE=${MAKE:-make}
 CC=${CC:-cc}
@@ -79,7 +79,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/shmalloc-docs-check.XXXXXX") || exit 1
 prefix=$work/prefix
 log=$work/log
 
-. tests/steps.sh   # counted in a file: each document runs in a subshell of its own
+. tests/checks/steps.sh   # counted in a file: each document runs in a subshell of its own
 
 # ---- reading the documents ------------------------------------------------
 # Each block as records on stdout: "@@ KIND LINE", then its lines.
@@ -287,7 +287,7 @@ run_document() {
             echo "an indented block inside a list item: make it a fenced block (\`\`\`sh, \`\`\`text, ...)" >"$log"
             fail "$where: a code block this check cannot classify" ;;
         *)
-            echo "a block is sh, console, c, cmake or text (see tests/docs_check.sh)" >"$log"
+            echo "a block is sh, console, c, cmake or text (see tests/checks/docs_check.sh)" >"$log"
             fail "$where: a block of kind '$kind'" ;;
         esac
     done

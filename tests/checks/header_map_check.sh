@@ -1,7 +1,7 @@
 #!/bin/sh
 # header_map_check.sh - shmalloc.h's map against the header; `make map-check`.
 #
-#   tests/header_map_check.sh [HEADER]     (default: shmalloc.h)
+#   tests/checks/header_map_check.sh [HEADER]     (default: shmalloc.h)
 #
 # A banner is a line that starts "/* >> name".  Each name is a banner once,
 # and the top comment's CONTENTS lists every banner ("     >> name"), no

@@ -6,13 +6,15 @@
 # A banner is a line that starts "/* >> name".  Each name is a banner once,
 # and the top comment's CONTENTS lists every banner ("     >> name"), no
 # other, in the file's order.  Prints what differs; fails if anything does.
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 h=${1:-shmalloc.h}
+[ -r "$h" ] || { echo "$h: cannot read it"; exit 1; }
 # The name after ">> ": up to two spaces, a quote or the first character
 # that is not a lower-case letter, a digit, a space or a colon.
 name='{ s = substr($0, index($0, ">> ") + 3); sub(/  .*/, "", s); sub(/".*/, "", s)
         if (match(s, /^[a-z0-9][a-z0-9 :]*[a-z0-9]/)) print substr(s, 1, RLENGTH) }'
 banners=$(awk "/^\\/\\* >> / $name" "$h")
+[ -n "$banners" ] || { echo "$h: no \">> name\" banner at all"; exit 1; }
 contents=$(awk "/^   CONTENTS/ { c = 1 } c && /\\*\\// { exit } c && /^ *>> / $name" "$h")
 bad=0
 for b in $(printf '%s\n' "$banners" | sort | uniq -d | tr ' ' '~'); do

@@ -405,6 +405,18 @@ typedef struct heaps {
     size_t bytes;
 } heaps;
 
+/* A heap of 1 MiB made current in a helper thread, then `between` runs
+   here while the helper waits, then the helper calls again. */
+static void run_with_dead_heap(heaps *s, helper *w, void (*between)(void *arg))
+{
+    void *block;
+    s->bytes = shmalloc_heap_bytes(MIB);
+    s->dead = lifecycle_heap(&s->mem, s->bytes, 0, &block);
+    capture_start();
+    run_helper(w, s->dead, between, s);
+    capture_stop();
+}
+
 static void destroy_and_unmap(void *arg)
 {
     heaps *s = (heaps *)arg;
@@ -416,12 +428,7 @@ Test(heap_create, a_thread_that_made_the_heap_current_finds_no_heap_after_destro
 {
     heaps s;
     helper w;
-    void *block;
-    s.bytes = shmalloc_heap_bytes(MIB);
-    s.dead = lifecycle_heap(&s.mem, s.bytes, 0, &block);
-    capture_start();
-    run_helper(&w, s.dead, destroy_and_unmap, &s);
-    capture_stop();
+    run_with_dead_heap(&s, &w, destroy_and_unmap);
     cr_assert_null(w.got);
     cr_assert_eq(w.err, SHMEMX_MALLOC_NO_HEAP);
     cr_assert_null(w.current_after);
@@ -442,12 +449,7 @@ Test(heap_create, a_heap_made_where_a_destroyed_one_was_is_not_current_by_accide
 {
     heaps s;
     helper w;
-    void *block;
-    s.bytes = shmalloc_heap_bytes(MIB);
-    s.dead = lifecycle_heap(&s.mem, s.bytes, 0, &block);
-    capture_start();
-    run_helper(&w, s.dead, destroy_and_remake, &s);
-    capture_stop();
+    run_with_dead_heap(&s, &w, destroy_and_remake);
     cr_assert_eq(w.err, SHMEMX_MALLOC_NO_HEAP);
     cr_assert_null(w.current_after);
     shmalloc_set_current(s.reborn);

@@ -2972,14 +2972,38 @@ SHM__INLINE uint32_t shm__rec_cut(shmalloc_tlsf *t, uint32_t f, size_t size, siz
     return u;
 }
 
+/* shm__find_own over the records: 0 for none. */
+SHM__INLINE uint32_t shm__rec_find_own(const shmalloc_tlsf *t, uint32_t l, size_t size)
+{
+    const shm__rec *r = shm__r(t);
+    uint32_t b = r[l].fnext;
+    unsigned k;
+    for (k = 0; k < SHM__OWN_SCAN && b != l; k++, b = r[b].fnext)
+        if (r[b].size >= size) return b;
+    return 0;
+}
+
+/* The block of `size` bytes (a block size) that shm__rec_find_own finds
+   in its own list, taken whole, or NULL. */
+static SHM__NOINLINE void *shm__rec_take_own(shmalloc_tlsf *t, size_t size)
+{
+    uint32_t h;
+    if (size > t->records->capacity || !(h = shm__rec_find_own(t, shm__rec_list(size), size))) return NULL;
+    shm__rec_remove(t, h);
+    shm__r(t)[h].size &= ~SHM__FREE;
+    return shm__rec_taken(t, h);
+}
+
+/* A used block of `size` bytes from the top; when the top has too few, an
+   unaligned request (flags 0) tries its own list (shm__rec_take_own). */
 static void *shm__rec_take_top(shmalloc_tlsf *t, size_t size, size_t flags)
 {
     shm__rec *r = shm__r(t);
     uint32_t top = t->records->top;
     size_t tsize;
-    if (!top) return NULL;
+    if (!top) return flags ? NULL : shm__rec_take_own(t, size);
     tsize = shm__rec_fsize(&r[top]);
-    if (tsize < size || !shm__rec_mapped(t, r[top].off + size)) return NULL;
+    if (tsize < size || !shm__rec_mapped(t, r[top].off + size)) return flags ? NULL : shm__rec_take_own(t, size);
     if (tsize - size >= SHM__MIN_BLOCK) {
         uint32_t u = shm__rec_cut(t, top, size, flags);
         r[top].size = (tsize - size) | SHM__FREE | SHM__TOP;
@@ -3051,17 +3075,6 @@ static void *shm__rec_carve_end(shmalloc_tlsf *t, uint32_t b, uint32_t l, size_t
     return shm__rec_taken(t, a);
 }
 
-/* shm__find_own over the records: 0 for none. */
-SHM__INLINE uint32_t shm__rec_find_own(const shmalloc_tlsf *t, uint32_t l, size_t size)
-{
-    const shm__rec *r = shm__r(t);
-    uint32_t b = r[l].fnext;
-    unsigned k;
-    for (k = 0; k < SHM__OWN_SCAN && b != l; k++, b = r[b].fnext)
-        if (r[b].size >= size) return b;
-    return 0;
-}
-
 /* The block before the one shm__rec_malloc of `size` bytes (a block
    size), which no search of the lists above serves, takes from its own
    list, or 0: as shm__own_prev. */
@@ -3079,7 +3092,6 @@ static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
 {
     size_t size;
     uint32_t l, h;
-    void *p;
     if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
     size = shm__rec_bsize(n);
     if (size > t->records->capacity) return NULL;
@@ -3087,11 +3099,7 @@ static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
     h = shm__r(t)[l].fnext;
     if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
     if (t->fl_bitmap && shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
-    if ((p = shm__rec_take_top(t, size, 0)) != NULL) return p; /* as the inline malloc: the top, then the own list */
-    if (!(h = shm__rec_find_own(t, l, size))) return NULL;
-    shm__rec_remove(t, h);
-    shm__r(t)[h].size &= ~SHM__FREE;
-    return shm__rec_taken(t, h);
+    return shm__rec_take_top(t, size, 0); /* as the inline malloc: the top, then the own list */
 }
 
 /* The top's aligned block; the gap before it becomes a listed free block. */

@@ -1267,8 +1267,7 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEM_MALLOC_SYMMSIZE_FAILED: return "PEs passed different arguments";
     case SHMEM_MALLOC_MEMALIGN_FAILED: return "alignment is 0, not a power of two, or too large";
     case SHMEM_MALLOC_REALLOC_FAILED: return "no room to resize the block";
-    case SHMEMX_MALLOC_NO_HEAP:
-        return "no symmetric heap (before shmem_init, or after shmem_finalize), or a space handle that is none";
+    case SHMEMX_MALLOC_NO_HEAP: return "no symmetric heap (before shmem_init, or after shmem_finalize)";
     case SHMEMX_MALLOC_BAD_TRANSPORT:
         return "the transport lacks a barrier, its pe and npes are wrong, or one of its members failed (the line "
                "printed names it)";

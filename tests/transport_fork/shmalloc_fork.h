@@ -15,11 +15,20 @@
      Every heap lives in shared memory mapped before the fork, so a put
      or a get is a copy into or out of the peer's heap at the same offset.
      A barrier that waits longer than SHMALLOC_BARRIER_TIMEOUT seconds
-     ends its PE, naming the PE it waited for. */
+     ends its PE, naming its team and the PEs it waited for.
+
+   TEAMS
+     The OpenSHMEM 1.5 team calls of ../../transports/shmalloc_teams.h,
+     each team with its own barrier in shared memory.  SHMEM_TEAM_SHARED
+     is every PE: each PE's memory is mapped in every PE's process, so all
+     of them share memory, as the node's PEs do.  At most 64 teams are
+     alive at once, the world's included; shmem_team_destroy is collective
+     over the team. */
 #ifndef SHMALLOC_FORK_H_INCLUDED
 #define SHMALLOC_FORK_H_INCLUDED
 
 #include "../../shmalloc.h"
+#include "../../transports/shmalloc_teams.h"
 #include <stddef.h>
 
 #define SHMALLOC_FORK_MAX_PES 64

@@ -215,6 +215,7 @@ static void pe_many_teams(void *arg)
     FORK_CHECK_EQ(count, 63); /* the world holds one */
     FORK_CHECK(t[63] == SHMEM_TEAM_INVALID);
     for (i = 0; i < count; i++) shmem_team_destroy(t[i]);
+    shmem_barrier_all(); /* each barrier is free once every member has destroyed its team */
     for (i = 0; i < 200; i++) { /* each is given back */
         FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &t[0]), 0);
         FORK_CHECK_EQ(shmem_team_sync(t[0]), 0);
@@ -255,4 +256,180 @@ Test(fork_teams, a_member_late_to_its_team_is_named_with_the_team, .init = cr_re
     cr_assert(strstr(text, "shmalloc: PE 1 waited 1 s in barrier 1 of the team of world PEs 1 + 2 * (0..1) for "
                            "PE 3 (SHMALLOC_BARRIER_TIMEOUT)"),
               "stderr was: %s", text);
+}
+
+/* >> spaces: the header's, over this transport's team member ------------------ */
+/* Collective over s's team: p's offset from the space's base is the same
+   on every member, read from each with its world PE. */
+static void check_space_offset(shmem_team_t t, shmemx_space_t s, size_t *slot, const void *p)
+{
+    int q, n = shmem_team_n_pes(t);
+    size_t mine = (size_t)((const char *)p - (const char *)shmalloc_heap_base(s)), theirs;
+    *slot = mine;
+    FORK_CHECK_EQ(shmem_team_sync(t), 0);
+    for (q = 0; q < n; q++) {
+        shmem_getmem(&theirs, slot, sizeof theirs, shmem_team_translate_pe(t, q, SHMEM_TEAM_WORLD));
+        FORK_CHECK_EQ(theirs, mine);
+    }
+    FORK_CHECK_EQ(shmem_team_sync(t), 0);
+}
+
+/* Each member puts its mark into its right neighbour's block (by world
+   PE) and finds its left neighbour's. */
+static void check_space_ring(shmem_team_t t, unsigned char *block, size_t bytes)
+{
+    int me = shmem_team_my_pe(t), n = shmem_team_n_pes(t);
+    unsigned char *local = (unsigned char *)malloc(bytes);
+    size_t i;
+    FORK_CHECK(local != NULL);
+    memset(local, 0x40 + shmem_my_pe(), bytes);
+    shmem_putmem(block, local, bytes, shmem_team_translate_pe(t, (me + 1) % n, SHMEM_TEAM_WORLD));
+    FORK_CHECK_EQ(shmem_team_sync(t), 0);
+    for (i = 0; i < bytes; i++)
+        if (block[i] != 0x40 + shmem_team_translate_pe(t, (me + n - 1) % n, SHMEM_TEAM_WORLD))
+            pe_fail(__LINE__, "byte %zu of %zu is %#x", i, bytes, block[i]);
+    FORK_CHECK_EQ(shmem_team_sync(t), 0);
+    free(local);
+}
+
+/* The low PEs and the high PEs (two disjoint teams of 3) each make a
+   space and use it at the same time, with sizes of their own: an
+   all-reduce that crossed teams would fail their calls. */
+static void pe_spaces(void *arg)
+{
+    int metadata = *(const int *)arg, me = shmem_my_pe(), high = me >= 3;
+    shmemx_space_config_t cfg = {SMALL_HEAP, 16 * SMALL_HEAP, 0, NULL, 0};
+    shmemx_space_t s, again;
+    shmem_team_t t;
+    size_t *slot, small = 1000 + 100 * (size_t)high;
+    unsigned char *a, *big;
+    char *base;
+    cfg.metadata = metadata;
+    capture_start();
+    FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 3, NULL, 0, &t), 0);
+    if (t == SHMEM_TEAM_INVALID) FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 3, 1, 3, NULL, 0, &t), 0);
+    else FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 3, 1, 3, NULL, 0, &(shmem_team_t){0}), 0);
+    FORK_CHECK_EQ(shmemx_space_create(t, &cfg, &s), 0);
+    slot = (size_t *)shmemx_space_malloc(s, sizeof *slot);
+    a = (unsigned char *)shmemx_space_malloc(s, small);
+    FORK_CHECK(slot != NULL && a != NULL);
+    FORK_CHECK(shmemx_space_of(a) == s && shmalloc_heap_of(shmalloc_current(), a) == s);
+    FORK_CHECK(shmemx_space_of(slot) == s && !shmalloc_heap_contains(shmalloc_current(), a));
+    check_space_offset(t, s, slot, a);
+    check_space_ring(t, a, small);
+    big = (unsigned char *)shmemx_space_malloc(s, 4 * SMALL_HEAP); /* past its nominal size: it grows */
+    FORK_CHECK(big != NULL && shmemx_space_of(big) == s);
+    check_space_offset(t, s, slot, big);
+    check_space_ring(t, big, 4 * SMALL_HEAP);
+    FORK_CHECK(shmemx_space_malloc(s, 64 + (size_t)shmem_team_my_pe(t)) == NULL);
+    FORK_CHECK_EQ(malloc_error, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    shmem_free(big);
+    FORK_CHECK_EQ(shmemx_space_destroy(s, 0), SHMEMX_MALLOC_SPACE_BUSY); /* on every member; nothing changes */
+    FORK_CHECK(out_said(SHMALLOC_MSG_SPACE_BUSY) == 1);
+    check_space_ring(t, a, small);
+    FORK_CHECK(shmalloc_check(0) == 0);
+    base = (char *)shmalloc_heap_base(s);
+    FORK_CHECK_EQ(shmemx_space_destroy(s, SHMALLOC_SPACE_FREE_LIVE), 0);
+    FORK_CHECK(shmemx_space_of(a) == NULL);
+    FORK_CHECK_EQ(shmemx_space_create(t, &cfg, &again), 0); /* the room it left is taken again, zeroed */
+    FORK_CHECK((char *)shmalloc_heap_base(again) == base);
+    a = (unsigned char *)shmemx_space_calloc(again, 100, 10);
+    FORK_CHECK(a != NULL && a[0] == 0 && a[999] == 0);
+    shmem_free(a);
+    FORK_CHECK_EQ(shmemx_space_destroy(again, 0), 0);
+    shmem_team_destroy(t);
+    FORK_CHECK(shmalloc_check(0) == 0);
+}
+
+ParameterizedTestParameters(fork_teams, disjoint_teams_use_their_spaces_at_the_same_time)
+{
+    static int metadata[] = {SHMALLOC_METADATA_INLINE, SHMALLOC_METADATA_SEPARATE};
+    return cr_make_param_array(int, metadata, sizeof metadata / sizeof metadata[0]);
+}
+
+ParameterizedTest(int *metadata, fork_teams, disjoint_teams_use_their_spaces_at_the_same_time,
+                  .timeout = TEST_TIMEOUT)
+{
+    cr_assert_eq(shmalloc_fork_run(6, SMALL_HEAP, pe_spaces, metadata), 0);
+}
+
+/* A PE outside the team: its create is refused (NOT_MEMBER), and a put
+   into the space on it ends the job, naming the space, its team and the
+   PE.  The others wait outside any barrier. */
+static void pe_space_outsider(void *arg)
+{
+    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_t s;
+    shmem_team_t pair;
+    long *p;
+    (void)arg;
+    capture_start();
+    FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &pair), 0);
+    if (pair == SHMEM_TEAM_INVALID) {
+        FORK_CHECK_EQ(shmemx_space_create(pair, &cfg, &s), SHMEMX_MALLOC_NOT_MEMBER);
+        FORK_CHECK(s == NULL && out_said(SHMALLOC_MSG_SPACE_NOT_MEMBER) == 1);
+        sleep(30);
+    }
+    FORK_CHECK_EQ(shmemx_space_create(pair, &cfg, &s), 0);
+    p = (long *)shmemx_space_malloc(s, sizeof *p);
+    FORK_CHECK(p != NULL);
+    capture_stop(); /* the transport's message goes to stderr */
+    if (shmem_my_pe() == 1) sleep(30);
+    shmem_putmem(p, &(long){1}, sizeof *p, 3);
+    pe_fail(__LINE__, "the put to PE 3 returned");
+}
+
+Test(fork_teams, a_put_into_a_space_on_a_pe_outside_its_team_ends_the_job, .init = cr_redirect_stderr,
+     .timeout = TEST_TIMEOUT)
+{
+    char text[4096];
+    cr_assert_eq(shmalloc_fork_run(4, SMALL_HEAP, pe_space_outsider, NULL), 1);
+    read_redirected_stderr(text, sizeof text);
+    cr_assert(strstr(text, "shmem_putmem: PE 0: PE 3 cannot reach the space at ") &&
+              strstr(text, ": not in its team (the space's team: 2 PEs, world PEs 0 + 1 * (0..1))") &&
+              !strstr(text, "returned"),
+              "stderr was: %s", text);
+}
+
+/* A destroyed team's space refuses its calls, and is then destroyed on
+   each PE alone; the team's handle outlives it until then. */
+static void pe_space_team_destroyed(void *arg)
+{
+    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_t s;
+    shmem_team_t t;
+    (void)arg;
+    capture_start();
+    FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, 2, NULL, 0, &t), 0);
+    if (t != SHMEM_TEAM_INVALID) {
+        FORK_CHECK_EQ(shmemx_space_create(t, &cfg, &s), 0);
+        shmem_team_destroy(t);
+        FORK_CHECK(shmemx_space_malloc(s, 64) == NULL);
+        FORK_CHECK_EQ(malloc_error, SHMEMX_MALLOC_TEAM_DESTROYED);
+        FORK_CHECK(out_said(SHMALLOC_MSG_SPACE_TEAM_GONE) == 1);
+        FORK_CHECK_EQ(shmemx_space_destroy(s, 0), 0);
+    }
+    FORK_CHECK(shmalloc_check(0) == 0);
+}
+
+Test(fork_teams, a_destroyed_teams_space_refuses_its_calls, .timeout = TEST_TIMEOUT)
+{
+    cr_assert_eq(shmalloc_fork_run(3, SMALL_HEAP, pe_space_team_destroyed, NULL), 0);
+}
+
+/* The contract's team member is what makes spaces: a heap over a
+   transport without it refuses, naming the member. */
+Test(fork_teams, a_transport_without_teams_cannot_make_spaces)
+{
+    size_t bytes = shmalloc_heap_bytes(SMALL_HEAP);
+    long err = 0;
+    shmalloc_heap *world = shmalloc_heap_create(map_aligned(bytes, MIB), bytes, shmalloc_transport_single(), &err);
+    cr_assert(world != NULL, "err %ld", err);
+    capture_start();
+    cr_assert(shmalloc_space_create(world, SHMEM_TEAM_WORLD, map_aligned(bytes, MIB), bytes, NULL, &err) == NULL);
+    cr_assert_eq(err, SHMEMX_MALLOC_NO_TEAMS);
+    assert_said(SPACE_NO_TEAMS, 0, "shmemx_space_create");
+    capture_stop();
+    cr_assert_eq(shmalloc_heap_check(world, 0), 0);
+    shmalloc_heap_destroy(world);
 }

@@ -7,7 +7,9 @@
    every heap at the same address), the heap created over the contract,
    and the range check of puts and gets.  Its own: the barrier and the
    all-reduce of a team, through one shared anonymous mapping; the world
-   is the first team, and teams.c makes the others. */
+   is the first team, teams.c makes the others, and the contract's team
+   member gives the header a transport over one for its spaces, whose
+   memory spaces.c keeps. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* MAP_ANONYMOUS */
 #endif
@@ -83,20 +85,46 @@ static int shm__fork_allreduce_max(void *user, uint64_t *values, int count)
     return bad ? -1 : 0;
 }
 
+/* >> the contract ---------------------------------------------------------------- */
+/* The contract over team t: the world's transport, or a space's. */
+static void shm__fork_contract(struct shmalloc_team *t, shmalloc_transport *tp)
+{
+    memset(tp, 0, sizeof *tp);
+    tp->user = t;
+    tp->barrier = shm__fork_barrier;
+    tp->allreduce_max = shm__fork_allreduce_max;
+    tp->pe = t->me;
+    tp->npes = t->size;
+    tp->fill = shmalloc_transport_single()->fill; /* host memory */
+    tp->copy = shmalloc_transport_single()->copy;
+}
+
+/* The contract's team member: *child over the team the handle names,
+   which it holds until team_done.  A PE outside the team has no handle of
+   it: -1. */
+static int shm__fork_team_child(void *user, const void *handle, shmalloc_transport *child)
+{
+    struct shmalloc_team *t = shm__fork_team((shmem_team_t)handle);
+    (void)user;
+    if (t == NULL || t->state < 0) return -1;
+    shm__fork_contract(t, child);
+    t->holds++;
+    return 0;
+}
+
+static void shm__fork_team_done(void *child_user) { shm__fork_team_drop((struct shmalloc_team *)child_user); }
+
 /* >> one PE ------------------------------------------------------------------ */
 /* In the forked process: the heap over the contract, pe_main, the heap
    destroyed.  The exit status of the PE. */
 static int shm__fork_pe(int me, void (*pe_main)(void *), void *arg)
 {
     shmalloc_transport tp;
-    memset(&tp, 0, sizeof tp);
     shm__fork.me = me;
     shm__fork_teams_start();
-    tp.user = SHMEM_TEAM_WORLD;
-    tp.barrier = shm__fork_barrier;
-    tp.allreduce_max = shm__fork_allreduce_max;
-    tp.pe = me;
-    tp.npes = shm__fork.npes;
+    shm__fork_contract(SHMEM_TEAM_WORLD, &tp);
+    tp.team = shm__fork_team_child;
+    tp.team_done = shm__fork_team_done;
     shm__fork.heap = shm__start_heap(&shm__fork.start, &shm__fork.maps[me], &tp, NULL);
     if (!shm__fork.heap) return 1; /* on every PE: creation is collective */
     shmalloc_set_process_heap(shm__fork.heap);
@@ -107,6 +135,16 @@ static int shm__fork_pe(int me, void (*pe_main)(void *), void *arg)
 }
 
 /* >> the run ------------------------------------------------------------------ */
+/* An anonymous mapping the forked PEs share, or NULL after a message. */
+static void *shm__fork_map_shared(const char *what, size_t bytes, int flags)
+{
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | flags, -1, 0);
+    if (m != MAP_FAILED) return m;
+    shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: cannot map %zu bytes for %s: %s\n", bytes, what,
+                   strerror(errno));
+    return NULL;
+}
+
 /* Every PE's heap, shared so the forked PEs see each other's. */
 static int shm__fork_map_all(int npes)
 {
@@ -170,7 +208,7 @@ static int shm__fork_start_and_join(int npes, void (*pe_main)(void *), void *arg
 int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg)
 {
     static const char who[] = "shmalloc_fork_run";
-    size_t shared = sizeof(shm__fork_shared);
+    size_t shared = sizeof(shm__fork_shared), spaces = (size_t)npes * SHMALLOC_FORK_SPACES;
     int q, rc = -1;
     if (npes < 1 || npes > SHMALLOC_FORK_MAX_PES || pe_main == NULL) {
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: npes is %d (must be 1..%d), pe_main %s\n", who, npes,
@@ -179,21 +217,20 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
     }
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
     shm__start_unknown(0, 1); /* the process speaks for the PEs it forks */
-    shm__fork.shared = (shm__fork_shared *)mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                                                -1, 0);
-    if (shm__fork.shared == MAP_FAILED) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: cannot map the barriers' %zu bytes: %s\n", who, shared,
-                       strerror(errno));
-        return 1;
-    }
-    shm__fork.shared->used = 1; /* states[0]: the world's */
+    shm__fork.shared = (shm__fork_shared *)shm__fork_map_shared("the barriers", shared, 0);
+    shm__fork.spaces = (char *)shm__fork_map_shared("the spaces (SHMALLOC_FORK_SPACES a PE)", spaces, MAP_NORESERVE);
     memset(shm__fork.maps, 0, sizeof shm__fork.maps);
     shm__fork.npes = npes;
-    if (shm__fork_map_all(npes) == 0) rc = shm__fork_start_and_join(npes, pe_main, arg);
+    if (shm__fork.shared && shm__fork.spaces && shm__fork_map_all(npes) == 0) {
+        shm__fork.shared->used = 1; /* states[0]: the world's */
+        rc = shm__fork_start_and_join(npes, pe_main, arg);
+    }
     for (q = 0; q < npes; q++)
         if (shm__fork.maps[q].base) shm__map_release(&shm__fork.maps[q]);
-    munmap(shm__fork.shared, shared);
+    if (shm__fork.shared) munmap(shm__fork.shared, shared);
+    if (shm__fork.spaces) munmap(shm__fork.spaces, spaces);
     shm__fork.shared = NULL;
+    shm__fork.spaces = NULL;
     return rc == 0 ? 0 : 1;
 }
 
@@ -222,8 +259,11 @@ void shmem_barrier_all(void)
 static char *shm__fork_remote(const char *what, const void *addr, size_t n, int pe)
 {
     const shmalloc_heap *h = shm__fork.heap;
-    size_t offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL,
-                                     h ? shmalloc_heap_size(h) : 0, shm__fork.me, shm__fork.npes);
+    char *in_space = h && !shmalloc_heap_contains(h, addr) ? shm__fork_space_remote(what, addr, n, pe) : NULL;
+    size_t offset;
+    if (in_space) return in_space;
+    offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL, h ? shmalloc_heap_size(h) : 0,
+                              shm__fork.me, shm__fork.npes);
     if (offset == SIZE_MAX) shmem_global_exit(1);
     return shm__fork.maps[pe].base + offset; /* every heap starts at its mapping's base */
 }

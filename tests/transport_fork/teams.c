@@ -18,9 +18,8 @@ void shm__fork_teams_start(void)
     shmalloc_team_world = w;
 }
 
-/* The team a handle names, SHMEM_TEAM_SHARED being the world (every PE
-   maps every PE's memory); NULL for SHMEM_TEAM_INVALID or outside a PE. */
-static struct shmalloc_team *shm__fork_team(shmem_team_t team)
+/* SHMEM_TEAM_SHARED is the world: every PE maps every PE's memory. */
+struct shmalloc_team *shm__fork_team(shmem_team_t team)
 {
     if (shm__fork.me < 0 || team == SHMEM_TEAM_INVALID) return NULL;
     return team == SHMEM_TEAM_SHARED ? SHMEM_TEAM_WORLD : team;
@@ -205,13 +204,13 @@ void shm__fork_team_drop(struct shmalloc_team *t)
     if (--t->holds == 0) free(t);
 }
 
-/* Collective over the team: its barrier is free for another team once
-   every member has left it, not just the first. */
+/* The team's spaces refuse their calls from now on; its barrier is free
+   for another team once every member has destroyed it. */
 void shmem_team_destroy(shmem_team_t team)
 {
     struct shmalloc_team *t = shm__fork_team(team);
     if (t == NULL || t == SHMEM_TEAM_WORLD || t->state < 0) return; /* the world lives as long as the run */
-    shm__fork_sync(t, NULL, 0);
+    shmalloc_space_team_destroyed(shm__fork.heap, t);
     shm__fork_state_give(t->state);
     t->state = -1;
     shm__fork_team_drop(t);

@@ -5,7 +5,6 @@
    which its first member takes from the shared ones.  See team.h. */
 #include "team.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 struct shmalloc_team shmalloc_team_world, shmalloc_team_shared;
@@ -101,7 +100,7 @@ static int shm__fork_split_fits(const struct shmalloc_team *p, int start, int st
 static struct shmalloc_team *shm__fork_split_join(const struct shmalloc_team *p, int start, int stride, int size,
                                                   int *state)
 {
-    struct shmalloc_team *t = (struct shmalloc_team *)calloc(1, sizeof *t);
+    struct shmalloc_team *t = (struct shmalloc_team *)shmalloc_mem_alloc(1, sizeof *t);
     if (t == NULL) {
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmem_team_split_strided: PE %d: out of memory\n", shm__fork.me);
         return NULL;
@@ -110,7 +109,7 @@ static struct shmalloc_team *shm__fork_split_join(const struct shmalloc_team *p,
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
                        "shmem_team_split_strided: PE %d: %d teams are alive, the most the fork transport holds: "
                        "destroy the teams no longer used\n", shm__fork.me, SHM__FORK_MAX_TEAMS);
-        free(t);
+        shmalloc_mem_free(t);
         return NULL;
     }
     t->start = p->start + start * p->stride;
@@ -144,7 +143,7 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
     shm__fork_sync(p, agreed, 2);
     if (agreed[0] != 0 || agreed[1] == 0) {
         if (state >= 0) __atomic_and_fetch(&shm__fork.shared->used, ~((uint64_t)1 << state), __ATOMIC_RELEASE);
-        free(t);
+        shmalloc_mem_free(t);
         return -1; /* the member that failed said why */
     }
     if (t == NULL) return 0;
@@ -201,7 +200,7 @@ int shmem_team_sync(shmem_team_t team)
 
 void shm__fork_team_drop(struct shmalloc_team *t)
 {
-    if (--t->holds == 0) free(t);
+    if (--t->holds == 0) shmalloc_mem_free(t);
 }
 
 /* The team's spaces refuse their calls from now on; its barrier is free

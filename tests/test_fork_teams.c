@@ -433,3 +433,72 @@ Test(fork_teams, a_transport_without_teams_cannot_make_spaces)
     cr_assert_eq(shmalloc_heap_check(world, 0), 0);
     shmalloc_heap_destroy(world);
 }
+
+/* Overlapping teams {0, 1} and {1, 2}: PE 1's room already holds the first
+   team's space where PE 2's is empty, so the second space's members agree
+   on an offset past it on both, and their puts land. */
+static void pe_uneven_rooms(void *arg)
+{
+    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_t first = NULL, second = NULL;
+    shmem_team_t low, high;
+    unsigned char *a;
+    size_t *slot;
+    (void)arg;
+    FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &low), 0);
+    FORK_CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, 2, NULL, 0, &high), 0);
+    if (low != SHMEM_TEAM_INVALID) FORK_CHECK_EQ(shmemx_space_create(low, &cfg, &first), 0);
+    if (high != SHMEM_TEAM_INVALID) {
+        FORK_CHECK_EQ(shmemx_space_create(high, &cfg, &second), 0);
+        slot = (size_t *)shmemx_space_malloc(second, sizeof *slot);
+        a = (unsigned char *)shmemx_space_malloc(second, 5000);
+        FORK_CHECK(slot != NULL && a != NULL);
+        check_space_offset(high, second, slot, a);
+        check_space_ring(high, a, 5000);
+        if (first != NULL) FORK_CHECK((char *)shmalloc_heap_base(second) > (char *)shmalloc_heap_base(first));
+        FORK_CHECK_EQ(shmemx_space_destroy(second, SHMALLOC_SPACE_FREE_LIVE), 0);
+    }
+    if (low != SHMEM_TEAM_INVALID) FORK_CHECK_EQ(shmemx_space_destroy(first, 0), 0);
+    shmem_team_destroy(low);
+    shmem_team_destroy(high);
+    FORK_CHECK(shmalloc_check(0) == 0);
+}
+
+Test(fork_teams, a_space_takes_an_offset_free_on_every_member, .timeout = TEST_TIMEOUT)
+{
+    cr_assert_eq(shmalloc_fork_run(3, SMALL_HEAP, pe_uneven_rooms, NULL), 0);
+}
+
+/* A space larger than the room for spaces fails on every member, saying
+   so; memory the program gives is used as given, reached by this PE. */
+static void pe_space_sizes(void *arg)
+{
+    shmemx_space_config_t cfg = {SHMALLOC_FORK_SPACES + 1, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    size_t bytes = shmalloc_heap_bytes(SMALL_HEAP);
+    shmemx_space_t s;
+    long *p, v = 42;
+    (void)arg;
+    FORK_CHECK_EQ(shmemx_space_create(SHMEM_TEAM_WORLD, &cfg, &s), SHMEM_MALLOC_FAIL);
+    FORK_CHECK(s == NULL);
+    cfg.size = SMALL_HEAP;
+    cfg.mem = map_aligned(bytes, MIB);
+    cfg.bytes = bytes;
+    FORK_CHECK_EQ(shmemx_space_create(SHMEM_TEAM_WORLD, &cfg, &s), 0);
+    p = (long *)shmemx_space_malloc(s, sizeof *p);
+    FORK_CHECK(p != NULL && (char *)p >= (char *)cfg.mem && (char *)p < (char *)cfg.mem + bytes);
+    shmem_putmem(p, &v, sizeof v, shmem_my_pe());
+    FORK_CHECK_EQ(*p, 42);
+    shmem_free(p);
+    FORK_CHECK_EQ(shmemx_space_destroy(s, 0), 0);
+    FORK_CHECK(shmalloc_check(0) == 0);
+}
+
+Test(fork_teams, a_space_past_the_room_fails_on_every_member, .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
+{
+    char text[4096];
+    cr_assert_eq(shmalloc_fork_run(2, SMALL_HEAP, pe_space_sizes, NULL), 0);
+    read_redirected_stderr(text, sizeof text);
+    cr_assert(strstr(text, "shmemx_space_create: PE 0: ") && strstr(text, "shmemx_space_create: PE 1: ") &&
+              strstr(text, "do not fit beside the spaces of a member"),
+              "stderr was: %s", text);
+}

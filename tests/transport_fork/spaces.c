@@ -76,7 +76,12 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shm
     uint64_t offset;
     long err = SHMEMX_MALLOC_NOT_MEMBER;
     if (space != NULL) *space = NULL;
-    if (t == NULL || t->state < 0 || cfg == NULL || space == NULL) { /* the header names this PE and the call */
+    if (cfg == NULL || space == NULL) {
+        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmemx_space_create: PE %d: config %s, space %s: give both\n",
+                       shm__fork.me, cfg ? "given" : "NULL", space ? "given" : "NULL");
+        return -1; /* no collective to join */
+    }
+    if (t == NULL || t->state < 0) { /* the header names this PE and the call */
         shmalloc_space_create(shm__fork.heap, NULL, NULL, 0, NULL, &err);
         return (int)err;
     }
@@ -114,17 +119,18 @@ char *shm__fork_space_remote(const char *what, const void *addr, size_t n, int p
     const struct shmalloc_team *t = h && h != shm__fork.heap ? (const struct shmalloc_team *)shmalloc_space_team(h)
                                                              : NULL;
     uintptr_t a = (uintptr_t)addr, room = (uintptr_t)shm__fork_room(shm__fork.me);
+    int shared = a - room < SHMALLOC_FORK_SPACES; /* else the program gave the memory */
     if (t == NULL) return NULL;
-    if (shmem_team_translate_pe(SHMEM_TEAM_WORLD, pe, (shmem_team_t)t) < 0 || a - room >= SHMALLOC_FORK_SPACES) {
+    if (shmem_team_translate_pe(SHMEM_TEAM_WORLD, pe, (shmem_team_t)t) < 0 || (!shared && pe != shm__fork.me)) {
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
                        "%s: PE %d: PE %d cannot reach the space at %p: %s (the space's team: %d PEs, world PEs %d + "
                        "%d * (0..%d))\n", what, shm__fork.me, pe, (void *)h,
-                       a - room >= SHMALLOC_FORK_SPACES ? "its memory is the program's, not shared" : "not in its team",
-                       t->size, t->start, t->stride, t->size - 1);
+                       shared ? "not in its team" : "the program gave its memory, which no other PE maps", t->size,
+                       t->start, t->stride, t->size - 1);
         shmem_global_exit(1);
     }
     if (shm__start_range(what, addr, n, pe, shmalloc_heap_base(h), shmalloc_heap_size(h), shm__fork.me,
                          shm__fork.npes) == SIZE_MAX)
         shmem_global_exit(1);
-    return shm__fork_room(pe) + (a - room);
+    return shared ? shm__fork_room(pe) + (a - room) : (char *)(uintptr_t)addr;
 }

@@ -3,7 +3,8 @@
    processes.  MIT licence: see the end of ../../shmalloc.h.
 
    USAGE
-     Link with this folder's fork.c and transports/common/[a-z]*.c (the
+     Link with this folder's sources (fork.c: the run, barriers, puts and
+     gets; teams.c; spaces.c) and transports/common/[a-z]*.c (the
      Makefile's $(FORK)), and the allocator:
          static void pe_main(void *arg) { ... shmem_malloc ... }
          int main(void) { return shmalloc_fork_run(4, 0, pe_main, NULL); }
@@ -31,7 +32,8 @@
      before the fork (SHMALLOC_FORK_SPACES bytes a PE, MAP_NORESERVE).
      shmem_putmem and shmem_getmem reach a space's address on a member,
      named by its world PE; to another PE they end the job, naming the
-     space, its team and the PE. */
+     space, its team and the PE.  A space over memory the program gives
+     (config->mem) is reached by its own PE alone. */
 #ifndef SHMALLOC_FORK_H_INCLUDED
 #define SHMALLOC_FORK_H_INCLUDED
 

@@ -6,14 +6,16 @@
    the fork, every PE's heap mapped shared before the fork (so each PE sees
    every heap at the same address), the heap created over the contract,
    and the range check of puts and gets.  Its own: the barrier and the
-   all-reduce, through one shared anonymous mapping. */
+   all-reduce of a team, through one shared anonymous mapping; the world
+   is the first team, teams.c makes the others, and the contract's team
+   member gives the header a transport over one for its spaces, whose
+   memory spaces.c keeps. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* MAP_ANONYMOUS */
 #endif
-#include "shmalloc_fork.h"
+#include "team.h"
 #include "../../transports/common/copy.h"
 #include "../../transports/common/map.h"
-#include "../../transports/common/start.h"
 #include "../../transports/common/wait.h"
 
 #include <errno.h>
@@ -24,49 +26,40 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A PE publishes its all-reduce values, then the number of the barrier
-   it has reached, in its own slot.  Values are double-buffered by the
-   number's parity: a PE writes a buffer again two barriers later, when
-   every PE has read it. */
-typedef struct shm__fork_slot {
-    uint64_t epoch; /* atomic: the last barrier this PE reached */
-    uint64_t values[2][SHMALLOC_REDUCE_MAX];
-} shm__fork_slot;
-
-/* One run; each PE process has its copy, and shares only slots. */
-static struct {
-    shm__fork_slot *slots; /* the shared anonymous mapping, one slot per PE */
-    shm__map_mem maps[SHMALLOC_FORK_MAX_PES]; /* every PE's heap memory, shared */
-    shm__start start;
-    int npes;
-    int me;                /* this process's PE; -1 outside a PE */
-    uint64_t epoch;        /* barriers this PE has reached */
-    shmalloc_heap *heap;
-} shm__fork = {.me = -1};
+shm__fork_run shm__fork = {.me = -1};
 
 /* >> barrier and all-reduce -------------------------------------------------- */
-static void shm__fork_gave_up(int late, uint64_t epoch)
+/* Names the team and every member that has not reached barrier e. */
+static void shm__fork_gave_up(const struct shmalloc_team *t, const shm__fork_slot *slots, uint64_t e)
 {
+    char late[SHMALLOC_FORK_MAX_PES * 4 + 1] = "";
+    size_t used = 0;
+    int q;
+    for (q = 0; q < t->size && used + 8 < sizeof late; q++)
+        if (__atomic_load_n(&slots[q].epoch, __ATOMIC_ACQUIRE) < e)
+            used += (size_t)snprintf(late + used, sizeof late - used, "%s%d", used ? ", " : "",
+                                     t->start + q * t->stride);
     shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                   "shmalloc: PE %d waited %d s in barrier %llu for PE %d (SHMALLOC_BARRIER_TIMEOUT)\n", shm__fork.me,
-                   shm__fork.start.timeout, (unsigned long long)epoch, late);
+                   "shmalloc: PE %d waited %d s in barrier %llu of the team of world PEs %d + %d * (0..%d) for PE "
+                   "%s (SHMALLOC_BARRIER_TIMEOUT)\n",
+                   shm__fork.me, shm__fork.start.timeout, (unsigned long long)e, t->start, t->stride, t->size - 1,
+                   late);
     shmem_global_exit(1);
 }
 
-/* Barrier; count values become their maximum over the PEs. */
-static void shm__fork_sync(uint64_t *values, int count)
+void shm__fork_sync(struct shmalloc_team *t, uint64_t *values, int count)
 {
-    shm__fork_slot *slots = shm__fork.slots;
-    uint64_t e = ++shm__fork.epoch;
+    shm__fork_slot *slots = shm__fork.shared->states[t->state].slots;
+    uint64_t e = ++t->epoch;
     int q, i, odd = (int)(e & 1);
-    for (i = 0; i < count; i++) slots[shm__fork.me].values[odd][i] = values[i];
-    __atomic_store_n(&slots[shm__fork.me].epoch, e, __ATOMIC_RELEASE);
-    for (q = 0; q < shm__fork.npes; q++) {
+    for (i = 0; i < count; i++) slots[t->me].values[odd][i] = values[i];
+    __atomic_store_n(&slots[t->me].epoch, e, __ATOMIC_RELEASE);
+    for (q = 0; q < t->size; q++) {
         shm__wait w;
         shm__wait_begin(&w, shm__fork.start.timeout, 0, 1000); /* PEs may outnumber cpus: yield at once */
         while (__atomic_load_n(&slots[q].epoch, __ATOMIC_ACQUIRE) < e) {
             int s = shm__wait_step(&w);
-            if (s == SHM__WAIT_EXPIRED) shm__fork_gave_up(q, e);
+            if (s == SHM__WAIT_EXPIRED) shm__fork_gave_up(t, slots, e);
             if (s == SHM__WAIT_SLEEP) shm__wait_sleep(&w);
         }
         for (i = 0; i < count; i++)
@@ -74,20 +67,52 @@ static void shm__fork_sync(uint64_t *values, int count)
     }
 }
 
+/* The contract's, over the team in user: the world's or a space's. */
 static int shm__fork_barrier(void *user)
 {
-    (void)user;
-    shm__fork_sync(NULL, 0);
+    struct shmalloc_team *t = (struct shmalloc_team *)user;
+    if (t->state < 0) return -1; /* destroyed */
+    shm__fork_sync(t, NULL, 0);
     return 0;
 }
 
 static int shm__fork_allreduce_max(void *user, uint64_t *values, int count)
 {
+    struct shmalloc_team *t = (struct shmalloc_team *)user;
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    (void)user;
-    shm__fork_sync(values, bad ? 0 : count); /* synchronises even when bad */
+    if (t->state < 0) return -1;
+    shm__fork_sync(t, values, bad ? 0 : count); /* synchronises even when bad */
     return bad ? -1 : 0;
 }
+
+/* >> the contract ---------------------------------------------------------------- */
+/* The contract over team t: the world's transport, or a space's. */
+static void shm__fork_contract(struct shmalloc_team *t, shmalloc_transport *tp)
+{
+    memset(tp, 0, sizeof *tp);
+    tp->user = t;
+    tp->barrier = shm__fork_barrier;
+    tp->allreduce_max = shm__fork_allreduce_max;
+    tp->pe = t->me;
+    tp->npes = t->size;
+    tp->fill = shmalloc_transport_single()->fill; /* host memory */
+    tp->copy = shmalloc_transport_single()->copy;
+}
+
+/* The contract's team member: *child over the team the handle names,
+   which it holds until team_done.  A PE outside the team has no handle of
+   it: -1. */
+static int shm__fork_team_child(void *user, const void *handle, shmalloc_transport *child)
+{
+    struct shmalloc_team *t = shm__fork_team((shmem_team_t)handle);
+    (void)user;
+    if (t == NULL || t->state < 0) return -1;
+    shm__fork_contract(t, child);
+    t->holds++;
+    return 0;
+}
+
+static void shm__fork_team_done(void *child_user) { shm__fork_team_drop((struct shmalloc_team *)child_user); }
 
 /* >> one PE ------------------------------------------------------------------ */
 /* In the forked process: the heap over the contract, pe_main, the heap
@@ -95,12 +120,11 @@ static int shm__fork_allreduce_max(void *user, uint64_t *values, int count)
 static int shm__fork_pe(int me, void (*pe_main)(void *), void *arg)
 {
     shmalloc_transport tp;
-    memset(&tp, 0, sizeof tp);
-    tp.barrier = shm__fork_barrier;
-    tp.allreduce_max = shm__fork_allreduce_max;
-    tp.pe = me;
-    tp.npes = shm__fork.npes;
     shm__fork.me = me;
+    shm__fork_teams_start();
+    shm__fork_contract(SHMEM_TEAM_WORLD, &tp);
+    tp.team = shm__fork_team_child;
+    tp.team_done = shm__fork_team_done;
     shm__fork.heap = shm__start_heap(&shm__fork.start, &shm__fork.maps[me], &tp, NULL);
     if (!shm__fork.heap) return 1; /* on every PE: creation is collective */
     shmalloc_set_process_heap(shm__fork.heap);
@@ -111,6 +135,16 @@ static int shm__fork_pe(int me, void (*pe_main)(void *), void *arg)
 }
 
 /* >> the run ------------------------------------------------------------------ */
+/* An anonymous mapping the forked PEs share, or NULL after a message. */
+static void *shm__fork_map_shared(const char *what, size_t bytes, int flags)
+{
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | flags, -1, 0);
+    if (m != MAP_FAILED) return m;
+    shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: cannot map %zu bytes for %s: %s\n", bytes, what,
+                   strerror(errno));
+    return NULL;
+}
+
 /* Every PE's heap, shared so the forked PEs see each other's. */
 static int shm__fork_map_all(int npes)
 {
@@ -174,7 +208,7 @@ static int shm__fork_start_and_join(int npes, void (*pe_main)(void *), void *arg
 int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg)
 {
     static const char who[] = "shmalloc_fork_run";
-    size_t slots = sizeof(shm__fork_slot) * (size_t)SHMALLOC_FORK_MAX_PES;
+    size_t shared = sizeof(shm__fork_shared), spaces = (size_t)npes * SHMALLOC_FORK_SPACES;
     int q, rc = -1;
     if (npes < 1 || npes > SHMALLOC_FORK_MAX_PES || pe_main == NULL) {
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: npes is %d (must be 1..%d), pe_main %s\n", who, npes,
@@ -183,20 +217,20 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
     }
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
     shm__start_unknown(0, 1); /* the process speaks for the PEs it forks */
-    shm__fork.slots = (shm__fork_slot *)mmap(NULL, slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shm__fork.slots == MAP_FAILED) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: cannot map the barrier's %zu bytes: %s\n", who, slots,
-                       strerror(errno));
-        return 1;
-    }
+    shm__fork.shared = (shm__fork_shared *)shm__fork_map_shared("the barriers", shared, 0);
+    shm__fork.spaces = (char *)shm__fork_map_shared("the spaces (SHMALLOC_FORK_SPACES a PE)", spaces, MAP_NORESERVE);
     memset(shm__fork.maps, 0, sizeof shm__fork.maps);
     shm__fork.npes = npes;
-    shm__fork.epoch = 0;
-    if (shm__fork_map_all(npes) == 0) rc = shm__fork_start_and_join(npes, pe_main, arg);
+    if (shm__fork.shared && shm__fork.spaces && shm__fork_map_all(npes) == 0) {
+        shm__fork.shared->used = 1; /* states[0]: the world's */
+        rc = shm__fork_start_and_join(npes, pe_main, arg);
+    }
     for (q = 0; q < npes; q++)
         if (shm__fork.maps[q].base) shm__map_release(&shm__fork.maps[q]);
-    munmap(shm__fork.slots, slots);
-    shm__fork.slots = NULL;
+    if (shm__fork.shared) munmap(shm__fork.shared, shared);
+    if (shm__fork.spaces) munmap(shm__fork.spaces, spaces);
+    shm__fork.shared = NULL;
+    shm__fork.spaces = NULL;
     return rc == 0 ? 0 : 1;
 }
 
@@ -217,7 +251,7 @@ void shmem_barrier_all(void)
 {
     if (shm__fork.me < 0) return;
     shmem_quiet();
-    shm__fork_sync(NULL, 0);
+    shm__fork_sync(SHMEM_TEAM_WORLD, NULL, 0);
 }
 
 /* Peer pe's address of the symmetric range [addr, addr + n); ends the PE
@@ -225,8 +259,11 @@ void shmem_barrier_all(void)
 static char *shm__fork_remote(const char *what, const void *addr, size_t n, int pe)
 {
     const shmalloc_heap *h = shm__fork.heap;
-    size_t offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL,
-                                     h ? shmalloc_heap_size(h) : 0, shm__fork.me, shm__fork.npes);
+    char *in_space = h && !shmalloc_heap_contains(h, addr) ? shm__fork_space_remote(what, addr, n, pe) : NULL;
+    size_t offset;
+    if (in_space) return in_space;
+    offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL, h ? shmalloc_heap_size(h) : 0,
+                              shm__fork.me, shm__fork.npes);
     if (offset == SIZE_MAX) shmem_global_exit(1);
     return shm__fork.maps[pe].base + offset; /* every heap starts at its mapping's base */
 }

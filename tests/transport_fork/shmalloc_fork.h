@@ -3,7 +3,8 @@
    processes.  MIT licence: see the end of ../../shmalloc.h.
 
    USAGE
-     Link with this folder's fork.c and transports/common/[a-z]*.c (the
+     Link with this folder's sources (fork.c: the run, barriers, puts and
+     gets; teams.c; spaces.c) and transports/common/[a-z]*.c (the
      Makefile's $(FORK)), and the allocator:
          static void pe_main(void *arg) { ... shmem_malloc ... }
          int main(void) { return shmalloc_fork_run(4, 0, pe_main, NULL); }
@@ -15,14 +16,35 @@
      Every heap lives in shared memory mapped before the fork, so a put
      or a get is a copy into or out of the peer's heap at the same offset.
      A barrier that waits longer than SHMALLOC_BARRIER_TIMEOUT seconds
-     ends its PE, naming the PE it waited for. */
+     ends its PE, naming its team and the PEs it waited for.
+
+   TEAMS
+     The OpenSHMEM 1.5 team calls of ../../transports/shmalloc_teams.h,
+     each team with its own barrier in shared memory.  SHMEM_TEAM_SHARED
+     is every PE: each PE's memory is mapped in every PE's process, so all
+     of them share memory, as the node's PEs do.  At most 64 teams are
+     alive at once, the world's included (a destroyed team's barrier is
+     free again once every member has destroyed it).
+
+   SPACES
+     shmemx_space_create(team, config, &space) maps nothing: a space takes
+     the same offset in each member's room for spaces, reserved shared
+     before the fork (SHMALLOC_FORK_SPACES bytes a PE, MAP_NORESERVE).
+     shmem_putmem and shmem_getmem reach a space's address on a member,
+     named by its world PE; to another PE they end the job, naming the
+     space, its team and the PE.  A space over memory the program gives
+     (config->mem) is reached by its own PE alone. */
 #ifndef SHMALLOC_FORK_H_INCLUDED
 #define SHMALLOC_FORK_H_INCLUDED
 
 #include "../../shmalloc.h"
+#include "../../transports/shmalloc_teams.h"
 #include <stddef.h>
 
 #define SHMALLOC_FORK_MAX_PES 64
+#if !defined(SHMALLOC_FORK_SPACES)
+#  define SHMALLOC_FORK_SPACES ((size_t)256 << 20) /* each PE's room for spaces, in address space */
+#endif
 
 int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg);
 int shmem_my_pe(void);
@@ -32,6 +54,12 @@ void shmem_barrier_all(void);
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_quiet(void);
+/* Collective over team: a space as config asks, in the room for spaces;
+   0, or an SHMEM_MALLOC_* / SHMEMX_MALLOC_* code on every member. */
+int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, shmemx_space_t *space);
+/* Collective over the space's team: shmalloc_space_destroy, then its
+   pages are given back. */
+long shmemx_space_destroy(shmemx_space_t space, long flags);
 /* Ends this PE with status; shmalloc_fork_run then ends the others. */
 void shmem_global_exit(int status);
 

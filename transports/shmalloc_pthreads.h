@@ -49,6 +49,7 @@
 #define SHMALLOC_PTHREADS_H_INCLUDED
 
 #include "../shmalloc.h"
+#include "shmalloc_teams.h"
 
 #include <stddef.h>
 

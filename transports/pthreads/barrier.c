@@ -20,9 +20,12 @@ static int shm__cond_init_monotonic(pthread_cond_t *cond)
     return rc;
 }
 
-int shm__barrier_init(shm__barrier *b, int parties, int timeout)
+int shm__barrier_init(shm__barrier *b, int parties, int timeout, int start, int stride)
 {
     b->parties = parties;
+    b->start = start;
+    b->stride = stride;
+    b->team = 0;
     b->sleepers = 0;
     b->leavers = 0;
     b->expired = 0;
@@ -58,8 +61,9 @@ static int shm__ended(const shm__barrier *b, int q) { return __atomic_load_n(&b-
 
 /* Ends the program: PE me waited too long for barrier epoch, unless every
    PE arrived just now, or (ended) waits for PEs that have ended and will
-   never arrive.  The first PE to say so names every such PE; the others
-   wait for its exit. */
+   never arrive.  The first PE to say so names every such PE (by its world
+   number; a team's barrier names the team too); the others wait for its
+   exit. */
 static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int ended)
 {
     char late[384];
@@ -69,7 +73,7 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
         if (shm__arrived(b, q, epoch) || (ended && !shm__ended(b, q))) continue;
         missing++;
         if (n + 24 < sizeof late) {
-            n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", q);
+            n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", b->start + q * b->stride);
             listed++;
         }
     }
@@ -80,6 +84,10 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
     if (ended)
         shmalloc_print(2, SHM__MSG(PTHREADS_PE_RETURNED), me, (unsigned long long)epoch, missing > 1 ? "s" : "", late,
                        missing > 1 ? "ve" : "s");
+    else if (b->team)
+        shmalloc_print(2, SHM__MSG(PTHREADS_TEAM_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late,
+                       b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
+                       (unsigned long long)epoch);
     else
         shmalloc_print(2, SHM__MSG(PTHREADS_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late, me, b->parties,
                        (unsigned long long)epoch);
@@ -156,4 +164,9 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
             else if (theirs[i] > values[i]) values[i] = theirs[i];
         }
     }
+}
+
+uint64_t shm__published(const shm__barrier *b, int q, uint64_t epoch, int i)
+{
+    return b->slots[q].values[epoch & 1u][i];
 }

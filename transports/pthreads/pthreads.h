@@ -2,8 +2,9 @@
    barrier, one run and its PEs.  Internal: programs include
    ../shmalloc_pthreads.h.
 
-   barrier.c  the barrier and all-reduce among the PE threads, with the
-              deadline of SHMALLOC_BARRIER_TIMEOUT
+   barrier.c  the barrier and all-reduce among the PE threads of a team,
+              with the deadline of SHMALLOC_BARRIER_TIMEOUT
+   team.c     the teams (../shmalloc_teams.h): splits, handles, syncs
    run.c      shmalloc_pthreads_run: maps the heaps, starts the PE threads,
               binds the transport contract
    shmem.c    the SHMEM names that start no heap: PE numbers, puts, gets */
@@ -50,7 +51,9 @@ typedef struct shm__slot {
 typedef struct shm__barrier {
     shm__slot *slots;    /* one per PE, cache-line aligned, in slots_mem */
     void *slots_mem;     /* from shmalloc_mem_alloc */
-    int parties;
+    int parties;         /* slot q is world PE start + q * stride */
+    int start, stride;
+    int team;            /* a split team's: its messages name the team */
     int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
     int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_BARRIER_TIMEOUT) */
     unsigned sleepers;   /* atomic: PEs waiting on cond */
@@ -60,38 +63,71 @@ typedef struct shm__barrier {
     pthread_cond_t cond; /* on CLOCK_MONOTONIC, the clock of the wait's deadline */
 } shm__barrier;
 
-SHM__INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout);
+SHM__INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout, int start, int stride);
 SHM__INTERNAL void shm__barrier_fini(shm__barrier *b);
 /* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
    (count of them) become their maximum over the PEs. */
 SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op);
+/* Value i that PE q published in barrier epoch, before it was reduced:
+   readable until the caller reaches barrier epoch + 1. */
+SHM__INTERNAL uint64_t shm__published(const shm__barrier *b, int q, uint64_t epoch, int i);
 /* PE me has returned from pe_main and destroyed its heap: a peer waiting
    for it in a barrier ends the program at once, naming it, rather than at
    the timeout. */
 SHM__INTERNAL void shm__barrier_leave(shm__barrier *b, int me);
 
-/* >> run (run.c) ---------------------------------------------------------------
-   One run of shmalloc_pthreads_run: the PEs, their heaps, the shared state
-   of the barrier and the all-reduce. */
+/* >> teams (team.c) -------------------------------------------------------------
+   What a team's members share: its barrier, and one handle per member,
+   which only that member's threads change.  The world is a team too.  A
+   split's first member makes the new team and publishes it through the
+   parent's barrier; the last member to let go of it (shmem_team_destroy,
+   or the end of a space over it) frees it, the run's end any left. */
 typedef struct shm__run shm__run;
+typedef struct shm__pe shm__pe;
+typedef struct shm__team shm__team;
 
-typedef struct shm__pe {
+struct shmalloc_team {
+    shm__team *team;       /* NULL in the global handles SHMEM_TEAM_WORLD and _SHARED */
+    shm__pe *pe;           /* the member this handle belongs to */
+    int index;             /* its number in the team */
+    int destroyed;         /* by shmem_team_destroy: the handle is invalid */
+    uint64_t epoch;        /* barriers it has reached in this team */
+    shmem_team_config_t config;
+};
+
+struct shm__team {
+    shm__barrier barrier;  /* slot i: member i, world PE barrier.start + i * barrier.stride */
+    struct shmalloc_team *members;
+    int holders;           /* atomic: members not destroyed, and spaces over the team */
+    shm__team *prev, *next; /* the run's teams (teams_mutex) */
+};
+
+SHM__INTERNAL int shm__team_init(shm__team *t, shm__run *run, int start, int stride, int size);
+SHM__INTERNAL void shm__team_fini(shm__team *t);
+/* Barrier (count 0) or all-reduce of the members of handle h. */
+SHM__INTERNAL void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op);
+/* Lets go of team t: frees it when no member or space holds it. */
+SHM__INTERNAL void shm__team_release(shm__team *t);
+
+/* >> run (run.c) ---------------------------------------------------------------
+   One run of shmalloc_pthreads_run: the PEs, their heaps, the world team. */
+struct shm__pe {
     shm__run *run;
     int index;
-    uint64_t epoch;        /* barriers this PE has reached */
     shm__map_mem map;      /* the heap's memory (common/map.h) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     int thread_started;
     pthread_t thread;
     pthread_mutex_t lock;  /* serialises the threads of this PE */
-} shm__pe;
+};
 
 struct shm__run {
     int npes;
     shm__start start;      /* what start-up found: sizes, pages, timeout */
     void (*pe_main)(void *arg);
     void *arg;
-    shm__barrier barrier;
+    shm__team world;       /* members[q]: PE q's handle of SHMEM_TEAM_WORLD */
+    pthread_mutex_t teams_mutex; /* the list of teams from world */
     int create_failed;     /* written by the threads, read after join */
     shm__pe *pes;
     /* Start gate: threads wait here until all were created, so a failed
@@ -104,7 +140,7 @@ struct shm__run {
 /* The calling thread's PE while it runs pe_main, else NULL. */
 extern SHM__INTERNAL SHMALLOC_TLS shm__pe *shm__self;
 
-/* The contract's barrier for PE pe (the user pointer of its transport). */
-SHM__INTERNAL int shm__pe_barrier(void *pe);
+/* The contract over a team's members, user the member's handle. */
+SHM__INTERNAL void shm__team_transport(struct shmalloc_team *h, shmalloc_transport *tp);
 
 #endif /* SHMALLOC_PTHREADS_INTERNAL_H */

@@ -293,6 +293,64 @@ ParameterizedTest(extra_case *c, timeout, debug_mode_counts_the_calls_of_a_pe_th
     cr_assert(strstr(r.text, " for PE 1, which has returned from pe_main"), "%s", r.text);
 }
 
+/* ---- a team's barrier ------------------------------------------------------
+   Team {1, 3} of 4 PEs: world PE 3 skips the team's sync while PE 1 waits
+   in it (PEs 0 and 2 are busy elsewhere, in no barrier). */
+static void pe_skips_team_sync(void *arg)
+{
+    int me = shmem_my_pe();
+    shmem_team_t odd;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, 2, NULL, 0, &odd) != 0) return;
+    if (me == 1) shmem_team_sync(odd);
+    sleep_seconds(CHILD_BOUND / 2);
+}
+
+Test(timeout, a_skipped_team_sync_names_the_team_and_the_missing_pe, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    char want[512];
+    size_t tag = sizeof "[PTHREADS_TEAM_BARRIER_TIMEOUT] " - 1;
+    run_child(4, "1", pe_skips_team_sync, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds >= 1.0 && r.seconds < CHILD_BOUND / 2, "ended after %.2f s", r.seconds);
+    cr_assert_eq(count_in(r.text, "[PTHREADS_TEAM_BARRIER_TIMEOUT] "), 1, "stderr: %s", r.text);
+    memcpy(want, "[PTHREADS_TEAM_BARRIER_TIMEOUT] ", tag);
+    snprintf(want + tag, sizeof want - tag, shm__text_PTHREADS_TEAM_BARRIER_TIMEOUT, 1, "", "3", 2, "s", 1, 2, 0, 1,
+             1ull);
+    cr_assert(strstr(r.text, want), "expected\n%s\nin\n%s", want, r.text);
+}
+
+/* Teams A {0, 1, 2} and B {0, 2}: PE 0 syncs A then B, PE 2 B then A.  A
+   barrier times out naming its team and the PE that went to the other
+   (which of the two first is the scheduler's choice). */
+static void pe_team_order(void *arg)
+{
+    int me = shmem_my_pe();
+    shmem_team_t a, b;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 3, NULL, 0, &a) != 0 ||
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, 2, NULL, 0, &b) != 0)
+        return;
+    if (me == 0) shmem_team_sync(a), shmem_team_sync(b);
+    if (me == 1) shmem_team_sync(a);
+    if (me == 2) shmem_team_sync(b), shmem_team_sync(a);
+    sleep_seconds(CHILD_BOUND / 2);
+}
+
+Test(timeout, overlapping_teams_in_different_orders_time_out_naming_the_team, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    static const char in_a[] = " waiting for world PE 2 (the team of 3 PEs from world PE 0 by stride 1; ";
+    static const char in_b[] = " waiting for world PE 0 (the team of 2 PEs from world PE 0 by stride 2; ";
+    const char *m;
+    run_child(3, "1", pe_team_order, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    m = strstr(r.text, "[PTHREADS_TEAM_BARRIER_TIMEOUT] ");
+    cr_assert(m != NULL, "stderr: %s", r.text);
+    cr_assert(strstr(m, in_a) || strstr(m, in_b), "expected\n%s\nor\n%s\nin\n%s", in_a, in_b, r.text);
+}
+
 /* ---- the variable ------------------------------------------------------- */
 static int pe_calls;
 

@@ -102,10 +102,22 @@ struct shm__team {
     shm__team *prev, *next; /* the run's teams (teams_mutex) */
 };
 
+/* A heap's transport user: the PE's handle of the heap's team, and for a
+   space (space.c) the memory the transport mapped for it and where each
+   member's copy of it starts.  A PE's world heap has its own (shm__pe). */
+typedef struct shm__space {
+    struct shmalloc_team *member;
+    shm__map_mem map;      /* map.base NULL: the program's memory, or the world heap (the PE's map) */
+    char **bases;          /* a space's: member i's copy at bases[i]; NULL for the world heap */
+} shm__space;
+
 SHM__INTERNAL int shm__team_init(shm__team *t, shm__run *run, int start, int stride, int size);
 SHM__INTERNAL void shm__team_fini(shm__team *t);
 /* Barrier (count 0) or all-reduce of the members of handle h. */
 SHM__INTERNAL void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op);
+/* PE me's own handle behind team (WORLD and SHARED resolved), or NULL:
+   an invalid handle, one destroyed, or another PE's. */
+SHM__INTERNAL struct shmalloc_team *shm__team_handle(shm__pe *me, shmem_team_t team);
 /* Lets go of team t: frees it when no member or space holds it. */
 SHM__INTERNAL void shm__team_release(shm__team *t);
 
@@ -115,6 +127,7 @@ struct shm__pe {
     shm__run *run;
     int index;
     shm__map_mem map;      /* the heap's memory (common/map.h) */
+    shm__space space;      /* its transport's user: member is the PE's world handle */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     int thread_started;
     pthread_t thread;
@@ -140,7 +153,7 @@ struct shm__run {
 /* The calling thread's PE while it runs pe_main, else NULL. */
 extern SHM__INTERNAL SHMALLOC_TLS shm__pe *shm__self;
 
-/* The contract over a team's members, user the member's handle. */
-SHM__INTERNAL void shm__team_transport(struct shmalloc_team *h, shmalloc_transport *tp);
+/* The contract over the members of user's team. */
+SHM__INTERNAL void shm__team_transport(shm__space *user, shmalloc_transport *tp);
 
 #endif /* SHMALLOC_PTHREADS_INTERNAL_H */

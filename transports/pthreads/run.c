@@ -8,49 +8,51 @@
 SHMALLOC_TLS shm__pe *shm__self;
 
 /* >> transport ---------------------------------------------------------------
-   The shmalloc_transport members; user is the calling member's handle of
-   the team (the world's for a PE's heap). */
+   The shmalloc_transport members; user is the heap's shm__space, its
+   member the calling PE's handle of the heap's team. */
+static struct shmalloc_team *shm__member(void *user) { return ((shm__space *)user)->member; }
+
 static int shm__tp_barrier(void *user)
 {
-    shm__team_sync((struct shmalloc_team *)user, NULL, 0, SHM__REDUCE_MAX);
+    shm__team_sync(shm__member(user), NULL, 0, SHM__REDUCE_MAX);
     return 0;
 }
 
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shm__team_sync((struct shmalloc_team *)user, values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
+    shm__team_sync(shm__member(user), values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
     return bad ? -1 : 0;
 }
 
 static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX;
-    shm__team_sync((struct shmalloc_team *)user, values, bad ? 0 : count, SHM__REDUCE_AND);
+    shm__team_sync(shm__member(user), values, bad ? 0 : count, SHM__REDUCE_AND);
     return bad ? -1 : 0;
 }
 
 static int shm__tp_lock(void *user)
 {
-    return pthread_mutex_lock(&((struct shmalloc_team *)user)->pe->lock) == 0 ? 0 : -1;
+    return pthread_mutex_lock(&shm__member(user)->pe->lock) == 0 ? 0 : -1;
 }
 
 static int shm__tp_unlock(void *user)
 {
-    return pthread_mutex_unlock(&((struct shmalloc_team *)user)->pe->lock) == 0 ? 0 : -1;
+    return pthread_mutex_unlock(&shm__member(user)->pe->lock) == 0 ? 0 : -1;
 }
 
-void shm__team_transport(struct shmalloc_team *h, shmalloc_transport *tp)
+void shm__team_transport(shm__space *user, shmalloc_transport *tp)
 {
     memset(tp, 0, sizeof *tp);
-    tp->user = h;
+    tp->user = user;
     tp->barrier = shm__tp_barrier;
     tp->allreduce_max = shm__tp_allreduce_max;
     tp->allreduce_and = shm__tp_allreduce_and;
     tp->lock = shm__tp_lock;
     tp->unlock = shm__tp_unlock;
-    tp->pe = h->index;
-    tp->npes = h->team->barrier.parties;
+    tp->pe = user->member->index;
+    tp->npes = user->member->team->barrier.parties;
 }
 
 /* >> pe threads --------------------------------------------------------------*/
@@ -90,7 +92,8 @@ static void *shm__pe_thread(void *arg)
     char ended[48];
 
     if (!shm__wait_gate(w)) return NULL;
-    shm__team_transport(&w->world.members[pe->index], &tp);
+    pe->space.member = &w->world.members[pe->index];
+    shm__team_transport(&pe->space, &tp);
     pe->heap = shm__start_heap(&w->start, &pe->map, &tp, NULL);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */

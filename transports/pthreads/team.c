@@ -61,15 +61,14 @@ void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op
     shm__sync(&h->team->barrier, h->index, ++h->epoch, values, count, op);
 }
 
-/* The calling PE's own handle behind team, or NULL: an invalid handle,
-   one destroyed, or another PE's. */
-static struct shmalloc_team *shm__handle(shmem_team_t team)
+struct shmalloc_team *shm__team_handle(shm__pe *me, shmem_team_t team)
 {
-    shm__pe *me = shm__self;
     if (me == NULL || team == SHMEM_TEAM_INVALID) return NULL;
     if (team == SHMEM_TEAM_WORLD || team == SHMEM_TEAM_SHARED) return &me->run->world.members[me->index];
     return team->team != NULL && team->pe == me && !team->destroyed ? team : NULL;
 }
+
+static struct shmalloc_team *shm__handle(shmem_team_t team) { return shm__team_handle(shm__self, team); }
 
 /* >> queries ------------------------------------------------------------------*/
 int shmem_team_my_pe(shmem_team_t team)

@@ -357,6 +357,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
                                      "calls in another order\n") \
     X(PTHREADS_TEAM_BAD_SPLIT, "shmalloc: PE %d: %s: %s; the split fails on every PE of the parent team (%d PE%s " \
                                "from world PE %d by stride %d)\n") \
+    X(PTHREADS_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \
+                                 "stride %d; calling PE %d): give a member's world PE number " \
+                                 "(shmem_team_translate_pe)\n") \
     /* the PMIx transport: start-up (the PE ends) */ \
     X(PMIX_BAD_THREAD_LEVEL, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, " \
                              "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); " \

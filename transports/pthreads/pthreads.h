@@ -5,6 +5,8 @@
    barrier.c  the barrier and all-reduce among the PE threads of a team,
               with the deadline of SHMALLOC_BARRIER_TIMEOUT
    team.c     the teams (../shmalloc_teams.h): splits, handles, syncs
+   space.c    spaces: the contract's team member, their memory, and
+              where a member's copy of a space's address is
    run.c      shmalloc_pthreads_run: maps the heaps, starts the PE threads,
               binds the transport contract
    shmem.c    the SHMEM names that start no heap: PE numbers, puts, gets */
@@ -120,6 +122,16 @@ SHM__INTERNAL void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int
 SHM__INTERNAL struct shmalloc_team *shm__team_handle(shm__pe *me, shmem_team_t team);
 /* Lets go of team t: frees it when no member or space holds it. */
 SHM__INTERNAL void shm__team_release(shm__team *t);
+
+/* >> spaces (space.c) -----------------------------------------------------------*/
+/* The contract's team and team_done: a child over the PE's handle of team,
+   holding the team until the space is destroyed. */
+SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
+SHM__INTERNAL void shm__tp_team_done(void *child_user);
+/* World PE pe's copy of offset in space; NULL when pe is not a member. */
+SHM__INTERNAL char *shm__space_peer(shmalloc_heap *space, int pe, size_t offset);
+/* Says that world PE pe is not in space's team, for call what. */
+SHM__INTERNAL void shm__space_not_member(const char *what, shmalloc_heap *space, int pe);
 
 /* >> run (run.c) ---------------------------------------------------------------
    One run of shmalloc_pthreads_run: the PEs, their heaps, the world team. */

@@ -119,6 +119,7 @@ void shmem_team_destroy(shmem_team_t team)
 {
     struct shmalloc_team *h = shm__handle(team);
     if (h == NULL || !h->team->barrier.team) return; /* the world and SHARED outlive the run's PEs */
+    shmalloc_space_team_destroyed(h->pe->heap, h);
     h->destroyed = 1;
     shm__team_release(h->team);
 }

@@ -1,0 +1,106 @@
+/* space.c - spaces on the pthreads transport: the contract's team
+   member, shmemx_space_create and _destroy, and where a member's copy of
+   a space's address is.  See pthreads.h. */
+#include "pthreads.h"
+
+#include <string.h>
+
+/* >> the contract's team member ---------------------------------------------*/
+int shm__tp_team(void *user, const void *team, shmalloc_transport *child)
+{
+    shm__pe *pe = ((shm__space *)user)->member->pe;
+    struct shmalloc_team *h = shm__team_handle(pe, (shmem_team_t)(uintptr_t)team);
+    shm__space *s;
+    size_t n;
+    if (h == NULL) return -1;
+    n = (size_t)h->team->barrier.parties;
+    s = (shm__space *)shmalloc_mem_alloc(1, sizeof *s + n * sizeof *s->bases);
+    if (s == NULL) return -1;
+    memset(s, 0, sizeof *s);
+    s->member = h;
+    s->bases = (char **)(void *)(s + 1);
+    __atomic_add_fetch(&h->team->holders, 1, __ATOMIC_ACQ_REL); /* the space outlives shmem_team_destroy */
+    shm__team_transport(s, child);
+    return 0;
+}
+
+void shm__tp_team_done(void *child_user)
+{
+    shm__space *s = (shm__space *)child_user;
+    shm__team_release(s->member->team);
+    shmalloc_mem_free(s);
+}
+
+/* >> shmemx_space_create and _destroy -----------------------------------------*/
+/* Collective over the space's members: each learns where the others' copies start. */
+static void shm__space_bases(shm__space *s, char *base)
+{
+    const shm__barrier *b = &s->member->team->barrier;
+    uint64_t mine = (uint64_t)(uintptr_t)base;
+    int i;
+    shm__team_sync(s->member, &mine, 1, SHM__REDUCE_MAX);
+    for (i = 0; i < b->parties; i++) s->bases[i] = (char *)(uintptr_t)shm__published(b, i, s->member->epoch, 0);
+}
+
+int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, shmemx_space_t *space)
+{
+    shm__pe *me = shm__self;
+    struct shmalloc_team *h = shm__team_handle(me, team);
+    shmalloc_heap_config hc;
+    shm__map_mem map;
+    size_t nominal, max, bytes;
+    void *mem = NULL;
+    long err = 0;
+    shmalloc_heap *made;
+
+    if (space != NULL) *space = NULL;
+    if (me == NULL || config == NULL || space == NULL) return -1; /* no collective to join */
+    nominal = config->size ? config->size : me->run->start.nominal;
+    max = config->max > nominal ? config->max : nominal;
+    bytes = config->mem != NULL ? config->bytes : shmalloc_heap_bytes(max);
+    memset(&map, 0, sizeof map);
+    if (config->mem != NULL) mem = config->mem;
+    else if (h != NULL && bytes != 0 && shm__map_heap(&map, bytes, &me->run->start.huge, 0, NULL) == 0) mem = map.base;
+    else map.base = NULL; /* a failed map: the create fails on every member */
+    hc.nominal = max > nominal ? nominal : SIZE_MAX;
+    hc.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    hc.size_var = NULL; /* the program sets a space's size */
+    hc.metadata = config->metadata;
+    made = shmalloc_space_create(me->heap, h, mem, map.base != NULL ? map.bytes : bytes, &hc, &err);
+    if (made == NULL) {
+        if (map.base != NULL) shm__map_release(&map);
+        return err != 0 ? (int)err : -1;
+    }
+    ((shm__space *)shmalloc_heap_user(made))->map = map;
+    shm__space_bases((shm__space *)shmalloc_heap_user(made), (char *)shmalloc_heap_base(made));
+    *space = made;
+    return 0;
+}
+
+long shmemx_space_destroy(shmemx_space_t space, long flags)
+{
+    shm__map_mem map;
+    long rc;
+    if (space == NULL || shmalloc_space_team(space) == NULL) return shmalloc_space_destroy(space, flags);
+    map = ((shm__space *)shmalloc_heap_user(space))->map; /* the child's user goes with the space */
+    rc = shmalloc_space_destroy(space, flags);
+    if (rc == 0 && map.base != NULL) shm__map_release(&map);
+    return rc;
+}
+
+/* >> members' addresses --------------------------------------------------------*/
+char *shm__space_peer(shmalloc_heap *space, int pe, size_t offset)
+{
+    const shm__space *s = (const shm__space *)shmalloc_heap_user(space);
+    const shm__barrier *b = &s->member->team->barrier;
+    long from_start = (long)pe - b->start;
+    if (from_start < 0 || from_start % b->stride != 0 || from_start / b->stride >= b->parties) return NULL;
+    return s->bases[from_start / b->stride] + offset;
+}
+
+void shm__space_not_member(const char *what, shmalloc_heap *space, int pe)
+{
+    const shm__barrier *b = &((const shm__space *)shmalloc_heap_user(space))->member->team->barrier;
+    shmalloc_print(2, SHM__MSG(PTHREADS_SPACE_NOT_MEMBER), what, pe, (void *)space, b->parties,
+                   b->parties > 1 ? "s" : "", b->start, b->stride, shmem_my_pe());
+}

@@ -28,16 +28,22 @@ static shmem_team_t evens(void)
     return t;
 }
 
-static shmemx_space_t make_space(shmem_team_t team, size_t size, size_t max)
+static shmemx_space_t make_space_with(shmem_team_t team, size_t size, size_t max, int metadata)
 {
     shmemx_space_config_t config;
     shmemx_space_t s = NULL;
     memset(&config, 0, sizeof config);
     config.size = size;
     config.max = max;
+    config.metadata = metadata;
     PE_CHECK_EQ(shmemx_space_create(team, &config, &s), 0);
     PE_CHECK(s != NULL);
     return s;
+}
+
+static shmemx_space_t make_space(shmem_team_t team, size_t size, size_t max)
+{
+    return make_space_with(team, size, max, SHMALLOC_METADATA_INLINE);
 }
 
 /* Every PE: the heap checker passes over the world and its spaces, and
@@ -67,16 +73,17 @@ static void check_space_symmetric(void *p, int line)
 }
 #define CHECK_SPACE_SYMMETRIC(p) check_space_symmetric((p), __LINE__)
 
-/* ---- allocation ------------------------------------------------------------ */
+/* ---- allocation ------------------------------------------------------------
+   arg: the space's metadata, inline or separate (calloc's zeros then go
+   through the transport's fill). */
 static void pe_allocate(void *arg)
 {
     shmem_team_t team = evens();
     shmemx_space_t s = NULL;
     char *a = NULL, *b = NULL, *c = NULL;
     size_t i;
-    (void)arg;
     if (team != SHMEM_TEAM_INVALID) {
-        s = make_space(team, SPACE_BYTES, 0);
+        s = make_space_with(team, SPACE_BYTES, 0, *(const int *)arg);
         a = (char *)shmemx_space_malloc(s, 1000);
         b = (char *)shmemx_space_calloc(s, 100, 8);
         c = (char *)shmemx_space_align(s, 4096, 512);
@@ -106,7 +113,9 @@ static void pe_allocate(void *arg)
 
 SPACE_TEST(members_allocate_symmetric_blocks_and_shmem_free_finds_the_space)
 {
-    run_pes(*npes, SMALL_HEAP, pe_allocate, NULL);
+    static int metadata[] = {SHMALLOC_METADATA_INLINE, SHMALLOC_METADATA_SEPARATE};
+    run_pes(*npes, SMALL_HEAP, pe_allocate, &metadata[0]);
+    run_pes(*npes, SMALL_HEAP, pe_allocate, &metadata[1]);
 }
 
 /* A space of 16 KiB that may grow to 1 MiB takes 256 KiB, then gives it back. */

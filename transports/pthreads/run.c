@@ -51,6 +51,8 @@ void shm__team_transport(shm__space *user, shmalloc_transport *tp)
     tp->allreduce_and = shm__tp_allreduce_and;
     tp->lock = shm__tp_lock;
     tp->unlock = shm__tp_unlock;
+    tp->fill = shmalloc_transport_single()->fill; /* host memory: a space with separate metadata needs them */
+    tp->copy = shmalloc_transport_single()->copy;
     tp->team = shm__tp_team;
     tp->team_done = shm__tp_team_done;
     tp->pe = user->member->index;

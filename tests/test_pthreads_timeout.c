@@ -248,6 +248,26 @@ Test(timeout, a_skipped_team_sync_names_the_team_and_the_missing_pe, .timeout = 
     cr_assert(strstr(r.text, want), "expected\n%s\nin\n%s", want, r.text);
 }
 
+/* World PE 3 returns without the team's sync: PE 1, waiting in it, ends
+   the program at once, naming PE 3 by its world number. */
+static void pe_returns_without_team_sync(void *arg)
+{
+    shmem_team_t odd;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, 2, NULL, 0, &odd) != 0) return;
+    if (shmem_my_pe() == 1) shmem_team_sync(odd);
+}
+
+Test(timeout, a_pe_that_returns_without_a_team_sync_ends_it_at_once, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    run_child(4, "60", pe_returns_without_team_sync, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds < 5.0, "ended after %.2f s: waited for a PE that had returned", r.seconds);
+    cr_assert(strstr(r.text, "[PTHREADS_PE_RETURNED] shmalloc: PE 1 waits in barrier 1 for PE 3, which has returned"),
+              "%s", r.text);
+}
+
 /* Teams A {0, 1, 2} and B {0, 2}: PE 0 syncs A then B, PE 2 B then A.  A
    barrier times out naming its team and the PE that went to the other
    (which of the two first is the scheduler's choice). */

@@ -120,6 +120,10 @@ SHM__INTERNAL void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int
 /* PE me's own handle behind team (WORLD and SHARED resolved), or NULL:
    an invalid handle, one destroyed, or another PE's. */
 SHM__INTERNAL struct shmalloc_team *shm__team_handle(shm__pe *me, shmem_team_t team);
+/* PE pe has returned from pe_main, so makes no more calls on its split
+   teams: a member that waits for it in one ends the program at once
+   (shm__barrier_leave). */
+SHM__INTERNAL void shm__team_leave_all(shm__pe *pe);
 /* Lets go of team t: frees it when no member or space holds it. */
 SHM__INTERNAL void shm__team_release(shm__team *t);
 

@@ -106,6 +106,7 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
+    shm__team_leave_all(pe); /* before the world's last barrier, which a teammate may never reach */
     snprintf(ended, sizeof ended, "PE %d returned from pe_main", pe->index); /* what a mismatch names */
     shmalloc_heap_destroy_ended(pe->heap, ended); /* collective: peers may still read this heap until every PE is here */
     shm__barrier_leave(&w->world.barrier, pe->index);

@@ -56,6 +56,19 @@ void shm__team_release(shm__team *t)
     if (t->barrier.team && __atomic_sub_fetch(&t->holders, 1, __ATOMIC_ACQ_REL) == 0) shm__team_fini(t);
 }
 
+void shm__team_leave_all(shm__pe *pe)
+{
+    shm__run *run = pe->run;
+    shm__team *t;
+    pthread_mutex_lock(&run->teams_mutex);
+    for (t = run->world.next; t != &run->world; t = t->next) {
+        long from_start = (long)pe->index - t->barrier.start;
+        if (from_start >= 0 && from_start % t->barrier.stride == 0 && from_start / t->barrier.stride < t->barrier.parties)
+            shm__barrier_leave(&t->barrier, (int)(from_start / t->barrier.stride));
+    }
+    pthread_mutex_unlock(&run->teams_mutex);
+}
+
 void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op)
 {
     shm__sync(&h->team->barrier, h->index, ++h->epoch, values, count, op);

@@ -13,6 +13,7 @@ int shm__team_init(shm__team *t, shm__run *run, int start, int stride, int size)
     int i;
     if (shm__barrier_init(&t->barrier, size, run->start.timeout, start, stride) != 0) return -1;
     t->barrier.team = t != &run->world;
+    if (t->barrier.team) t->barrier.pauses = run->world.barrier.pauses; /* the run's threads share the cpus */
     t->members = (struct shmalloc_team *)shmalloc_mem_alloc((size_t)size, sizeof *t->members);
     if (t->members == NULL) {
         shm__barrier_fini(&t->barrier);

@@ -48,10 +48,10 @@ WHITEBOX_TESTS = test_corrupt test_mapping test_copy
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
 # Run again with separate metadata (SHMALLOC_METADATA=separate): data,
-# growth, hints, allocations without a barrier, the break, deferred releases,
+# spaces, growth, hints, allocations without a barrier, the break, deferred releases,
 # the private memory each PE takes, largest_request's promise.
-SEPARATE_TESTS = test_pthreads_data test_pthreads_stress test_order test_sbreak test_grow test_pthreads_deferred \
-                 test_alloc_hooks test_largest_request
+SEPARATE_TESTS = test_pthreads_data test_pthreads_stress test_pthreads_spaces test_order test_sbreak test_grow \
+                 test_pthreads_deferred test_alloc_hooks test_largest_request
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(FORK_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 # The included files define targets too: `make` alone still builds all.

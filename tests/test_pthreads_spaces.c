@@ -344,3 +344,27 @@ SPACE_TEST(a_space_whose_team_was_destroyed_refuses_calls_and_is_destroyed_alone
     run_pes(*npes, SMALL_HEAP, pe_team_first, NULL);
     cr_assert_eq(out_said(SHMALLOC_MSG_SPACE_TEAM_GONE), (size_t)(*npes + 1) / 2, "%s", out_text[2]);
 }
+
+/* Members return from pe_main leaving their space with a live block: the
+   run destroys it on each, unmaps its memory, and ends cleanly. */
+static void pe_leaves_a_space(void *arg)
+{
+    shmem_team_t team = evens();
+    shmemx_space_t s;
+    (void)arg;
+    if (team == SHMEM_TEAM_INVALID) return;
+    s = make_space(team, SPACE_BYTES, 0);
+    PE_CHECK(shmemx_space_malloc(s, 100) != NULL);
+    shared.ptrs[shmem_my_pe()] = shmalloc_heap_base(s);
+}
+
+SPACE_TEST(a_space_left_at_the_end_is_destroyed_and_unmapped)
+{
+    int q;
+    run_pes(*npes, SMALL_HEAP, pe_leaves_a_space, NULL);
+    for (q = 0; q < *npes; q += 2) {
+        cr_assert(shared.ptrs[q] != NULL);
+        cr_assert(msync(shared.ptrs[q], 4096, MS_ASYNC) != 0 && errno == ENOMEM, "PE %d's space at %p is mapped",
+                  q, shared.ptrs[q]);
+    }
+}

@@ -44,7 +44,8 @@
    TEAMS AND SPACES
      shmalloc_teams.h: SHMEM_TEAM_SHARED is every PE (one process).  Each
      team has its own barrier; a space's memory is mapped by
-     shmemx_space_create and unmapped by shmemx_space_destroy.
+     shmemx_space_create and unmapped by shmemx_space_destroy, or when its
+     PE returns from pe_main (its live blocks freed).
 
    SYMMETRIC ADDRESSES
      Only addresses inside a PE's symmetric heap are symmetric: globals and

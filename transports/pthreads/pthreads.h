@@ -111,6 +111,8 @@ typedef struct shm__space {
     struct shmalloc_team *member;
     shm__map_mem map;      /* map.base NULL: the program's memory, or the world heap (the PE's map) */
     char **bases;          /* a space's: member i's copy at bases[i]; NULL for the world heap */
+    shmalloc_heap *heap;   /* a space's, once made */
+    struct shm__space *prev, *next; /* the PE's spaces, from the world's (collective calls alone change them) */
 } shm__space;
 
 SHM__INTERNAL int shm__team_init(shm__team *t, shm__run *run, int start, int stride, int size);
@@ -132,6 +134,9 @@ SHM__INTERNAL void shm__team_release(shm__team *t);
    holding the team until the space is destroyed. */
 SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
 SHM__INTERNAL void shm__tp_team_done(void *child_user);
+/* PE pe has returned from pe_main: the spaces it left are destroyed on
+   it alone, their live blocks freed, their memory unmapped. */
+SHM__INTERNAL void shm__space_end_all(shm__pe *pe);
 /* World PE pe's copy of offset in space; NULL when pe is not a member. */
 SHM__INTERNAL char *shm__space_peer(shmalloc_heap *space, int pe, size_t offset);
 /* Says that world PE pe is not in space's team, for call what. */

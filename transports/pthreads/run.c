@@ -97,6 +97,7 @@ static void *shm__pe_thread(void *arg)
 
     if (!shm__wait_gate(w)) return NULL;
     pe->space.member = &w->world.members[pe->index];
+    pe->space.prev = pe->space.next = &pe->space;
     shm__team_transport(&pe->space, &tp);
     pe->heap = shm__start_heap(&w->start, &pe->map, &tp, NULL);
     /* If some PE failed, those that succeeded skip destroy too: it is
@@ -106,6 +107,7 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
+    shm__space_end_all(pe);
     shm__team_leave_all(pe); /* before the world's last barrier, which a teammate may never reach */
     snprintf(ended, sizeof ended, "PE %d returned from pe_main", pe->index); /* what a mismatch names */
     shmalloc_heap_destroy_ended(pe->heap, ended); /* collective: peers may still read this heap until every PE is here */

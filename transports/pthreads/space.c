@@ -19,6 +19,10 @@ int shm__tp_team(void *user, const void *team, shmalloc_transport *child)
     memset(s, 0, sizeof *s);
     s->member = h;
     s->bases = (char **)(void *)(s + 1);
+    s->prev = &pe->space;
+    s->next = pe->space.next;
+    s->next->prev = s;
+    pe->space.next = s;
     __atomic_add_fetch(&h->team->holders, 1, __ATOMIC_ACQ_REL); /* the space outlives shmem_team_destroy */
     shm__team_transport(s, child);
     return 0;
@@ -27,6 +31,8 @@ int shm__tp_team(void *user, const void *team, shmalloc_transport *child)
 void shm__tp_team_done(void *child_user)
 {
     shm__space *s = (shm__space *)child_user;
+    s->prev->next = s->next;
+    s->next->prev = s->prev;
     shm__team_release(s->member->team);
     shmalloc_mem_free(s);
 }
@@ -72,6 +78,7 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
         return err != 0 ? (int)err : -1;
     }
     ((shm__space *)shmalloc_heap_user(made))->map = map;
+    ((shm__space *)shmalloc_heap_user(made))->heap = made;
     shm__space_bases((shm__space *)shmalloc_heap_user(made), (char *)shmalloc_heap_base(made));
     *space = made;
     return 0;
@@ -86,6 +93,16 @@ long shmemx_space_destroy(shmemx_space_t space, long flags)
     rc = shmalloc_space_destroy(space, flags);
     if (rc == 0 && map.base != NULL) shm__map_release(&map);
     return rc;
+}
+
+void shm__space_end_all(shm__pe *pe)
+{
+    while (pe->space.next != &pe->space) {
+        shm__space *s = pe->space.next;
+        if (s->heap == NULL) break; /* a create in progress (another thread's): its own to finish */
+        shmalloc_space_team_destroyed(pe->heap, s->member); /* no member will sync on it again */
+        if (shmemx_space_destroy(s->heap, SHMALLOC_SPACE_FREE_LIVE) != 0) break;
+    }
 }
 
 /* >> members' addresses --------------------------------------------------------*/

@@ -346,16 +346,27 @@ SPACE_TEST(a_space_whose_team_was_destroyed_refuses_calls_and_is_destroyed_alone
 }
 
 /* Members return from pe_main leaving their space with a live block: the
-   run destroys it on each, unmaps its memory, and ends cleanly. */
+   run destroys it on each and ends cleanly; the memory of PE 0, which
+   returns first, stays readable by the others until every PE has ended,
+   then is unmapped. */
 static void pe_leaves_a_space(void *arg)
 {
     shmem_team_t team = evens();
     shmemx_space_t s;
+    int *p, got = 0;
     (void)arg;
     if (team == SHMEM_TEAM_INVALID) return;
     s = make_space(team, SPACE_BYTES, 0);
-    PE_CHECK(shmemx_space_malloc(s, 100) != NULL);
+    p = (int *)shmemx_space_malloc(s, 100);
+    PE_CHECK(p != NULL);
+    if (p == NULL) return;
+    *p = 1000 + shmem_my_pe();
     shared.ptrs[shmem_my_pe()] = shmalloc_heap_base(s);
+    shmem_team_sync(team);
+    if (shmem_my_pe() == 0) return;
+    sleep_seconds(0.05);
+    shmem_getmem(&got, p, sizeof got, 0);
+    PE_CHECK_EQ(got, 1000);
 }
 
 SPACE_TEST(a_space_left_at_the_end_is_destroyed_and_unmapped)

@@ -87,6 +87,7 @@ SHM__INTERNAL void shm__barrier_leave(shm__barrier *b, int me);
 typedef struct shm__run shm__run;
 typedef struct shm__pe shm__pe;
 typedef struct shm__team shm__team;
+typedef struct shm__left_map shm__left_map;
 
 struct shmalloc_team {
     shm__team *team;       /* NULL in the global handles SHMEM_TEAM_WORLD and _SHARED */
@@ -135,8 +136,10 @@ SHM__INTERNAL void shm__team_release(shm__team *t);
 SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
 SHM__INTERNAL void shm__tp_team_done(void *child_user);
 /* PE pe has returned from pe_main: the spaces it left are destroyed on
-   it alone, their live blocks freed, their memory unmapped. */
+   it alone, their live blocks freed; their memory stays mapped until
+   shm__space_unmap_left, once every PE has ended. */
 SHM__INTERNAL void shm__space_end_all(shm__pe *pe);
+SHM__INTERNAL void shm__space_unmap_left(shm__pe *pe);
 /* World PE pe's copy of offset in space; NULL when pe is not a member. */
 SHM__INTERNAL char *shm__space_peer(shmalloc_heap *space, int pe, size_t offset);
 /* Says that world PE pe is not in space's team, for call what. */
@@ -149,6 +152,7 @@ struct shm__pe {
     int index;
     shm__map_mem map;      /* the heap's memory (common/map.h) */
     shm__space space;      /* its transport's user: member is the PE's world handle */
+    shm__left_map *left;   /* the memory of spaces left at pe_main's end (space.c) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
     int thread_started;
     pthread_t thread;

@@ -147,6 +147,7 @@ static void shm__run_fini(shm__run *w)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
+        shm__space_unmap_left(&w->pes[q]);
         if (w->pes[q].map.base != NULL) {
             shm__map_release(&w->pes[q].map);
             pthread_mutex_destroy(&w->pes[q].lock);

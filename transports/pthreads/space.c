@@ -95,13 +95,40 @@ long shmemx_space_destroy(shmemx_space_t space, long flags)
     return rc;
 }
 
+/* A space's memory kept past its PE's end: a peer may read it until every
+   PE has ended, as the world heap's. */
+struct shm__left_map {
+    shm__map_mem map;
+    shm__left_map *next;
+};
+
 void shm__space_end_all(shm__pe *pe)
 {
     while (pe->space.next != &pe->space) {
         shm__space *s = pe->space.next;
+        shm__left_map *left;
         if (s->heap == NULL) break; /* a create in progress (another thread's): its own to finish */
+        left = (shm__left_map *)shmalloc_mem_alloc(1, sizeof *left);
+        if (left != NULL && s->map.base != NULL) {
+            left->map = s->map;
+            left->next = pe->left;
+            pe->left = left;
+            s->map.base = NULL;
+        } else {
+            shmalloc_mem_free(left); /* without memory for the record, the space is unmapped now */
+        }
         shmalloc_space_team_destroyed(pe->heap, s->member); /* no member will sync on it again */
         if (shmemx_space_destroy(s->heap, SHMALLOC_SPACE_FREE_LIVE) != 0) break;
+    }
+}
+
+void shm__space_unmap_left(shm__pe *pe)
+{
+    while (pe->left != NULL) {
+        shm__left_map *next = pe->left->next;
+        shm__map_release(&pe->left->map);
+        shmalloc_mem_free(pe->left);
+        pe->left = next;
     }
 }
 

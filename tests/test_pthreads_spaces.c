@@ -148,6 +148,30 @@ SPACE_TEST(a_space_grows_on_every_member)
     run_pes(*npes, SMALL_HEAP, pe_grow, NULL);
 }
 
+/* No config: a space of the run's heap size that does not grow. */
+static void pe_default_config(void *arg)
+{
+    shmem_team_t team = evens();
+    shmemx_space_t s = NULL;
+    shmalloc_info info;
+    (void)arg;
+    if (team != SHMEM_TEAM_INVALID) {
+        PE_CHECK_EQ(shmemx_space_create(team, NULL, &s), 0);
+        PE_CHECK_EQ(shmalloc_heap_info(s, &info), 0);
+        PE_CHECK(info.heap_size >= SMALL_HEAP && info.heap_max == info.heap_size);
+        shmem_free(shmemx_space_malloc(s, SMALL_HEAP / 2));
+        PE_CHECK_EQ(malloc_error, SHMEM_MALLOC_OK);
+        PE_CHECK_EQ(shmemx_space_destroy(s, 0), 0);
+        shmem_team_destroy(team);
+    }
+    END_CHECKED();
+}
+
+SPACE_TEST(no_config_makes_a_space_of_the_heap_size)
+{
+    run_pes(*npes, SMALL_HEAP, pe_default_config, NULL);
+}
+
 /* ---- puts and gets --------------------------------------------------------- */
 #define RING 3000
 

@@ -58,16 +58,18 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
     void *mem = NULL;
     long err = 0;
     shmalloc_heap *made;
-
+    shm__space *rec;
+    static const shmemx_space_config_t defaults = {0, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
     if (space != NULL) *space = NULL;
-    if (me == NULL || config == NULL || space == NULL) return -1; /* no collective to join */
+    if (me == NULL || space == NULL) return -1; /* no collective to join */
+    if (config == NULL) config = &defaults;
     nominal = config->size ? config->size : me->run->start.nominal;
     max = config->max > nominal ? config->max : nominal;
     bytes = config->mem != NULL ? config->bytes : shmalloc_heap_bytes(max);
     memset(&map, 0, sizeof map);
     if (config->mem != NULL) mem = config->mem;
     else if (h != NULL && bytes != 0 && shm__map_heap(&map, bytes, &me->run->start.huge, 0, NULL) == 0) mem = map.base;
-    else map.base = NULL; /* a failed map: the create fails on every member */
+    /* else no memory (a failed map, or not a member): the create fails on every member */
     hc.nominal = max > nominal ? nominal : SIZE_MAX;
     hc.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
     hc.size_var = NULL; /* the program sets a space's size */
@@ -77,9 +79,10 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
         if (map.base != NULL) shm__map_release(&map);
         return err != 0 ? (int)err : -1;
     }
-    ((shm__space *)shmalloc_heap_user(made))->map = map;
-    ((shm__space *)shmalloc_heap_user(made))->heap = made;
-    shm__space_bases((shm__space *)shmalloc_heap_user(made), (char *)shmalloc_heap_base(made));
+    rec = (shm__space *)shmalloc_heap_user(made);
+    rec->map = map;
+    rec->heap = made;
+    shm__space_bases(rec, (char *)shmalloc_heap_base(made));
     *space = made;
     return 0;
 }

@@ -393,13 +393,26 @@ static void pe_leaves_a_space(void *arg)
     PE_CHECK_EQ(got, 1000);
 }
 
+/* 1 when a mapping of this process holds p (/proc/self/maps). */
+static int is_mapped(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    unsigned long long lo, hi;
+    char line[512];
+    int found = 0;
+    cr_assert(f != NULL);
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "%llx-%llx", &lo, &hi) == 2 && (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    fclose(f);
+    return found;
+}
+
 SPACE_TEST(a_space_left_at_the_end_is_destroyed_and_unmapped)
 {
     int q;
     run_pes(*npes, SMALL_HEAP, pe_leaves_a_space, NULL);
     for (q = 0; q < *npes; q += 2) {
         cr_assert(shared.ptrs[q] != NULL);
-        cr_assert(msync(shared.ptrs[q], 4096, MS_ASYNC) != 0 && errno == ENOMEM, "PE %d's space at %p is mapped",
-                  q, shared.ptrs[q]);
+        cr_assert(!is_mapped(shared.ptrs[q]), "PE %d's space at %p is mapped", q, shared.ptrs[q]);
     }
 }

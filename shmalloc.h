@@ -355,6 +355,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
                                      "team of %d PE%s from world PE %d by stride %d; its PE %d is world PE %d, " \
                                      "barrier %llu): a member skipped a call on this team, or made the team's " \
                                      "calls in another order\n") \
+    X(PTHREADS_SPACE_BARRIER_TIMEOUT, "shmalloc: a call on the space at %p timed out after %d s in its team's " \
+                                      "barrier, waiting for world PE%s %s (the team of %d PE%s from world PE %d by " \
+                                      "stride %d; its PE %d is world PE %d, barrier %llu): a member skipped a call " \
+                                      "on this space or its team, or made them in another order\n") \
     X(PTHREADS_TEAM_BAD_SPLIT, "shmalloc: PE %d: %s: %s; the split fails on every PE of the parent team (%d PE%s " \
                                "from world PE %d by stride %d)\n") \
     X(PTHREADS_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \

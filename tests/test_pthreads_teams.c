@@ -281,8 +281,8 @@ static void team_round(shmem_team_t team, int tag, int round)
     max[0] = (uint64_t)round * 4096u + (uint64_t)tag * 64u + (uint64_t)me;
     max[1] = (uint64_t)tag;
     and[0] = ~((uint64_t)1 << me);
-    shm__team_sync(h, max, 2, SHM__REDUCE_MAX);
-    shm__team_sync(h, and, 1, SHM__REDUCE_AND);
+    shm__team_sync(h, max, 2, SHM__REDUCE_MAX, NULL);
+    shm__team_sync(h, and, 1, SHM__REDUCE_AND, NULL);
     if (max[0] != (uint64_t)round * 4096u + (uint64_t)tag * 64u + (uint64_t)(n - 1) || max[1] != (uint64_t)tag)
         pe_failed(__LINE__, "team %d round %d: the maximum is %llu, %llu", tag, round, (unsigned long long)max[0],
                   (unsigned long long)max[1]);

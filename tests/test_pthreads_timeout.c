@@ -298,6 +298,37 @@ Test(timeout, overlapping_teams_in_different_orders_time_out_naming_the_team, .t
     cr_assert(strstr(m, in_a) || strstr(m, in_b), "expected\n%s\nor\n%s\nin\n%s", in_a, in_b, r.text);
 }
 
+/* The same with spaces over A and B: PE 0 allocates in A's then B's, PE
+   2 in B's then A's.  The message names the space whose call waits. */
+static void pe_space_order(void *arg)
+{
+    int me = shmem_my_pe();
+    shmem_team_t a, b = SHMEM_TEAM_INVALID;
+    shmemx_space_t sa = NULL, sb = NULL;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 3, NULL, 0, &a) != 0 ||
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, 2, NULL, 0, &b) != 0 ||
+        shmemx_space_create(a, NULL, &sa) != 0 || (b != SHMEM_TEAM_INVALID && shmemx_space_create(b, NULL, &sb) != 0))
+        return;
+    if (me == 0) shmemx_space_malloc(sa, 64), shmemx_space_malloc(sb, 64);
+    if (me == 1) shmemx_space_malloc(sa, 64);
+    if (me == 2) shmemx_space_malloc(sb, 64), shmemx_space_malloc(sa, 64);
+    sleep_seconds(CHILD_BOUND / 2);
+}
+
+Test(timeout, overlapping_spaces_in_different_orders_time_out_naming_the_space, .timeout = TEST_TIMEOUT)
+{
+    static const char in_a[] = " waiting for world PE 2 (the team of 3 PEs from world PE 0 by stride 1; ";
+    static const char in_b[] = " waiting for world PE 0 (the team of 2 PEs from world PE 0 by stride 2; ";
+    child_result r;
+    const char *m;
+    run_child(3, "1", pe_space_order, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    m = strstr(r.text, "[PTHREADS_SPACE_BARRIER_TIMEOUT] shmalloc: a call on the space at 0x");
+    cr_assert(m != NULL, "stderr: %s", r.text);
+    cr_assert(strstr(m, in_a) || strstr(m, in_b), "expected\n%s\nor\n%s\nin\n%s", in_a, in_b, r.text);
+}
+
 /* ---- the variable ------------------------------------------------------- */
 static int pe_calls;
 

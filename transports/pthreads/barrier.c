@@ -62,9 +62,9 @@ static int shm__ended(const shm__barrier *b, int q) { return __atomic_load_n(&b-
 /* Ends the program: PE me waited too long for barrier epoch, unless every
    PE arrived just now, or (ended) waits for PEs that have ended and will
    never arrive.  The first PE to say so names every such PE (by its world
-   number; a team's barrier names the team too); the others wait for its
-   exit. */
-static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int ended)
+   number; a team's barrier names the team too, and the space whose call
+   waits, if any); the others wait for its exit. */
+static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int ended, const void *space)
 {
     char late[384];
     size_t n = 0;
@@ -84,6 +84,10 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
     if (ended)
         shmalloc_print(2, SHM__MSG(PTHREADS_PE_RETURNED), b->start + me * b->stride, (unsigned long long)epoch,
                        missing > 1 ? "s" : "", late, missing > 1 ? "ve" : "s");
+    else if (space != NULL)
+        shmalloc_print(2, SHM__MSG(PTHREADS_SPACE_BARRIER_TIMEOUT), space, b->timeout, missing > 1 ? "s" : "", late,
+                       b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
+                       (unsigned long long)epoch);
     else if (b->team)
         shmalloc_print(2, SHM__MSG(PTHREADS_TEAM_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late,
                        b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
@@ -122,27 +126,27 @@ static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shm__wait *
 }
 
 /* The slow path of barrier epoch for PE me, once PE q was not there yet. */
-static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
+static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q, const void *space)
 {
     shm__wait wait;
     int r;
     shm__wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
     for (;;) {
         switch (shm__wait_step(&wait)) {
-        case SHM__WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0); break;
+        case SHM__WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0, space); break;
         case SHM__WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
         default: break;
         }
         while (q < b->parties && shm__arrived(b, q, epoch)) q++;
         if (q == b->parties) return;
         for (r = q; r < b->parties; r++)
-            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__end_for_late_pes(b, me, epoch, 1);
+            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__end_for_late_pes(b, me, epoch, 1, space);
     }
 }
 
 /* The epoch store and the sleepers load are sequentially consistent, so
    an arriver either sees a sleeper or is seen by it. */
-void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op)
+void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op, const void *space)
 {
     shm__slot *mine = &b->slots[me];
     unsigned buf = (unsigned)(epoch & 1u);
@@ -156,7 +160,7 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
         pthread_mutex_unlock(&b->mutex);
     }
     while (q < b->parties && shm__arrived(b, q, epoch)) q++;
-    if (q < b->parties) shm__wait_all(b, me, epoch, q);
+    if (q < b->parties) shm__wait_all(b, me, epoch, q, space);
     for (q = 0; q < b->parties; q++) { /* a peer in a plain barrier (a skipped call) adds no values */
         const uint64_t *theirs = b->slots[q].values[buf];
         for (i = 0; q != me && i < count && i < b->slots[q].counts[buf]; i++) {

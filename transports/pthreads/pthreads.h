@@ -68,8 +68,10 @@ typedef struct shm__barrier {
 SHM__INTERNAL int shm__barrier_init(shm__barrier *b, int parties, int timeout, int start, int stride);
 SHM__INTERNAL void shm__barrier_fini(shm__barrier *b);
 /* Barrier `epoch` (1, 2, ...: each PE counts its own) for PE me; values
-   (count of them) become their maximum over the PEs. */
-SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op);
+   (count of them) become their maximum over the PEs.  space: the space
+   whose call this is, for a timeout's message, or NULL. */
+SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op,
+                             const void *space);
 /* Value i that PE q published in barrier epoch, before it was reduced:
    readable until the caller reaches barrier epoch + 1. */
 SHM__INTERNAL uint64_t shm__published(const shm__barrier *b, int q, uint64_t epoch, int i);
@@ -118,8 +120,9 @@ typedef struct shm__space {
 
 SHM__INTERNAL int shm__team_init(shm__team *t, shm__run *run, int start, int stride, int size);
 SHM__INTERNAL void shm__team_fini(shm__team *t);
-/* Barrier (count 0) or all-reduce of the members of handle h. */
-SHM__INTERNAL void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op);
+/* Barrier (count 0) or all-reduce of the members of handle h, for a call
+   on space (NULL: on the team itself). */
+SHM__INTERNAL void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op, const void *space);
 /* PE me's own handle behind team (WORLD and SHARED resolved), or NULL:
    an invalid handle, one destroyed, or another PE's. */
 SHM__INTERNAL struct shmalloc_team *shm__team_handle(shm__pe *me, shmem_team_t team);

@@ -10,25 +10,31 @@ SHMALLOC_TLS shm__pe *shm__self;
 /* >> transport ---------------------------------------------------------------
    The shmalloc_transport members; user is the heap's shm__space, its
    member the calling PE's handle of the heap's team. */
+static void shm__tp_sync(void *user, uint64_t *values, int count, int op)
+{
+    const shm__space *s = (const shm__space *)user;
+    shm__team_sync(s->member, values, count, op, s->heap); /* a space's calls name it in a timeout */
+}
+
 static struct shmalloc_team *shm__member(void *user) { return ((shm__space *)user)->member; }
 
 static int shm__tp_barrier(void *user)
 {
-    shm__team_sync(shm__member(user), NULL, 0, SHM__REDUCE_MAX);
+    shm__tp_sync(user, NULL, 0, SHM__REDUCE_MAX);
     return 0;
 }
 
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shm__team_sync(shm__member(user), values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
+    shm__tp_sync(user, values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
     return bad ? -1 : 0;
 }
 
 static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX;
-    shm__team_sync(shm__member(user), values, bad ? 0 : count, SHM__REDUCE_AND);
+    shm__tp_sync(user, values, bad ? 0 : count, SHM__REDUCE_AND);
     return bad ? -1 : 0;
 }
 
@@ -84,7 +90,7 @@ static int shm__all_created(shm__pe *pe)
 {
     uint64_t failed = pe->heap == NULL ? 1u : 0u;
     if (failed) __atomic_store_n(&pe->run->create_failed, 1, __ATOMIC_RELAXED);
-    shm__team_sync(&pe->run->world.members[pe->index], &failed, 1, SHM__REDUCE_MAX);
+    shm__team_sync(&pe->run->world.members[pe->index], &failed, 1, SHM__REDUCE_MAX, NULL);
     return failed == 0;
 }
 

@@ -29,7 +29,7 @@ void shmem_barrier_all(void)
 {
     if (shm__self == NULL) return;
     shmem_quiet();
-    shm__team_sync(&shm__self->run->world.members[shm__self->index], NULL, 0, SHM__REDUCE_MAX);
+    shm__team_sync(&shm__self->run->world.members[shm__self->index], NULL, 0, SHM__REDUCE_MAX, NULL);
 }
 
 static int shm__valid_pe(const shm__pe *me, int pe)

@@ -44,7 +44,7 @@ static void shm__space_bases(shm__space *s, char *base)
     const shm__barrier *b = &s->member->team->barrier;
     uint64_t mine = (uint64_t)(uintptr_t)base;
     int i;
-    shm__team_sync(s->member, &mine, 1, SHM__REDUCE_MAX);
+    shm__team_sync(s->member, &mine, 1, SHM__REDUCE_MAX, s->heap);
     for (i = 0; i < b->parties; i++) s->bases[i] = (char *)(uintptr_t)shm__published(b, i, s->member->epoch, 0);
 }
 

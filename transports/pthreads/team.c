@@ -70,9 +70,9 @@ void shm__team_leave_all(shm__pe *pe)
     pthread_mutex_unlock(&run->teams_mutex);
 }
 
-void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op)
+void shm__team_sync(struct shmalloc_team *h, uint64_t *values, int count, int op, const void *space)
 {
-    shm__sync(&h->team->barrier, h->index, ++h->epoch, values, count, op);
+    shm__sync(&h->team->barrier, h->index, ++h->epoch, values, count, op, space);
 }
 
 struct shmalloc_team *shm__team_handle(shm__pe *me, shmem_team_t team)
@@ -125,7 +125,7 @@ int shmem_team_sync(shmem_team_t team)
     struct shmalloc_team *h = shm__handle(team);
     if (h == NULL) return -1;
     shmem_quiet();
-    shm__team_sync(h, NULL, 0, SHM__REDUCE_MAX);
+    shm__team_sync(h, NULL, 0, SHM__REDUCE_MAX, NULL);
     return 0;
 }
 
@@ -178,7 +178,7 @@ static int shm__split_parent(struct shmalloc_team *parent, shm__split *s, shmem_
     }
     values[0] = s->bad != NULL ? (uint64_t)(p->parties - me) : 0u; /* the maximum names the lowest */
     values[1] = (uint64_t)(uintptr_t)t;
-    shm__team_sync(parent, values, 2, SHM__REDUCE_MAX);
+    shm__team_sync(parent, values, 2, SHM__REDUCE_MAX, NULL);
     if (values[0] != 0) {
         if (p->parties - (int)values[0] == me) shm__split_refuse(parent, s);
         if (t != NULL) shm__team_fini(t);

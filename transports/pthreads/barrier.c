@@ -174,3 +174,10 @@ uint64_t shm__published(const shm__barrier *b, int q, uint64_t epoch, int i)
 {
     return b->slots[q].values[epoch & 1u][i];
 }
+
+int shm__barrier_slot(const shm__barrier *b, int pe)
+{
+    long from_start = (long)pe - b->start;
+    if (from_start < 0 || from_start % b->stride != 0 || from_start / b->stride >= b->parties) return -1;
+    return (int)(from_start / b->stride);
+}

@@ -75,6 +75,8 @@ SHM__INTERNAL void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *
 /* Value i that PE q published in barrier epoch, before it was reduced:
    readable until the caller reaches barrier epoch + 1. */
 SHM__INTERNAL uint64_t shm__published(const shm__barrier *b, int q, uint64_t epoch, int i);
+/* The slot of world PE pe, or -1 when it is not one of b's. */
+SHM__INTERNAL int shm__barrier_slot(const shm__barrier *b, int pe);
 /* PE me has returned from pe_main and destroyed its heap: a peer waiting
    for it in a barrier ends the program at once, naming it, rather than at
    the timeout. */

@@ -116,7 +116,8 @@ static void *shm__pe_thread(void *arg)
     shm__space_end_all(pe);
     shm__team_leave_all(pe); /* before the world's last barrier, which a teammate may never reach */
     snprintf(ended, sizeof ended, "PE %d returned from pe_main", pe->index); /* what a mismatch names */
-    shmalloc_heap_destroy_ended(pe->heap, ended); /* collective: peers may still read this heap until every PE is here */
+    /* collective: peers may still read this heap until every PE is here */
+    shmalloc_heap_destroy_ended(pe->heap, ended);
     shm__barrier_leave(&w->world.barrier, pe->index);
     shmalloc_set_current(NULL);
     shm__self = NULL;

@@ -139,10 +139,8 @@ void shm__space_unmap_left(shm__pe *pe)
 char *shm__space_peer(shmalloc_heap *space, int pe, size_t offset)
 {
     const shm__space *s = (const shm__space *)shmalloc_heap_user(space);
-    const shm__barrier *b = &s->member->team->barrier;
-    long from_start = (long)pe - b->start;
-    if (from_start < 0 || from_start % b->stride != 0 || from_start / b->stride >= b->parties) return NULL;
-    return s->bases[from_start / b->stride] + offset;
+    int member = shm__barrier_slot(&s->member->team->barrier, pe);
+    return member >= 0 ? s->bases[member] + offset : NULL;
 }
 
 void shm__space_not_member(const char *what, shmalloc_heap *space, int pe)

@@ -62,11 +62,9 @@ void shm__team_leave_all(shm__pe *pe)
     shm__run *run = pe->run;
     shm__team *t;
     pthread_mutex_lock(&run->teams_mutex);
-    for (t = run->world.next; t != &run->world; t = t->next) {
-        long from_start = (long)pe->index - t->barrier.start;
-        if (from_start >= 0 && from_start % t->barrier.stride == 0 && from_start / t->barrier.stride < t->barrier.parties)
-            shm__barrier_leave(&t->barrier, (int)(from_start / t->barrier.stride));
-    }
+    for (t = run->world.next; t != &run->world; t = t->next)
+        if (shm__barrier_slot(&t->barrier, pe->index) >= 0)
+            shm__barrier_leave(&t->barrier, shm__barrier_slot(&t->barrier, pe->index));
     pthread_mutex_unlock(&run->teams_mutex);
 }
 
@@ -108,16 +106,11 @@ int shmem_team_get_config(shmem_team_t team, long config_mask, shmem_team_config
 int shmem_team_translate_pe(shmem_team_t src_team, int src_pe, shmem_team_t dest_team)
 {
     const struct shmalloc_team *src = shm__handle(src_team), *dest = shm__handle(dest_team);
-    const shm__barrier *s, *d;
-    long world, from_start;
+    const shm__barrier *s;
     if (src == NULL || dest == NULL) return -1;
     s = &src->team->barrier;
-    d = &dest->team->barrier;
     if (src_pe < 0 || src_pe >= s->parties) return -1;
-    world = (long)s->start + (long)src_pe * s->stride;
-    from_start = world - d->start;
-    if (from_start < 0 || from_start % d->stride != 0 || from_start / d->stride >= d->parties) return -1;
-    return (int)(from_start / d->stride);
+    return shm__barrier_slot(&dest->team->barrier, s->start + src_pe * s->stride);
 }
 
 int shmem_team_sync(shmem_team_t team)

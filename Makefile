@@ -41,17 +41,17 @@ HEAP_TESTS     = test_separate test_heap_create test_heap_api test_heap_realloc 
                  test_heap_no_barrier test_heap_hints test_heap_oom test_heap_report test_heap_env \
                  test_heap_stress test_free_deferred test_spaces
 CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_contract
-PTHREADS_TESTS = test_options test_largest_request test_pthreads_data test_pthreads_errors test_pthreads_stress test_pthreads_timeout test_debug test_order test_sbreak test_grow test_hugepages test_pthreads_deferred
+PTHREADS_TESTS = test_options test_largest_request test_pthreads_data test_pthreads_errors test_pthreads_stress test_pthreads_timeout test_pthreads_teams test_pthreads_spaces test_debug test_order test_sbreak test_grow test_hugepages test_pthreads_deferred
 FORK_TESTS     = test_fork test_fork_teams
 HOOKS_TESTS    = test_alloc_hooks
 WHITEBOX_TESTS = test_corrupt test_mapping test_copy
 SL_TESTS       = test_mapping_sl2 test_mapping_sl3 test_mapping_sl4
 ADAPTER_TESTS  = test_sos_adapter
 # Run again with separate metadata (SHMALLOC_METADATA=separate): data,
-# growth, hints, allocations without a barrier, the break, deferred releases,
+# spaces, growth, hints, allocations without a barrier, the break, deferred releases,
 # the private memory each PE takes, largest_request's promise.
-SEPARATE_TESTS = test_pthreads_data test_pthreads_stress test_order test_sbreak test_grow test_pthreads_deferred \
-                 test_alloc_hooks test_largest_request
+SEPARATE_TESTS = test_pthreads_data test_pthreads_stress test_pthreads_spaces test_order test_sbreak test_grow \
+                 test_pthreads_deferred test_alloc_hooks test_largest_request
 TESTS          = $(CORE_TESTS) $(PTHREADS_TESTS) $(FORK_TESTS) $(HOOKS_TESTS) $(WHITEBOX_TESTS) $(SL_TESTS) $(ADAPTER_TESTS)
 
 # The included files define targets too: `make` alone still builds all.

@@ -351,6 +351,19 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
                             "which)\n") \
     X(PTHREADS_BARRIER_TIMEOUT, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, " \
                                 "barrier %llu)\n") \
+    X(PTHREADS_TEAM_BARRIER_TIMEOUT, "shmalloc: team barrier timed out after %d s waiting for world PE%s %s (the " \
+                                     "team of %d PE%s from world PE %d by stride %d; its PE %d is world PE %d, " \
+                                     "barrier %llu): a member skipped a call on this team, or made the team's " \
+                                     "calls in another order\n") \
+    X(PTHREADS_SPACE_BARRIER_TIMEOUT, "shmalloc: a call on the space at %p timed out after %d s in its team's " \
+                                      "barrier, waiting for world PE%s %s (the team of %d PE%s from world PE %d by " \
+                                      "stride %d; its PE %d is world PE %d, barrier %llu): a member skipped a call " \
+                                      "on this space or its team, or made them in another order\n") \
+    X(PTHREADS_TEAM_BAD_SPLIT, "shmalloc: PE %d: %s: %s; the split fails on every PE of the parent team (%d PE%s " \
+                               "from world PE %d by stride %d)\n") \
+    X(PTHREADS_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \
+                                 "stride %d; calling PE %d): give a member's world PE number " \
+                                 "(shmem_team_translate_pe)\n") \
     /* the PMIx transport: start-up (the PE ends) */ \
     X(PMIX_BAD_THREAD_LEVEL, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, " \
                              "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); " \

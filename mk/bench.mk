@@ -13,6 +13,7 @@
 #   make bench-cluster   collective calls with PEs on 2, 3 and 4 namespace nodes (root)
 #   make bench-floor     one cache line passed between two cpus: the floor under a barrier
 #   make bench-deferred  shmemx_free_deferred and a drain against shmem_free, 2/4/8 pthreads PEs
+#   make bench-spaces    a 2-PE space's malloc+free pair against the world's, and a team busy alone
 #
 # Run as root, it installs what it lacks (scripts/deps.sh bench); an
 # allocator whose library is still missing is skipped with a note.  RT=1
@@ -42,7 +43,7 @@ BENCH_PROGRAMS = $(BENCH_B)/scaling $(foreach a,$(BENCH_ALLOCATORS),$(BENCH_B)/c
 BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
 
 .PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor bench-cest \
-        bench-deferred bench-plot bench-check
+        bench-deferred bench-spaces bench-plot bench-check
 
 bench: bench-deps
 	@$(MAKE) --no-print-directory -f $(BENCH_TOP) bench-build
@@ -91,6 +92,14 @@ $(BENCH_B)/deferred: bench/deferred.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
 # The same on PMIx PEs: FI_PROVIDER=shm mpirun --oversubscribe -np N build/bench/deferred_pmix
 $(BENCH_B)/deferred_pmix: bench/deferred.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
+
+# Spaces on pthreads PEs: a 2-PE space's pair against the world's on 8 PEs,
+# and 10 000 space allocations of one team while another computes for 5 s
+bench-spaces: $(BENCH_B)/spaces
+	$(BENCH_B)/spaces
+
+$(BENCH_B)/spaces: bench/spaces.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) $^ -pthread -o $@
 
 $(BENCH_B)/floor: bench/floor.c | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) $< -pthread -o $@

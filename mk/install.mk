@@ -16,7 +16,7 @@
 # Installed layout (includedir = $(PREFIX)/include):
 #   include/shmalloc.h                         the header itself
 #   include/shmalloc/shmalloc.h                a one-line forward to ../shmalloc.h
-#   include/shmalloc/transports/shmalloc_*.h   the transport headers, unchanged
+#   include/shmalloc/transports/shmalloc_*.h   the transport headers and the teams' they include, unchanged
 # The pkg-config and CMake files add -I$(includedir)/shmalloc, so programs
 # keep the spellings they use in this tree ("shmalloc.h",
 # "transports/shmalloc_pthreads.h"); the transport headers' own
@@ -57,7 +57,7 @@ shm_transports := shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_p
 shm_all_transports := shmalloc_pthreads shmalloc_pmix_ofi
 shm_libs     = shmalloc $(shm_transports)
 shm_all_libs = shmalloc $(shm_all_transports)
-shm_headers := shmalloc.h transports/shmalloc_pthreads.h
+shm_headers := shmalloc.h transports/shmalloc_teams.h transports/shmalloc_pthreads.h
 shm_static  = $(foreach t,$(shm_libs),$(B)/lib$(t).a)
 shm_shared  = $(foreach t,$(shm_libs),$(B)/lib$(t).so.$(SHMALLOC_VERSION))
 shm_objs_shmalloc          = shmalloc.c
@@ -102,7 +102,7 @@ shm_pc_name_shmalloc_pmix_ofi := shmalloc-pmix-ofi
 # install-check use the full list, so what install wrote always goes.
 shm_lib_files = $(foreach t,$(1),lib$(t).a lib$(t).so lib$(t).so.$(SHMALLOC_SOVERSION) lib$(t).so.$(SHMALLOC_VERSION))
 shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
-            $(foreach t,$(1),$(includedir)/shmalloc/transports/$(t).h) \
+            $(foreach t,shmalloc_teams $(1),$(includedir)/shmalloc/transports/$(t).h) \
             $(addprefix $(libdir)/,$(call shm_lib_files,shmalloc $(1))) \
             $(pkgconfigdir)/shmalloc.pc $(foreach t,$(1),$(pkgconfigdir)/$(shm_pc_name_$(t)).pc) \
             $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
@@ -162,7 +162,7 @@ install: $(shm_static) $(shm_shared) shm-generate
 	$(INSTALL) -d $(addprefix $(DESTDIR),$(shm_dirs))
 	$(INSTALL) -m 644 shmalloc.h $(DESTDIR)$(includedir)/shmalloc.h
 	$(INSTALL) -m 644 $(shm_gen)/shmalloc-forward.h $(DESTDIR)$(includedir)/shmalloc/shmalloc.h
-	$(INSTALL) -m 644 $(foreach t,$(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
+	$(INSTALL) -m 644 $(foreach t,shmalloc_teams $(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
 	$(INSTALL) -m 644 $(shm_static) $(DESTDIR)$(libdir)/
 	$(INSTALL) -m 755 $(shm_shared) $(DESTDIR)$(libdir)/
 	@set -e; for t in $(shm_libs); do \

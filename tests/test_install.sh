@@ -312,11 +312,12 @@ check_sonames() {
 step "each library's soname carries the version that may change its ABI" check_sonames
 
 check_transport_exports() {
-    # A transport library exports the SHMEM entry points and its own
+    # A transport library exports the SHMEM entry points (shmemx_ spaces
+    # among them), the team handles of shmalloc_teams.h and its own
     # shmalloc_<transport>_* calls; the helpers its files share are hidden.
     for t in $transports; do
         extra=$(nm -D --defined-only "$root/lib/lib$t.so.$version" | awk '{ print $3 }' |
-            grep -v -e '^shmem_' -e "^${t}_")
+            grep -v -e '^shmemx\{0,1\}_' -e '^shmalloc_team_world$' -e '^shmalloc_team_shared$' -e "^${t}_")
         echo "lib$t.so.$version: $(nm -D --defined-only "$root/lib/lib$t.so.$version" | wc -l) symbols${extra:+, beyond its API: $extra}"
         [ -z "$extra" ] || return 1
     done

@@ -5,28 +5,14 @@
    once, naming it; a bad value is refused at start-up; a slow PE that
    does arrive does not trip it.
 
-   A run that should end the program runs in a forked child whose stderr
-   the test reads; the child is killed if it outlives a bound, so a barrier
-   without a timeout fails the test instead of hanging it. */
+   A run that should end the program runs in a forked child
+   (pthreads_child.h), so a barrier without a timeout fails the test
+   instead of hanging it. */
 #define TEST_SUPPORT_PES /* the pthreads transport */
 #include "test_support.h"
-
-#include "transports/common/wait.h"
-
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-/* A timed-out run ends by _exit while PE threads that returned are not
-   joined yet; ThreadSanitizer would call that a thread leak. */
-#if defined(SHM__TSAN) /* from common/wait.h */
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
-#endif
+#include "pthreads_child.h"
 
 #define TEST_TIMEOUT 60   /* seconds; Criterion's own bound on a test */
-#define CHILD_BOUND 20.0  /* seconds a child that should end may take */
 
 /* ---- the wait unit ------------------------------------------------------ */
 Test(wait, a_step_pauses_then_yields_then_asks_to_sleep)
@@ -55,65 +41,6 @@ Test(wait, the_deadline_is_the_timeout_after_the_first_yield, .timeout = TEST_TI
     while (shm__wait_step(&w) == SHM__WAIT_SLEEP) shm__wait_sleep(&w);
     cr_assert(shm__wait_now() >= deadline, "expired before the deadline");
     cr_assert(shm__wait_now() < deadline + 1.0, "expired %.3f s late", shm__wait_now() - deadline);
-}
-
-/* ---- a run in a child --------------------------------------------------- */
-typedef struct child_result {
-    int status;        /* exit status, or -1 when killed or signalled */
-    double seconds;    /* from fork to exit */
-    char text[65536];  /* its stderr: 64 PEs' reports of a mismatch fit */
-} child_result;
-
-/* Reads fd into r->text until EOF or the deadline; 0 at EOF. */
-static int read_until(int fd, child_result *r, double deadline)
-{
-    size_t used = 0;
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        int left = (int)((deadline - shm__wait_now()) * 1000.0);
-        ssize_t n;
-        if (left <= 0) return -1;
-        if (poll(&p, 1, left) <= 0) continue;
-        n = read(fd, r->text + used, sizeof r->text - 1 - used);
-        if (n <= 0) return 0;
-        used += (size_t)n;
-        r->text[used] = '\0';
-        if (used == sizeof r->text - 1) return 0;
-    }
-}
-
-/* The child's messages, each after its ID's name: "[PTHREADS_BARRIER_TIMEOUT] shmalloc: ...". */
-static void tag_output(void *user, int stream, int id, const char *text)
-{
-    (void)user;
-    fprintf(stream == 1 ? stdout : stderr, "[%s] %s", shmalloc_message_name(id), text);
-}
-
-/* Runs npes PEs of pe_main in a child with SHMALLOC_BARRIER_TIMEOUT=timeout. */
-static void run_child(int npes, const char *timeout, void (*pe_main)(void *), void *arg, child_result *r)
-{
-    int fds[2], wstatus, ended;
-    double start = shm__wait_now();
-    pid_t pid;
-    memset(r, 0, sizeof *r);
-    cr_assert_eq(pipe(fds), 0);
-    pid = fork();
-    cr_assert(pid >= 0, "fork failed");
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 2);
-        setenv("SHMALLOC_BARRIER_TIMEOUT", timeout, 1);
-        shmalloc_set_output(tag_output, NULL);
-        _exit(shmalloc_pthreads_run(npes, (size_t)1 << 20, pe_main, arg) == 0 ? 0 : 2);
-    }
-    close(fds[1]);
-    ended = read_until(fds[0], r, start + CHILD_BOUND) == 0;
-    close(fds[0]);
-    if (!ended) kill(pid, SIGKILL);
-    cr_assert_eq(waitpid(pid, &wstatus, 0), pid);
-    r->seconds = shm__wait_now() - start;
-    r->status = ended && WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
-    cr_assert(ended, "the run did not end within %.0f s (killed); stderr: %s", CHILD_BOUND, r->text);
 }
 
 /* ---- a PE that skips a collective call ---------------------------------- */
@@ -291,6 +218,115 @@ ParameterizedTest(extra_case *c, timeout, debug_mode_counts_the_calls_of_a_pe_th
     cr_assert(strstr(r.text, c->pe1), "expected\n%s\nin\n%s", c->pe1, r.text);
     cr_assert(strstr(r.text, "[PTHREADS_PE_RETURNED] shmalloc: PE 0 waits in barrier "), "%s", r.text);
     cr_assert(strstr(r.text, " for PE 1, which has returned from pe_main"), "%s", r.text);
+}
+
+/* ---- a team's barrier ------------------------------------------------------
+   Team {1, 3} of 4 PEs: world PE 3 skips the team's sync while PE 1 waits
+   in it (PEs 0 and 2 are busy elsewhere, in no barrier). */
+static void pe_skips_team_sync(void *arg)
+{
+    int me = shmem_my_pe();
+    shmem_team_t odd;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, 2, NULL, 0, &odd) != 0) return;
+    if (me == 1) shmem_team_sync(odd);
+    sleep_seconds(CHILD_BOUND / 2);
+}
+
+Test(timeout, a_skipped_team_sync_names_the_team_and_the_missing_pe, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    char want[512];
+    size_t tag = sizeof "[PTHREADS_TEAM_BARRIER_TIMEOUT] " - 1;
+    run_child(4, "1", pe_skips_team_sync, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds >= 1.0 && r.seconds < CHILD_BOUND / 2, "ended after %.2f s", r.seconds);
+    cr_assert_eq(count_in(r.text, "[PTHREADS_TEAM_BARRIER_TIMEOUT] "), 1, "stderr: %s", r.text);
+    memcpy(want, "[PTHREADS_TEAM_BARRIER_TIMEOUT] ", tag);
+    snprintf(want + tag, sizeof want - tag, shm__text_PTHREADS_TEAM_BARRIER_TIMEOUT, 1, "", "3", 2, "s", 1, 2, 0, 1,
+             1ull);
+    cr_assert(strstr(r.text, want), "expected\n%s\nin\n%s", want, r.text);
+}
+
+/* World PE 3 returns without the team's sync: PE 1, waiting in it, ends
+   the program at once, naming PE 3 by its world number. */
+static void pe_returns_without_team_sync(void *arg)
+{
+    shmem_team_t odd;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 2, 2, NULL, 0, &odd) != 0) return;
+    if (shmem_my_pe() == 1) shmem_team_sync(odd);
+}
+
+Test(timeout, a_pe_that_returns_without_a_team_sync_ends_it_at_once, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    run_child(4, "60", pe_returns_without_team_sync, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds < 5.0, "ended after %.2f s: waited for a PE that had returned", r.seconds);
+    cr_assert(strstr(r.text, "[PTHREADS_PE_RETURNED] shmalloc: PE 1 waits in barrier 1 for PE 3, which has returned"),
+              "%s", r.text);
+}
+
+/* Teams A {0, 1, 2} and B {0, 2}: PE 0 syncs A then B, PE 2 B then A.  A
+   barrier times out naming its team and the PE that went to the other
+   (which of the two first is the scheduler's choice). */
+static void pe_team_order(void *arg)
+{
+    int me = shmem_my_pe();
+    shmem_team_t a, b;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 3, NULL, 0, &a) != 0 ||
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, 2, NULL, 0, &b) != 0)
+        return;
+    if (me == 0) shmem_team_sync(a), shmem_team_sync(b);
+    if (me == 1) shmem_team_sync(a);
+    if (me == 2) shmem_team_sync(b), shmem_team_sync(a);
+    sleep_seconds(CHILD_BOUND / 2);
+}
+
+Test(timeout, overlapping_teams_in_different_orders_time_out_naming_the_team, .timeout = TEST_TIMEOUT)
+{
+    child_result r;
+    static const char in_a[] = " waiting for world PE 2 (the team of 3 PEs from world PE 0 by stride 1; ";
+    static const char in_b[] = " waiting for world PE 0 (the team of 2 PEs from world PE 0 by stride 2; ";
+    const char *m;
+    run_child(3, "1", pe_team_order, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    m = strstr(r.text, "[PTHREADS_TEAM_BARRIER_TIMEOUT] ");
+    cr_assert(m != NULL, "stderr: %s", r.text);
+    cr_assert(strstr(m, in_a) || strstr(m, in_b), "expected\n%s\nor\n%s\nin\n%s", in_a, in_b, r.text);
+}
+
+/* The same with spaces over A and B: PE 0 allocates in A's then B's, PE
+   2 in B's then A's.  The message names the space whose call waits. */
+static void pe_space_order(void *arg)
+{
+    int me = shmem_my_pe();
+    shmem_team_t a, b = SHMEM_TEAM_INVALID;
+    shmemx_space_t sa = NULL, sb = NULL;
+    (void)arg;
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 3, NULL, 0, &a) != 0 ||
+        shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, 2, NULL, 0, &b) != 0 ||
+        shmemx_space_create(a, NULL, &sa) != 0 || (b != SHMEM_TEAM_INVALID && shmemx_space_create(b, NULL, &sb) != 0))
+        return;
+    if (me == 0) shmemx_space_malloc(sa, 64), shmemx_space_malloc(sb, 64);
+    if (me == 1) shmemx_space_malloc(sa, 64);
+    if (me == 2) shmemx_space_malloc(sb, 64), shmemx_space_malloc(sa, 64);
+    sleep_seconds(CHILD_BOUND / 2);
+}
+
+Test(timeout, overlapping_spaces_in_different_orders_time_out_naming_the_space, .timeout = TEST_TIMEOUT)
+{
+    static const char in_a[] = " waiting for world PE 2 (the team of 3 PEs from world PE 0 by stride 1; ";
+    static const char in_b[] = " waiting for world PE 0 (the team of 2 PEs from world PE 0 by stride 2; ";
+    child_result r;
+    const char *m;
+    run_child(3, "1", pe_space_order, NULL, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    m = strstr(r.text, "[PTHREADS_SPACE_BARRIER_TIMEOUT] shmalloc: a call on the space at 0x");
+    cr_assert(m != NULL, "stderr: %s", r.text);
+    cr_assert(strstr(m, in_a) || strstr(m, in_b), "expected\n%s\nor\n%s\nin\n%s", in_a, in_b, r.text);
 }
 
 /* ---- the variable ------------------------------------------------------- */

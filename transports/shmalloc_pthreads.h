@@ -41,6 +41,12 @@
      A helper thread may still use its PE's heap through shmalloc_current
      (see ">> threads" in shmalloc.h): each PE's heap has a lock.
 
+   TEAMS AND SPACES
+     shmalloc_teams.h: SHMEM_TEAM_SHARED is every PE (one process).  Each
+     team has its own barrier; a space's memory is mapped by
+     shmemx_space_create and unmapped by shmemx_space_destroy, or when its
+     PE returns from pe_main (its live blocks freed).
+
    SYMMETRIC ADDRESSES
      Only addresses inside a PE's symmetric heap are symmetric: globals and
      statics are shared by every PE thread, so they are not.
@@ -49,6 +55,7 @@
 #define SHMALLOC_PTHREADS_H_INCLUDED
 
 #include "../shmalloc.h"
+#include "shmalloc_teams.h"
 
 #include <stddef.h>
 
@@ -70,10 +77,12 @@ int shmem_n_pes(void);
 /* Completes this PE's puts (shmem_quiet), then waits for every PE. */
 void shmem_barrier_all(void);
 /* Peer pe's copy of the symmetric object at dest, or NULL when dest is not
-   in this PE's heap or pe is not a PE. */
+   in this PE's heap or one of its spaces, or pe is not a PE (of the
+   space's team: pe is always a world PE number). */
 void *shmem_ptr(const void *dest, int pe);
 /* Copy to / from peer pe's copy of a symmetric object.  A range that is not
-   symmetric, or a bad pe, ends the process with status 1 and a message.
+   symmetric, or a bad pe (outside a space's team), ends the process with
+   status 1 and a message.
    Each byte is stored once, an aligned 1, 2, 4 or 8 bytes in one store,
    so a PE that waits for a flag, clears it and waits again never sees a
    put land twice. */
@@ -81,7 +90,7 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 /* Puts are done by the time they return; this orders them (a full fence). */
 void shmem_quiet(void);
-/* 1 when addr is in this PE's heap and pe is a PE, else 0. */
+/* 1 when shmem_ptr(addr, pe) is not NULL, else 0. */
 int shmem_addr_accessible(const void *addr, int pe);
 /* Flushes stdio and ends the whole process with status, from any thread,
    without running atexit handlers while other PE threads still run. */

@@ -54,12 +54,6 @@ void shmem_barrier_all(void);
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe);
 void shmem_quiet(void);
-/* Collective over team: a space as config asks, in the room for spaces;
-   0, or an SHMEM_MALLOC_* / SHMEMX_MALLOC_* code on every member. */
-int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, shmemx_space_t *space);
-/* Collective over the space's team: shmalloc_space_destroy, then its
-   pages are given back. */
-long shmemx_space_destroy(shmemx_space_t space, long flags);
 /* Ends this PE with status; shmalloc_fork_run then ends the others. */
 void shmem_global_exit(int status);
 

@@ -20,9 +20,12 @@ static int shm__cond_init_monotonic(pthread_cond_t *cond)
     return rc;
 }
 
-int shm__barrier_init(shm__barrier *b, int parties, int timeout)
+int shm__barrier_init(shm__barrier *b, int parties, int timeout, int start, int stride)
 {
     b->parties = parties;
+    b->start = start;
+    b->stride = stride;
+    b->team = 0;
     b->sleepers = 0;
     b->leavers = 0;
     b->expired = 0;
@@ -58,9 +61,10 @@ static int shm__ended(const shm__barrier *b, int q) { return __atomic_load_n(&b-
 
 /* Ends the program: PE me waited too long for barrier epoch, unless every
    PE arrived just now, or (ended) waits for PEs that have ended and will
-   never arrive.  The first PE to say so names every such PE; the others
-   wait for its exit. */
-static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int ended)
+   never arrive.  The first PE to say so names every such PE (by its world
+   number; a team's barrier names the team too, and the space whose call
+   waits, if any); the others wait for its exit. */
+static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int ended, const void *space)
 {
     char late[384];
     size_t n = 0;
@@ -69,7 +73,7 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
         if (shm__arrived(b, q, epoch) || (ended && !shm__ended(b, q))) continue;
         missing++;
         if (n + 24 < sizeof late) {
-            n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", q);
+            n += (size_t)snprintf(late + n, sizeof late - n, "%s%d", listed ? ", " : "", b->start + q * b->stride);
             listed++;
         }
     }
@@ -78,8 +82,16 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
         for (;;) pause();
     if (listed < missing) snprintf(late + n, sizeof late - n, " and %d more", missing - listed);
     if (ended)
-        shmalloc_print(2, SHM__MSG(PTHREADS_PE_RETURNED), me, (unsigned long long)epoch, missing > 1 ? "s" : "", late,
-                       missing > 1 ? "ve" : "s");
+        shmalloc_print(2, SHM__MSG(PTHREADS_PE_RETURNED), b->start + me * b->stride, (unsigned long long)epoch,
+                       missing > 1 ? "s" : "", late, missing > 1 ? "ve" : "s");
+    else if (space != NULL)
+        shmalloc_print(2, SHM__MSG(PTHREADS_SPACE_BARRIER_TIMEOUT), space, b->timeout, missing > 1 ? "s" : "", late,
+                       b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
+                       (unsigned long long)epoch);
+    else if (b->team)
+        shmalloc_print(2, SHM__MSG(PTHREADS_TEAM_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late,
+                       b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
+                       (unsigned long long)epoch);
     else
         shmalloc_print(2, SHM__MSG(PTHREADS_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late, me, b->parties,
                        (unsigned long long)epoch);
@@ -114,27 +126,27 @@ static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shm__wait *
 }
 
 /* The slow path of barrier epoch for PE me, once PE q was not there yet. */
-static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q)
+static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q, const void *space)
 {
     shm__wait wait;
     int r;
     shm__wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
     for (;;) {
         switch (shm__wait_step(&wait)) {
-        case SHM__WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0); break;
+        case SHM__WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0, space); break;
         case SHM__WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
         default: break;
         }
         while (q < b->parties && shm__arrived(b, q, epoch)) q++;
         if (q == b->parties) return;
         for (r = q; r < b->parties; r++)
-            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__end_for_late_pes(b, me, epoch, 1);
+            if (!shm__arrived(b, r, epoch) && shm__ended(b, r)) shm__end_for_late_pes(b, me, epoch, 1, space);
     }
 }
 
 /* The epoch store and the sleepers load are sequentially consistent, so
    an arriver either sees a sleeper or is seen by it. */
-void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op)
+void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int count, int op, const void *space)
 {
     shm__slot *mine = &b->slots[me];
     unsigned buf = (unsigned)(epoch & 1u);
@@ -148,7 +160,7 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
         pthread_mutex_unlock(&b->mutex);
     }
     while (q < b->parties && shm__arrived(b, q, epoch)) q++;
-    if (q < b->parties) shm__wait_all(b, me, epoch, q);
+    if (q < b->parties) shm__wait_all(b, me, epoch, q, space);
     for (q = 0; q < b->parties; q++) { /* a peer in a plain barrier (a skipped call) adds no values */
         const uint64_t *theirs = b->slots[q].values[buf];
         for (i = 0; q != me && i < count && i < b->slots[q].counts[buf]; i++) {
@@ -156,4 +168,16 @@ void shm__sync(shm__barrier *b, int me, uint64_t epoch, uint64_t *values, int co
             else if (theirs[i] > values[i]) values[i] = theirs[i];
         }
     }
+}
+
+uint64_t shm__published(const shm__barrier *b, int q, uint64_t epoch, int i)
+{
+    return b->slots[q].values[epoch & 1u][i];
+}
+
+int shm__barrier_slot(const shm__barrier *b, int pe)
+{
+    long from_start = (long)pe - b->start;
+    if (from_start < 0 || from_start % b->stride != 0 || from_start / b->stride >= b->parties) return -1;
+    return (int)(from_start / b->stride);
 }

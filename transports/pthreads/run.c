@@ -8,38 +8,61 @@
 SHMALLOC_TLS shm__pe *shm__self;
 
 /* >> transport ---------------------------------------------------------------
-   The shmalloc_transport members; user is the calling PE's shm__pe. */
-int shm__pe_barrier(void *user)
+   The shmalloc_transport members; user is the heap's shm__space, its
+   member the calling PE's handle of the heap's team. */
+static void shm__tp_sync(void *user, uint64_t *values, int count, int op)
 {
-    shm__pe *pe = (shm__pe *)user;
-    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, NULL, 0, SHM__REDUCE_MAX);
+    const shm__space *s = (const shm__space *)user;
+    shm__team_sync(s->member, values, count, op, s->heap); /* a space's calls name it in a timeout */
+}
+
+static struct shmalloc_team *shm__member(void *user) { return ((shm__space *)user)->member; }
+
+static int shm__tp_barrier(void *user)
+{
+    shm__tp_sync(user, NULL, 0, SHM__REDUCE_MAX);
     return 0;
 }
 
 static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
-    shm__pe *pe = (shm__pe *)user;
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
-    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
+    shm__tp_sync(user, values, bad ? 0 : count, SHM__REDUCE_MAX); /* even bad */
     return bad ? -1 : 0;
 }
 
 static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
 {
-    shm__pe *pe = (shm__pe *)user;
     int bad = count < 0 || count > SHMALLOC_REDUCE_AND_MAX;
-    shm__sync(&pe->run->barrier, pe->index, ++pe->epoch, values, bad ? 0 : count, SHM__REDUCE_AND);
+    shm__tp_sync(user, values, bad ? 0 : count, SHM__REDUCE_AND);
     return bad ? -1 : 0;
 }
 
 static int shm__tp_lock(void *user)
 {
-    return pthread_mutex_lock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
+    return pthread_mutex_lock(&shm__member(user)->pe->lock) == 0 ? 0 : -1;
 }
 
 static int shm__tp_unlock(void *user)
 {
-    return pthread_mutex_unlock(&((shm__pe *)user)->lock) == 0 ? 0 : -1;
+    return pthread_mutex_unlock(&shm__member(user)->pe->lock) == 0 ? 0 : -1;
+}
+
+void shm__team_transport(shm__space *user, shmalloc_transport *tp)
+{
+    memset(tp, 0, sizeof *tp);
+    tp->user = user;
+    tp->barrier = shm__tp_barrier;
+    tp->allreduce_max = shm__tp_allreduce_max;
+    tp->allreduce_and = shm__tp_allreduce_and;
+    tp->lock = shm__tp_lock;
+    tp->unlock = shm__tp_unlock;
+    tp->fill = shmalloc_transport_single()->fill; /* host memory: a space with separate metadata needs them */
+    tp->copy = shmalloc_transport_single()->copy;
+    tp->team = shm__tp_team;
+    tp->team_done = shm__tp_team_done;
+    tp->pe = user->member->index;
+    tp->npes = user->member->team->barrier.parties;
 }
 
 /* >> pe threads --------------------------------------------------------------*/
@@ -67,7 +90,7 @@ static int shm__all_created(shm__pe *pe)
 {
     uint64_t failed = pe->heap == NULL ? 1u : 0u;
     if (failed) __atomic_store_n(&pe->run->create_failed, 1, __ATOMIC_RELAXED);
-    shm__tp_allreduce_max(pe, &failed, 1);
+    shm__team_sync(&pe->run->world.members[pe->index], &failed, 1, SHM__REDUCE_MAX, NULL);
     return failed == 0;
 }
 
@@ -79,15 +102,9 @@ static void *shm__pe_thread(void *arg)
     char ended[48];
 
     if (!shm__wait_gate(w)) return NULL;
-    memset(&tp, 0, sizeof tp);
-    tp.user = pe;
-    tp.barrier = shm__pe_barrier;
-    tp.allreduce_max = shm__tp_allreduce_max;
-    tp.allreduce_and = shm__tp_allreduce_and;
-    tp.lock = shm__tp_lock;
-    tp.unlock = shm__tp_unlock;
-    tp.pe = pe->index;
-    tp.npes = w->npes;
+    pe->space.member = &w->world.members[pe->index];
+    pe->space.prev = pe->space.next = &pe->space;
+    shm__team_transport(&pe->space, &tp);
     pe->heap = shm__start_heap(&w->start, &pe->map, &tp, NULL);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
@@ -96,31 +113,38 @@ static void *shm__pe_thread(void *arg)
     shmalloc_set_current(pe->heap);
     w->pe_main(w->arg);
     shmem_quiet();
+    shm__space_end_all(pe);
+    shm__team_leave_all(pe); /* before the world's last barrier, which a teammate may never reach */
     snprintf(ended, sizeof ended, "PE %d returned from pe_main", pe->index); /* what a mismatch names */
-    shmalloc_heap_destroy_ended(pe->heap, ended); /* collective: peers may still read this heap until every PE is here */
-    shm__barrier_leave(&w->barrier, pe->index);
+    /* collective: peers may still read this heap until every PE is here */
+    shmalloc_heap_destroy_ended(pe->heap, ended);
+    shm__barrier_leave(&w->world.barrier, pe->index);
     shmalloc_set_current(NULL);
     shm__self = NULL;
     return NULL;
 }
 
 /* >> run ---------------------------------------------------------------------*/
-static int shm__run_init(shm__run *w, int npes, int timeout, void (*pe_main)(void *), void *arg)
+static int shm__run_init(shm__run *w, int npes, const shm__start *start, void (*pe_main)(void *), void *arg)
 {
     memset(w, 0, sizeof *w);
+    w->start = *start;
     w->npes = npes;
     w->pe_main = pe_main;
     w->arg = arg;
     w->pes = (shm__pe *)shmalloc_mem_alloc((size_t)npes, sizeof *w->pes);
     if (w->pes == NULL) goto fail_alloc;
-    if (shm__barrier_init(&w->barrier, npes, timeout) != 0) goto fail_alloc;
-    if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_barrier;
+    if (pthread_mutex_init(&w->teams_mutex, NULL) != 0) goto fail_alloc;
+    if (shm__team_init(&w->world, w, 0, 1, npes) != 0) goto fail_teams;
+    if (pthread_mutex_init(&w->gate_mutex, NULL) != 0) goto fail_world;
     if (pthread_cond_init(&w->gate_cond, NULL) != 0) goto fail_gate;
     return 0;
 fail_gate:
     pthread_mutex_destroy(&w->gate_mutex);
-fail_barrier:
-    shm__barrier_fini(&w->barrier);
+fail_world:
+    shm__team_fini(&w->world);
+fail_teams:
+    pthread_mutex_destroy(&w->teams_mutex);
 fail_alloc:
     shmalloc_mem_free(w->pes);
     return -1;
@@ -130,6 +154,7 @@ static void shm__run_fini(shm__run *w)
 {
     int q;
     for (q = 0; q < w->npes; q++) {
+        shm__space_unmap_left(&w->pes[q]);
         if (w->pes[q].map.base != NULL) {
             shm__map_release(&w->pes[q].map);
             pthread_mutex_destroy(&w->pes[q].lock);
@@ -137,7 +162,9 @@ static void shm__run_fini(shm__run *w)
     }
     pthread_cond_destroy(&w->gate_cond);
     pthread_mutex_destroy(&w->gate_mutex);
-    shm__barrier_fini(&w->barrier);
+    while (w->world.next != &w->world) shm__team_fini(w->world.next); /* teams never destroyed */
+    shm__team_fini(&w->world);
+    pthread_mutex_destroy(&w->teams_mutex);
     shmalloc_mem_free(w->pes);
 }
 
@@ -200,11 +227,10 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     /* nominal becomes the table's size: the argument, else the environment's */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
     shm__start_unknown(0, 1); /* the process speaks for its PEs */
-    if (shm__run_init(&w, npes, start.timeout, pe_main, arg) != 0) {
+    if (shm__run_init(&w, npes, &start, pe_main, arg) != 0) {
         shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;
     }
-    w.start = start;
     shmalloc_options_announce(0); /* the process speaks for its PEs */
     rc = shm__map_all(&w) == 0 ? shm__start_and_join(&w) : -1;
     if (w.create_failed) rc = -1; /* each PE said why */

@@ -66,7 +66,7 @@ include mk/deb.mk
         run-tests run-check map-check test-asan test-valgrind test-tsan compile-check fuzz poison-check soak clean
 
 all: examples libs
-examples: $(B)/hello_pthreads $(B)/vendor_runtime $(B)/device_runtime
+examples: $(B)/hello_pthreads $(B)/spaces_pthreads $(B)/vendor_runtime $(B)/device_runtime
 libs: $(ALLOC) $(PTHREADS)
 
 # ---- objects and libraries -------------------------------------------------
@@ -82,6 +82,8 @@ $(B)/lib%.a: # afresh, so a source that is gone leaves no member behind
 # ---- programs --------------------------------------------------------------
 $(B)/hello_pthreads: examples/hello_pthreads.c $(PTHREADS) $(ALLOC)
 	$(CC) $(CFLAGS) $^ $(LDLIBS) -o $@
+$(B)/spaces_pthreads: examples/spaces.c $(PTHREADS) $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) $< $(PTHREADS) $(ALLOC) $(LDLIBS) -o $@
 
 # A runtime that vendors the header expands it itself.
 $(B)/vendor_runtime $(B)/device_runtime: $(B)/%: examples/%.c examples/minirt.h shmalloc.h
@@ -168,6 +170,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
 	$(SUITE) device_runtime tests/device_runtime_check.sh $(RUN) ./$(B)/device_runtime || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
+	$(SUITE) spaces_pthreads $(RUN) ./$(B)/spaces_pthreads 5 || status=1; \
 	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \
 	  [ -z "$$logs" ] || { cat $$logs; exit 1; }' || status=1;) \
 	$(if $(filter 0,$(TOTAL)),true,tests/run.sh $(RESULTS) --total && exit $$status)
@@ -256,7 +259,7 @@ test-valgrind: deps
 # The header and the sources warnings-clean as C99 and C11 under gcc and
 # clang, and more (tests/checks/compile_check.sh says what).
 CHECK_SRC = shmalloc.c $(PTHREADS_SRC) $(PMIX_OFI_SRC) $(FORK_SRC) examples/hello_pmix_ofi.c examples/hello_pthreads.c \
-            examples/vendor_runtime.c examples/device_runtime.c integrations/sos/shmalloc_sos.c
+            examples/vendor_runtime.c examples/device_runtime.c examples/spaces.c integrations/sos/shmalloc_sos.c
 compile-check: deps-openmpi
 	@$(MAKE) --no-print-directory -s $(OMPI_HEADERS)
 	@WARN="$(WARN)" PMIX_FLAGS="$(PMIX_FLAGS)" CHECK_SRC="$(sort $(CHECK_SRC))" \

@@ -184,8 +184,8 @@ Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .time
 /* ulimit -n 8 on one PE of four: its heap's memfd fails, and mpirun ends
    the others with SIGTERM, then SIGKILL so soon after that a PE the
    machine has not scheduled meanwhile never runs its handler and leaves
-   its endpoint file.  The failed PE's sweeper removes it once mpirun has
-   ended: nothing is left a second after the job. */
+   its endpoint file.  That PE's sweeper removes it as it dies: nothing
+   is left a second after the job. */
 Test(pmix_ofi, one_pe_of_four_short_of_files_leaves_no_dev_shm_file, .timeout = 2 * TEST_TIMEOUT)
 {
     static run r;

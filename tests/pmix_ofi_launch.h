@@ -139,8 +139,8 @@ TS_UNUSED static char *shm_names(void)
 }
 
 /* Seconds a launch gives its files to go once the job has ended: a PE
-   that mpirun killed before its handler ran leaves its file to the
-   failed PE's sweeper, which outlives mpirun by a poll. */
+   that mpirun killed before its handler ran leaves its file to its
+   sweeper, which a loaded machine may run after mpirun's end. */
 #define LAUNCH_SETTLE 1.0
 
 /* The start-up files that appeared since `before` and whose process has

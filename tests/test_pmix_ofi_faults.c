@@ -156,6 +156,42 @@ Test(pmix_ofi, a_pe_killed_with_its_endpoint_open_leaves_no_dev_shm_file, .timeo
     check_killed_at("endpoint open"); /* before this PE knows its file's name */
 }
 
+/* A PE killed outright runs no handler and has no peer left to remove its
+   files: a lone PE SIGKILLed at each step of start-up while its endpoint
+   file exists.  Its sweeper removes them. */
+Test(pmix_ofi, a_lone_pe_killed_outright_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    static const char *const steps[] = {"endpoint open", "endpoint names", "heap keys"};
+    char kill_at[64];
+    const char *env[] = {"FI_PROVIDER=shm", kill_at, NULL};
+    size_t i;
+    for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        snprintf(kill_at, sizeof kill_at, "SHMALLOC_TEST_KILL_AT=%s:0", steps[i]);
+        launch(&r, 1, "init", env);
+        cr_assert(has(&r, "process rank 0 with PID") && has(&r, "signal 9"), "PE 0 was not killed at \"%s\":\n%s",
+                  steps[i], tail(&r));
+        cr_assert_eq(r.leftovers, 0, "PE 0 killed at \"%s\" left %d /dev/shm files:\n%s", steps[i], r.leftovers,
+                     tail(&r));
+    }
+}
+
+/* mpirun's SIGKILL, a second after its SIGTERM, ends a PE that has not
+   run its handler (here: one that ignores SIGTERM, stalled before the
+   fence that swaps the names), and the PE killed with its endpoint open
+   had no other peer: neither takes the fatal path, so only their
+   sweepers remove the files. */
+Test(pmix_ofi, a_pe_killed_before_its_handler_runs_leaves_no_dev_shm_file, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=endpoint open:1",
+                         "SHMALLOC_TEST_STALL_AT=endpoint names:0", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    const char *deaf = "sh -c 'if [ \"$PMIX_RANK\" = 0 ]; then trap \"\" TERM; fi; exec \"$0\" \"$@\"'";
+    launch_in(&r, 2, "init", env, NULL, deaf);
+    cr_assert(has(&r, "process rank 1 with PID") && has(&r, "signal 9"), "PE 1 was not killed:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files:\n%s", r.leftovers, tail(&r));
+}
+
 /* PE 1 fails start-up for want of file descriptors (ulimit -n: 8, its
    heap's memfd; 9, the endpoint), while PE 0 waits at a step of its own
    start-up (SHMALLOC_TEST_STALL_AT) until the launcher's SIGTERM ends it:
@@ -184,8 +220,8 @@ Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .time
 /* ulimit -n 8 on one PE of four: its heap's memfd fails, and mpirun ends
    the others with SIGTERM, then SIGKILL so soon after that a PE the
    machine has not scheduled meanwhile never runs its handler and leaves
-   its endpoint file.  The failed PE's sweeper removes it once mpirun has
-   ended: nothing is left a second after the job. */
+   its endpoint file.  That PE's sweeper removes it as it dies: nothing
+   is left a second after the job. */
 Test(pmix_ofi, one_pe_of_four_short_of_files_leaves_no_dev_shm_file, .timeout = 2 * TEST_TIMEOUT)
 {
     static run r;

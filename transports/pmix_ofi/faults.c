@@ -48,7 +48,6 @@ void shm__fatal(int id, const char *fmt, ...)
     va_end(ap);
     shm__remove_files();
     fflush(NULL);
-    shm__leave_sweeper();
     _exit(1);
 }
 

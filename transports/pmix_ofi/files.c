@@ -4,22 +4,22 @@
    unlinked once every peer has it open; a PE killed before that leaves
    it.  So every PE removes this user's such files whose creator has
    ended, at start-up and when it ends abnormally (a signal, a fatal
-   error): once the launcher has ended a job whose PE was killed at any
-   moment of start-up, nothing of it is left.  Never another user's file,
-   never a live process's.  Only async-signal-safe calls where the signal
-   handler reaches.  Calls no other file of the transport. */
+   error), and its sweeper does when it has died: once a PE killed at
+   any moment of start-up has ended, nothing of it is left.  Never
+   another user's file, never a live process's.  Only async-signal-safe
+   calls where the signal handler reaches, and in the sweeper (forked from
+   a PE with threads).  Calls no other file of the transport. */
 #include "pmix_ofi.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <stdlib.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SHM__FILE_PATH 176
@@ -144,29 +144,35 @@ void shm__remove_files(void)
     shm__sweep(1);
 }
 
-/* A PE that fails has the launcher end the others, and Open MPI's mpirun
-   follows its SIGTERM with SIGKILL so closely that a PE the machine has
-   not scheduled meanwhile never runs its handler: its endpoint file
-   stays.  So the failing PE leaves a sweeper, a process of its own
-   session that the launcher does not signal, holding none of the PE's
-   files: once the PE's parent (the launcher) has ended, or after
-   SHM__SWEEPER_SECONDS, it removes the stale files and ends.  Under a
-   PMIx launcher only (PMIX_RANK set): a lone PE has nobody to outlive. */
-#define SHM__SWEEPER_SECONDS 20
-void shm__leave_sweeper(void)
+/* A PE killed outright (mpirun's SIGKILL a moment after its SIGTERM, on a
+   machine that did not schedule the PE in between) runs no handler, and
+   its peers may be gone too: nobody would remove its files.  So start-up,
+   before the first file, leaves a sweeper: a process of its own session
+   (the launcher signals the PE's process group), holding only the
+   reading end of a pipe the PE keeps open.  The PE's death closes it; the
+   sweeper then removes the files of ended processes, the PE's among them,
+   and ends.  After a clean end it finds none.  Once per process. */
+void shm__start_sweeper(void)
 {
-    pid_t launcher = getppid(), child;
-    struct timespec tick = {0, 20 * 1000 * 1000};
-    int i;
-    if (!getenv("PMIX_RANK") || launcher <= 1 || (child = fork()) < 0) return;
-    if (child > 0) {
-        waitpid(child, NULL, 0); /* the first child ends at once */
+    static int started;
+    struct pollfd hang_up = {0, POLLIN, 0};
+    long pe = (long)getpid();
+    int ends[2], i;
+    pid_t child;
+    if (started || pipe2(ends, O_CLOEXEC) != 0) return;
+    if ((child = fork()) < 0) close(ends[1]);
+    if (child != 0) {
+        close(ends[0]); /* the writing end stays open until the PE ends */
+        while (child > 0 && waitpid(child, NULL, 0) < 0 && errno == EINTR) { /* the sweeper is out of our group */ }
+        started = child > 0;
         return;
     }
     if (setsid() < 0 || fork() != 0) _exit(0);
-    if (close_range(0, ~0u, 0) != 0)
-        for (i = 0; i < 1024; i++) close(i);
-    for (i = 0; i < SHM__SWEEPER_SECONDS * 50 && !shm__pid_gone((long)launcher); i++) nanosleep(&tick, NULL);
+    dup2(ends[0], 0);
+    if (close_range(1, ~0u, 0) != 0)
+        for (i = 1; i < 1024; i++) close(i);
+    while (!shm__pid_gone(pe)) /* a forked child may hold the pipe, an exec close it: look each second too */
+        if (poll(&hang_up, 1, 1000) > 0) hang_up.fd = -1;
     shm__sweep(0);
     _exit(0);
 }

@@ -108,7 +108,7 @@ SHM__INTERNAL void shm__files_set(int which, const char *path); /* NULL: forgott
 SHM__INTERNAL void shm__files_unlink(int which);
 SHM__INTERNAL void shm__remove_files(void);
 SHM__INTERNAL int shm__sweep(int mine);
-SHM__INTERNAL void shm__leave_sweeper(void);
+SHM__INTERNAL void shm__start_sweeper(void);
 SHM__INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
 SHM__INTERNAL int shm__pid_gone(long pid);
 SHM__INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);

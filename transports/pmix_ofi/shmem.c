@@ -100,7 +100,6 @@ static void shm__init_failed(void)
     int launched = shm__job.have_pmix;
     shm__teardown();
     if (launched) shm__remove_files();
-    if (launched) shm__leave_sweeper();
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */
@@ -130,6 +129,7 @@ static void shm__init_runtime(const shm__start *s)
     const shm__options *o = &shm__w.opt;
     if (shm__pmix_init(o) == 0) {
         int removed;
+        shm__start_sweeper(); /* before any file of ours, and before our handlers */
         shm__ends_open(shm__job.me, shm__job.npes);
         shm__install_signals(shm__signal_words);
         if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */

@@ -1,4 +1,8 @@
-/* spaces.c - what a space costs and whom it stops, on pthreads PEs:
+/* spaces.c - what a space costs and whom it stops.  One source, built
+   two ways: -DBENCH_PTHREADS (PEs are threads; the runs below are made in
+   one process) or -DBENCH_PMIX_OFI (PEs are processes: run it with
+   mpirun -np 8, which makes the pair figures; the busy ones use PEs 0-3
+   of the 8 and leave the others in the final barrier):
 
      pair     a shmem_malloc + shmem_free pair on the world heap of 8 PEs,
               against a shmemx_space_malloc + shmem_free pair in a space
@@ -12,7 +16,11 @@
 
    PE 0 prints CSV rows; figures are printed, never judged. */
 #define _GNU_SOURCE
-#include "transports/shmalloc_pthreads.h"
+#if defined(BENCH_PTHREADS)
+#  include "transports/shmalloc_pthreads.h"
+#else
+#  include "transports/shmalloc_pmix_ofi.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,15 +86,17 @@ static void pe_pair(void *arg)
         shmemx_space_destroy(s, 0);
         shmem_team_destroy(pair);
     }
+    if (shmem_my_pe() == 0)
+        printf("pes,space_pes,pairs,world_pair_ns,space_pair_ns\n%d,2,%d,%.0f,%.0f\n", shmem_n_pes(), PAIRS,
+               median(world_ns, REPS), median(space_ns, REPS));
     shmem_barrier_all();
 }
 
-static double a_s, b_s;
-
-/* arg: B sleeps (1) or computes (0). */
+/* Team A is PEs 0 and 1, team B PEs 2 and 3; arg: B sleeps (1) or
+   computes (0).  PE 0 prints A's seconds, PE 2 B's. */
 static void pe_busy(void *arg)
 {
-    int me = shmem_my_pe(), i;
+    int me = shmem_my_pe(), i, sleeps = *(const int *)arg;
     shmem_team_t a = SHMEM_TEAM_INVALID, b = SHMEM_TEAM_INVALID;
     shmemx_space_t s;
     volatile double sink = 0;
@@ -99,34 +109,45 @@ static void pe_busy(void *arg)
     t = now_s();
     if (s != NULL) {
         for (i = 0; i < ALLOCS; i++) shmem_free(shmemx_space_malloc(s, (size_t)(16 + i % 240)));
-        if (me == 0) a_s = now_s() - t;
+        if (me == 0) printf("team_a,%d,%d,%s,%.3f\n", shmem_n_pes(), ALLOCS, sleeps ? "sleeps" : "computes", now_s() - t);
         shmemx_space_destroy(s, 0);
         shmem_team_destroy(a);
-    } else {
-        if (*(const int *)arg) {
+    } else if (b != SHMEM_TEAM_INVALID) {
+        if (sleeps) {
             struct timespec rest = {(time_t)BUSY_S, 0};
             nanosleep(&rest, NULL);
         } else {
             while (now_s() - t < BUSY_S) sink += 1.0;
         }
         shmem_team_sync(b);
-        if (me == 2) b_s = now_s() - t;
+        if (me == 2) printf("team_b,%d,%s,%.3f\n", shmem_n_pes(), sleeps ? "sleeps" : "computes", now_s() - t);
         shmem_team_destroy(b);
     }
     shmem_barrier_all();
 }
 
+static const int sleeps[2] = {0, 1};
+
+#if defined(BENCH_PTHREADS)
 int main(void)
 {
-    static const int sleeps[2] = {0, 1};
     int i;
     if (shmalloc_pthreads_run(8, (size_t)1 << 22, pe_pair, NULL) != 0) return 1;
-    printf("pes,space_pes,pairs,world_pair_ns,space_pair_ns\n8,2,%d,%.0f,%.0f\n", PAIRS, median(world_ns, REPS),
-           median(space_ns, REPS));
-    printf("pes,team_b,team_a_allocs,team_a_s,team_b_s\n");
-    for (i = 0; i < 2; i++) {
+    printf("team,pes,allocs_or_b,b,seconds\n");
+    for (i = 0; i < 2; i++)
         if (shmalloc_pthreads_run(4, (size_t)1 << 22, pe_busy, (void *)&sleeps[i]) != 0) return 1;
-        printf("4,%s,%d,%.3f,%.3f\n", sleeps[i] ? "sleeps" : "computes", ALLOCS, a_s, b_s);
-    }
     return 0;
 }
+#else
+int main(void)
+{
+    int i;
+    shmem_init();
+    if (shmem_n_pes() < 4) return 1;
+    pe_pair(NULL);
+    if (shmem_my_pe() == 0) printf("team,pes,allocs_or_b,b,seconds\n");
+    for (i = 0; i < 2; i++) pe_busy((void *)&sleeps[i]);
+    shmem_finalize();
+    return 0;
+}
+#endif

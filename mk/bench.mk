@@ -93,13 +93,17 @@ $(BENCH_B)/deferred: bench/deferred.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
 $(BENCH_B)/deferred_pmix: bench/deferred.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
 
-# Spaces on pthreads PEs: a 2-PE space's pair against the world's on 8 PEs,
-# and 10 000 space allocations of one team while another computes for 5 s
-bench-spaces: $(BENCH_B)/spaces
+# Spaces: a 2-PE space's pair against the world's on 8 PEs, and 10 000
+# space allocations of one team while another computes or sleeps for 5 s;
+# on pthreads PEs, then on 8 PMIx PEs (shm)
+bench-spaces: $(BENCH_B)/spaces $(BENCH_B)/spaces_pmix
 	$(BENCH_B)/spaces
+	$(MPIRUN_ENV) timeout 300 mpirun --oversubscribe -np 8 -x FI_PROVIDER $(BENCH_B)/spaces_pmix
 
 $(BENCH_B)/spaces: bench/spaces.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) $^ -pthread -o $@
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $^ -pthread -o $@
+$(BENCH_B)/spaces_pmix: bench/spaces.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
 
 $(BENCH_B)/floor: bench/floor.c | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) $< -pthread -o $@

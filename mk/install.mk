@@ -91,8 +91,10 @@ $(B)/lib%.so.$(SHMALLOC_VERSION): $$(call shm_pic,$$*) \
 shm_man3_aliases := shmem_malloc shmem_free shfree shmem_realloc shrealloc shmem_align \
                     shmemalign shmem_calloc shmem_malloc_with_hints malloc_error \
                     shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run shmemx_heap_info \
-                    shmemx_free_deferred shmemx_free_deferred_drain
-shm_man3_real     = shmalloc shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
+                    shmemx_free_deferred shmemx_free_deferred_drain shmemx_space_destroy \
+                    shmemx_space_malloc shmemx_space_calloc shmemx_space_align shmemx_space_realloc \
+                    shmemx_space_malloc_with_hints shmemx_space_of
+shm_man3_real     = shmalloc shmemx_space_create shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
 shm_man3_pages    = $(shm_man3_real) $(shm_man3_aliases)
 shm_man7_pages   := shmalloc
 shm_pc_name_shmalloc_pthreads := shmalloc-pthreads

@@ -2,29 +2,10 @@
    (tests/transport_fork/, README.md's "Adding a transport"): PEs are
    processes, so each check that fails ends its PE with a message, and the
    test asserts that shmalloc_fork_run saw every PE end with status 0. */
-#include "test_support.h"
-#include "transport_fork/shmalloc_fork.h"
+#include "fork_pes.h"
 
-#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
-
-#define TEST_TIMEOUT 60
-#define SMALL_HEAP ((size_t)1 << 20)
-
-static void pe_fail(int line, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "PE %d: test_fork.c:%d: ", shmem_my_pe(), line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    shmem_global_exit(1);
-}
-
-#define FORK_CHECK(cond) \
-    do { if (!(cond)) pe_fail(__LINE__, "%s is false (malloc_error %ld)", #cond, malloc_error); } while (0)
 
 /* Collective: p's offset from the heap's base is the same on every PE,
    as each PE reads it from every peer (p is symmetric, so a slot of it
@@ -152,7 +133,7 @@ Test(fork, a_failing_pe_fails_the_run_naming_it, .init = cr_redirect_stderr, .ti
     cr_assert_eq(shmalloc_fork_run(3, SMALL_HEAP, pe_one_fails, NULL), 1);
     cr_assert(time(NULL) - start < 50, "the others waited for the barrier's deadline");
     read_redirected_stderr(text, sizeof text);
-    cr_assert(strstr(text, "PE 1: test_fork.c:") && strstr(text, "shmalloc_fork_run: PE 1 ended with status 1"),
+    cr_assert(strstr(text, "PE 1: tests/test_fork.c:") && strstr(text, "shmalloc_fork_run: PE 1 ended with status 1"),
               "stderr was: %s", text);
 }
 

@@ -3,32 +3,11 @@
    overlapping teams at work at once.  PEs are processes, so each check
    that fails ends its PE with a message, and the test asserts that
    shmalloc_fork_run saw every PE end with status 0. */
-#include "test_support.h"
-#include "transport_fork/shmalloc_fork.h"
+#include "fork_pes.h"
 
-#include <stdarg.h>
 #include <unistd.h>
 
-#define TEST_TIMEOUT 60
-#define SMALL_HEAP ((size_t)1 << 20)
 #define ROUNDS 2000
-
-static void pe_fail(int line, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "PE %d: test_fork_teams.c:%d: ", shmem_my_pe(), line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    shmem_global_exit(1);
-}
-
-#define FORK_CHECK(cond) \
-    do { if (!(cond)) pe_fail(__LINE__, "%s is false", #cond); } while (0)
-#define FORK_CHECK_EQ(a, b) \
-    do { long a_ = (long)(a), b_ = (long)(b); \
-         if (a_ != b_) pe_fail(__LINE__, "%s is %ld, not %ld", #a, a_, b_); } while (0)
 
 /* A team's members, as world PEs: start + i * stride for i < size. */
 static void check_team(shmem_team_t t, int start, int stride, int size)

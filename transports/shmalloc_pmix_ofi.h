@@ -235,6 +235,7 @@
 #define SHMALLOC_PMIX_OFI_H_INCLUDED
 
 #include "../shmalloc.h"
+#include "shmalloc_teams.h"
 
 #include <stddef.h>
 

@@ -23,19 +23,19 @@ static int shm__heap_unlock(void *user)
 
 /* A barrier that combines count values by max on the way (none: a plain
    barrier), through node memory or by messages. */
-static void shm__collective_call(uint64_t *values, int count)
+void shm__world_collective(uint64_t *values, int count)
 {
     shmem_quiet();
     shm__coll.calls++; /* one thread at a time: collective calls are */
     SHM__COUNT(calls, 1);
     if (shm__coll.node) shm__node_sync(values, count);
-    else if (shm__ofi.ep) shm__disseminate(values, count);
+    else if (shm__ofi.ep) shm__disseminate(&shm__coll.world, values, count);
 }
 
 static int shm__tp_barrier(void *user)
 {
     (void)user;
-    shm__collective_call(NULL, 0);
+    shm__world_collective(NULL, 0);
     return 0;
 }
 
@@ -43,7 +43,7 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
     (void)user;
-    shm__collective_call(values, bad ? 0 : count); /* synchronises even when bad */
+    shm__world_collective(values, bad ? 0 : count); /* synchronises even when bad */
     return bad ? -1 : 0;
 }
 
@@ -55,7 +55,7 @@ static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
     (void)user;
     shm__coll.fold_and = 1;
     SHM__COUNT(and_calls, 1);
-    shm__collective_call(values, bad ? 0 : count); /* synchronises even when bad */
+    shm__world_collective(values, bad ? 0 : count); /* synchronises even when bad */
     shm__coll.fold_and = 0;
     return bad ? -1 : 0;
 }
@@ -85,6 +85,7 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
+    shm__teams_close();
     shm__rma_close();
     shm__memory_close();
     shm__fabric_close();
@@ -145,6 +146,7 @@ static void shm__init_runtime(const shm__start *s)
         shm__barrier_open(o->timeout, shm__barrier_gave_up);
     }
     shm__rma_open(shm__job.me, shm__job.npes, shm__ofi.threaded);
+    shm__teams_open(shm__job.me, shm__job.npes);
 }
 
 /* Collective: the heap registers its first region through the contract. */

@@ -9,7 +9,8 @@
      pmix_ofi_worker_threads.c  threads
      pmix_ofi_worker_counts.c   counts, against the cost model
      pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
-     pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears) */
+     pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
+     pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -83,6 +84,9 @@ void scenario_counts(void);
 void scenario_deferred(void);
 void scenario_deferred_wide(void);
 void scenario_pingpong(void);
+void scenario_teams(void);
+void scenario_teams_concurrent(void);
+void scenario_team_skip(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

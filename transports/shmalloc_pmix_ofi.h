@@ -300,6 +300,9 @@ typedef struct shmalloc_pmix_ofi_counts {
     unsigned long long and_calls; /* of the calls, bitwise-AND all-reduces (deferred releases' drains) */
 } shmalloc_pmix_ofi_counts;
 void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out);
+/* An all-reduce by max over the team's PEs (its own barrier), as a team's
+   heap makes; 0, or -1 for an invalid team or count. */
+int shmalloc_pmix_ofi_team_reduce_max(shmem_team_t team, uint64_t *values, int count);
 #endif
 
 #if defined(__cplusplus)

@@ -266,3 +266,12 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
     *yaxis_team = t[1];
     return 0;
 }
+
+#if defined(SHMALLOC_TESTING)
+int shmalloc_pmix_ofi_team_reduce_max(shmem_team_t team, uint64_t *values, int count)
+{
+    if (!shm__is_team(team) || count < 0 || count > SHMALLOC_REDUCE_AND_MAX) return -1;
+    shm__team_collective(team, values, count);
+    return 0;
+}
+#endif

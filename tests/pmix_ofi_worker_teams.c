@@ -1,0 +1,169 @@
+/* pmix_ofi_worker_teams.c - the teams scenarios (test_pmix_ofi_teams.c):
+   teams (splits, translations, syncs and bad splits on any number of
+   PEs), teams_concurrent (two disjoint teams all-reduce at once, then
+   overlapping ones in turn) and team_skip (a member of a team does not
+   come to its barrier). */
+#include "pmix_ofi_worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Member i of team t is world PE first + i * step, for i < n. */
+static void check_members(shmem_team_t t, int first, int step, int n, int line)
+{
+    int i;
+    if (shmem_team_n_pes(t) != n) fail(line, "the team has %d PEs, expected %d", shmem_team_n_pes(t), n);
+    for (i = 0; i < n; i++) {
+        int world = shmem_team_translate_pe(t, i, SHMEM_TEAM_WORLD);
+        if (world != first + i * step) fail(line, "its PE %d is world PE %d, expected %d", i, world, first + i * step);
+        if (shmem_team_translate_pe(SHMEM_TEAM_WORLD, first + i * step, t) != i)
+            fail(line, "world PE %d is not its PE %d", first + i * step, i);
+    }
+    if (shmem_team_translate_pe(t, n, SHMEM_TEAM_WORLD) != -1 || shmem_team_translate_pe(t, -1, SHMEM_TEAM_WORLD) != -1)
+        fail(line, "a PE outside the team translates");
+    if ((me - first) % step == 0 && me >= first && (me - first) / step < n && shmem_team_my_pe(t) != (me - first) / step)
+        fail(line, "shmem_team_my_pe is %d, expected %d", shmem_team_my_pe(t), (me - first) / step);
+}
+
+/* Each member's all-reduce gives the greatest of the members' values. */
+static void check_reduce(shmem_team_t t, uint64_t salt, int line)
+{
+    uint64_t v[2];
+    int n = shmem_team_n_pes(t), mine = shmem_team_my_pe(t);
+    v[0] = salt * 64 + (uint64_t)mine;
+    v[1] = salt * 64 + (uint64_t)(63 - mine);
+    if (shmalloc_pmix_ofi_team_reduce_max(t, v, 2) != 0) fail(line, "the team's all-reduce failed");
+    if (v[0] != salt * 64 + (uint64_t)(n - 1) || v[1] != salt * 64 + 63)
+        fail(line, "all-reduce %llu gave %llu, %llu; expected %llu, %llu", (unsigned long long)salt,
+             (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)(salt * 64 + (uint64_t)(n - 1)),
+             (unsigned long long)(salt * 64 + 63));
+}
+
+static void check_world_and_shared(void)
+{
+    const char *shared = getenv("SHMALLOC_TEST_EXPECT_SHARED");
+    int n = shared ? atoi(shared) : npes;
+    shmem_team_config_t config = {-1};
+    CHECK_EQ(shmem_team_my_pe(SHMEM_TEAM_WORLD), me);
+    CHECK_EQ(shmem_team_n_pes(SHMEM_TEAM_WORLD), npes);
+    CHECK_EQ(shmem_team_my_pe(SHMEM_TEAM_INVALID), -1);
+    CHECK_EQ(shmem_team_n_pes(SHMEM_TEAM_INVALID), -1);
+    CHECK_EQ(shmem_team_sync(SHMEM_TEAM_INVALID) != 0, 1);
+    CHECK_EQ(shmem_team_translate_pe(SHMEM_TEAM_INVALID, 0, SHMEM_TEAM_WORLD), -1);
+    CHECK_EQ(shmem_team_get_config(SHMEM_TEAM_WORLD, SHMEM_TEAM_NUM_CONTEXTS, &config), 0);
+    CHECK_EQ(config.num_contexts, 0);
+    check_members(SHMEM_TEAM_SHARED, me / n * n, 1, n, __LINE__);
+    check_members(SHMEM_TEAM_WORLD, 0, 1, npes, __LINE__);
+    CHECK_EQ(shmem_team_sync(SHMEM_TEAM_SHARED), 0);
+    check_reduce(SHMEM_TEAM_SHARED, 7, __LINE__);
+    check_reduce(SHMEM_TEAM_WORLD, 8, __LINE__);
+}
+
+/* Bad arguments: -1 and SHMEM_TEAM_INVALID on every PE, each with a
+   message (checked by the suite), and the world goes on. */
+static void check_bad_splits(void)
+{
+    static const int bad[][3] = {{0, 0, 2}, {-1, 1, 1}, {0, 1, 0}, {1, 1, 0x7fffffff}, {0, 1, 1 << 20}};
+    shmem_team_t t = SHMEM_TEAM_WORLD, x = SHMEM_TEAM_WORLD;
+    size_t i;
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = shmem_team_split_strided(SHMEM_TEAM_WORLD, bad[i][0], bad[i][1], bad[i][2], NULL, 0, &t);
+        if (rc == 0 || t != SHMEM_TEAM_INVALID) fail(__LINE__, "split (%d, %d, %d) returned %d", bad[i][0], bad[i][1], bad[i][2], rc);
+    }
+    /* Different sizes on PE 0 and the others: every PE fails. */
+    if (shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, me == 0 ? 1 : npes, NULL, 0, &t) == 0 ||
+        t != SHMEM_TEAM_INVALID)
+        fail(__LINE__, "a split with different sizes succeeded");
+    if (shmem_team_split_2d(SHMEM_TEAM_WORLD, 0, NULL, 0, &t, NULL, 0, &x) == 0 || t != SHMEM_TEAM_INVALID ||
+        x != SHMEM_TEAM_INVALID)
+        fail(__LINE__, "split_2d with xrange 0 succeeded");
+    CHECK_EQ(shmem_team_sync(SHMEM_TEAM_WORLD), 0);
+}
+
+void scenario_teams(void)
+{
+    shmem_team_config_t config = {3};
+    shmem_team_t evens, odds_of_evens, x, y;
+    int half = (npes + 1) / 2, xr = npes > 2 ? 2 : 1, i;
+    check_world_and_shared();
+    /* The even PEs; the odd PEs get SHMEM_TEAM_INVALID and 0. */
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, half, &config, SHMEM_TEAM_NUM_CONTEXTS, &evens), 0);
+    CHECK_EQ(evens == SHMEM_TEAM_INVALID, me % 2 == 1);
+    if (evens != SHMEM_TEAM_INVALID) {
+        shmem_team_config_t got = {0};
+        check_members(evens, 0, 2, half, __LINE__);
+        CHECK_EQ(shmem_team_get_config(evens, SHMEM_TEAM_NUM_CONTEXTS, &got), 0);
+        CHECK_EQ(got.num_contexts, 3);
+        CHECK_EQ(shmem_team_translate_pe(SHMEM_TEAM_WORLD, 1, evens), -1);
+        /* A split of a split, collective over the even PEs only: their odd
+           members, world PEs 2, 6, ... */
+        odds_of_evens = SHMEM_TEAM_INVALID;
+        if (half > 1) CHECK_EQ(shmem_team_split_strided(evens, 1, 2, half / 2, NULL, 0, &odds_of_evens), 0);
+        if (odds_of_evens != SHMEM_TEAM_INVALID) {
+            check_members(odds_of_evens, 2, 4, half / 2, __LINE__);
+            CHECK_EQ(shmem_team_translate_pe(odds_of_evens, 0, evens), 1);
+            check_reduce(odds_of_evens, 11, __LINE__);
+        }
+        shmem_team_destroy(odds_of_evens);
+    }
+    /* Rows of xr PEs and columns. */
+    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, xr, NULL, 0, &x, NULL, 0, &y), 0);
+    check_members(x, me / xr * xr, 1, npes - me / xr * xr < xr ? npes - me / xr * xr : xr, __LINE__);
+    check_members(y, me % xr, xr, (npes - me % xr + xr - 1) / xr, __LINE__);
+    CHECK_EQ(shmem_team_translate_pe(x, shmem_team_my_pe(x), y), shmem_team_my_pe(y));
+    /* Overlapping teams, in the same order on every PE, then the world. */
+    for (i = 0; i < 200; i++) {
+        if (evens != SHMEM_TEAM_INVALID) CHECK_EQ(shmem_team_sync(evens), 0);
+        CHECK_EQ(shmem_team_sync(x), 0);
+        check_reduce(y, (uint64_t)i, __LINE__);
+        if (i % 50 == 0) shmem_barrier_all();
+    }
+    shmem_team_destroy(x);
+    shmem_team_destroy(y);
+    shmem_team_destroy(evens);
+    shmem_team_destroy(SHMEM_TEAM_WORLD); /* no effect */
+    check_bad_splits();
+    check_world_and_shared();
+}
+
+/* Two disjoint halves all-reduce at once, a different number of times,
+   each checking its own values: a message of one counted in the other
+   would break a maximum or a round.  Then rows and columns in turn. */
+void scenario_teams_concurrent(void)
+{
+    shmem_team_t half, x, y;
+    int lower = me < npes / 2, i, rounds = lower ? 3000 : 1000;
+    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, npes / 2, NULL, 0, &half, NULL, 0, &y), 0);
+    shmem_team_destroy(y);
+    shmem_barrier_all();
+    for (i = 0; i < rounds; i++) check_reduce(half, (uint64_t)i * 2 + (uint64_t)lower, __LINE__);
+    printf("PE %d of %d: %d all-reduces in team %d done\n", me, npes, rounds, lower ? 0 : 1);
+    shmem_barrier_all();
+    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, 2, NULL, 0, &x, NULL, 0, &y), 0);
+    for (i = 0; i < 500; i++) {
+        check_reduce(x, (uint64_t)i, __LINE__);
+        check_reduce(y, (uint64_t)i + 1000, __LINE__);
+        check_reduce(half, (uint64_t)i + 2000, __LINE__);
+    }
+    shmem_team_destroy(x);
+    shmem_team_destroy(y);
+    shmem_team_destroy(half);
+}
+
+/* World PEs 1 .. npes - 1 make a team; its last PE sleeps instead of
+   syncing, and the others' team barrier times out naming it.  PE 0 waits
+   in the world's barrier. */
+void scenario_team_skip(void)
+{
+    shmem_team_t t;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes - 1, NULL, 0, &t), 0);
+    fflush(stdout);
+    if (me == npes - 1) sleep(20);
+    else if (t != SHMEM_TEAM_INVALID) {
+        shmem_team_sync(t);
+        fail(__LINE__, "PE %d came back from the team barrier that PE %d skipped", me, npes - 1);
+    }
+    shmem_barrier_all();
+}

@@ -1,0 +1,114 @@
+/* test_pmix_ofi_teams.c - OpenSHMEM teams on the PMIx + libfabric
+   transport, PEs as processes: splits, translations and syncs at 2, 3 and
+   4 PEs (oversubscribed) over shm and tcp;ofi_rxm, on one node and on
+   nodes of 2 PEs (SHMALLOC_TEST_NODE_SIZE), bad splits failing on every
+   PE with their messages, disjoint teams all-reducing at once, and a team
+   barrier that a member skips timing out with the team and the PE named. */
+#include "pmix_ofi_launch.h" /* first: it includes test_support.h */
+
+/* Every one of npes PEs printed OK scenario, and no file is left. */
+static void assert_passed(const run *r, int npes, const char *scenario)
+{
+    char ok[64];
+    snprintf(ok, sizeof ok, ": OK %s\n", scenario);
+    cr_assert_eq(r->status, 0, "exit status %d after %.1f s:\n%s", r->status, r->seconds, tail(r));
+    cr_assert_eq(count(r, ": FAIL"), 0, "failures:\n%s", tail(r));
+    cr_assert_eq(count(r, ok), npes, "not every PE passed:\n%s", tail(r));
+    cr_assert_eq(r->leftovers, 0, "a clean run left %d /dev/shm files", r->leftovers);
+}
+
+/* The teams scenario; node_size PEs per node (0: one node).  Five bad
+   strided splits and a bad split_2d each say why on every PE, and the
+   split with different sizes says so on every PE. */
+static void check_teams(const char *provider, int npes, int node_size)
+{
+    static run r;
+    char prov[64], node[64], shared[64];
+    const char *env[] = {prov, node, shared, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(node, sizeof node, "SHMALLOC_TEST_NODE_SIZE=%d", node_size ? node_size : npes);
+    snprintf(shared, sizeof shared, "SHMALLOC_TEST_EXPECT_SHARED=%d", node_size ? node_size : npes);
+    launch(&r, npes, "teams", env);
+    assert_passed(&r, npes, "teams");
+    cr_assert_eq(count(&r, "[PMIX_TEAM_BAD_SPLIT] shmalloc: shmem_team_split_strided("), 5 * npes, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[PMIX_TEAM_BAD_SPLIT] shmalloc: shmem_team_split_2d(xrange 0)"), npes, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[PMIX_TEAM_SPLIT_DIFFER] shmalloc: shmem_team_split_strided: "), npes, "%s", tail(&r));
+    cr_assert(has(&r, "(start 0, stride 0, size 2) on a parent team of") && has(&r, "stride must be at least 1"),
+              "%s", tail(&r));
+    cr_assert(has(&r, "(start -1, stride 1, size 1)") && has(&r, "start must be a PE of the parent team"), "%s",
+              tail(&r));
+}
+
+Test(pmix_ofi_teams, splits_translations_syncs_shm_2pe, .timeout = TEST_TIMEOUT) { check_teams("shm", 2, 0); }
+Test(pmix_ofi_teams, splits_translations_syncs_shm_3pe, .timeout = TEST_TIMEOUT) { check_teams("shm", 3, 0); }
+Test(pmix_ofi_teams, splits_translations_syncs_shm_4pe, .timeout = TEST_TIMEOUT) { check_teams("shm", 4, 0); }
+Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_2pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("tcp;ofi_rxm", 2, 0);
+}
+Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_3pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("tcp;ofi_rxm", 3, 0);
+}
+Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("tcp;ofi_rxm", 4, 0);
+}
+/* Nodes of 2 PEs: SHMEM_TEAM_SHARED is the node's pair, and the world's
+   barrier is hierarchical while the teams' go by messages. */
+Test(pmix_ofi_teams, shared_is_the_node_and_splits_work_on_nodes_of_2_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("shm", 4, 2);
+}
+
+/* Two disjoint halves all-reduce 3000 and 1000 times at once, then rows,
+   columns and halves in turn: every value checked on every PE. */
+static void check_concurrent(const char *provider)
+{
+    static run r;
+    char prov[64];
+    const char *env[] = {prov, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    launch(&r, 4, "teams_concurrent", env);
+    assert_passed(&r, 4, "teams_concurrent");
+    cr_assert_eq(count(&r, ": 3000 all-reduces in team 0 done"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": 1000 all-reduces in team 1 done"), 2, "%s", tail(&r));
+}
+
+Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_shm_4pe, .timeout = TEST_TIMEOUT) { check_concurrent("shm"); }
+Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_concurrent("tcp;ofi_rxm");
+}
+
+/* World PEs 1..3 make a team and PE 3 sleeps instead of syncing: a
+   member's team barrier times out after 2 s naming the team in world
+   numbers and PE 3 (through node memory), or PE 3's message (by
+   messages), and the job ends. */
+static void check_skip(const char *provider, int node_barrier, const char *names)
+{
+    static run r;
+    char prov[64], node[64];
+    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
+    launch(&r, 4, "team_skip", env);
+    cr_assert_neq(r.status, 0, "the job ended well although PE 3 skipped a team barrier:\n%s", tail(&r));
+    cr_assert(r.seconds < DEATH_LIMIT, "the job took %.1f s to end:\n%s", r.seconds, tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "a member came back from the barrier:\n%s", tail(&r));
+    cr_assert(count(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for ") >= 1,
+              "%s", tail(&r));
+    cr_assert(has(&r, names), "the timeout does not name PE 3 as expected (%s):\n%s", names, tail(&r));
+    cr_assert(has(&r, "(the team of world PEs start 1, stride 1, size 3; its PE "), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_skip("shm", 1, "waiting for PE 3, which has not arrived (the team");
+}
+Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_tcp_rxm_4pe_by_messages,
+     .timeout = TEST_TIMEOUT)
+{
+    check_skip("tcp;ofi_rxm", 0, "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
+}

@@ -102,7 +102,7 @@ shm_pc_name_shmalloc_pmix_ofi := shmalloc-pmix-ofi
 # install-check use the full list, so what install wrote always goes.
 shm_lib_files = $(foreach t,$(1),lib$(t).a lib$(t).so lib$(t).so.$(SHMALLOC_SOVERSION) lib$(t).so.$(SHMALLOC_VERSION))
 shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
-            $(foreach t,$(1),$(includedir)/shmalloc/transports/$(t).h) \
+            $(foreach t,$(1) shmalloc_teams,$(includedir)/shmalloc/transports/$(t).h) \
             $(addprefix $(libdir)/,$(call shm_lib_files,shmalloc $(1))) \
             $(pkgconfigdir)/shmalloc.pc $(foreach t,$(1),$(pkgconfigdir)/$(shm_pc_name_$(t)).pc) \
             $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
@@ -162,7 +162,8 @@ install: $(shm_static) $(shm_shared) shm-generate
 	$(INSTALL) -d $(addprefix $(DESTDIR),$(shm_dirs))
 	$(INSTALL) -m 644 shmalloc.h $(DESTDIR)$(includedir)/shmalloc.h
 	$(INSTALL) -m 644 $(shm_gen)/shmalloc-forward.h $(DESTDIR)$(includedir)/shmalloc/shmalloc.h
-	$(INSTALL) -m 644 $(foreach t,$(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
+	$(INSTALL) -m 644 $(foreach t,$(shm_transports) shmalloc_teams,transports/$(t).h) \
+	  $(DESTDIR)$(includedir)/shmalloc/transports/
 	$(INSTALL) -m 644 $(shm_static) $(DESTDIR)$(libdir)/
 	$(INSTALL) -m 755 $(shm_shared) $(DESTDIR)$(libdir)/
 	@set -e; for t in $(shm_libs); do \

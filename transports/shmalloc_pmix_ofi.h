@@ -68,6 +68,24 @@
      fails leaves a process of its own session that removes, once the
      launcher has ended, those of peers mpirun killed (SIGKILL) first.
 
+   TEAMS (shmalloc_teams.h, OpenSHMEM 1.5)
+     SHMEM_TEAM_WORLD is every PE; SHMEM_TEAM_SHARED the PEs of this node
+     (PMIx host names) when their ranks are strided, else this PE alone.
+     shmem_team_split_strided and shmem_team_split_2d are collective over
+     the parent team only: one all-reduce over it checks that every member
+     passed the same valid arguments (else each returns -1 with a message)
+     and agrees a tag that none of them uses, then one barrier over it.  A
+     team's shmem_team_sync (and the all-reduces of a heap over it) are
+     dissemination rounds of libfabric messages among its PEs under its
+     own tag and barrier numbers, even on one node, where the node
+     barrier's segment serves the world alone: teams with no PE in common
+     synchronise at once, and teams that share PEs, used in the same order
+     on them, never mix their rounds.  A team barrier that waits past
+     SHMALLOC_BARRIER_TIMEOUT ends the PE naming the team (its world
+     start, stride and size) and, on this node, the members that are not
+     in it.  shmem_team_destroy of a team is local (its PEs must be done
+     with it); of SHMEM_TEAM_WORLD or SHMEM_TEAM_SHARED it does nothing.
+
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
      completes only while PE k is inside a shmem call (any of them polls).
@@ -223,6 +241,19 @@
          one missing, named as in "barrier timed out" above.
      shmalloc: <libfabric operation> to/from PE k failed: ...
          a completion reported an error (the peer died, a bad key, ...).
+     shmalloc: team barrier timed out after N s waiting for PE k, which
+         has not arrived (the team of world PEs start S, stride T, size N;
+         its PE i, PE j of n, its barrier B)
+         a member of the team did not call shmem_team_sync (or the team's
+         collective call) in time; by messages: "waiting for PE k's
+         message (PE k, or a PE it waits for, has not arrived)".
+     shmalloc: shmem_team_split_strided(start S, stride T, size N) on a
+         parent team of P PEs: why; every member of the parent returns -1
+         not an exit: the arguments do not make a team of the parent's
+         PEs; the call returns -1 and SHMEM_TEAM_INVALID on every member.
+     shmalloc: shmem_team_split_strided: the parent team's PEs passed
+         different arguments or could not make the team (...)
+         not an exit: as above, every member returns -1.
      shmem_putmem: N bytes at P on PE k are not a symmetric range ...
          (or shmem_getmem) the address is outside the heap, or k is not a
          PE: the whole job ends with status 1 (shmem_global_exit).

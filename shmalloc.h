@@ -49,6 +49,7 @@
      >> tlsf                           the core, its tentative operations
      >> transport                      TRANSPORT CONTRACT
      >> heap                           the symmetric heap
+     >> spaces                         heaps over a team, found by address
      >> threads                        THREAD SAFETY, the current heap
      >> environment                    run-time options: the variables' table
      >> shmem names                    SHMALLOC(3)
@@ -59,6 +60,7 @@
      >> tlsf: implementation
      >> transport: implementation
      >> heap: implementation
+     >> spaces: implementation
      >> threads: implementation
      >> environment: implementation
      >> shmem names: implementation
@@ -173,6 +175,13 @@
 /* A heap with separate metadata must write its memory (calloc, a moving
    realloc) and its transport has no fill or copy. */
 #define SHMEMX_MALLOC_NO_MEMOPS      (-18L)
+/* Spaces (">> spaces"): a space with live blocks destroyed without
+   SHMALLOC_SPACE_FREE_LIVE; a PE not in the team; a transport that cannot
+   make teams; a space whose team was destroyed first. */
+#define SHMEMX_MALLOC_SPACE_BUSY     (-19L)
+#define SHMEMX_MALLOC_NOT_MEMBER     (-20L)
+#define SHMEMX_MALLOC_NO_TEAMS       (-21L)
+#define SHMEMX_MALLOC_TEAM_DESTROYED (-22L)
 
 /* Hints of shmalloc_heap_malloc_with_hints, the values of OpenSHMEM 1.5's
    SHMEM_MALLOC_ATOMICS_REMOTE and SHMEM_MALLOC_SIGNAL_REMOTE, and of Sandia
@@ -267,6 +276,21 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     X(HEAP_LEAKS_BEGIN, "shmalloc: PE %d: %zu block%s still allocated at finalize:\n") \
     X(HEAP_LEAK, "shmalloc: PE %d:   block at offset %zu, %zu bytes usable, %zu with its header\n") \
     X(HEAP_LEAKS, "shmalloc: PE %d: %zu block%s, %zu bytes with headers, leaked%s\n") \
+    /* spaces */ \
+    X(SPACE_NO_TEAMS, "shmalloc: PE %d: %s: the transport has no team member, so it cannot make spaces (a runtime " \
+                      "fills shmalloc_transport's team and team_done: see \"Adding a transport\" in README.md)\n") \
+    X(SPACE_NOT_MEMBER, "shmalloc: PE %d: %s: this PE is not in the team: a space is made by its team's PEs " \
+                        "alone, and a PE outside a split's team gets SHMEM_TEAM_INVALID\n") \
+    X(SPACE_BUSY, "shmalloc: PE %d: shmemx_space_destroy: the space at %p has %zu live block%s: free them first, or " \
+                  "pass SHMALLOC_SPACE_FREE_LIVE; the space stays as it was on every member\n") \
+    X(SPACE_FREES_LIVE, "shmalloc: PE %d: shmemx_space_destroy frees the space's %zu live block%s " \
+                        "(SHMALLOC_SPACE_FREE_LIVE):\n") \
+    X(SPACE_TEAM_GONE, "shmalloc: PE %d: %s on the space at %p, whose team was destroyed: destroy a space " \
+                       "(shmemx_space_destroy) before its team; the call fails with SHMEMX_MALLOC_TEAM_DESTROYED\n") \
+    X(SPACE_NOT_A_SPACE, "shmalloc: PE %d: shmemx_space_destroy(%p): not a space (a PE's world heap ends with " \
+                         "shmem_finalize); nothing changes\n") \
+    X(SPACE_WRONG_SPACE, "shmalloc: PE %d: %s(%p) on the space at %p: the block is in %s; give a call the space " \
+                         "that holds the block (shmemx_space_of)\n") \
     /* deferred releases (shmemx_free_deferred) */ \
     X(DEFER_BAD_POINTER, "shmalloc: PE %d: shmemx_free_deferred(%p): %s; nothing is released\n") \
     X(DEFER_NO_HEAP, "shmalloc: shmemx_free_deferred(%p) with no heap (after shmem_finalize, or before " \
@@ -690,6 +714,18 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_undo(shmalloc_tlsf *t, shmalloc_tls
    pe, npes         REQUIRED: this PE's number and the number of PEs
                     (0 <= pe < npes), which every message names; a heap
                     refuses a transport without them.
+   team, team_done  optional, both or neither: what spaces need (">>
+                    spaces").  team(user, handle, child) fills *child with
+                    a transport over the PEs of the runtime's team `handle`
+                    (its own handle, which the header only passes on): pe
+                    and npes relative to the team, barrier and all-reduces
+                    among its PEs only, registration exchanging keys among
+                    them only, lock, unlock, fill and copy as this
+                    transport's.  Called by the team's PEs alone, in the
+                    same order; it need not synchronise.  Returns 0, or
+                    nonzero when this PE is not in the team (or handle is
+                    none).  team_done(child->user) releases what the child
+                    holds, when its space is destroyed.
 
    A member that returns nonzero (barrier, allreduce_max, lock) fails the
    call on this PE with SHMEMX_MALLOC_BAD_TRANSPORT and a line naming the
@@ -720,6 +756,8 @@ typedef struct shmalloc_transport {
     int (*allreduce_and)(void *user, uint64_t *values, int count);
     int (*fill)(void *user, void *dst, int byte, size_t n);
     int (*copy)(void *user, void *dst, const void *src, size_t n);
+    int (*team)(void *user, const void *team, struct shmalloc_transport *child);
+    void (*team_done)(void *child_user);
 } shmalloc_transport;
 
 /* A transport for one PE in one thread: barrier and all-reduce do nothing;
@@ -855,6 +893,42 @@ typedef struct shmalloc_info {
 } shmalloc_info;
 /* Not collective.  0 with *out filled, or -1 when h is NULL. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_info(shmalloc_heap *h, shmalloc_info *out);
+
+/* >> spaces ----------------------------------------------------------------
+   A space is a heap over a team: a transport's team member gives the
+   child transport (">> transport"), and the heap is made over it, its
+   collective calls made by the team's PEs alone, with every guarantee a
+   heap gives, offsets the same from the space's base on every member.  A
+   space is joined to its PE's world heap, so that a call given only a
+   pointer (shmem_free, shmem_realloc, shmemx_free_deferred) finds the
+   heap that holds it, in O(log spaces).  The transport maps a space's
+   memory and makes puts and gets reach it. */
+/* Collective over the team's PEs only: a heap in mem, bytes (as
+   shmalloc_heap_create_with) over world's transport's team `team`,
+   joined to world.  NULL on failure, with *err set: SHMEMX_MALLOC_NO_TEAMS
+   (world's transport has no team member), _NOT_MEMBER (this PE is not in
+   the team), or what shmalloc_heap_create_with gives, on every member. */
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_space_create(shmalloc_heap *world, const void *team, void *mem,
+                                                               size_t bytes, const shmalloc_heap_config *config,
+                                                               long *err);
+#define SHMALLOC_SPACE_FREE_LIVE 1L /* shmalloc_space_destroy frees the live blocks (named in debug mode) */
+/* Collective over the space's team.  With live blocks on a member and
+   no SHMALLOC_SPACE_FREE_LIVE: SHMEMX_MALLOC_SPACE_BUSY on every member
+   and nothing changes.  0: the space is gone (and its team's child
+   released); then the caller unmaps its memory.  A space whose team was
+   destroyed is destroyed on this PE alone. */
+SHMALLOC_DEF SHMALLOC_API long shmalloc_space_destroy(shmalloc_heap *space, long flags);
+/* The heap that holds p: world, one of its spaces, or NULL.  Not
+   collective; O(log spaces). */
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_of(shmalloc_heap *world, const void *p);
+/* A space's team handle; NULL for a world heap (or NULL). */
+SHMALLOC_DEF SHMALLOC_API const void *shmalloc_space_team(const shmalloc_heap *h);
+/* The user pointer of the heap's transport: a space's child's. */
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_user(const shmalloc_heap *h);
+/* A transport's team destroy calls it: the team's spaces of world fail
+   every call with SHMEMX_MALLOC_TEAM_DESTROYED, naming the space, until
+   shmalloc_space_destroy. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_space_team_destroyed(shmalloc_heap *world, const void *team);
 
 /* >> threads ----------------------------------------------------------------
    The current heap is per thread, falling back to a process-wide one:
@@ -1000,6 +1074,29 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level);
 SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info);
 SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred(void *ptr);
 SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred_drain(void);
+/* Spaces (">> spaces"): a transport's shmemx_space_create(team, config,
+   &space) makes one, collective over the team's PEs.  The current heap
+   is the space of SHMEM_TEAM_WORLD.  Each call below is collective over
+   the space's team and keeps every promise of its shmem_ namesake;
+   shmem_free, shmem_realloc and shmemx_free_deferred take a space's
+   block as they take a world block.  A PE whose current heap the space
+   is not joined to gets SHMEMX_MALLOC_NOT_MEMBER. */
+typedef shmalloc_heap *shmemx_space_t;
+typedef struct shmemx_space_config_t {
+    size_t size;   /* nominal bytes; 0: SHMEM_SYMMETRIC_HEAP_SIZE's value */
+    size_t max;    /* bytes it may grow to; 0: it does not grow */
+    int metadata;  /* SHMALLOC_METADATA_INLINE or _SEPARATE */
+    void *mem;     /* memory the caller supplies, written through the transport's fill and copy
+                      when the metadata is separate (NULL: the transport maps it) ... */
+    size_t bytes;  /* ... and its bytes, shmalloc_heap_bytes(max, or size) */
+} shmemx_space_config_t;
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_malloc(shmemx_space_t space, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_calloc(shmemx_space_t space, size_t count, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_align(shmemx_space_t space, size_t alignment, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_realloc(shmemx_space_t space, void *ptr, size_t size);
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_malloc_with_hints(shmemx_space_t space, size_t size, long hints);
+/* The space that holds ptr (the current heap for a world block), or NULL. */
+SHMALLOC_DEF SHMALLOC_API shmemx_space_t shmemx_space_of(const void *ptr);
 #endif
 
 #if defined(__cplusplus)
@@ -1190,6 +1287,10 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
         return "the heap keeps its metadata apart and writes its memory only through the transport's fill and "
                "copy, which it lacks: bind them in its shmalloc_transport, or make the heap with inline metadata "
                "(SHMALLOC_METADATA=inline, or SHMALLOC_METADATA_INLINE in shmalloc_heap_config)";
+    case SHMEMX_MALLOC_SPACE_BUSY: return "the space still has live blocks (free them, or pass SHMALLOC_SPACE_FREE_LIVE)";
+    case SHMEMX_MALLOC_NOT_MEMBER: return "this PE is not in the space's team";
+    case SHMEMX_MALLOC_NO_TEAMS: return "the transport cannot make teams (it has no team member)";
+    case SHMEMX_MALLOC_TEAM_DESTROYED: return "the space's team was destroyed before the space";
     default: return "unknown error code";
     }
 }
@@ -4492,7 +4593,7 @@ static int shm__host_copy(void *user, void *dst, const void *src, size_t n)
     return 0;
 }
 static const shmalloc_transport shm__single = {NULL, shm__noop, shm__noop_reduce, NULL, NULL, NULL, NULL, 0, 1,
-                                               shm__noop_reduce, shm__host_fill, shm__host_copy};
+                                               shm__noop_reduce, shm__host_fill, shm__host_copy, NULL, NULL};
 
 SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(void) { return &shm__single; }
 
@@ -4521,9 +4622,10 @@ SHMALLOC_DEF SHMALLOC_API const shmalloc_transport *shmalloc_transport_single(vo
    SHMEMX_MALLOC_NO_BARRIER allocations do their local part only and fold
    the call into a digest the next agreement compares (shm__order). */
 enum { SHM__MALLOC, SHM__FREE_CALL, SHM__REALLOC, SHM__ALIGN, SHM__CALLOC, SHM__SBREAK, SHM__DRAIN, SHM__CREATE,
-       SHM__GROW, SHM__DESTROY, SHM__CALLS };
+       SHM__GROW, SHM__DESTROY, SHM__CLOSE, SHM__CALLS };
 static const char *const shm__call_names[SHM__CALLS] = {"malloc", "free",   "realloc", "align", "calloc",
-                                                        "sbreak", "drain",  "create",  "grow",  "finalize"};
+                                                        "sbreak", "drain",  "create",  "grow",  "finalize",
+                                                        "space_destroy"};
 
 #define SHM__FILL_NEW 0xa1  /* debug mode: bytes of a fresh block */
 #define SHM__FILL_FREED 0xdf /* debug mode: bytes of a freed block */
@@ -4551,6 +4653,13 @@ typedef struct shm__table {
     size_t cap, count;
 } shm__table;
 
+/* A world heap's spaces, by base, under lock: see shmalloc_heap_of. */
+typedef struct shm__spaces {
+    shmalloc_heap **by_base;
+    size_t count, cap; /* count: atomic, read without the lock to skip an empty list */
+    int lock;
+} shm__spaces;
+
 struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
@@ -4569,6 +4678,11 @@ struct shmalloc_heap {
     int oom_reported; /* outside debug mode, the first failure is reported, no other */
     int misuse_reported; /* and the first bad argument */
     uint64_t serial;  /* its number among the heaps of this process: see shm__live_serials */
+    shmalloc_heap *world; /* a space: the heap it is joined to; NULL: a world heap */
+    const void *team;     /* a space: its team's handle */
+    int team_gone;        /* a space: its team was destroyed (shmalloc_space_team_destroyed) */
+    int live_named;       /* a space destroyed with its live blocks: they are no leaks */
+    shm__spaces spaces;   /* a world heap: its spaces */
 };
 #define SHM__HEAP_BYTES ((sizeof(shmalloc_heap) + 15) & ~(size_t)15)
 
@@ -4828,7 +4942,7 @@ static void shm__call_args(char *buf, size_t n, const shm__call *c)
         snprintf(buf, n, "the block at offset %zu, alignment %zu, %zu bytes%s", c->offset, c->align, c->size, hints);
     else if (c->kind == SHM__REALLOC) snprintf(buf, n, "the block at offset %zu, %zu bytes%s", c->offset, c->size, hints);
     else if (c->kind == SHM__ALIGN) snprintf(buf, n, "alignment %zu, %zu bytes%s", c->align, c->size, hints);
-    else if (c->kind == SHM__DESTROY) buf[0] = '\0';
+    else if (c->kind == SHM__DESTROY || c->kind == SHM__CLOSE) buf[0] = '\0';
     else snprintf(buf, n, "%zu bytes%s", c->size, hints);
 }
 
@@ -4971,7 +5085,7 @@ static void shm__pair_named(uint64_t *v, uint64_t x, int bad)
 static void shm__agree_values(uint64_t *v, const shmalloc_transport *tp, const shm__order *o, const shm__call *c,
                               long err, uint64_t digest)
 {
-    int none = c->kind == SHM__DESTROY; /* a finalize has no size, alignment or block to compare */
+    int none = c->kind == SHM__DESTROY || c->kind == SHM__CLOSE; /* no size, alignment or block to compare */
     int bad_block = none || err == SHMEM_MALLOC_NOT_IN_SYMM_HEAP || err == SHMEM_MALLOC_ALREADY_FREE ||
                     err == SHMEM_MALLOC_NOT_ALIGNED;
     shm__pair_named(v, c->size, none || err == SHMEM_MALLOC_BAD_SIZE);
@@ -5336,7 +5450,7 @@ static void shm__report_unreleased(shmalloc_heap *h, int any_released)
 {
     uint64_t on[16] = {0};
     size_t n = SHM__LOAD(h->order.releases);
-    if (h->debug) {
+    if (h->debug && !h->live_named) {
         if (any_released) shm__released_on(h, on); /* agreed: every PE makes the round or none */
         shm__report_leaks(h, on);
     } else if (n)
@@ -5415,6 +5529,18 @@ static void shm__no_heap(int kind, long *err)
     static int said;
     if (shm__first(&said)) shmalloc_print(2, SHM__MSG(HEAP_NO_HEAP), shm__call_names[kind]);
     shm__set(err, SHMEMX_MALLOC_NO_HEAP);
+}
+
+/* A call that cannot go on: no heap, or a space whose team is gone
+   (the child transport would synchronise with a team that is no more). */
+static int shm__unusable(shmalloc_heap *h, int kind, long *err)
+{
+    if (!h) shm__no_heap(kind, err);
+    else if (SHM__LOAD(h->team_gone)) {
+        shmalloc_print(2, SHM__MSG(SPACE_TEAM_GONE), h->tp.pe, shm__call_names[kind], (void *)h);
+        shm__set(err, SHMEMX_MALLOC_TEAM_DESTROYED);
+    } else return 0;
+    return 1;
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_bytes(size_t nominal)
@@ -5576,7 +5702,9 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     shm__lock_released(&h->order); /* every release, not only the fresh, is named below */
     SHM__STORE(h->order.fresh, h->order.fresh + (h->released.count != 0));
     shm__unlock_released(&h->order);
-    e = shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK); /* a peer still making calls is told */
+    h->order.drain = 0;
+    e = SHM__LOAD(h->team_gone) ? SHMEMX_MALLOC_TEAM_DESTROYED /* no team to tell */
+                                : shm__agree(&h->tp, h->debug, &h->order, &call, SHMEM_MALLOC_OK);
     any = h->order.drain && e == SHMEM_MALLOC_OK && h->tp.allreduce_max;
     shm__drain(h);
     shm__report_unreleased(h, any);
@@ -5587,6 +5715,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_destroy(shmalloc_heap *h)
     shm__unlock_released(&h->order);
     shm__let_go(&h->order);
     for (i = h->regions - 1; i >= 0; i--) shm__deregister(&h->tp, h->tlsf, i ? h->ends[i - 1] : 0, h->ends[i]);
+    shmalloc_mem_free(h->spaces.by_base); /* spaces are destroyed first: see shmalloc_space_destroy */
     if (h->order.separate) { /* the rest lives in mem, which the caller unmaps */
         shmalloc_tlsf_destroy(h->tlsf);
         shmalloc_mem_free(h);
@@ -5859,10 +5988,7 @@ static void *shm__alloc(shmalloc_heap *h, int kind, size_t align, size_t size, l
     int short_here = 0;
     long held;
     shm__call call = {0, 0, 0, 0, 0, 0};
-    if (!h) {
-        shm__no_heap(kind, err);
-        return NULL;
-    }
+    if (shm__unusable(h, kind, err)) return NULL;
     if (size == 0 && !e) { /* OpenSHMEM 1.5: NULL, no barrier */
         shm__set(err, SHMEM_MALLOC_OK);
         return NULL;
@@ -5926,10 +6052,7 @@ static void shm__free(shmalloc_heap *h, int kind, void *ptr, long *err)
         shm__set(err, SHMEM_MALLOC_OK);
         return;
     }
-    if (!h) {
-        shm__no_heap(kind, err);
-        return;
-    }
+    if (shm__unusable(h, kind, err)) return;
     held = shm__lock(h);
     h->calls[kind]++;
     h->order.calls++;
@@ -6013,10 +6136,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_heap_free_deferred_drain(shmalloc_heap *
 {
     shm__call call = {SHM__DRAIN, 0, 0, 0, 0, 0};
     long e, held;
-    if (!h) {
-        shm__no_heap(SHM__DRAIN, err);
-        return;
-    }
+    if (shm__unusable(h, SHM__DRAIN, err)) return;
     held = shm__lock(h);
     h->calls[SHM__DRAIN]++;
     h->order.calls++;
@@ -6083,10 +6203,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_realloc(shmalloc_heap *h, void *pt
         shm__free(h, SHM__REALLOC, ptr, err);
         return NULL;
     }
-    if (!h) {
-        shm__no_heap(SHM__REALLOC, err);
-        return NULL;
-    }
+    if (shm__unusable(h, SHM__REALLOC, err)) return NULL;
     held = shm__lock(h);
     h->calls[SHM__REALLOC]++;
     h->order.calls++;
@@ -6128,10 +6245,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_sbreak(shmalloc_heap *h, ptrdiff_t
     shm__call call = {SHM__SBREAK, 0, 0, 0, 0, 0};
     void *p = NULL;
     long e, held;
-    if (!h) {
-        shm__no_heap(SHM__SBREAK, err);
-        return NULL;
-    }
+    if (shm__unusable(h, SHM__SBREAK, err)) return NULL;
     e = held = shm__lock(h);
     h->calls[SHM__SBREAK]++;
     h->order.calls++;
@@ -6247,6 +6361,157 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, con
 {
     return h && (uintptr_t)p >= (uintptr_t)shmalloc_heap_base(h) &&
            shmalloc_tlsf_offset(h->tlsf, p) < shmalloc_heap_size(h);
+}
+
+/* >> spaces: implementation --------------------------------------------------
+   A world heap keeps its spaces in an array sorted by base, under a spin
+   lock (a deferred release may look one up from any thread).  Spaces never
+   overlap, so the last base at or below p is the only candidate. */
+static size_t shm__spaces_below(const shm__spaces *l, const void *p)
+{
+    size_t lo = 0, hi = l->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)shmalloc_heap_base(l->by_base[mid]) <= (uintptr_t)p) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Room for one more space: 0, or -1 with no private memory. */
+static int shm__spaces_reserve(shm__spaces *l)
+{
+    shmalloc_heap **a;
+    size_t cap = l->cap ? 2 * l->cap : 8;
+    if (l->count < l->cap) return 0;
+    if (!(a = (shmalloc_heap **)shmalloc_mem_alloc(cap, sizeof *a))) return -1;
+    shm__spin_lock(&l->lock);
+    if (l->count) SHMALLOC_MEMCPY(a, l->by_base, l->count * sizeof *a);
+    shmalloc_mem_free(l->by_base);
+    l->by_base = a;
+    l->cap = cap;
+    shm__spin_unlock(&l->lock);
+    return 0;
+}
+
+static void shm__spaces_put(shm__spaces *l, shmalloc_heap *space, int add)
+{
+    size_t i;
+    shm__spin_lock(&l->lock);
+    i = shm__spaces_below(l, shmalloc_heap_base(space));
+    if (add) {
+        SHMALLOC_MEMMOVE(l->by_base + i + 1, l->by_base + i, (l->count - i) * sizeof *l->by_base);
+        l->by_base[i] = space;
+        SHM__STORE(l->count, l->count + 1);
+    } else if (i && l->by_base[i - 1] == space) {
+        SHMALLOC_MEMMOVE(l->by_base + i - 1, l->by_base + i, (l->count - i) * sizeof *l->by_base);
+        SHM__STORE(l->count, l->count - 1);
+    }
+    shm__spin_unlock(&l->lock);
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_of(shmalloc_heap *world, const void *p)
+{
+    shmalloc_heap *h = NULL;
+    shm__spaces *l;
+    size_t i;
+    if (world && world->world) world = world->world;
+    if (!world || shmalloc_heap_contains(world, p)) return world;
+    l = &world->spaces;
+    if (!SHM__LOAD(l->count)) return NULL;
+    shm__spin_lock(&l->lock);
+    i = shm__spaces_below(l, p);
+    if (i && shmalloc_heap_contains(l->by_base[i - 1], p)) h = l->by_base[i - 1];
+    shm__spin_unlock(&l->lock);
+    return h;
+}
+
+SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_space_create(shmalloc_heap *world, const void *team, void *mem,
+                                                               size_t bytes, const shmalloc_heap_config *config,
+                                                               long *err)
+{
+    shmalloc_transport child;
+    shmalloc_heap *h;
+    if (shm__unusable(world, SHM__CREATE, err)) return NULL;
+    if (world->world) world = world->world;
+    if (!world->tp.team || !world->tp.team_done) {
+        shmalloc_print(2, SHM__MSG(SPACE_NO_TEAMS), world->tp.pe, "shmemx_space_create");
+        shm__set(err, SHMEMX_MALLOC_NO_TEAMS);
+        return NULL;
+    }
+    SHMALLOC_MEMSET(&child, 0, sizeof child);
+    if (world->tp.team(world->tp.user, team, &child)) {
+        shmalloc_print(2, SHM__MSG(SPACE_NOT_MEMBER), world->tp.pe, "shmemx_space_create");
+        shm__set(err, SHMEMX_MALLOC_NOT_MEMBER);
+        return NULL;
+    }
+    if (shm__spaces_reserve(&world->spaces)) mem = NULL; /* no private memory: fails on every member */
+    if (!(h = shmalloc_heap_create_with(mem, bytes, config, &child, err))) {
+        world->tp.team_done(child.user);
+        return NULL;
+    }
+    h->world = world;
+    h->team = team;
+    shm__spaces_put(&world->spaces, h, 1);
+    return h;
+}
+
+/* The members agree whether the space may go: SPACE_BUSY on every member
+   while one has live blocks and no SHMALLOC_SPACE_FREE_LIVE. */
+static long shm__space_close(shmalloc_heap *h, long flags)
+{
+    shm__call call = {SHM__CLOSE, 0, 0, 0, 0, 0};
+    uint64_t none[16] = {0};
+    shmalloc_counters c;
+    long e, held = shm__lock(h);
+    h->calls[SHM__CLOSE]++;
+    h->order.calls++;
+    shmalloc_tlsf_counters(h->tlsf, &c);
+    e = held ? held : c.used_blocks && !(flags & SHMALLOC_SPACE_FREE_LIVE) ? SHMEMX_MALLOC_SPACE_BUSY : 0;
+    if (e == SHMEMX_MALLOC_SPACE_BUSY)
+        shmalloc_print(2, SHM__MSG(SPACE_BUSY), h->tp.pe, (void *)h, c.used_blocks, shm__s(c.used_blocks));
+    if (!SHM__LOAD(h->team_gone)) e = shm__agree(&h->tp, h->debug, &h->order, &call, e);
+    if (!e && c.used_blocks && h->debug) {
+        shm__leaks l = {NULL, 0, 0, NULL};
+        l.h = h, l.released_on = none;
+        shmalloc_print(2, SHM__MSG(SPACE_FREES_LIVE), h->tp.pe, c.used_blocks, shm__s(c.used_blocks));
+        shmalloc_tlsf_walk(h->tlsf, shm__leak_block, &l);
+    }
+    h->live_named = !e;
+    shm__unlock(h, held);
+    return e;
+}
+
+SHMALLOC_DEF SHMALLOC_API long shmalloc_space_destroy(shmalloc_heap *space, long flags)
+{
+    shmalloc_heap *world;
+    void *child;
+    long e;
+    if (!space || !space->world) {
+        if (space) shmalloc_print(2, SHM__MSG(SPACE_NOT_A_SPACE), space->tp.pe, (void *)space);
+        else shm__no_heap(SHM__CLOSE, &e);
+        return SHMEMX_MALLOC_NO_HEAP;
+    }
+    if ((e = shm__space_close(space, flags))) return e;
+    world = space->world;
+    child = space->tp.user;
+    shm__spaces_put(&world->spaces, space, 0);
+    shmalloc_heap_destroy(space);
+    world->tp.team_done(child);
+    return SHMEM_MALLOC_OK;
+}
+
+SHMALLOC_DEF SHMALLOC_API const void *shmalloc_space_team(const shmalloc_heap *h) { return h ? h->team : NULL; }
+SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_user(const shmalloc_heap *h) { return h ? h->tp.user : NULL; }
+
+SHMALLOC_DEF SHMALLOC_API void shmalloc_space_team_destroyed(shmalloc_heap *world, const void *team)
+{
+    size_t i;
+    if (!world) return;
+    shm__spin_lock(&world->spaces.lock);
+    for (i = 0; i < world->spaces.count; i++)
+        if (world->spaces.by_base[i]->team == team) SHM__STORE(world->spaces.by_base[i]->team_gone, 1);
+    shm__spin_unlock(&world->spaces.lock);
 }
 
 /* >> threads: implementation -----------------------------------------------
@@ -6604,11 +6869,18 @@ SHMALLOC_DEF SHMALLOC_API void *shmem_malloc(size_t size)
     return shmalloc_heap_malloc(shmalloc_current(), size, &malloc_error);
 }
 SHMALLOC_DEF SHMALLOC_API void *shmalloc(size_t size) { return shmem_malloc(size); }
-SHMALLOC_DEF SHMALLOC_API void shmem_free(void *ptr) { shmalloc_heap_free(shmalloc_current(), ptr, &malloc_error); }
+/* The heap a pointer-only call acts on: the space that holds ptr, else
+   the current heap (which then reports the bad pointer). */
+static shmalloc_heap *shm__heap_for(const void *ptr)
+{
+    shmalloc_heap *h = shmalloc_current(), *s = h ? shmalloc_heap_of(h, ptr) : NULL;
+    return s ? s : h;
+}
+SHMALLOC_DEF SHMALLOC_API void shmem_free(void *ptr) { shmalloc_heap_free(shm__heap_for(ptr), ptr, &malloc_error); }
 SHMALLOC_DEF SHMALLOC_API void shfree(void *ptr) { shmem_free(ptr); }
 SHMALLOC_DEF SHMALLOC_API void *shmem_realloc(void *ptr, size_t size)
 {
-    return shmalloc_heap_realloc(shmalloc_current(), ptr, size, &malloc_error);
+    return shmalloc_heap_realloc(ptr ? shm__heap_for(ptr) : shmalloc_current(), ptr, size, &malloc_error);
 }
 SHMALLOC_DEF SHMALLOC_API void *shrealloc(void *ptr, size_t size) { return shmem_realloc(ptr, size); }
 SHMALLOC_DEF SHMALLOC_API void *shmem_align(size_t alignment, size_t size)
@@ -6628,19 +6900,87 @@ SHMALLOC_DEF SHMALLOC_API void *shmem_malloc_with_hints(size_t size, long hints)
 {
     return shmalloc_heap_malloc_with_hints(shmalloc_current(), size, hints, &malloc_error);
 }
-SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level) { return shmalloc_heap_check(shmalloc_current(), level); }
-SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { shmalloc_heap_stats(shmalloc_current(), level); }
+/* The current heap and then each of its spaces: 0 and fn's, in turn. */
+static int shm__each_space(shmalloc_heap *h, int (*fn)(shmalloc_heap *h, int level), int level)
+{
+    size_t i;
+    int sum = fn(h, level);
+    /* Spaces come and go only by this thread's collective calls: no lock. */
+    for (i = 0; h && i < h->spaces.count; i++) sum += fn(h->spaces.by_base[i], level);
+    return sum;
+}
+static int shm__stats(shmalloc_heap *h, int level)
+{
+    shmalloc_heap_stats(h, level);
+    return 0;
+}
+SHMALLOC_DEF SHMALLOC_API int shmalloc_check(int level)
+{
+    return shm__each_space(shmalloc_current(), shmalloc_heap_check, level);
+}
+SHMALLOC_DEF SHMALLOC_API void shmalloc_stats(int level) { (void)shm__each_space(shmalloc_current(), shm__stats, level); }
 SHMALLOC_DEF SHMALLOC_API int shmemx_heap_info(shmalloc_info *info)
 {
     return shmalloc_heap_info(shmalloc_current(), info);
 }
 SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred(void *ptr)
 {
-    shmalloc_heap_free_deferred(shmalloc_current(), ptr, &malloc_error);
+    shmalloc_heap_free_deferred(shm__heap_for(ptr), ptr, &malloc_error);
 }
 SHMALLOC_DEF SHMALLOC_API void shmemx_free_deferred_drain(void)
 {
     shmalloc_heap_free_deferred_drain(shmalloc_current(), &malloc_error);
+}
+
+/* space, when the calling PE's current heap is it or its world; else NULL
+   after a line, with SHMEMX_MALLOC_NOT_MEMBER (or _NO_HEAP) in malloc_error. */
+static shmalloc_heap *shm__space_mine(shmemx_space_t space, const char *call)
+{
+    shmalloc_heap *h = shmalloc_current();
+    if (space && h && (space == h || space->world == h)) return space;
+    if (!space || !h) {
+        shm__no_heap(SHM__MALLOC, &malloc_error);
+        return NULL;
+    }
+    shmalloc_print(2, SHM__MSG(SPACE_NOT_MEMBER), h->tp.pe, call);
+    malloc_error = SHMEMX_MALLOC_NOT_MEMBER;
+    return NULL;
+}
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_malloc(shmemx_space_t space, size_t size)
+{
+    shmalloc_heap *h = shm__space_mine(space, "shmemx_space_malloc");
+    return h ? shmalloc_heap_malloc(h, size, &malloc_error) : NULL;
+}
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_calloc(shmemx_space_t space, size_t count, size_t size)
+{
+    shmalloc_heap *h = shm__space_mine(space, "shmemx_space_calloc");
+    return h ? shmalloc_heap_calloc(h, count, size, &malloc_error) : NULL;
+}
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_align(shmemx_space_t space, size_t alignment, size_t size)
+{
+    shmalloc_heap *h = shm__space_mine(space, "shmemx_space_align");
+    return h ? shmalloc_heap_align(h, alignment, size, &malloc_error) : NULL;
+}
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_malloc_with_hints(shmemx_space_t space, size_t size, long hints)
+{
+    shmalloc_heap *h = shm__space_mine(space, "shmemx_space_malloc_with_hints");
+    return h ? shmalloc_heap_malloc_with_hints(h, size, hints, &malloc_error) : NULL;
+}
+/* A block of another space is named, then refused on every member by the
+   realloc itself (not in this space's heap). */
+SHMALLOC_DEF SHMALLOC_API void *shmemx_space_realloc(shmemx_space_t space, void *ptr, size_t size)
+{
+    shmalloc_heap *h = shm__space_mine(space, "shmemx_space_realloc"), *holder;
+    if (!h) return NULL;
+    holder = ptr ? shmalloc_heap_of(h, ptr) : h;
+    if (holder && holder != h)
+        shmalloc_print(2, SHM__MSG(SPACE_WRONG_SPACE), h->tp.pe, "shmemx_space_realloc", ptr, (void *)h,
+                       holder->world ? "another space" : "the world heap");
+    return shmalloc_heap_realloc(h, ptr, size, &malloc_error);
+}
+SHMALLOC_DEF SHMALLOC_API shmemx_space_t shmemx_space_of(const void *ptr)
+{
+    return shmalloc_heap_of(shmalloc_current(), ptr);
 }
 #endif
 

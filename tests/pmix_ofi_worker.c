@@ -73,6 +73,11 @@
                 columns and halves in turn
      team_skip  world PEs 1..n-1 make a team whose last PE sleeps instead
                 of syncing: the others' team barrier times out
+     team_heaps (even npes) a heap over each half (shmalloc_space_create
+                over the transport's team member): 2000 malloc and free
+                pairs in the lower half while the upper half sleeps 2 s,
+                then in the upper; a mismatch, a busy destroy, the
+                checker; each pair's time beside the world heap's
    and, on one node:
      pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
                 times by 8-byte puts into each other's flag, each clearing
@@ -284,7 +289,7 @@ static const scenario scenarios[] = {
     {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},    {"deferred", scenario_deferred, 0},
     {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0}, {"largest", scenario_largest, 0},
     {"teams", scenario_teams, 0},         {"teams_concurrent", scenario_teams_concurrent, 0},
-    {"team_skip", scenario_team_skip, 0},
+    {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
 };
 
 static void run(const scenario *sc)

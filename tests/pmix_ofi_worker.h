@@ -10,7 +10,8 @@
      pmix_ofi_worker_counts.c   counts, against the cost model
      pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
      pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
-     pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip */
+     pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip,
+                                team_heaps */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -87,6 +88,7 @@ void scenario_pingpong(void);
 void scenario_teams(void);
 void scenario_teams_concurrent(void);
 void scenario_team_skip(void);
+void scenario_team_heaps(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

@@ -2,12 +2,15 @@
    teams (splits, translations, syncs and bad splits on any number of
    PEs), teams_concurrent (two disjoint teams all-reduce at once, then
    overlapping ones in turn) and team_skip (a member of a team does not
-   come to its barrier). */
+   come to its barrier); team_heaps (a heap over each half of the world
+   through the contract's team member). */
 #include "pmix_ofi_worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Member i of team t is world PE first + i * step, for i < n. */
@@ -166,4 +169,89 @@ void scenario_team_skip(void)
         fail(__LINE__, "PE %d came back from the team barrier that PE %d skipped", me, npes - 1);
     }
     shmem_barrier_all();
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 1 when v is the same on every member of t. */
+static int same_in_team(shmem_team_t t, uint64_t v)
+{
+    uint64_t both[2] = {v, ~v};
+    if (shmalloc_pmix_ofi_team_reduce_max(t, both, 2) != 0) return 0;
+    return both[0] == v && both[1] == ~v;
+}
+
+/* Collective over t: its space's malloc and free pairs, offsets checked
+   symmetric across the team every 100th. */
+static double space_pairs(shmalloc_heap *s, shmem_team_t t, int pairs)
+{
+    double start = seconds_now();
+    long err = 1;
+    int i;
+    for (i = 0; i < pairs; i++) {
+        char *p = (char *)shmalloc_heap_malloc(s, 64 + (size_t)(i % 7) * 96, &err);
+        if (!p || err != SHMEM_MALLOC_OK) {
+            fail(__LINE__, "space malloc %d failed (err %ld)", i, err);
+            return 0;
+        }
+        if (i % 100 == 0 && !same_in_team(t, (uint64_t)(p - (char *)shmalloc_heap_base(s))))
+            fail(__LINE__, "block %d's offset in the space differs across the team", i);
+        shmalloc_heap_free(s, p, &err);
+    }
+    return (seconds_now() - start) / pairs;
+}
+
+/* A heap over each half of the world through the contract's team member:
+   the lower half makes 2000 malloc and free pairs while the upper half's
+   PEs sleep 2 s (so the lower half finishes first, never waiting for
+   them); then the upper half makes its own.  Different sizes among a
+   half fail on every member; a live block keeps the space; the world
+   heap's pair is timed after, beside the space's. */
+void scenario_team_heaps(void)
+{
+    shmem_team_t half, y;
+    size_t bytes = shmalloc_heap_bytes((size_t)1 << 20);
+    void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int lower = me < npes / 2;
+    double pair = 0, took, world_pair, start;
+    shmalloc_heap *s;
+    char *live;
+    long err = 1;
+    int i;
+    CHECK(mem != MAP_FAILED);
+    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, npes / 2, NULL, 0, &half, NULL, 0, &y), 0);
+    shmem_team_destroy(y);
+    s = shmalloc_space_create(shmalloc_current(), half, mem, bytes, NULL, &err);
+    if (!s || err != SHMEM_MALLOC_OK) {
+        fail(__LINE__, "shmalloc_space_create over the team failed (err %ld)", err);
+        return;
+    }
+    CHECK(shmalloc_space_team(s) == half);
+    start = seconds_now();
+    if (lower) pair = space_pairs(s, half, 2000);
+    else sleep(2);
+    took = seconds_now() - start;
+    if (lower) printf("PE %d of %d: 2000 space pairs in %.3f s while the other half slept 2 s\n", me, npes, took);
+    if (!lower) pair = space_pairs(s, half, 2000);
+    CHECK(shmalloc_heap_malloc(s, me % 2 ? 128 : 256, &err) == NULL);
+    CHECK_EQ(err, SHMEM_MALLOC_SYMMSIZE_FAILED);
+    live = (char *)shmalloc_heap_malloc(s, 1000, &err);
+    CHECK(live != NULL && shmalloc_heap_of(shmalloc_current(), live) == s);
+    CHECK_EQ(shmalloc_space_destroy(s, 0), SHMEMX_MALLOC_SPACE_BUSY);
+    CHECK(shmalloc_heap_check(s, -1) == 0);
+    shmalloc_heap_free(s, live, &err);
+    CHECK_EQ(shmalloc_space_destroy(s, 0), 0);
+    munmap(mem, bytes);
+    shmem_team_destroy(half);
+    shmem_barrier_all();
+    start = seconds_now();
+    for (i = 0; i < 2000; i++) shmem_free(shmem_malloc(64 + (size_t)(i % 7) * 96));
+    world_pair = (seconds_now() - start) / 2000;
+    printf("PE %d of %d: malloc+free pair: %.2f us in a space of %d PEs, %.2f us in the world heap\n", me, npes,
+           pair * 1e6, npes / 2, world_pair * 1e6);
 }

@@ -112,3 +112,35 @@ Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_tcp_rxm_4p
 {
     check_skip("tcp;ofi_rxm", 0, "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
 }
+
+/* A heap over each half of the world through the contract's team member
+   (shmalloc_space_create): the lower half's 2000 malloc and free pairs
+   end before the upper half's 2 s sleep does (it never waits for them),
+   offsets are symmetric across each half, a mismatch fails on both
+   members, a live block keeps the space, and the heaps check clean. */
+static void check_team_heaps(const char *provider)
+{
+    static run r;
+    char prov[64];
+    const char *env[] = {prov, NULL}, *p;
+    int lines = 0;
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    launch(&r, 4, "team_heaps", env);
+    assert_passed(&r, 4, "team_heaps");
+    for (p = r.out; (p = strstr(p, ": 2000 space pairs in ")) != NULL; p++, lines++) {
+        double s = atof(p + strlen(": 2000 space pairs in "));
+        cr_assert(s < 2.0, "the lower half took %.3f s: it waited for the sleeping half:\n%s", s, tail(&r));
+    }
+    cr_assert_eq(lines, 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[HEAP_MISMATCH] "), 4, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[SPACE_BUSY] "), 4, "%s", tail(&r));
+}
+
+Test(pmix_ofi_teams, heaps_over_two_halves_never_wait_for_each_other_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_heaps("shm");
+}
+Test(pmix_ofi_teams, heaps_over_two_halves_never_wait_for_each_other_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_heaps("tcp;ofi_rxm");
+}

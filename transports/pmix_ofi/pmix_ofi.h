@@ -27,6 +27,7 @@
                   ends.c       a barrier that timed out, a peer that died
      entry points rma.c        puts, gets, quiet
                   teams.c      the OpenSHMEM teams, each barrier a group of barrier.c
+                  team_heap.c  the contract's team member: a transport over a team's PEs
                   shmem.c      shmem_init and the other entry points, the contract */
 #if !defined(SHMALLOC_PMIX_OFI_INTERNAL_H)
 #define SHMALLOC_PMIX_OFI_INTERNAL_H
@@ -421,8 +422,20 @@ SHM__INTERNAL void shm__rma_open(int me, int npes, int threaded);
 /* A barrier over every PE combining count values by max (none: a plain
    barrier), through node memory or by messages (shmem.c); the teams (teams.c). */
 SHM__INTERNAL void shm__world_collective(uint64_t *values, int count);
+
+/* A team (teams.c): a strided subset of the world, in its group's start,
+   stride and size. */
+struct shmalloc_team {
+    shm__group group;       /* first: a linked group is its team */
+    shmem_team_config_t config;
+};
 SHM__INTERNAL void shm__teams_open(int me, int npes);
 SHM__INTERNAL void shm__teams_close(void);
+SHM__INTERNAL int shm__is_team(shmem_team_t t);
+SHM__INTERNAL void shm__team_collective(shmem_team_t t, uint64_t *values, int count);
+/* The contract's team and team_done (team_heap.c). */
+SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
+SHM__INTERNAL void shm__tp_team_done(void *child_user);
 SHM__INTERNAL void shm__rma_close(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of

@@ -75,6 +75,8 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
     tp->allreduce_and = shm__tp_allreduce_and;
     tp->register_region = shm__tp_register;
     tp->deregister_region = shm__tp_deregister;
+    tp->team = shm__tp_team;
+    tp->team_done = shm__tp_team_done;
     if (shm__ofi.threaded) {
         tp->lock = shm__heap_lock;
         tp->unlock = shm__heap_unlock;

@@ -18,11 +18,6 @@
 
 #define SHM__TAG_SHARED 1u
 
-struct shmalloc_team {
-    shm__group group;   /* first: a linked group is its team */
-    shmem_team_config_t config;
-};
-
 struct shmalloc_team shmalloc_team_world, shmalloc_team_shared;
 static uint32_t shm__next_tag; /* greater than the tag of every team this PE has had */
 
@@ -64,10 +59,10 @@ void shm__teams_close(void)
     }
 }
 
-static int shm__is_team(shmem_team_t t) { return t != SHMEM_TEAM_INVALID && shm__w.running; }
+int shm__is_team(shmem_team_t t) { return t != SHMEM_TEAM_INVALID && shm__w.running; }
 
 /* A barrier over team t, combining count values by max on the way. */
-static void shm__team_collective(shmem_team_t t, uint64_t *values, int count)
+void shm__team_collective(shmem_team_t t, uint64_t *values, int count)
 {
     shm__group *g = &t->group;
     if (t == SHMEM_TEAM_WORLD) {
@@ -118,9 +113,12 @@ static void shm__team_free(shmem_team_t t)
     free(t);
 }
 
+/* Its spaces fail every call from now on, until each is destroyed. */
 void shmem_team_destroy(shmem_team_t team)
 {
-    if (shm__is_team(team) && team != SHMEM_TEAM_WORLD && team != SHMEM_TEAM_SHARED) shm__team_free(team);
+    if (!shm__is_team(team) || team == SHMEM_TEAM_WORLD || team == SHMEM_TEAM_SHARED) return;
+    if (shm__mem.heap) shmalloc_space_team_destroyed(shm__mem.heap, team);
+    shm__team_free(team);
 }
 
 /* A new team of the parent's PEs start + i * stride (i < size, parent

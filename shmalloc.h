@@ -406,6 +406,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     X(PMIX_BARRIER_TWICE, "shmalloc: PE %d received two messages for barrier %u round %u\n") \
     X(PMIX_BARRIER_WRONG_PE, "shmalloc: PE %d expected barrier %u round %d from PE %d, got PE %d\n") \
     X(PMIX_SEND_FAILED, "shmalloc: fi_sendmsg to PE %d failed on PE %d: %s\n") \
+    X(PMIX_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \
+                             "stride %d; PE %d of %d): give a member's world PE number (shmem_team_translate_pe)\n") \
     X(PMIX_TEAM_UNKNOWN_TAG, "shmalloc: PE %d received a message of team %u from PE %d, a team it does not have " \
                              "(destroyed, or the PEs' team calls differ)\n") \
     X(PMIX_TEAM_BARRIER_TIMEOUT, "shmalloc: team barrier timed out after %d s waiting for %s (the team of world " \

@@ -78,6 +78,12 @@
                 pairs in the lower half while the upper half sleeps 2 s,
                 then in the upper; a mismatch, a busy destroy, the
                 checker; each pair's time beside the world heap's
+     spaces     the even and the odd PEs each make a space (shmemx_space_
+                create, 64 KiB growing to 4 MiB): puts and gets around each
+                team in a block and in one the space grew for, shmem_ptr
+                (SHMALLOC_TEST_EXPECT_DIRECT) and shmem_addr_accessible for
+                members and others, a destroy refused with live blocks
+     space_outsider  PE 0 puts into its space at PE 1, outside the team
    and, on one node:
      pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
                 times by 8-byte puts into each other's flag, each clearing
@@ -290,6 +296,7 @@ static const scenario scenarios[] = {
     {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0}, {"largest", scenario_largest, 0},
     {"teams", scenario_teams, 0},         {"teams_concurrent", scenario_teams_concurrent, 0},
     {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
+    {"spaces", scenario_spaces, 0},       {"space_outsider", scenario_space_outsider, 0},
 };
 
 static void run(const scenario *sc)

@@ -255,3 +255,103 @@ void scenario_team_heaps(void)
     printf("PE %d of %d: malloc+free pair: %.2f us in a space of %d PEs, %.2f us in the world heap\n", me, npes,
            pair * 1e6, npes / 2, world_pair * 1e6);
 }
+
+/* World PE of member i of t. */
+static int world_of(shmem_team_t t, int i) { return shmem_team_translate_pe(t, i, SHMEM_TEAM_WORLD); }
+
+/* Puts n bytes of this PE's pattern into the next member's copy of p, then
+   checks what the previous member put here and gets the next member's
+   copy back. */
+static void ring_in_space(shmem_team_t t, unsigned char *p, size_t n, uint32_t tag)
+{
+    int size = shmem_team_n_pes(t), mine = shmem_team_my_pe(t);
+    int next = world_of(t, (mine + 1) % size), prev = world_of(t, (mine + size - 1) % size);
+    unsigned char *mine_buf = (unsigned char *)malloc(n), *back = (unsigned char *)malloc(n);
+    if (!mine_buf || !back) {
+        fail(__LINE__, "out of memory");
+        return;
+    }
+    fill(mine_buf, me, tag, 0, n);
+    shmem_putmem(p, mine_buf, n, next);
+    shmem_quiet();
+    CHECK_EQ(shmem_team_sync(t), 0);
+    CHECK_PATTERN(p, prev, tag, 0, n);
+    shmem_getmem(back, p, n, next);
+    CHECK_PATTERN(back, me, tag, 0, n);
+    CHECK_EQ(shmem_team_sync(t), 0); /* before the next ring writes p again */
+    free(mine_buf);
+    free(back);
+}
+
+/* The even and the odd PEs each make a space (64 KiB, growing to 4 MiB)
+   at once: blocks found by address, offsets symmetric in the team, puts
+   and gets around each team in the first region and in one grown into,
+   shmem_ptr and shmem_addr_accessible for members and others, then
+   destroys that refuse live blocks. */
+void scenario_spaces(void)
+{
+    shmemx_space_config_t config;
+    shmem_team_t t, row;
+    shmemx_space_t s;
+    unsigned char *small, *big;
+    int direct = expect_direct(), q, rc;
+    memset(&config, 0, sizeof config);
+    config.size = 64 << 10;
+    config.max = 4 << 20;
+    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, 2, NULL, 0, &row, NULL, 0, &t), 0); /* columns: even, odd */
+    shmem_team_destroy(row);
+    if (me % 2) { /* the odd PEs split again, so the two teams' tags differ */
+        shmem_team_t again;
+        CHECK_EQ(shmem_team_split_strided(t, 0, 1, shmem_team_n_pes(t), NULL, 0, &again), 0);
+        shmem_team_destroy(t);
+        t = again;
+    }
+    rc = shmemx_space_create(t, &config, &s);
+    if (rc != 0 || !s) {
+        fail(__LINE__, "shmemx_space_create failed (%d)", rc);
+        return;
+    }
+    small = (unsigned char *)shmemx_space_malloc(s, 4096);
+    CHECK(small != NULL && shmemx_space_of(small) == s && shmalloc_heap_of(shmalloc_current(), small) == s);
+    CHECK(same_in_team(t, (uint64_t)(small - (unsigned char *)shmalloc_heap_base(s))));
+    ring_in_space(t, small, 4096, 1);
+    big = (unsigned char *)shmemx_space_malloc(s, 1 << 20); /* past the first 64 KiB: the space grows */
+    CHECK(big != NULL && shmemx_space_of(big) == s);
+    if (big) ring_in_space(t, big, 1 << 20, 2);
+    for (q = 0; q < npes; q++) {
+        int member = q % 2 == me % 2;
+        CHECK_EQ(shmem_addr_accessible(small, q), member);
+        if (!member) CHECK(shmem_ptr(small, q) == NULL);
+        else if (direct >= 0) CHECK_EQ(shmem_ptr(small, q) != NULL, q == me || direct);
+    }
+    CHECK_EQ(shmemx_space_destroy(s, 0), SHMEMX_MALLOC_SPACE_BUSY);
+    shmem_free(small);
+    shmem_free(big);
+    CHECK(shmalloc_heap_check(s, -1) == 0);
+    CHECK_EQ(shmemx_space_destroy(s, 0), 0);
+    shmem_team_destroy(t);
+    shmem_barrier_all();
+}
+
+/* PE 0 puts into its space at an odd PE, outside its team: the job ends
+   with a message naming the space. */
+void scenario_space_outsider(void)
+{
+    shmemx_space_config_t config;
+    shmem_team_t t;
+    shmemx_space_t s = NULL;
+    unsigned char *p;
+    memset(&config, 0, sizeof config);
+    config.size = 64 << 10;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 2, (npes + 1) / 2, NULL, 0, &t), 0);
+    if (t == SHMEM_TEAM_INVALID) {
+        shmem_barrier_all();
+        return;
+    }
+    CHECK_EQ(shmemx_space_create(t, &config, &s), 0);
+    p = s ? (unsigned char *)shmemx_space_malloc(s, 64) : NULL;
+    fflush(stdout);
+    if (p && me == 0) shmem_putmem(p, "x", 1, 1);
+    if (me == 0) fail(__LINE__, "a put to PE 1, outside the space's team, returned");
+    shmem_barrier_all();
+}

@@ -144,3 +144,52 @@ Test(pmix_ofi_teams, heaps_over_two_halves_never_wait_for_each_other_tcp_rxm_4pe
 {
     check_team_heaps("tcp;ofi_rxm");
 }
+
+/* The even and the odd PEs each make a space at once and put and get
+   around their team, in the first region and in one the space grew for:
+   through node memory (direct: mapped copies), or by libfabric with the
+   keys the members swapped among themselves (direct 0). */
+static void check_spaces(const char *provider, int npes, int direct)
+{
+    static run r;
+    char prov[64], map[64], expect[64];
+    const char *env[] = {prov, map, expect, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(map, sizeof map, "SHMALLOC_PMIX_OFI_DIRECT=%d", direct);
+    snprintf(expect, sizeof expect, "SHMALLOC_TEST_EXPECT_DIRECT=%d", direct);
+    launch(&r, npes, "spaces", env);
+    assert_passed(&r, npes, "spaces");
+    cr_assert_eq(count(&r, "[SPACE_BUSY] "), npes, "%s", tail(&r));
+}
+
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_through_node_memory_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("shm", 4, 1);
+}
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_by_their_keys_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("shm", 4, 0);
+}
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_by_their_keys_tcp_rxm_3pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("tcp;ofi_rxm", 3, 0);
+}
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_by_their_keys_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("tcp;ofi_rxm", 4, 0);
+}
+
+/* A put into a space at a PE outside its team ends the job, naming the
+   space's team and the PE. */
+Test(pmix_ofi_teams, a_put_to_a_pe_outside_the_space_ends_the_job_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", NULL};
+    launch(&r, 4, "space_outsider", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));
+    cr_assert(has(&r, "[PMIX_SPACE_NOT_MEMBER] shmem_putmem: PE 1 is not in the team of the space at ") &&
+                  has(&r, " (2 PEs, world PEs from 0 by stride 2; PE 0 of 4)"),
+              "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}

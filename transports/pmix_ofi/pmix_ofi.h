@@ -396,6 +396,7 @@ typedef struct shm__entry_state {
     int thread_level;       /* SHMEM_THREAD_*, as provided */
     pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
     shm__options opt;
+    shm__start start;       /* the heap's sizes and pages: a space's defaults */
 } shm__entry_state;
 
 SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
@@ -433,9 +434,19 @@ SHM__INTERNAL void shm__teams_open(int me, int npes);
 SHM__INTERNAL void shm__teams_close(void);
 SHM__INTERNAL int shm__is_team(shmem_team_t t);
 SHM__INTERNAL void shm__team_collective(shmem_team_t t, uint64_t *values, int count);
-/* The contract's team and team_done (team_heap.c). */
+/* The contract's team and team_done, and spaces' members (team_heap.c). */
 SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
 SHM__INTERNAL void shm__tp_team_done(void *child_user);
+typedef struct shm__team_tp shm__team_tp;
+/* The space holding [addr, addr + n) and *offset there, or NULL. */
+SHM__INTERNAL shm__team_tp *shm__space_find(const void *addr, size_t n, size_t *offset);
+/* World PE pe's index in the space's team, or -1. */
+SHM__INTERNAL int shm__space_member(const shm__team_tp *t, int pe);
+/* Member m's copy of the space mapped here (this PE's own included), or NULL. */
+SHM__INTERNAL char *shm__space_peer(const shm__team_tp *t, int m);
+SHM__INTERNAL size_t shm__space_remote(const shm__team_tp *t, int m, uint64_t offset, size_t len,
+                                       shm__remote *remote);
+SHM__INTERNAL void shm__space_not_member(const char *what, const shm__team_tp *t, int pe);
 SHM__INTERNAL void shm__rma_close(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of

@@ -231,6 +231,7 @@ static void shm__init(int level)
     shm__init_settings(level, &s);
     shm__init_runtime(&s);
     shm__init_heap(&s);
+    shm__w.start = s;
     if (!at_exit) at_exit = on_exit(shm__finalize_at_exit, NULL) == 0;
     if (shm__w.opt.verbose) shm__describe();
     shmalloc_options_announce(shm__job.me);
@@ -277,15 +278,30 @@ int shmem_my_pe(void) { return shm__w.running ? shm__job.me : -1; }
 
 int shmem_n_pes(void) { return shm__w.running ? shm__job.npes : 0; }
 
+/* A space's address: a member's copy mapped here, else NULL. */
+static void *shm__space_ptr(const void *dest, int pe)
+{
+    size_t offset;
+    const shm__team_tp *t = shm__space_find(dest, 1, &offset);
+    int m = t ? shm__space_member(t, pe) : -1;
+    char *peer = m >= 0 ? shm__space_peer(t, m) : NULL;
+    return peer ? peer + offset : NULL;
+}
+
 void *shmem_ptr(const void *dest, int pe)
 {
     char *peer;
-    if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(dest, 1)) return NULL;
+    if (!shm__w.running || pe < 0 || pe >= shm__job.npes) return NULL;
+    if (!shm__in_heap(dest, 1)) return shm__space_ptr(dest, pe);
     if (pe == shm__job.me) return (void *)(uintptr_t)dest;
     return (peer = shm__peer_heap(pe)) != NULL ? peer + ((const char *)dest - shm__mem.base) : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)
 {
-    return shm__w.running && pe >= 0 && pe < shm__job.npes && shm__in_heap(addr, 1);
+    size_t offset;
+    const shm__team_tp *t;
+    if (!shm__w.running || pe < 0 || pe >= shm__job.npes) return 0;
+    if (shm__in_heap(addr, 1)) return 1;
+    return (t = shm__space_find(addr, 1, &offset)) != NULL && shm__space_member(t, pe) >= 0;
 }

@@ -9,7 +9,6 @@
 #include "pmix_ofi.h"
 
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SHM__MSG_MAGIC 0x73u
@@ -138,7 +137,7 @@ int shm__group_open(shm__group *g)
     while ((1 << g->rounds) < g->size) g->rounds++;
     g->epoch = 0;
     g->next = NULL;
-    g->inbox = (shm__inbox *)calloc((size_t)(2 * (g->rounds ? g->rounds : 1)), sizeof *g->inbox);
+    g->inbox = (shm__inbox *)shmalloc_mem_alloc((size_t)(2 * (g->rounds ? g->rounds : 1)), sizeof *g->inbox);
     return g->inbox ? 0 : -1;
 }
 
@@ -162,7 +161,7 @@ void shm__group_close(shm__group *g)
             break;
         }
     shm__leave();
-    free(g->inbox);
+    shmalloc_mem_free(g->inbox);
     g->inbox = NULL;
 }
 

@@ -12,7 +12,6 @@
 #include "../common/copy.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -143,7 +142,7 @@ static void shm__team_gather(shm__team_tp *t, int i, const shm__team_wire *mine)
 {
     int n = t->npeers, me = t->me, per = SHMALLOC_REDUCE_AND_MAX / (int)SHM__WIRE_WORDS;
     int first, q;
-    uint64_t *v = (uint64_t *)malloc(SHMALLOC_REDUCE_AND_MAX * sizeof *v);
+    uint64_t *v = (uint64_t *)shmalloc_mem_alloc(SHMALLOC_REDUCE_AND_MAX, sizeof *v);
     if (!v) shm__fatal(SHM__MSG(PMIX_NO_MEMORY_PEERS), n);
     for (first = 0; first < n; first += per) {
         int count = (n - first < per ? n - first : per) * (int)SHM__WIRE_WORDS;
@@ -155,7 +154,7 @@ static void shm__team_gather(shm__team_tp *t, int i, const shm__team_wire *mine)
             shm__team_learn(t, q, i, w);
         }
     }
-    free(v);
+    shmalloc_mem_free(v);
 }
 
 static void shm__team_forget(shm__team_tp *t, int i)
@@ -219,11 +218,11 @@ int shm__tp_team(void *user, const void *team, shmalloc_transport *child)
     shm__team_tp *t;
     (void)user;
     if (!shm__is_team(handle) || handle->group.me < 0) return -1;
-    if (!(t = (shm__team_tp *)calloc(1, sizeof *t))) return -1;
-    t->peers = (shm__heap_peer *)calloc((size_t)handle->group.size, sizeof *t->peers);
+    if (!(t = (shm__team_tp *)shmalloc_mem_alloc(1, sizeof *t))) return -1;
+    t->peers = (shm__heap_peer *)shmalloc_mem_alloc((size_t)handle->group.size, sizeof *t->peers);
     if (!t->peers || (shm__ofi.threaded && pthread_mutex_init(&t->lock, NULL) != 0)) {
-        free(t->peers);
-        free(t);
+        shmalloc_mem_free(t->peers);
+        shmalloc_mem_free(t);
         return -1;
     }
     t->team = handle;
@@ -260,8 +259,8 @@ void shm__tp_team_done(void *child_user)
     for (q = 0; q < t->npeers; q++)
         if (t->peers[q].direct_map) munmap(t->peers[q].direct_map, t->peers[q].direct_len);
     if (shm__ofi.threaded) pthread_mutex_destroy(&t->lock);
-    free(t->peers);
-    free(t);
+    shmalloc_mem_free(t->peers);
+    shmalloc_mem_free(t);
 }
 
 /* >> spaces ------------------------------------------------------------------------ */

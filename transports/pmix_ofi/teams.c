@@ -13,7 +13,6 @@
 #include "pmix_ofi.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SHM__TAG_SHARED 1u
@@ -55,7 +54,7 @@ void shm__teams_close(void)
     shm__group *g;
     while ((g = shm__coll.world.next) != NULL) {
         shm__group_close(g);
-        if (g != &shmalloc_team_shared.group) free(g);
+        if (g != &shmalloc_team_shared.group) shmalloc_mem_free(g);
     }
 }
 
@@ -110,7 +109,7 @@ static void shm__team_free(shmem_team_t t)
 {
     if (!t) return;
     shm__group_close(&t->group);
-    free(t);
+    shmalloc_mem_free(t);
 }
 
 /* Its spaces fail every call from now on, until each is destroyed. */
@@ -127,7 +126,7 @@ static shmem_team_t shm__team_new(shmem_team_t parent, int start, int stride, in
                                   const shmem_team_config_t *config, long mask)
 {
     const shm__group *p = &parent->group;
-    shmem_team_t t = (shmem_team_t)calloc(1, sizeof *t);
+    shmem_team_t t = (shmem_team_t)shmalloc_mem_alloc(1, sizeof *t);
     if (!t) return NULL;
     t->group.start = p->start + start * p->stride;
     t->group.stride = size > 1 ? p->stride * stride : 1;
@@ -135,7 +134,7 @@ static shmem_team_t shm__team_new(shmem_team_t parent, int start, int stride, in
     t->group.me = me;
     if (config && (mask & SHMEM_TEAM_NUM_CONTEXTS)) t->config.num_contexts = config->num_contexts;
     if (shm__group_open(&t->group) != 0) {
-        free(t);
+        shmalloc_mem_free(t);
         return NULL;
     }
     return t;

@@ -73,11 +73,12 @@
                 columns and halves in turn
      team_skip  world PEs 1..n-1 make a team whose last PE sleeps instead
                 of syncing: the others' team barrier times out
-     team_heaps (even npes) a heap over each half (shmalloc_space_create
-                over the transport's team member): 2000 malloc and free
-                pairs in the lower half while the upper half sleeps 2 s,
-                then in the upper; a mismatch, a busy destroy, the
-                checker; each pair's time beside the world heap's
+     team_heaps (even npes) a heap over each team of SHMALLOC_TEST_TEAM_PES
+                PEs, half the world when unset (shmalloc_space_create over
+                the transport's team member): 2000 malloc and free pairs in
+                the first while the other PEs sleep 2 s, then in the
+                others; a mismatch, a busy destroy, the checker; each
+                pair's time beside the world heap's
      spaces     the even and the odd PEs each make a space (shmemx_space_
                 create, 64 KiB growing to 4 MiB): puts and gets around each
                 team in a block and in one the space grew for, shmem_ptr

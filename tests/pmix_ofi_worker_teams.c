@@ -206,10 +206,10 @@ static double space_pairs(shmalloc_heap *s, shmem_team_t t, int pairs)
     return (seconds_now() - start) / pairs;
 }
 
-/* A heap over each half of the world through the contract's team member:
-   the lower half makes 2000 malloc and free pairs while the upper half's
-   PEs sleep 2 s (so the lower half finishes first, never waiting for
-   them); then the upper half makes its own.  Different sizes among a
+/* A heap over each team of SHMALLOC_TEST_TEAM_PES PEs (half the world
+   when unset) through the contract's team member: the first team makes
+   2000 malloc and free pairs while the other PEs sleep 2 s (so it
+   finishes first, never waiting for them); then the others make theirs.  Different sizes among a
    half fail on every member; a live block keeps the space; the world
    heap's pair is timed after, beside the space's. */
 void scenario_team_heaps(void)
@@ -217,15 +217,17 @@ void scenario_team_heaps(void)
     shmem_team_t half, y;
     size_t bytes = shmalloc_heap_bytes((size_t)1 << 20);
     void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    int lower = me < npes / 2;
+    const char *pes = getenv("SHMALLOC_TEST_TEAM_PES");
+    int x = pes ? atoi(pes) : npes / 2, lower = me < x, size;
     double pair = 0, took, world_pair, start;
     shmalloc_heap *s;
     char *live;
     long err = 1;
     int i;
     CHECK(mem != MAP_FAILED);
-    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, npes / 2, NULL, 0, &half, NULL, 0, &y), 0);
+    CHECK_EQ(shmem_team_split_2d(SHMEM_TEAM_WORLD, x, NULL, 0, &half, NULL, 0, &y), 0);
     shmem_team_destroy(y);
+    size = shmem_team_n_pes(half);
     s = shmalloc_space_create(shmalloc_current(), half, mem, bytes, NULL, &err);
     if (!s || err != SHMEM_MALLOC_OK) {
         fail(__LINE__, "shmalloc_space_create over the team failed (err %ld)", err);
@@ -236,7 +238,7 @@ void scenario_team_heaps(void)
     if (lower) pair = space_pairs(s, half, 2000);
     else sleep(2);
     took = seconds_now() - start;
-    if (lower) printf("PE %d of %d: 2000 space pairs in %.3f s while the other half slept 2 s\n", me, npes, took);
+    if (lower) printf("PE %d of %d: 2000 space pairs in %.3f s while the other PEs slept 2 s\n", me, npes, took);
     if (!lower) pair = space_pairs(s, half, 2000);
     CHECK(shmalloc_heap_malloc(s, me % 2 ? 128 : 256, &err) == NULL);
     CHECK_EQ(err, SHMEM_MALLOC_SYMMSIZE_FAILED);
@@ -253,7 +255,7 @@ void scenario_team_heaps(void)
     for (i = 0; i < 2000; i++) shmem_free(shmem_malloc(64 + (size_t)(i % 7) * 96));
     world_pair = (seconds_now() - start) / 2000;
     printf("PE %d of %d: malloc+free pair: %.2f us in a space of %d PEs, %.2f us in the world heap\n", me, npes,
-           pair * 1e6, npes / 2, world_pair * 1e6);
+           pair * 1e6, size, world_pair * 1e6);
 }
 
 /* World PE of member i of t. */

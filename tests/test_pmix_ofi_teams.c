@@ -127,7 +127,7 @@ static void check_team_heaps(const char *provider)
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     launch(&r, 4, "team_heaps", env);
     assert_passed(&r, 4, "team_heaps");
-    for (p = r.out; (p = strstr(p, ": 2000 space pairs in ")) != NULL; p++, lines++) {
+    for (p = r.out; (p = strstr(p, ": 2000 space pairs in ")) != NULL; p++, lines++) { /* the first team's */
         double s = atof(p + strlen(": 2000 space pairs in "));
         cr_assert(s < 2.0, "the lower half took %.3f s: it waited for the sleeping half:\n%s", s, tail(&r));
     }

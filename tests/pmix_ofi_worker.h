@@ -11,7 +11,8 @@
      pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
      pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
      pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip,
-                                team_heaps, spaces, space_outsider */
+                                team_heaps, spaces, space_outsider,
+                                teams_crossed */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -91,6 +92,7 @@ void scenario_team_skip(void);
 void scenario_team_heaps(void);
 void scenario_spaces(void);
 void scenario_space_outsider(void);
+void scenario_teams_crossed(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

@@ -359,3 +359,20 @@ void scenario_space_outsider(void)
     if (me == 0) fail(__LINE__, "a put to PE 1, outside the space's team, returned");
     shmem_barrier_all();
 }
+
+/* Two teams of the same PEs 0 and 1, synced in opposite orders: each PE
+   waits in a different team's barrier, and both time out naming the team
+   and the other PE, instead of hanging or mixing the two. */
+void scenario_teams_crossed(void)
+{
+    shmem_team_t a, b;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &a), 0);
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &b), 0);
+    fflush(stdout);
+    if (me < 2) {
+        shmem_team_sync(me == 0 ? a : b);
+        shmem_team_sync(me == 0 ? b : a);
+        fail(__LINE__, "PE %d passed two team barriers synced in opposite orders", me);
+    }
+    shmem_barrier_all();
+}

@@ -193,3 +193,26 @@ Test(pmix_ofi_teams, a_put_to_a_pe_outside_the_space_ends_the_job_shm_4pe, .time
               "%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
 }
+
+/* PEs 0 and 1 sync two teams of both in opposite orders: each times out
+   in its first team's barrier naming the team and the other PE (through
+   node memory: it is in the other team's barrier), without mixing the
+   two teams' rounds. */
+Test(pmix_ofi_teams, overlapping_teams_synced_in_opposite_orders_time_out_naming_the_pe_shm_2pe,
+     .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    launch(&r, 2, "teams_crossed", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));
+    cr_assert(has(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for PE 1, "
+                      "which has not arrived (the team of world PEs start 0, stride 1, size 2; its PE 0, PE 0 of 2") ||
+                  has(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for PE 0, "
+                          "which has not arrived (the team of world PEs start 0, stride 1, size 2; its PE 1, PE 1 of 2"),
+              "%s", tail(&r));
+    cr_assert_eq(count(&r, "[PMIX_BARRIER_WRONG_EPOCH]") + count(&r, "[PMIX_BARRIER_WRONG_PE]") +
+                     count(&r, "[PMIX_TEAM_UNKNOWN_TAG]"),
+                 0, "the teams' rounds mixed:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}

@@ -68,7 +68,7 @@
      fails leaves a process of its own session that removes, once the
      launcher has ended, those of peers mpirun killed (SIGKILL) first.
 
-   TEAMS (shmalloc_teams.h, OpenSHMEM 1.5)
+   TEAMS AND SPACES (shmalloc_teams.h, OpenSHMEM 1.5)
      SHMEM_TEAM_WORLD is every PE; SHMEM_TEAM_SHARED the PEs of this node
      (PMIx host names) when their ranks are strided, else this PE alone.
      shmem_team_split_strided and shmem_team_split_2d are collective over
@@ -85,6 +85,13 @@
      start, stride and size) and, on this node, the members that are not
      in it.  shmem_team_destroy of a team is local (its PEs must be done
      with it); of SHMEM_TEAM_WORLD or SHMEM_TEAM_SHARED it does nothing.
+     shmemx_space_create maps a space (a memfd when the heap is one: the
+     team's PEs on this node map it whole, as they map each other's
+     heaps), registers each of its regions and swaps bases and keys among
+     the team's PEs alone (an all-gather over the team's all-reduce);
+     shmem_putmem, shmem_getmem, shmem_ptr and shmem_addr_accessible take
+     its addresses with a member's world PE number, and a put or get to
+     another PE ends the job with a message naming the space's team.
 
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k

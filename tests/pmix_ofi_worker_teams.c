@@ -291,7 +291,8 @@ static void ring_in_space(shmem_team_t t, unsigned char *p, size_t n, uint32_t t
    at once: blocks found by address, offsets symmetric in the team, puts
    and gets around each team in the first region and in one grown into,
    shmem_ptr and shmem_addr_accessible for members and others, then
-   destroys that refuse live blocks. */
+   destroys that refuse live blocks; a space whose team is destroyed
+   first fails its calls and is destroyed alone. */
 void scenario_spaces(void)
 {
     shmemx_space_config_t config;
@@ -333,7 +334,15 @@ void scenario_spaces(void)
     shmem_free(big);
     CHECK(shmalloc_heap_check(s, -1) == 0);
     CHECK_EQ(shmemx_space_destroy(s, 0), 0);
+    /* A space whose team goes first fails its calls, and its destroy then
+       acts on this PE alone. */
+    CHECK_EQ(shmemx_space_create(t, &config, &s), 0);
     shmem_team_destroy(t);
+    if (s) {
+        CHECK(shmemx_space_malloc(s, 64) == NULL);
+        CHECK_EQ(malloc_error, SHMEMX_MALLOC_TEAM_DESTROYED);
+        CHECK_EQ(shmemx_space_destroy(s, 0), 0);
+    }
     shmem_barrier_all();
 }
 

@@ -160,6 +160,7 @@ static void check_spaces(const char *provider, int npes, int direct)
     launch(&r, npes, "spaces", env);
     assert_passed(&r, npes, "spaces");
     cr_assert_eq(count(&r, "[SPACE_BUSY] "), npes, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[SPACE_TEAM_GONE] "), npes, "%s", tail(&r));
 }
 
 Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_through_node_memory_shm_4pe, .timeout = TEST_TIMEOUT)

@@ -75,8 +75,9 @@
                 of syncing: the others' team barrier times out
      team_heaps (even npes) a heap over each team of SHMALLOC_TEST_TEAM_PES
                 PEs, half the world when unset (shmalloc_space_create over
-                the transport's team member): 2000 malloc and free pairs in
-                the first while the other PEs sleep 2 s, then in the
+                the transport's team member): 2000 (SHMALLOC_TEST_PAIRS)
+                malloc and free pairs in the first while the other PEs
+                sleep 2 s (SHMALLOC_TEST_SLEEP), then in the
                 others; a mismatch, a busy destroy, the checker; each
                 pair's time beside the world heap's
      spaces     the even and the odd PEs each make a space (shmemx_space_

@@ -208,8 +208,9 @@ static double space_pairs(shmalloc_heap *s, shmem_team_t t, int pairs)
 
 /* A heap over each team of SHMALLOC_TEST_TEAM_PES PEs (half the world
    when unset) through the contract's team member: the first team makes
-   2000 malloc and free pairs while the other PEs sleep 2 s (so it
-   finishes first, never waiting for them); then the others make theirs.  Different sizes among a
+   SHMALLOC_TEST_PAIRS (2000) malloc and free pairs while the other PEs
+   sleep SHMALLOC_TEST_SLEEP (2) s, so it finishes first, never waiting
+   for them; then the others make theirs.  Different sizes among a
    half fail on every member; a live block keeps the space; the world
    heap's pair is timed after, beside the space's. */
 void scenario_team_heaps(void)
@@ -217,8 +218,10 @@ void scenario_team_heaps(void)
     shmem_team_t half, y;
     size_t bytes = shmalloc_heap_bytes((size_t)1 << 20);
     void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    const char *pes = getenv("SHMALLOC_TEST_TEAM_PES");
-    int x = pes ? atoi(pes) : npes / 2, lower = me < x, size;
+    const char *pes = getenv("SHMALLOC_TEST_TEAM_PES"), *many = getenv("SHMALLOC_TEST_PAIRS");
+    const char *sleep_s = getenv("SHMALLOC_TEST_SLEEP");
+    int x = pes ? atoi(pes) : npes / 2, lower = me < x, size, pairs = many ? atoi(many) : 2000;
+    unsigned nap = sleep_s ? (unsigned)atoi(sleep_s) : 2;
     double pair = 0, took, world_pair, start;
     shmalloc_heap *s;
     char *live;
@@ -235,11 +238,12 @@ void scenario_team_heaps(void)
     }
     CHECK(shmalloc_space_team(s) == half);
     start = seconds_now();
-    if (lower) pair = space_pairs(s, half, 2000);
-    else sleep(2);
+    if (lower) pair = space_pairs(s, half, pairs);
+    else sleep(nap);
     took = seconds_now() - start;
-    if (lower) printf("PE %d of %d: 2000 space pairs in %.3f s while the other PEs slept 2 s\n", me, npes, took);
-    if (!lower) pair = space_pairs(s, half, 2000);
+    if (lower) printf("PE %d of %d: %d space pairs in %.3f s while the other PEs slept %u s\n", me, npes, pairs, took,
+                      nap);
+    if (!lower) pair = space_pairs(s, half, pairs);
     if (size > 1) { /* members 0 and 1 are of different parity */
         CHECK(shmalloc_heap_malloc(s, me % 2 ? 128 : 256, &err) == NULL);
         CHECK_EQ(err, SHMEM_MALLOC_SYMMSIZE_FAILED);

@@ -73,6 +73,7 @@ int shmem_team_sync(shmem_team_t team);
    fail with SHMEMX_MALLOC_TEAM_DESTROYED until destroyed. */
 void shmem_team_destroy(shmem_team_t team);
 
+#if !defined(SHMALLOC_NO_SHMEM_NAMES) /* the space types are SHMEM names of shmalloc.h */
 /* Collective over team's PEs only: a space (">> spaces" in shmalloc.h)
    in memory the transport maps (or config->mem).  0, or nonzero (a
    SHMEMX_MALLOC_* code) on every member, *space NULL.  Afterwards
@@ -83,6 +84,7 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
 /* Collective over the space's team: shmalloc_space_destroy, then the
    memory the transport mapped is unmapped. */
 long shmemx_space_destroy(shmemx_space_t space, long flags);
+#endif
 
 #if defined(__cplusplus)
 }

@@ -87,6 +87,8 @@
                 members and others, a destroy refused with live blocks
      space_outsider  PE 0 puts into its space at PE 1, outside the team
      teams_crossed  PEs 0 and 1 sync two teams of both in opposite orders
+     team_messages  a team of every PE makes 100 all-reduces: the messages
+                sent and node slots read (test builds' counters)
    and, on one node:
      pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
                 times by 8-byte puts into each other's flag, each clearing
@@ -300,7 +302,7 @@ static const scenario scenarios[] = {
     {"teams", scenario_teams, 0},         {"teams_concurrent", scenario_teams_concurrent, 0},
     {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
     {"spaces", scenario_spaces, 0},       {"space_outsider", scenario_space_outsider, 0},
-    {"teams_crossed", scenario_teams_crossed, 0},
+    {"teams_crossed", scenario_teams_crossed, 0}, {"team_messages", scenario_team_messages, 0},
 };
 
 static void run(const scenario *sc)

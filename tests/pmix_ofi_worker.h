@@ -12,7 +12,7 @@
      pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
      pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip,
                                 team_heaps, spaces, space_outsider,
-                                teams_crossed */
+                                teams_crossed, team_messages */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -93,6 +93,7 @@ void scenario_team_heaps(void);
 void scenario_spaces(void);
 void scenario_space_outsider(void);
 void scenario_teams_crossed(void);
+void scenario_team_messages(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

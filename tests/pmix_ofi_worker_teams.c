@@ -389,3 +389,21 @@ void scenario_teams_crossed(void)
     }
     shmem_barrier_all();
 }
+
+/* A team of every PE (not SHMEM_TEAM_WORLD) makes 100 all-reduces: what
+   they sent and read, from the transport's counters.  On one node with
+   node memory, its own segment's slots and no message; across nodes (or
+   without node memory), messages. */
+void scenario_team_messages(void)
+{
+    shmalloc_pmix_ofi_counts a, b;
+    shmem_team_t t;
+    int i;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t), 0);
+    shmalloc_pmix_ofi_counts_get(&a);
+    for (i = 0; i < 100; i++) check_reduce(t, (uint64_t)i, __LINE__);
+    shmalloc_pmix_ofi_counts_get(&b);
+    printf("PE %d of %d: 100 team all-reduces sent %llu messages and read %llu slots\n", me, npes,
+           b.messages - a.messages, b.slot_reads - a.slot_reads);
+    shmem_team_destroy(t);
+}

@@ -217,3 +217,32 @@ Test(pmix_ofi_teams, overlapping_teams_synced_in_opposite_orders_time_out_naming
                  0, "the teams' rounds mixed:\n%s", tail(&r));
     cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
 }
+
+/* A team of every PE, 100 all-reduces: on one node with node memory they
+   go through the team's own segment (no message, 2 slot reads each at 4
+   PEs); on nodes of 2 PEs, or without node memory, by messages (2 rounds
+   of one message each). */
+static void check_team_messages(const char *node_size, const char *node_barrier, const char *said)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", node_size, node_barrier, NULL};
+    launch(&r, 4, "team_messages", env);
+    assert_passed(&r, 4, "team_messages");
+    cr_assert_eq(count(&r, said), 4, "expected on every PE: %s\n%s", said, tail(&r));
+}
+
+Test(pmix_ofi_teams, a_team_on_one_node_synchronises_through_its_own_segment_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_messages("SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        ": 100 team all-reduces sent 0 messages and read 200 slots");
+}
+Test(pmix_ofi_teams, a_team_across_nodes_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_messages("SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        ": 100 team all-reduces sent 200 messages and read 0 slots");
+}
+Test(pmix_ofi_teams, a_team_without_node_memory_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_messages("SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=0",
+                        ": 100 team all-reduces sent 200 messages and read 0 slots");
+}

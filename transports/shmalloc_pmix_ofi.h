@@ -76,9 +76,12 @@
      passed the same valid arguments (else each returns -1 with a message)
      and agrees a tag that none of them uses, then one barrier over it.  A
      team's shmem_team_sync (and the all-reduces of a heap over it) are
-     dissemination rounds of libfabric messages among its PEs under its
-     own tag and barrier numbers, even on one node, where the node
-     barrier's segment serves the world alone: teams with no PE in common
+     dissemination rounds under its own barrier numbers: through a small
+     segment of its own in /dev/shm when all its PEs are on this node
+     (and node memory is in use; its first PE makes it during the split,
+     and it is unlinked once every member has it open), else by
+     libfabric messages among its PEs under its own tag
+     (SHMEM_TEAM_SHARED always so): teams with no PE in common
      synchronise at once, and teams that share PEs, used in the same order
      on them, never mix their rounds.  A team barrier that waits past
      SHMALLOC_BARRIER_TIMEOUT ends the PE naming the team (its world

@@ -340,3 +340,85 @@ void shm__node_sync(uint64_t *values, int count)
     }
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
 }
+
+/* >> a team's own segment ------------------------------------------------------
+   A team whose PEs all share this node's memory synchronises as the node
+   does, in dissemination rounds through slots of its own segment (a slot
+   per PE per round, double-buffered by the barrier's parity), without
+   messages.  Its name carries its creator's PID (for the sweep of stale
+   files), the job and the team's tag. */
+int shm__node_team_wanted(const shm__group *g)
+{
+    int i;
+    if (!shm__coll.node || g->size < 2) return 0;
+    for (i = 0; i < g->size; i++)
+        if (shm__node_index(g->start + i * g->stride) < 0) return 0;
+    return 1;
+}
+
+static void shm__node_team_name(char *name, size_t cap, long creator, uint32_t tag)
+{
+    char *p;
+    snprintf(name, cap, "/" SHM__NODE_PREFIX "%ld-%.100s-t%u", creator, shm__job.proc.nspace, tag);
+    for (p = name + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            *p = '_';
+}
+
+/* The team's segment mapped (made first when create), or NULL; *bytes its
+   length.  A made file is named for removal should this PE end abnormally. */
+shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes)
+{
+    char name[160], path[176];
+    int fd;
+    void *m;
+    *bytes = (size_t)g->size * (size_t)g->rounds * sizeof(shm__node_slot);
+    if (creator <= 0) return NULL;
+    shm__node_team_name(name, sizeof name, creator, g->tag);
+    fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600) : shm_open(name, O_RDWR, 0600);
+    if (fd < 0) return NULL;
+    if (create) {
+        snprintf(path, sizeof path, "/dev/shm%s", name);
+        shm__files_set(SHM__FILE_NODE, path);
+        if (posix_fallocate(fd, 0, (off_t)*bytes) != 0) {
+            close(fd);
+            return NULL; /* unlinked after the members agree */
+        }
+    }
+    m = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return m == MAP_FAILED ? NULL : (shm__node_slot *)m;
+}
+
+/* Once every member has it open, or has failed to. */
+void shm__node_team_unlink(const shm__group *g, long creator)
+{
+    char name[160];
+    shm__node_team_name(name, sizeof name, creator, g->tag);
+    shm_unlink(name);
+    shm__files_set(SHM__FILE_NODE, NULL);
+}
+
+void shm__node_team_sync(shm__group *g, uint64_t *values, int count)
+{
+    uint64_t epoch = (uint64_t)g->epoch + 1;
+    shm__wait w;
+    int k;
+    shm__wait_begin(&w, shm__coll.timeout, shm__coll.node_pauses, SHM__WAIT_ALL_YIELDS);
+    shm__coll.current = g;
+    for (k = 0; k < g->rounds; k++) {
+        int from = (g->me - (1 << k) + g->size) % g->size;
+        shm__node_write(&g->node[k * g->size + g->me], epoch, values, count);
+        shm__combine(values, shm__node_read(&g->node[k * g->size + from], epoch, count, g->start + from * g->stride, &w),
+                     count);
+    }
+    __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
+    shm__coll.current = NULL;
+    g->epoch++;
+}
+
+void shm__node_team_close(shm__group *g)
+{
+    if (g->node) munmap(g->node, g->node_bytes);
+    g->node = NULL;
+}

@@ -318,6 +318,8 @@ typedef struct shm__group {
     uint32_t epoch;         /* the barrier's number */
     shm__inbox *inbox;      /* 2 x rounds: by the epoch's parity, then by round */
     struct shm__group *next; /* the teams' groups, after the world's */
+    struct shm__node_slot *node; /* a team on this node alone: its own slots (node.c), or NULL */
+    size_t node_bytes;
 } shm__group;
 
 typedef struct shm__collective {
@@ -379,6 +381,14 @@ SHM__INTERNAL void shm__node_note_end(uint64_t how);
 SHM__INTERNAL uint64_t shm__node_end_of(int pe);
 SHM__INTERNAL int shm__node_gave_up(int *by);
 SHM__INTERNAL int shm__node_absent(int *pes, int max);
+/* A team whose PEs all share this node's memory synchronises through a
+   segment of its own: its first PE creates it (before the split's last
+   barrier over the parent), the others open it, and all agree. */
+SHM__INTERNAL int shm__node_team_wanted(const shm__group *g);
+SHM__INTERNAL struct shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes);
+SHM__INTERNAL void shm__node_team_unlink(const shm__group *g, long creator);
+SHM__INTERNAL void shm__node_team_sync(shm__group *g, uint64_t *values, int count);
+SHM__INTERNAL void shm__node_team_close(shm__group *g);
 /* The team barrier each PE of this node is in (its tag above its epoch), or 0. */
 SHM__INTERNAL void shm__node_note_where(uint64_t where);
 SHM__INTERNAL int shm__node_where_of(int pe, uint64_t *where);

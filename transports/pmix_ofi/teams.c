@@ -1,19 +1,22 @@
 /* teams.c - the OpenSHMEM 1.5 teams.  A team is a strided subset of the
-   world (its group's start, stride and size, in world numbers) whose
-   barrier and all-reduce go by messages among its PEs, under its own tag
-   and epochs (barrier.c), even on one node: the node barrier's segment
-   has slots for the world's barrier only.  SHMEM_TEAM_WORLD's collective
-   calls are the world's (node memory, then messages between nodes);
-   SHMEM_TEAM_SHARED is the PEs of this node when their ranks are strided,
-   else this PE alone.  A split is collective over its parent only: one
+   world (its group's start, stride and size, in world numbers) with a
+   barrier and all-reduce of its own, its own epochs and message tag: a
+   team whose PEs all share this node's memory synchronises through a
+   segment of its own (node.c), any other by messages among its PEs
+   (barrier.c).  SHMEM_TEAM_WORLD's collective calls are the world's
+   (node memory, then messages between nodes); SHMEM_TEAM_SHARED is the
+   PEs of this node when their ranks are strided, else this PE alone, and
+   goes by messages.  A split is collective over its parent only: one
    all-reduce over the parent agrees the arguments and a tag that no
    member has used (the greatest of the members' next tags; the new team's
-   PEs are among them), then, once the new teams' groups are linked, a
-   barrier over the parent, so that no message of theirs arrives before. */
+   PEs are among them), then, once the new teams' groups are linked (and
+   a team on one node has its segment made), a barrier over the parent,
+   so that no message of theirs arrives before. */
 #include "pmix_ofi.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SHM__TAG_SHARED 1u
 
@@ -53,6 +56,7 @@ void shm__teams_close(void)
 {
     shm__group *g;
     while ((g = shm__coll.world.next) != NULL) {
+        shm__node_team_close(g);
         shm__group_close(g);
         if (g != &shmalloc_team_shared.group) shmalloc_mem_free(g);
     }
@@ -69,7 +73,8 @@ void shm__team_collective(shmem_team_t t, uint64_t *values, int count)
         return;
     }
     shm__node_note_where((uint64_t)g->tag << 32 | g->epoch); /* named should a member not come */
-    shm__disseminate(g, values, count);
+    if (g->node) shm__node_team_sync(g, values, count);
+    else shm__disseminate(g, values, count);
     shm__node_note_where(0);
 }
 
@@ -108,6 +113,7 @@ int shmem_team_sync(shmem_team_t team)
 static void shm__team_free(shmem_team_t t)
 {
     if (!t) return;
+    shm__node_team_close(&t->group);
     shm__group_close(&t->group);
     shmalloc_mem_free(t);
 }
@@ -181,17 +187,38 @@ static int shm__split_agree(shmem_team_t parent, const char *call, const int arg
     return 0;
 }
 
-/* The new teams (NULL where this PE is not a member) join their tags;
-   the parent's barrier then lets members send. */
+/* A new team on this node alone: each member opens the segment its first
+   PE made (mine, when this PE is it) and all use it, or all go by
+   messages when one could not; then the file goes. */
+static void shm__split_segment(shmem_team_t t, struct shm__node_slot *mine)
+{
+    shm__group *g = &t->group;
+    long creator = g->me == 0 ? (long)getpid() : shm__peer_pid(g->start);
+    struct shm__node_slot *seg = g->me == 0 ? mine : shm__node_team_map(g, creator, 0, &g->node_bytes);
+    uint64_t failed = seg == NULL;
+    shm__team_collective(t, &failed, 1); /* by messages: g->node is not set yet */
+    if (g->me == 0) shm__node_team_unlink(g, creator);
+    g->node = seg;
+    if (failed) shm__node_team_close(g);
+}
+
+/* The new teams (NULL where this PE is not a member) join their tags, and
+   a team's first PE makes its segment when it is on this node alone; the
+   parent's barrier then lets members send and open the segment. */
 static void shm__split_link(shmem_team_t parent, shmem_team_t *teams, int n, uint32_t tag)
 {
+    struct shm__node_slot *made[2] = {NULL, NULL};
     int i;
     for (i = 0; i < n; i++)
         if (teams[i]) {
-            teams[i]->group.tag = tag + (uint32_t)i;
-            shm__group_link(&teams[i]->group);
+            shm__group *g = &teams[i]->group;
+            g->tag = tag + (uint32_t)i;
+            if (g->me == 0 && shm__node_team_wanted(g)) made[i] = shm__node_team_map(g, (long)getpid(), 1, &g->node_bytes);
+            shm__group_link(g);
         }
     shm__team_collective(parent, NULL, 0);
+    for (i = 0; i < n; i++)
+        if (teams[i] && shm__node_team_wanted(&teams[i]->group)) shm__split_segment(teams[i], made[i]);
 }
 
 int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,

@@ -127,7 +127,7 @@ $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
 # The tests that launch the worker, one suite per concern (pmix_ofi_launch.h).
 PMIX_OFI_TESTS = test_pmix_ofi_scenarios test_pmix_ofi_start test_pmix_ofi_faults test_pmix_ofi_threads \
-                 test_pmix_ofi_counts test_pmix_ofi_deferred
+                 test_pmix_ofi_counts test_pmix_ofi_deferred test_pmix_ofi_teams
 $(addprefix $(B)/,$(PMIX_OFI_TESTS)): $(B)/%: tests/%.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< -lcriterion -o $@

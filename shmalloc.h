@@ -419,6 +419,17 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     X(PMIX_BARRIER_TWICE, "shmalloc: PE %d received two messages for barrier %u round %u\n") \
     X(PMIX_BARRIER_WRONG_PE, "shmalloc: PE %d expected barrier %u round %d from PE %d, got PE %d\n") \
     X(PMIX_SEND_FAILED, "shmalloc: fi_sendmsg to PE %d failed on PE %d: %s\n") \
+    X(PMIX_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \
+                             "stride %d; PE %d of %d): give a member's world PE number (shmem_team_translate_pe)\n") \
+    X(PMIX_TEAM_UNKNOWN_TAG, "shmalloc: PE %d received a message of team %u from PE %d, a team it does not have " \
+                             "(destroyed, or the PEs' team calls differ)\n") \
+    X(PMIX_TEAM_BARRIER_TIMEOUT, "shmalloc: team barrier timed out after %d s waiting for %s (the team of world " \
+                                 "PEs start %d, stride %d, size %d; its PE %d, PE %d of %d, its barrier %u)\n") \
+    X(PMIX_TEAM_BAD_SPLIT, "shmalloc: %s(%s) on a parent team of %d PEs: %s; every member of the parent " \
+                           "returns -1 (PE %d of %d)\n") \
+    X(PMIX_TEAM_SPLIT_DIFFER, "shmalloc: %s: the parent team's PEs passed different arguments or could not " \
+                              "make the team (this PE: arguments %d, %d, %d%s); every member of the parent " \
+                              "returns -1 (PE %d of %d)\n") \
     X(PMIX_PEER_FINALIZED, "shmalloc: PE %d called shmem_finalize after %lu rounds and ended (%s) while PE %d " \
                            "waits in its round %lu (a round: a barrier or an all-reduce): the PEs' collective " \
                            "calls differ; PE %d of %d stops\n") \

@@ -4,7 +4,8 @@
 # by tests/cluster.sh (network namespaces on a private bridge, as root),
 # with tcp;ofi_rxm on each node's fab0 between nodes.  Every scenario of
 # "all", heaps at one address and at different ones, hierarchical and flat
-# barriers, heap growth, the counts against the cost model, and a PE
+# barriers, heap growth, the counts against the cost model, teams and
+# spaces whose PEs span nodes, and a PE
 # killed on one node: under mpirun, then under Slurm's srun --mpi=pmix
 # with one slurmd per node (and slurmctld beside the bridge).  Prints PASS/FAIL per run and a final "cluster-check:
 # N passed, M failed" line; exits nonzero on any failure.
@@ -128,6 +129,13 @@ cases() {
         SHMALLOC_TEST_EXPECT_NODE_SIZE=2
     check_run "4 nodes x 4 PEs, slot reads and messages per call as the model says" "$FOUR" counts "$HIER4" "$SAME" \
         SHMALLOC_TEST_EXPECT_NODE_SIZE=4
+    check_run "2 nodes x 2 PEs, teams: SHMEM_TEAM_SHARED the node, splits across nodes" "$TWO" teams "$HIER2" \
+        "$SAME" SHMALLOC_TEST_EXPECT_SHARED=2
+    check_run "2 nodes x 2 PEs, spaces of teams across nodes: puts and gets by their keys" "$TWO" spaces "$HIER2" \
+        "$SAME"
+    check_run "4 nodes x 4 PEs, teams: SHMEM_TEAM_SHARED the node, splits across nodes" "$FOUR" teams "$HIER4" \
+        "$SAME" SHMALLOC_TEST_EXPECT_SHARED=4
+    check_run "4 nodes x 4 PEs, spaces of 8 PEs on 4 nodes each, at once" "$FOUR" spaces "$HIER4" "$SAME"
     check_death "2 nodes x 2 PEs, PE 1 SIGKILLed in a barrier: the job ends" "$TWO" kill
     check_death "3 nodes (2+1+1), PE 1 SIGKILLed inside shmem_malloc: the job ends" "$THREE" kill_in_malloc
     check_death "4 nodes x 4 PEs, PE 1 SIGKILLed inside shmem_malloc: the job ends" "$FOUR" kill_in_malloc

@@ -62,6 +62,33 @@
                 main thread makes collective allocations that grow the heap
                 (run with SHMALLOC_HEAP_MAX), barriers and frees; then
                 every PE checks every thread's last puts into its heap.
+   and, on any number of PEs (pmix_ofi_worker_teams.c):
+     teams      WORLD and SHARED (SHMALLOC_TEST_EXPECT_SHARED PEs each,
+                npes when unset), strided splits, a split of a split,
+                split_2d, translations, 200 rounds of overlapping teams'
+                syncs and all-reduces, then bad splits, each failing on
+                every PE with a message
+     teams_concurrent  (even npes) two disjoint halves make 3000 and 1000
+                all-reduces at once, each checking its values; then rows,
+                columns and halves in turn
+     team_skip  world PEs 1..n-1 make a team whose last PE sleeps instead
+                of syncing: the others' team barrier times out
+     team_heaps (even npes) a heap over each team of SHMALLOC_TEST_TEAM_PES
+                PEs, half the world when unset (shmalloc_space_create over
+                the transport's team member): 2000 (SHMALLOC_TEST_PAIRS)
+                malloc and free pairs in the first while the other PEs
+                sleep 2 s (SHMALLOC_TEST_SLEEP), then in the
+                others; a mismatch, a busy destroy, the checker; each
+                pair's time beside the world heap's
+     spaces     the even and the odd PEs each make a space (shmemx_space_
+                create, 64 KiB growing to 4 MiB): puts and gets around each
+                team in a block and in one the space grew for, shmem_ptr
+                (SHMALLOC_TEST_EXPECT_DIRECT) and shmem_addr_accessible for
+                members and others, a destroy refused with live blocks
+     space_outsider  PE 0 puts into its space at PE 1, outside the team
+     teams_crossed  PEs 0 and 1 sync two teams of both in opposite orders
+     team_messages  a team of every PE makes 100 all-reduces: the messages
+                sent and node slots read (test builds' counters)
    and, on one node:
      pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
                 times by 8-byte puts into each other's flag, each clearing
@@ -272,6 +299,10 @@ static const scenario scenarios[] = {
     {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
     {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},    {"deferred", scenario_deferred, 0},
     {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0}, {"largest", scenario_largest, 0},
+    {"teams", scenario_teams, 0},         {"teams_concurrent", scenario_teams_concurrent, 0},
+    {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
+    {"spaces", scenario_spaces, 0},       {"space_outsider", scenario_space_outsider, 0},
+    {"teams_crossed", scenario_teams_crossed, 0}, {"team_messages", scenario_team_messages, 0},
 };
 
 static void run(const scenario *sc)

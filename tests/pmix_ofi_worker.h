@@ -9,7 +9,10 @@
      pmix_ofi_worker_threads.c  threads
      pmix_ofi_worker_counts.c   counts, against the cost model
      pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
-     pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears) */
+     pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
+     pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip,
+                                team_heaps, spaces, space_outsider,
+                                teams_crossed, team_messages */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -83,6 +86,14 @@ void scenario_counts(void);
 void scenario_deferred(void);
 void scenario_deferred_wide(void);
 void scenario_pingpong(void);
+void scenario_teams(void);
+void scenario_teams_concurrent(void);
+void scenario_team_skip(void);
+void scenario_team_heaps(void);
+void scenario_spaces(void);
+void scenario_space_outsider(void);
+void scenario_teams_crossed(void);
+void scenario_team_messages(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

@@ -68,6 +68,34 @@
      fails leaves a process of its own session that removes, once the
      launcher has ended, those of peers mpirun killed (SIGKILL) first.
 
+   TEAMS AND SPACES (shmalloc_teams.h, OpenSHMEM 1.5)
+     SHMEM_TEAM_WORLD is every PE; SHMEM_TEAM_SHARED the PEs of this node
+     (PMIx host names) when their ranks are strided, else this PE alone.
+     shmem_team_split_strided and shmem_team_split_2d are collective over
+     the parent team only: one all-reduce over it checks that every member
+     passed the same valid arguments (else each returns -1 with a message)
+     and agrees a tag that none of them uses, then one barrier over it.  A
+     team's shmem_team_sync (and the all-reduces of a heap over it) are
+     dissemination rounds under its own barrier numbers: through a small
+     segment of its own in /dev/shm when all its PEs are on this node
+     (and node memory is in use; its first PE makes it during the split,
+     and it is unlinked once every member has it open), else by
+     libfabric messages among its PEs under its own tag
+     (SHMEM_TEAM_SHARED always so): teams with no PE in common
+     synchronise at once, and teams that share PEs, used in the same order
+     on them, never mix their rounds.  A team barrier that waits past
+     SHMALLOC_BARRIER_TIMEOUT ends the PE naming the team (its world
+     start, stride and size) and, on this node, the members that are not
+     in it.  shmem_team_destroy of a team is local (its PEs must be done
+     with it); of SHMEM_TEAM_WORLD or SHMEM_TEAM_SHARED it does nothing.
+     shmemx_space_create maps a space (a memfd when the heap is one: the
+     team's PEs on this node map it whole, as they map each other's
+     heaps), registers each of its regions and swaps bases and keys among
+     the team's PEs alone (an all-gather over the team's all-reduce);
+     shmem_putmem, shmem_getmem, shmem_ptr and shmem_addr_accessible take
+     its addresses with a member's world PE number, and a put or get to
+     another PE ends the job with a message naming the space's team.
+
    PROGRESS AND THREADS
      The providers used here progress manually: a put or get to PE k
      completes only while PE k is inside a shmem call (any of them polls).
@@ -223,6 +251,19 @@
          one missing, named as in "barrier timed out" above.
      shmalloc: <libfabric operation> to/from PE k failed: ...
          a completion reported an error (the peer died, a bad key, ...).
+     shmalloc: team barrier timed out after N s waiting for PE k, which
+         has not arrived (the team of world PEs start S, stride T, size N;
+         its PE i, PE j of n, its barrier B)
+         a member of the team did not call shmem_team_sync (or the team's
+         collective call) in time; by messages: "waiting for PE k's
+         message (PE k, or a PE it waits for, has not arrived)".
+     shmalloc: shmem_team_split_strided(start S, stride T, size N) on a
+         parent team of P PEs: why; every member of the parent returns -1
+         not an exit: the arguments do not make a team of the parent's
+         PEs; the call returns -1 and SHMEM_TEAM_INVALID on every member.
+     shmalloc: shmem_team_split_strided: the parent team's PEs passed
+         different arguments or could not make the team (...)
+         not an exit: as above, every member returns -1.
      shmem_putmem: N bytes at P on PE k are not a symmetric range ...
          (or shmem_getmem) the address is outside the heap, or k is not a
          PE: the whole job ends with status 1 (shmem_global_exit).
@@ -235,6 +276,7 @@
 #define SHMALLOC_PMIX_OFI_H_INCLUDED
 
 #include "../shmalloc.h"
+#include "shmalloc_teams.h"
 
 #include <stddef.h>
 
@@ -299,6 +341,9 @@ typedef struct shmalloc_pmix_ofi_counts {
     unsigned long long and_calls; /* of the calls, bitwise-AND all-reduces (deferred releases' drains) */
 } shmalloc_pmix_ofi_counts;
 void shmalloc_pmix_ofi_counts_get(shmalloc_pmix_ofi_counts *out);
+/* An all-reduce by max over the team's PEs (its own barrier), as a team's
+   heap makes; 0, or -1 for an invalid team or count. */
+int shmalloc_pmix_ofi_team_reduce_max(shmem_team_t team, uint64_t *values, int count);
 #endif
 
 #if defined(__cplusplus)

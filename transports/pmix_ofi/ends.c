@@ -68,17 +68,45 @@ void shm__barrier_gave_up(int pe)
     char absent[128];
     size_t n = 0;
     int pes[1], by;
+    if (c->current && c->current->tag) shm__team_gave_up(c->current, pe);
     if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
         (!c->node && shm__stopped_peers(pes, 1) > 0))
         pe = pes[0];
     shm__node_note_end((uint64_t)pe << SHM__END_SHIFT | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
-        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), c->timeout, absent, c->me, c->npes, c->epoch);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), c->timeout, absent, c->me, c->npes, c->world.epoch);
     }
     if (!c->node)
-        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), c->timeout, pe, pe, c->me, c->npes, c->epoch);
-    shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT), c->timeout, pe, c->me, c->npes, c->epoch);
+        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), c->timeout, pe, pe, c->me, c->npes, c->world.epoch);
+    shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT), c->timeout, pe, c->me, c->npes, c->world.epoch);
+}
+
+/* A team barrier that waited too long for PE pe names the team, in world
+   numbers, and its members on this node that are not in this barrier
+   (node memory shows which team barrier each is in), else whose message
+   it lacks; it leaves the first of them for the node's peers. */
+void shm__team_gave_up(const shm__group *g, int pe)
+{
+    const shm__collective *c = &shm__coll;
+    uint64_t mine = (uint64_t)g->tag << 32 | g->epoch, where;
+    char list[128], absent[192];
+    size_t n = 0;
+    int i, q, count = 0;
+    list[0] = '\0';
+    for (i = 0; i < g->size; i++)
+        if ((q = shm__group_member(g, i)) != c->me && shm__node_where_of(q, &where) && where != mine) {
+            if (count++) shm__append(list, &n, sizeof list - 1, ", ");
+            else pe = q;
+            shm__append_int(list, &n, sizeof list - 1, q);
+            list[n] = '\0';
+        }
+    shm__node_note_end((uint64_t)pe << SHM__END_SHIFT | SHM__END_GAVE_UP);
+    if (count > 1) snprintf(absent, sizeof absent, "PEs %s, which have not arrived", list);
+    else if (count) snprintf(absent, sizeof absent, "PE %s, which has not arrived", list);
+    else snprintf(absent, sizeof absent, "PE %d's message (PE %d, or a PE it waits for, has not arrived)", pe, pe);
+    shm__fatal(SHM__MSG(PMIX_TEAM_BARRIER_TIMEOUT), c->timeout, absent, g->start, g->stride, g->size, g->me, c->me,
+               c->npes, g->epoch);
 }
 
 /* PE me of npes: what a signal says from now on, and what a barrier's

@@ -154,9 +154,13 @@ static uint64_t *shm__node_ends(void)
     return (uint64_t *)(void *)&shm__coll.node[shm__node_release() + 1];
 }
 
+/* After them, each PE's team barrier under way (shm__node_note_where), so
+   that a team barrier that times out names the members that are not in it. */
+static uint64_t *shm__node_wheres(void) { return shm__node_ends() + shm__coll.nodes.size; }
+
 static size_t shm__node_bytes(void)
 {
-    return (shm__node_release() + 1) * sizeof(shm__node_slot) + (size_t)shm__coll.nodes.size * sizeof(uint64_t);
+    return (shm__node_release() + 1) * sizeof(shm__node_slot) + 2 * (size_t)shm__coll.nodes.size * sizeof(uint64_t);
 }
 
 /* Sets the message group: every PE, or with node memory (when allowed)
@@ -169,8 +173,9 @@ void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace)
     const shm__nodes *m = &c->nodes;
     int leader = nodes->ranks ? nodes->ranks[0] : 0, q;
     c->nodes = *nodes;
-    c->group_size = c->npes;
-    c->group_me = c->me;
+    c->world.size = c->npes;
+    c->world.me = c->me;
+    c->world.stride = 1;
     if (!shm__node_wanted(allowed)) return;
     while ((1 << c->node_rounds) < m->size) c->node_rounds++;
     shm__node_attach(leader, shm__node_bytes(), nspace);
@@ -180,9 +185,10 @@ void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace)
     c->node_pauses = m->count == 1 && m->size <= sysconf(_SC_NPROCESSORS_ONLN) ? SHM__NODE_SPINS : 0;
     shm__node_agree(leader);
     if (c->node && m->count > 1) {
-        c->group_size = m->count;
+        c->world.size = m->count;
+        c->world.ranks = m->leaders;
         for (q = 0; q < m->count; q++)
-            if (m->leaders[q] == leader) c->group_me = q;
+            if (m->leaders[q] == leader) c->world.me = q;
     }
 }
 
@@ -205,6 +211,20 @@ uint64_t shm__node_end_of(int pe)
 {
     int i = shm__node_index(pe);
     return shm__coll.node && i >= 0 ? __atomic_load_n(&shm__node_ends()[i], __ATOMIC_ACQUIRE) : 0;
+}
+
+void shm__node_note_where(uint64_t where)
+{
+    if (shm__coll.node) __atomic_store_n(&shm__node_wheres()[shm__coll.nodes.me], where, __ATOMIC_RELEASE);
+}
+
+/* 1 and *where when PE pe shares this node's memory, else 0. */
+int shm__node_where_of(int pe, uint64_t *where)
+{
+    int i = shm__node_index(pe);
+    if (!shm__coll.node || i < 0) return 0;
+    *where = __atomic_load_n(&shm__node_wheres()[i], __ATOMIC_ACQUIRE);
+    return 1;
 }
 
 /* The PE other than this one that a PE of this node gave up waiting
@@ -233,8 +253,9 @@ int shm__node_absent(int *pes, int max)
     const shm__nodes *m = &c->nodes;
     uint64_t epoch = c->node_epoch;
     int i, n = 0;
-    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED) < 0)
-        return -1;
+    if (!c->node || c->node_rounds == 0 || __atomic_load_n(&shm__coll.waiting_for, __ATOMIC_RELAXED) < 0 ||
+        (c->current && c->current->tag))
+        return -1; /* none, or a team's barrier (shm__team_gave_up) */
     for (i = 0; i < m->size && n < max; i++)
         if (i != m->me && __atomic_load_n(&c->node[i].half[epoch & 1u].epoch, __ATOMIC_ACQUIRE) < epoch)
             pes[n++] = m->ranks[i];
@@ -307,15 +328,97 @@ void shm__node_sync(uint64_t *values, int count)
     shm__wait_begin(&w, c->timeout, c->node_pauses, SHM__WAIT_ALL_YIELDS);
     for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
     if (m->count > 1 && m->me == 0) {
-        shm__disseminate(values, count);
+        shm__disseminate(&c->world, values, count);
         shm__node_write(release, epoch, values, count);
     } else if (m->count > 1) {
         const uint64_t *all = shm__node_read(release, epoch, count, m->ranks[0], &w);
         for (i = 0; i < count; i++) values[i] = all[i];
     } else {
         shm__enter();
-        c->epoch = (uint32_t)epoch; /* names the barrier in messages */
+        c->world.epoch = (uint32_t)epoch; /* names the barrier in messages */
         shm__leave();
     }
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
+}
+
+/* >> a team's own segment ------------------------------------------------------
+   A team whose PEs all share this node's memory synchronises as the node
+   does, in dissemination rounds through slots of its own segment (a slot
+   per PE per round, double-buffered by the barrier's parity), without
+   messages.  Its name carries its creator's PID (for the sweep of stale
+   files), the job and the team's tag. */
+int shm__node_team_wanted(const shm__group *g)
+{
+    int i;
+    if (!shm__coll.node || g->size < 2) return 0;
+    for (i = 0; i < g->size; i++)
+        if (shm__node_index(g->start + i * g->stride) < 0) return 0;
+    return 1;
+}
+
+static void shm__node_team_name(char *name, size_t cap, long creator, uint32_t tag)
+{
+    char *p;
+    snprintf(name, cap, "/" SHM__NODE_PREFIX "%ld-%.100s-t%u", creator, shm__job.proc.nspace, tag);
+    for (p = name + 1; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-'))
+            *p = '_';
+}
+
+/* The team's segment mapped (made first when create), or NULL; *bytes its
+   length.  A made file is named for removal should this PE end abnormally. */
+shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes)
+{
+    char name[160], path[176];
+    int fd;
+    void *m;
+    *bytes = (size_t)g->size * (size_t)g->rounds * sizeof(shm__node_slot);
+    if (creator <= 0) return NULL;
+    shm__node_team_name(name, sizeof name, creator, g->tag);
+    fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600) : shm_open(name, O_RDWR, 0600);
+    if (fd < 0) return NULL;
+    if (create) {
+        snprintf(path, sizeof path, "/dev/shm%s", name);
+        shm__files_set(SHM__FILE_NODE, path);
+        if (posix_fallocate(fd, 0, (off_t)*bytes) != 0) {
+            close(fd);
+            return NULL; /* unlinked after the members agree */
+        }
+    }
+    m = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    return m == MAP_FAILED ? NULL : (shm__node_slot *)m;
+}
+
+/* Once every member has it open, or has failed to. */
+void shm__node_team_unlink(const shm__group *g, long creator)
+{
+    char name[160];
+    shm__node_team_name(name, sizeof name, creator, g->tag);
+    shm_unlink(name);
+    shm__files_set(SHM__FILE_NODE, NULL);
+}
+
+void shm__node_team_sync(shm__group *g, uint64_t *values, int count)
+{
+    uint64_t epoch = (uint64_t)g->epoch + 1;
+    shm__wait w;
+    int k;
+    shm__wait_begin(&w, shm__coll.timeout, shm__coll.node_pauses, SHM__WAIT_ALL_YIELDS);
+    shm__coll.current = g;
+    for (k = 0; k < g->rounds; k++) {
+        int from = (g->me - (1 << k) + g->size) % g->size;
+        shm__node_write(&g->node[k * g->size + g->me], epoch, values, count);
+        shm__combine(values, shm__node_read(&g->node[k * g->size + from], epoch, count, g->start + from * g->stride, &w),
+                     count);
+    }
+    __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
+    shm__coll.current = NULL;
+    g->epoch++;
+}
+
+void shm__node_team_close(shm__group *g)
+{
+    if (g->node) munmap(g->node, g->node_bytes);
+    g->node = NULL;
 }

@@ -26,6 +26,8 @@
                   node.c       the node barrier in shared memory
                   ends.c       a barrier that timed out, a peer that died
      entry points rma.c        puts, gets, quiet
+                  teams.c      the OpenSHMEM teams, each barrier a group of barrier.c
+                  team_heap.c  the contract's team member: a transport over a team's PEs
                   shmem.c      shmem_init and the other entry points, the contract */
 #if !defined(SHMALLOC_PMIX_OFI_INTERNAL_H)
 #define SHMALLOC_PMIX_OFI_INTERNAL_H
@@ -305,13 +307,26 @@ typedef struct shm__node_slot shm__node_slot;
 #  define SHM__COUNT(field, n) ((void)(n))
 #endif
 
+/* PEs whose barrier and all-reduce go by messages among them: the world's
+   group (every PE, or one leader per node) or a team's.  Its tag names it
+   in its messages, so that groups sharing PEs never mix their rounds. */
+typedef struct shm__group {
+    uint32_t tag;           /* 0: the world's, 1: SHMEM_TEAM_SHARED's, then the teams' */
+    int size, me, rounds;   /* members, this PE's index among them, dissemination rounds */
+    int start, stride;      /* member i is world PE start + i * stride, */
+    const int *ranks;       /* or ranks[i] when not NULL (the node leaders) */
+    uint32_t epoch;         /* the barrier's number */
+    shm__inbox *inbox;      /* 2 x rounds: by the epoch's parity, then by round */
+    struct shm__group *next; /* the teams' groups, after the world's */
+    struct shm__node_slot *node; /* a team on this node alone: its own slots (node.c), or NULL */
+    size_t node_bytes;
+} shm__group;
+
 typedef struct shm__collective {
     int me, npes;           /* this PE and the job's size (shm__ends_open) */
     shm__nodes nodes;       /* the bootstrap's map, its arrays borrowed (shm__node_open) */
-    /* Barrier messages go among a group: every PE, or one leader per node. */
-    int group_size, group_me, rounds;
-    shm__op *sent[SHM__MAX_ROUNDS]; /* each round's send, done before its slot is written again */
-    uint32_t epoch;
+    shm__group world;       /* the world's barrier messages; the teams' groups follow it */
+    shm__group *current;    /* the group a barrier by messages waits in, or NULL */
     shm__node_slot *node;   /* the node barrier's segment, or NULL */
     size_t node_bytes;
     uint64_t node_epoch;
@@ -329,13 +344,17 @@ typedef struct shm__collective {
 #if defined(SHMALLOC_TESTING)
     shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
 #endif
-    shm__inbox inbox[2][SHM__MAX_ROUNDS]; /* last: 8 KiB each, the other fields share lines */
+    shm__inbox world_inbox[2][SHM__MAX_ROUNDS]; /* last: 8 KiB each, the other fields share lines */
 } shm__collective;
 
 SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
-SHM__INTERNAL void shm__disseminate(uint64_t *values, int count);
+SHM__INTERNAL void shm__disseminate(shm__group *g, uint64_t *values, int count);
+SHM__INTERNAL int shm__group_open(shm__group *g);
+SHM__INTERNAL void shm__group_link(shm__group *g);
+SHM__INTERNAL void shm__group_close(shm__group *g);
+SHM__INTERNAL int shm__group_member(const shm__group *g, long long i);
 /* values[i] := max(values[i], theirs[i]), or their AND while fold_and is
    set.  Inline: every barrier and all-reduce round runs it. */
 static inline void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
@@ -362,10 +381,22 @@ SHM__INTERNAL void shm__node_note_end(uint64_t how);
 SHM__INTERNAL uint64_t shm__node_end_of(int pe);
 SHM__INTERNAL int shm__node_gave_up(int *by);
 SHM__INTERNAL int shm__node_absent(int *pes, int max);
+/* A team whose PEs all share this node's memory synchronises through a
+   segment of its own: its first PE creates it (before the split's last
+   barrier over the parent), the others open it, and all agree. */
+SHM__INTERNAL int shm__node_team_wanted(const shm__group *g);
+SHM__INTERNAL struct shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes);
+SHM__INTERNAL void shm__node_team_unlink(const shm__group *g, long creator);
+SHM__INTERNAL void shm__node_team_sync(shm__group *g, uint64_t *values, int count);
+SHM__INTERNAL void shm__node_team_close(shm__group *g);
+/* The team barrier each PE of this node is in (its tag above its epoch), or 0. */
+SHM__INTERNAL void shm__node_note_where(uint64_t where);
+SHM__INTERNAL int shm__node_where_of(int pe, uint64_t *where);
 
 /* ---- when a peer does not come (ends.c) ------------------------------ */
 SHM__INTERNAL void shm__ends_open(int me, int npes);
 SHM__INTERNAL void shm__barrier_gave_up(int pe);
+SHM__INTERNAL void shm__team_gave_up(const shm__group *g, int pe);
 SHM__INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
 SHM__INTERNAL void shm__check_deaths(void);
 
@@ -375,6 +406,7 @@ typedef struct shm__entry_state {
     int thread_level;       /* SHMEM_THREAD_*, as provided */
     pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
     shm__options opt;
+    shm__start start;       /* the heap's sizes and pages: a space's defaults */
 } shm__entry_state;
 
 SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */
@@ -398,6 +430,33 @@ typedef struct shm__rma_state {
 SHM__INTERNAL extern shm__rma_state shm__rma; /* rma.c's */
 
 SHM__INTERNAL void shm__rma_open(int me, int npes, int threaded);
+/* A barrier over every PE combining count values by max (none: a plain
+   barrier), through node memory or by messages (shmem.c); the teams (teams.c). */
+SHM__INTERNAL void shm__world_collective(uint64_t *values, int count);
+
+/* A team (teams.c): a strided subset of the world, in its group's start,
+   stride and size. */
+struct shmalloc_team {
+    shm__group group;       /* first: a linked group is its team */
+    shmem_team_config_t config;
+};
+SHM__INTERNAL void shm__teams_open(int me, int npes);
+SHM__INTERNAL void shm__teams_close(void);
+SHM__INTERNAL int shm__is_team(shmem_team_t t);
+SHM__INTERNAL void shm__team_collective(shmem_team_t t, uint64_t *values, int count);
+/* The contract's team and team_done, and spaces' members (team_heap.c). */
+SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
+SHM__INTERNAL void shm__tp_team_done(void *child_user);
+typedef struct shm__team_tp shm__team_tp;
+/* The space holding [addr, addr + n) and *offset there, or NULL. */
+SHM__INTERNAL shm__team_tp *shm__space_find(const void *addr, size_t n, size_t *offset);
+/* World PE pe's index in the space's team, or -1. */
+SHM__INTERNAL int shm__space_member(const shm__team_tp *t, int pe);
+/* Member m's copy of the space mapped here (this PE's own included), or NULL. */
+SHM__INTERNAL char *shm__space_peer(const shm__team_tp *t, int m);
+SHM__INTERNAL size_t shm__space_remote(const shm__team_tp *t, int m, uint64_t offset, size_t len,
+                                       shm__remote *remote);
+SHM__INTERNAL void shm__space_not_member(const char *what, const shm__team_tp *t, int pe);
 SHM__INTERNAL void shm__rma_close(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of

@@ -71,6 +71,43 @@ static void shm__remote_rma(int kind, const char *what, int pe, uint64_t offset,
     shm__leave();
 }
 
+/* A put or get at addr in a space, to a member of its team: a copy when
+   its copy is mapped here, else by libfabric with the space's keys.  0
+   when addr is in no space; a PE outside the team ends the job. */
+static int shm__space_rma(int kind, const char *what, const void *addr, char *local, size_t n, int pe)
+{
+    shm__rma_state *s = &shm__rma;
+    size_t offset;
+    const shm__team_tp *t = shm__space_find(addr, n, &offset);
+    int m;
+    char *peer;
+    if (!t) return 0;
+    if ((m = shm__space_member(t, pe)) < 0) shm__space_not_member(what, t, pe);
+    if ((peer = shm__space_peer(t, m)) != NULL) {
+        if (kind == SHM__OP_WRITE) shm__copy(peer + offset, local, n);
+        else shm__copy(local, peer + offset, n);
+        if (kind == SHM__OP_WRITE) __atomic_store_n(&s->direct_dirty, 1, __ATOMIC_RELAXED);
+        return 1;
+    }
+    shm__enter();
+    while (n > 0) {
+        shm__remote remote;
+        size_t len = shm__space_remote(t, m, offset, n < SHM__BOUNCE_BYTES ? n : SHM__BOUNCE_BYTES, &remote);
+        char *buf = s->means.bounce ? s->means.bounce : local;
+        if (len > s->means.max_msg) len = s->means.max_msg;
+        if (s->means.bounce && kind == SHM__OP_WRITE) memcpy(buf, local, len);
+        shm__post_rma(kind, pe, buf, s->means.bounce ? s->means.local_desc : NULL, len, &remote, &s->op);
+        shm__wait_op(&s->op, what, pe);
+        if (s->means.bounce && kind == SHM__OP_READ) memcpy(local, buf, len);
+        local += len;
+        offset += len;
+        n -= len;
+    }
+    if (kind == SHM__OP_WRITE) s->peers[pe].dirty = 1;
+    shm__leave();
+    return 1;
+}
+
 /* The offset of [addr, addr + n) in the heap; ends the job when the range
    is not symmetric or pe is not a PE.  The PE has a heap from shmem_init
    to shmem_finalize. */
@@ -87,6 +124,9 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
     uint64_t offset;
     char *peer;
     if (nelems == 0) return;
+    if (!shm__in_heap(dest, nelems) && pe >= 0 && pe < shm__rma.npes &&
+        shm__space_rma(SHM__OP_WRITE, "shmem_putmem", dest, (char *)(uintptr_t)source, nelems, pe))
+        return;
     offset = shm__symmetric_range("shmem_putmem", dest, nelems, pe);
     if (pe == shm__rma.me) {
         shm__copy(dest, source, nelems);
@@ -105,6 +145,9 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
     uint64_t offset;
     char *peer;
     if (nelems == 0) return;
+    if (!shm__in_heap(source, nelems) && pe >= 0 && pe < shm__rma.npes &&
+        shm__space_rma(SHM__OP_READ, "shmem_getmem", source, (char *)dest, nelems, pe))
+        return;
     offset = shm__symmetric_range("shmem_getmem", source, nelems, pe);
     if (pe == shm__rma.me) {
         shm__copy(dest, source, nelems);

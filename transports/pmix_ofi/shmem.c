@@ -23,19 +23,19 @@ static int shm__heap_unlock(void *user)
 
 /* A barrier that combines count values by max on the way (none: a plain
    barrier), through node memory or by messages. */
-static void shm__collective_call(uint64_t *values, int count)
+void shm__world_collective(uint64_t *values, int count)
 {
     shmem_quiet();
     shm__coll.calls++; /* one thread at a time: collective calls are */
     SHM__COUNT(calls, 1);
     if (shm__coll.node) shm__node_sync(values, count);
-    else if (shm__ofi.ep) shm__disseminate(values, count);
+    else if (shm__ofi.ep) shm__disseminate(&shm__coll.world, values, count);
 }
 
 static int shm__tp_barrier(void *user)
 {
     (void)user;
-    shm__collective_call(NULL, 0);
+    shm__world_collective(NULL, 0);
     return 0;
 }
 
@@ -43,7 +43,7 @@ static int shm__tp_allreduce_max(void *user, uint64_t *values, int count)
 {
     int bad = count < 0 || count > SHMALLOC_REDUCE_MAX;
     (void)user;
-    shm__collective_call(values, bad ? 0 : count); /* synchronises even when bad */
+    shm__world_collective(values, bad ? 0 : count); /* synchronises even when bad */
     return bad ? -1 : 0;
 }
 
@@ -55,7 +55,7 @@ static int shm__tp_allreduce_and(void *user, uint64_t *values, int count)
     (void)user;
     shm__coll.fold_and = 1;
     SHM__COUNT(and_calls, 1);
-    shm__collective_call(values, bad ? 0 : count); /* synchronises even when bad */
+    shm__world_collective(values, bad ? 0 : count); /* synchronises even when bad */
     shm__coll.fold_and = 0;
     return bad ? -1 : 0;
 }
@@ -75,6 +75,8 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
     tp->allreduce_and = shm__tp_allreduce_and;
     tp->register_region = shm__tp_register;
     tp->deregister_region = shm__tp_deregister;
+    tp->team = shm__tp_team;
+    tp->team_done = shm__tp_team_done;
     if (shm__ofi.threaded) {
         tp->lock = shm__heap_lock;
         tp->unlock = shm__heap_unlock;
@@ -85,6 +87,7 @@ static void shm__fill_transport(shm__entry_state *w, shmalloc_transport *tp)
 /* Closes what is open, in order; safe at any point of start-up. */
 static void shm__teardown(void)
 {
+    shm__teams_close();
     shm__rma_close();
     shm__memory_close();
     shm__fabric_close();
@@ -145,6 +148,7 @@ static void shm__init_runtime(const shm__start *s)
         shm__barrier_open(o->timeout, shm__barrier_gave_up);
     }
     shm__rma_open(shm__job.me, shm__job.npes, shm__ofi.threaded);
+    shm__teams_open(shm__job.me, shm__job.npes);
 }
 
 /* Collective: the heap registers its first region through the contract. */
@@ -227,6 +231,7 @@ static void shm__init(int level)
     shm__init_settings(level, &s);
     shm__init_runtime(&s);
     shm__init_heap(&s);
+    shm__w.start = s;
     if (!at_exit) at_exit = on_exit(shm__finalize_at_exit, NULL) == 0;
     if (shm__w.opt.verbose) shm__describe();
     shmalloc_options_announce(shm__job.me);
@@ -273,15 +278,30 @@ int shmem_my_pe(void) { return shm__w.running ? shm__job.me : -1; }
 
 int shmem_n_pes(void) { return shm__w.running ? shm__job.npes : 0; }
 
+/* A space's address: a member's copy mapped here, else NULL. */
+static void *shm__space_ptr(const void *dest, int pe)
+{
+    size_t offset;
+    const shm__team_tp *t = shm__space_find(dest, 1, &offset);
+    int m = t ? shm__space_member(t, pe) : -1;
+    char *peer = m >= 0 ? shm__space_peer(t, m) : NULL;
+    return peer ? peer + offset : NULL;
+}
+
 void *shmem_ptr(const void *dest, int pe)
 {
     char *peer;
-    if (!shm__w.running || pe < 0 || pe >= shm__job.npes || !shm__in_heap(dest, 1)) return NULL;
+    if (!shm__w.running || pe < 0 || pe >= shm__job.npes) return NULL;
+    if (!shm__in_heap(dest, 1)) return shm__space_ptr(dest, pe);
     if (pe == shm__job.me) return (void *)(uintptr_t)dest;
     return (peer = shm__peer_heap(pe)) != NULL ? peer + ((const char *)dest - shm__mem.base) : NULL;
 }
 
 int shmem_addr_accessible(const void *addr, int pe)
 {
-    return shm__w.running && pe >= 0 && pe < shm__job.npes && shm__in_heap(addr, 1);
+    size_t offset;
+    const shm__team_tp *t;
+    if (!shm__w.running || pe < 0 || pe >= shm__job.npes) return 0;
+    if (shm__in_heap(addr, 1)) return 1;
+    return (t = shm__space_find(addr, 1, &offset)) != NULL && shm__space_member(t, pe) >= 0;
 }

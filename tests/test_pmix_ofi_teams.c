@@ -1,0 +1,248 @@
+/* test_pmix_ofi_teams.c - OpenSHMEM teams on the PMIx + libfabric
+   transport, PEs as processes: splits, translations and syncs at 2, 3 and
+   4 PEs (oversubscribed) over shm and tcp;ofi_rxm, on one node and on
+   nodes of 2 PEs (SHMALLOC_TEST_NODE_SIZE), bad splits failing on every
+   PE with their messages, disjoint teams all-reducing at once, and a team
+   barrier that a member skips timing out with the team and the PE named. */
+#include "pmix_ofi_launch.h" /* first: it includes test_support.h */
+
+/* Every one of npes PEs printed OK scenario, and no file is left. */
+static void assert_passed(const run *r, int npes, const char *scenario)
+{
+    char ok[64];
+    snprintf(ok, sizeof ok, ": OK %s\n", scenario);
+    cr_assert_eq(r->status, 0, "exit status %d after %.1f s:\n%s", r->status, r->seconds, tail(r));
+    cr_assert_eq(count(r, ": FAIL"), 0, "failures:\n%s", tail(r));
+    cr_assert_eq(count(r, ok), npes, "not every PE passed:\n%s", tail(r));
+    cr_assert_eq(r->leftovers, 0, "a clean run left %d /dev/shm files", r->leftovers);
+}
+
+/* The teams scenario; node_size PEs per node (0: one node).  Five bad
+   strided splits and a bad split_2d each say why on every PE, and the
+   split with different sizes says so on every PE. */
+static void check_teams(const char *provider, int npes, int node_size)
+{
+    static run r;
+    char prov[64], node[64], shared[64];
+    const char *env[] = {prov, node, shared, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(node, sizeof node, "SHMALLOC_TEST_NODE_SIZE=%d", node_size ? node_size : npes);
+    snprintf(shared, sizeof shared, "SHMALLOC_TEST_EXPECT_SHARED=%d", node_size ? node_size : npes);
+    launch(&r, npes, "teams", env);
+    assert_passed(&r, npes, "teams");
+    cr_assert_eq(count(&r, "[PMIX_TEAM_BAD_SPLIT] shmalloc: shmem_team_split_strided("), 5 * npes, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[PMIX_TEAM_BAD_SPLIT] shmalloc: shmem_team_split_2d(xrange 0)"), npes, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[PMIX_TEAM_SPLIT_DIFFER] shmalloc: shmem_team_split_strided: "), npes, "%s", tail(&r));
+    cr_assert(has(&r, "(start 0, stride 0, size 2) on a parent team of") && has(&r, "stride must be at least 1"),
+              "%s", tail(&r));
+    cr_assert(has(&r, "(start -1, stride 1, size 1)") && has(&r, "start must be a PE of the parent team"), "%s",
+              tail(&r));
+}
+
+Test(pmix_ofi_teams, splits_translations_syncs_shm_2pe, .timeout = TEST_TIMEOUT) { check_teams("shm", 2, 0); }
+Test(pmix_ofi_teams, splits_translations_syncs_shm_3pe, .timeout = TEST_TIMEOUT) { check_teams("shm", 3, 0); }
+Test(pmix_ofi_teams, splits_translations_syncs_shm_4pe, .timeout = TEST_TIMEOUT) { check_teams("shm", 4, 0); }
+Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_2pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("tcp;ofi_rxm", 2, 0);
+}
+Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_3pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("tcp;ofi_rxm", 3, 0);
+}
+Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("tcp;ofi_rxm", 4, 0);
+}
+/* Nodes of 2 PEs: SHMEM_TEAM_SHARED is the node's pair, and the world's
+   barrier is hierarchical while the teams' go by messages. */
+Test(pmix_ofi_teams, shared_is_the_node_and_splits_work_on_nodes_of_2_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_teams("shm", 4, 2);
+}
+
+/* Two disjoint halves all-reduce 3000 and 1000 times at once, then rows,
+   columns and halves in turn: every value checked on every PE. */
+static void check_concurrent(const char *provider)
+{
+    static run r;
+    char prov[64];
+    const char *env[] = {prov, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    launch(&r, 4, "teams_concurrent", env);
+    assert_passed(&r, 4, "teams_concurrent");
+    cr_assert_eq(count(&r, ": 3000 all-reduces in team 0 done"), 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": 1000 all-reduces in team 1 done"), 2, "%s", tail(&r));
+}
+
+Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_shm_4pe, .timeout = TEST_TIMEOUT) { check_concurrent("shm"); }
+Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_concurrent("tcp;ofi_rxm");
+}
+
+/* World PEs 1..3 make a team and PE 3 sleeps instead of syncing: a
+   member's team barrier times out after 2 s naming the team in world
+   numbers and PE 3 (through node memory), or PE 3's message (by
+   messages), and the job ends. */
+static void check_skip(const char *provider, int node_barrier, const char *names)
+{
+    static run r;
+    char prov[64], node[64];
+    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
+    launch(&r, 4, "team_skip", env);
+    cr_assert_neq(r.status, 0, "the job ended well although PE 3 skipped a team barrier:\n%s", tail(&r));
+    cr_assert(r.seconds < DEATH_LIMIT, "the job took %.1f s to end:\n%s", r.seconds, tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "a member came back from the barrier:\n%s", tail(&r));
+    cr_assert(count(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for ") >= 1,
+              "%s", tail(&r));
+    cr_assert(has(&r, names), "the timeout does not name PE 3 as expected (%s):\n%s", names, tail(&r));
+    cr_assert(has(&r, "(the team of world PEs start 1, stride 1, size 3; its PE "), "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_skip("shm", 1, "waiting for PE 3, which has not arrived (the team");
+}
+Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_tcp_rxm_4pe_by_messages,
+     .timeout = TEST_TIMEOUT)
+{
+    check_skip("tcp;ofi_rxm", 0, "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
+}
+
+/* A heap over each half of the world through the contract's team member
+   (shmalloc_space_create): the lower half's 2000 malloc and free pairs
+   end before the upper half's 2 s sleep does (it never waits for them),
+   offsets are symmetric across each half, a mismatch fails on both
+   members, a live block keeps the space, and the heaps check clean. */
+static void check_team_heaps(const char *provider)
+{
+    static run r;
+    char prov[64];
+    const char *env[] = {prov, NULL}, *p;
+    int lines = 0;
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    launch(&r, 4, "team_heaps", env);
+    assert_passed(&r, 4, "team_heaps");
+    for (p = r.out; (p = strstr(p, ": 2000 space pairs in ")) != NULL; p++, lines++) { /* the first team's */
+        double s = atof(p + strlen(": 2000 space pairs in "));
+        cr_assert(s < 2.0, "the lower half took %.3f s: it waited for the sleeping half:\n%s", s, tail(&r));
+    }
+    cr_assert_eq(lines, 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[HEAP_MISMATCH] "), 4, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[SPACE_BUSY] "), 4, "%s", tail(&r));
+}
+
+Test(pmix_ofi_teams, heaps_over_two_halves_never_wait_for_each_other_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_heaps("shm");
+}
+Test(pmix_ofi_teams, heaps_over_two_halves_never_wait_for_each_other_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_heaps("tcp;ofi_rxm");
+}
+
+/* The even and the odd PEs each make a space at once and put and get
+   around their team, in the first region and in one the space grew for:
+   through node memory (direct: mapped copies), or by libfabric with the
+   keys the members swapped among themselves (direct 0). */
+static void check_spaces(const char *provider, int npes, int direct)
+{
+    static run r;
+    char prov[64], map[64], expect[64];
+    const char *env[] = {prov, map, expect, NULL};
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(map, sizeof map, "SHMALLOC_PMIX_OFI_DIRECT=%d", direct);
+    snprintf(expect, sizeof expect, "SHMALLOC_TEST_EXPECT_DIRECT=%d", direct);
+    launch(&r, npes, "spaces", env);
+    assert_passed(&r, npes, "spaces");
+    cr_assert_eq(count(&r, "[SPACE_BUSY] "), npes, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[SPACE_TEAM_GONE] "), npes, "%s", tail(&r));
+}
+
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_through_node_memory_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("shm", 4, 1);
+}
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_by_their_keys_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("shm", 4, 0);
+}
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_by_their_keys_tcp_rxm_3pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("tcp;ofi_rxm", 3, 0);
+}
+Test(pmix_ofi_teams, spaces_of_two_teams_put_and_get_by_their_keys_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_spaces("tcp;ofi_rxm", 4, 0);
+}
+
+/* A put into a space at a PE outside its team ends the job, naming the
+   space's team and the PE. */
+Test(pmix_ofi_teams, a_put_to_a_pe_outside_the_space_ends_the_job_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", NULL};
+    launch(&r, 4, "space_outsider", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));
+    cr_assert(has(&r, "[PMIX_SPACE_NOT_MEMBER] shmem_putmem: PE 1 is not in the team of the space at ") &&
+                  has(&r, " (2 PEs, world PEs from 0 by stride 2; PE 0 of 4)"),
+              "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}
+
+/* PEs 0 and 1 sync two teams of both in opposite orders: each times out
+   in its first team's barrier naming the team and the other PE (through
+   node memory: it is in the other team's barrier), without mixing the
+   two teams' rounds. */
+Test(pmix_ofi_teams, overlapping_teams_synced_in_opposite_orders_time_out_naming_the_pe_shm_2pe,
+     .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    launch(&r, 2, "teams_crossed", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));
+    cr_assert(has(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for PE 1, "
+                      "which has not arrived (the team of world PEs start 0, stride 1, size 2; its PE 0, PE 0 of 2") ||
+                  has(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for PE 0, "
+                          "which has not arrived (the team of world PEs start 0, stride 1, size 2; its PE 1, PE 1 of 2"),
+              "%s", tail(&r));
+    cr_assert_eq(count(&r, "[PMIX_BARRIER_WRONG_EPOCH]") + count(&r, "[PMIX_BARRIER_WRONG_PE]") +
+                     count(&r, "[PMIX_TEAM_UNKNOWN_TAG]"),
+                 0, "the teams' rounds mixed:\n%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}
+
+/* A team of every PE, 100 all-reduces: on one node with node memory they
+   go through the team's own segment (no message, 2 slot reads each at 4
+   PEs); on nodes of 2 PEs, or without node memory, by messages (2 rounds
+   of one message each). */
+static void check_team_messages(const char *node_size, const char *node_barrier, const char *said)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", node_size, node_barrier, NULL};
+    launch(&r, 4, "team_messages", env);
+    assert_passed(&r, 4, "team_messages");
+    cr_assert_eq(count(&r, said), 4, "expected on every PE: %s\n%s", said, tail(&r));
+}
+
+Test(pmix_ofi_teams, a_team_on_one_node_synchronises_through_its_own_segment_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_messages("SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        ": 100 team all-reduces sent 0 messages and read 200 slots");
+}
+Test(pmix_ofi_teams, a_team_across_nodes_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_messages("SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        ": 100 team all-reduces sent 200 messages and read 0 slots");
+}
+Test(pmix_ofi_teams, a_team_without_node_memory_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_team_messages("SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=0",
+                        ": 100 team all-reduces sent 200 messages and read 0 slots");
+}

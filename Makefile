@@ -125,6 +125,8 @@ $(B)/pmix_ofi_worker: $(PMIX_OFI_WORKER) $(PMIX_OFI_TESTING) $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) $(filter-out %.h,$^) $(PMIX_LIBS) $(LDLIBS) -o $@
 $(B)/hello_pmix_ofi: examples/hello_pmix_ofi.c $(PMIX_OFI) $(ALLOC)
 	$(CC) $(CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) $(LDLIBS) -o $@
+$(B)/spaces_pmix_ofi: examples/spaces.c $(PMIX_OFI) $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) -DSPACES_PMIX_OFI $(PMIX_FLAGS) $< $(PMIX_OFI) $(ALLOC) $(PMIX_LIBS) $(LDLIBS) -o $@
 # The tests that launch the worker, one suite per concern (pmix_ofi_launch.h).
 PMIX_OFI_TESTS = test_pmix_ofi_scenarios test_pmix_ofi_start test_pmix_ofi_faults test_pmix_ofi_threads \
                  test_pmix_ofi_counts test_pmix_ofi_deferred test_pmix_ofi_teams
@@ -203,7 +205,7 @@ demo-pmix: deps $(B)/hello_pmix_ofi
 	$(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER ./$(B)/hello_pmix_ofi
 
 # One mpirun at a time: the tests count the files the shm provider leaves.
-test-pmix: $(addprefix $(B)/,pmix_ofi_worker $(PMIX_OFI_TESTS) hello_pmix_ofi)
+test-pmix: $(addprefix $(B)/,pmix_ofi_worker $(PMIX_OFI_TESTS) hello_pmix_ofi spaces_pmix_ofi)
 	@status=0; for t in $(PMIX_OFI_TESTS); do \
 	  $(SUITE) $$t env SHMALLOC_TEST_WORKER=./$(B)/pmix_ofi_worker ./$(B)/$$t --jobs 1 || status=1; done; \
 	  $(SUITE) test_pmix_ofi_scenarios-separate env SHMALLOC_METADATA=separate \
@@ -211,6 +213,10 @@ test-pmix: $(addprefix $(B)/,pmix_ofi_worker $(PMIX_OFI_TESTS) hello_pmix_ofi)
 	  test $$status = 0 $(NOSTOP)
 	@$(SUITE) hello_pmix_ofi env $(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 4 -x FI_PROVIDER \
 	  ./$(B)/hello_pmix_ofi $(NOSTOP)
+	@$(SUITE) spaces_pmix_ofi env $(MPIRUN_ENV) timeout 60 mpirun --oversubscribe -np 5 -x FI_PROVIDER \
+	  ./$(B)/spaces_pmix_ofi $(NOSTOP)
+	@$(SUITE) spaces_pmix_ofi-tcp env $(MPIRUN_ENV) FI_PROVIDER="tcp;ofi_rxm" FI_TCP_IFACE=lo timeout 60 \
+	  mpirun --oversubscribe -np 4 -x FI_PROVIDER -x FI_TCP_IFACE ./$(B)/spaces_pmix_ofi $(NOSTOP)
 
 # The worker under srun --mpi=pmix, on a one-node Slurm cluster that the
 # script starts and stops in a network namespace with only loopback (root).

@@ -6,7 +6,7 @@
    A message names its group (tag), barrier (epoch) and round, so one that
    arrives early waits in its group's inbox; peers are at most one barrier
    of a group ahead, so two inboxes per group suffice. */
-#include "pmix_ofi.h"
+#include "teams.h"
 
 #include <limits.h>
 #include <string.h>

@@ -4,7 +4,7 @@
    the barriers (barrier.c, node.c), whose memory tells which PEs have not
    arrived; progress and the signal handler call in here through what
    start-up registers with them. */
-#include "pmix_ofi.h"
+#include "teams.h"
 
 #include <stdio.h>
 

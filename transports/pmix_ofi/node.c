@@ -13,7 +13,7 @@
    writes a half again only two barriers later, after every PE has passed
    the barrier in between and so has read it.  SHMALLOC_PMIX_OFI_NODE_BARRIER=0 keeps
    messages among all PEs. */
-#include "pmix_ofi.h"
+#include "teams.h"
 
 #include <limits.h>
 

@@ -28,6 +28,7 @@
      entry points rma.c        puts, gets, quiet
                   teams.c      the OpenSHMEM teams, each barrier a group of barrier.c
                   team_heap.c  the contract's team member: a transport over a team's PEs
+                               (teams.h: what these two, barrier.c, node.c and ends.c offer for teams)
                   shmem.c      shmem_init and the other entry points, the contract */
 #if !defined(SHMALLOC_PMIX_OFI_INTERNAL_H)
 #define SHMALLOC_PMIX_OFI_INTERNAL_H
@@ -351,9 +352,6 @@ SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c
 
 SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
 SHM__INTERNAL void shm__disseminate(shm__group *g, uint64_t *values, int count);
-SHM__INTERNAL int shm__group_open(shm__group *g);
-SHM__INTERNAL void shm__group_link(shm__group *g);
-SHM__INTERNAL void shm__group_close(shm__group *g);
 SHM__INTERNAL int shm__group_member(const shm__group *g, long long i);
 /* values[i] := max(values[i], theirs[i]), or their AND while fold_and is
    set.  Inline: every barrier and all-reduce round runs it. */
@@ -381,22 +379,10 @@ SHM__INTERNAL void shm__node_note_end(uint64_t how);
 SHM__INTERNAL uint64_t shm__node_end_of(int pe);
 SHM__INTERNAL int shm__node_gave_up(int *by);
 SHM__INTERNAL int shm__node_absent(int *pes, int max);
-/* A team whose PEs all share this node's memory synchronises through a
-   segment of its own: its first PE creates it (before the split's last
-   barrier over the parent), the others open it, and all agree. */
-SHM__INTERNAL int shm__node_team_wanted(const shm__group *g);
-SHM__INTERNAL struct shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes);
-SHM__INTERNAL void shm__node_team_unlink(const shm__group *g, long creator);
-SHM__INTERNAL void shm__node_team_sync(shm__group *g, uint64_t *values, int count);
-SHM__INTERNAL void shm__node_team_close(shm__group *g);
-/* The team barrier each PE of this node is in (its tag above its epoch), or 0. */
-SHM__INTERNAL void shm__node_note_where(uint64_t where);
-SHM__INTERNAL int shm__node_where_of(int pe, uint64_t *where);
 
 /* ---- when a peer does not come (ends.c) ------------------------------ */
 SHM__INTERNAL void shm__ends_open(int me, int npes);
 SHM__INTERNAL void shm__barrier_gave_up(int pe);
-SHM__INTERNAL void shm__team_gave_up(const shm__group *g, int pe);
 SHM__INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
 SHM__INTERNAL void shm__check_deaths(void);
 
@@ -434,29 +420,6 @@ SHM__INTERNAL void shm__rma_open(int me, int npes, int threaded);
    barrier), through node memory or by messages (shmem.c); the teams (teams.c). */
 SHM__INTERNAL void shm__world_collective(uint64_t *values, int count);
 
-/* A team (teams.c): a strided subset of the world, in its group's start,
-   stride and size. */
-struct shmalloc_team {
-    shm__group group;       /* first: a linked group is its team */
-    shmem_team_config_t config;
-};
-SHM__INTERNAL void shm__teams_open(int me, int npes);
-SHM__INTERNAL void shm__teams_close(void);
-SHM__INTERNAL int shm__is_team(shmem_team_t t);
-SHM__INTERNAL void shm__team_collective(shmem_team_t t, uint64_t *values, int count);
-/* The contract's team and team_done, and spaces' members (team_heap.c). */
-SHM__INTERNAL int shm__tp_team(void *user, const void *team, shmalloc_transport *child);
-SHM__INTERNAL void shm__tp_team_done(void *child_user);
-typedef struct shm__team_tp shm__team_tp;
-/* The space holding [addr, addr + n) and *offset there, or NULL. */
-SHM__INTERNAL shm__team_tp *shm__space_find(const void *addr, size_t n, size_t *offset);
-/* World PE pe's index in the space's team, or -1. */
-SHM__INTERNAL int shm__space_member(const shm__team_tp *t, int pe);
-/* Member m's copy of the space mapped here (this PE's own included), or NULL. */
-SHM__INTERNAL char *shm__space_peer(const shm__team_tp *t, int m);
-SHM__INTERNAL size_t shm__space_remote(const shm__team_tp *t, int m, uint64_t offset, size_t len,
-                                       shm__remote *remote);
-SHM__INTERNAL void shm__space_not_member(const char *what, const shm__team_tp *t, int pe);
 SHM__INTERNAL void shm__rma_close(void);
 
 /* With SHMEM_THREAD_MULTIPLE, shm__progress_mutex serialises every use of

@@ -2,7 +2,7 @@
    and for same-node peers whose heap is mapped here (shm__copy: each byte
    stored once), fi_write / fi_read for the others, waited for on the
    completion queue. */
-#include "pmix_ofi.h"
+#include "teams.h"
 #include "../common/copy.h"
 
 #include <stdio.h>

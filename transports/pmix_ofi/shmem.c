@@ -1,7 +1,7 @@
 /* shmem.c - the SHMEM entry points of the PMIx + libfabric transport, and
    the transport contract it hands the heap: start-up in named steps,
    shut-down, and the calls that only read the PE's state. */
-#include "pmix_ofi.h"
+#include "teams.h"
 
 #include <stdio.h>
 #include <stdlib.h>

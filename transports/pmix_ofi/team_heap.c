@@ -8,7 +8,7 @@
    memfd, which the members on this node map whole at its first region,
    as they map each other's heaps: puts and gets to them are copies and
    shmem_ptr has their address; to the others they go by libfabric. */
-#include "pmix_ofi.h"
+#include "teams.h"
 #include "../common/copy.h"
 
 #include <stdio.h>

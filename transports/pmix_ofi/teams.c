@@ -12,7 +12,7 @@
    PEs are among them), then, once the new teams' groups are linked (and
    a team on one node has its segment made), a barrier over the parent,
    so that no message of theirs arrives before. */
-#include "pmix_ofi.h"
+#include "teams.h"
 
 #include <stdio.h>
 #include <string.h>

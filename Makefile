@@ -230,28 +230,30 @@ test-cluster: deps $(B)/pmix_ofi_worker
 	@$(SUITE) cluster-check tests/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # ---- the same tests under the sanitizers and Valgrind ----------------------
-# Also the PMIx transport's thread tests (test_pmix_ofi_threads, _deferred), worker and
+# Also the PMIx transport's thread and team tests (test_pmix_ofi_threads, _deferred, _teams), worker and
 # transport built with ASan and UBSan (under the mpirun lock, as make test).
 ASAN = B=build/asan OPT="-O1 -g" SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
 test-asan: deps
 	@rm -f build/asan/results
 	@+$(SUB) run-tests $(ASAN) || tests/run.sh build/asan/results --failed run-tests
-	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi_threads build/asan/test_pmix_ofi_deferred $(ASAN) || \
+	@+$(SUB) build/asan/pmix_ofi_worker build/asan/test_pmix_ofi_threads build/asan/test_pmix_ofi_deferred \
+	  build/asan/test_pmix_ofi_teams $(ASAN) || \
 	  tests/run.sh build/asan/results --failed test_pmix_ofi_threads
-	@for t in test_pmix_ofi_threads test_pmix_ofi_deferred; do tests/run.sh build/asan/results $$t \
+	@for t in test_pmix_ofi_threads test_pmix_ofi_deferred test_pmix_ofi_teams; do tests/run.sh build/asan/results $$t \
 	  env SHMALLOC_TEST_WORKER=./build/asan/pmix_ofi_worker ./build/asan/$$t --jobs 1; done; true
 	@tests/run.sh build/asan/results --total
 
-# Also the PMIx transport's thread tests (test_pmix_ofi_threads, _deferred:
-# 4 threads per PE under mpirun), worker and transport built with TSan, under the
+# Also the PMIx transport's thread and team tests (test_pmix_ofi_threads, _deferred:
+# 4 threads per PE under mpirun; _teams), worker and transport built with TSan, under the
 # stand-in runner.  Run it under the mpirun lock, as make test.
 TSAN = B=build/tsan OPT="-O1 -g" SAN="-fsanitize=thread"
 test-tsan: deps
 	@rm -f build/tsan/results
 	@+$(SUB) run-tests $(TSAN) || tests/run.sh build/tsan/results --failed run-tests
-	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi_threads build/tsan/test_pmix_ofi_deferred $(TSAN) || \
+	@+$(SUB) build/tsan/pmix_ofi_worker build/tsan/test_pmix_ofi_threads build/tsan/test_pmix_ofi_deferred \
+	  build/tsan/test_pmix_ofi_teams $(TSAN) || \
 	  tests/run.sh build/tsan/results --failed test_pmix_ofi_threads
-	@for t in test_pmix_ofi_threads test_pmix_ofi_deferred; do tests/run.sh build/tsan/results $$t \
+	@for t in test_pmix_ofi_threads test_pmix_ofi_deferred test_pmix_ofi_teams; do tests/run.sh build/tsan/results $$t \
 	  env SHMALLOC_TEST_WORKER=./build/tsan/pmix_ofi_worker ./build/tsan/$$t --jobs 1; done; true
 	@tests/run.sh build/tsan/results --total
 

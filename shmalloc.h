@@ -425,6 +425,10 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
                              "(destroyed, or the PEs' team calls differ)\n") \
     X(PMIX_TEAM_BARRIER_TIMEOUT, "shmalloc: team barrier timed out after %d s waiting for %s (the team of world " \
                                  "PEs start %d, stride %d, size %d; its PE %d, PE %d of %d, its barrier %u)\n") \
+    X(PMIX_SPACE_BARRIER_TIMEOUT, "shmalloc: a call on the space at %p timed out after %d s in its team's " \
+                                  "barrier, waiting for %s (the team of world PEs start %d, stride %d, size %d; " \
+                                  "its PE %d, PE %d of %d, its barrier %u): a member skipped a call on this space " \
+                                  "or its team, or made them in another order\n") \
     X(PMIX_TEAM_BAD_SPLIT, "shmalloc: %s(%s) on a parent team of %d PEs: %s; every member of the parent " \
                            "returns -1 (PE %d of %d)\n") \
     X(PMIX_TEAM_SPLIT_DIFFER, "shmalloc: %s: the parent team's PEs passed different arguments or could not " \

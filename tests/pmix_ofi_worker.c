@@ -302,7 +302,7 @@ static const scenario scenarios[] = {
     {"teams", scenario_teams, 0},         {"teams_concurrent", scenario_teams_concurrent, 0},
     {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
     {"spaces", scenario_spaces, 0},       {"space_outsider", scenario_space_outsider, 0},
-    {"teams_crossed", scenario_teams_crossed, 0}, {"team_messages", scenario_team_messages, 0},
+    {"teams_crossed", scenario_teams_crossed, 0}, {"spaces_crossed", scenario_spaces_crossed, 0}, {"team_messages", scenario_team_messages, 0},
 };
 
 static void run(const scenario *sc)

@@ -93,6 +93,7 @@ void scenario_team_heaps(void);
 void scenario_spaces(void);
 void scenario_space_outsider(void);
 void scenario_teams_crossed(void);
+void scenario_spaces_crossed(void);
 void scenario_team_messages(void);
 void deferred_after_finalize(void);
 

@@ -390,6 +390,26 @@ void scenario_teams_crossed(void)
     shmem_barrier_all();
 }
 
+/* The same with a space on each team: each PE allocates in them in
+   opposite orders, and the timeout names the space whose call waits. */
+void scenario_spaces_crossed(void)
+{
+    shmem_team_t a, b;
+    shmemx_space_t sa = NULL, sb = NULL;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &a), 0);
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, 2, NULL, 0, &b), 0);
+    if (me < 2) {
+        CHECK_EQ(shmemx_space_create(a, NULL, &sa), 0);
+        CHECK_EQ(shmemx_space_create(b, NULL, &sb), 0);
+        printf("PE %d: spaces at %p and %p\n", me, (void *)sa, (void *)sb);
+        fflush(stdout);
+        shmemx_space_malloc(me == 0 ? sa : sb, 64);
+        shmemx_space_malloc(me == 0 ? sb : sa, 64);
+        fail(__LINE__, "PE %d passed two spaces' calls made in opposite orders", me);
+    }
+    shmem_barrier_all();
+}
+
 /* A team of every PE (not SHMEM_TEAM_WORLD) makes 100 all-reduces: what
    they sent and read, from the transport's counters.  On one node with
    node memory, its own segment's slots and no message; across nodes (or

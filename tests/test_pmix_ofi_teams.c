@@ -218,6 +218,25 @@ Test(pmix_ofi_teams, overlapping_teams_synced_in_opposite_orders_time_out_naming
     cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
 }
 
+/* The same with a space on each of the two teams, allocated in opposite
+   orders: the timeout names the space whose call waits. */
+Test(pmix_ofi_teams, overlapping_spaces_used_in_opposite_orders_time_out_naming_the_space_shm_2pe,
+     .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    launch(&r, 2, "spaces_crossed", env);
+    cr_assert_neq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));
+    cr_assert(has(&r, "[PMIX_SPACE_BARRIER_TIMEOUT] shmalloc: a call on the space at 0x"), "%s", tail(&r));
+    cr_assert(has(&r, "timed out after 2 s in its team's barrier, waiting for PE 1, which has not arrived (the "
+                      "team of world PEs start 0, stride 1, size 2; its PE 0, PE 0 of 2") ||
+                  has(&r, "timed out after 2 s in its team's barrier, waiting for PE 0, which has not arrived (the "
+                          "team of world PEs start 0, stride 1, size 2; its PE 1, PE 1 of 2"),
+              "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
+}
+
 /* A team of every PE, 100 all-reduces: on one node with node memory they
    go through the team's own segment (no message, 2 slot reads each at 4
    PEs); on nodes of 2 PEs, or without node memory, by messages (2 rounds

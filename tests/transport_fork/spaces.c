@@ -56,17 +56,6 @@ static uint64_t shm__fork_room_agree(struct shmalloc_team *t, size_t bytes, int 
     }
 }
 
-/* The heap config of a space as cfg asks, and the bytes of its room. */
-static size_t shm__fork_space_config(const shmemx_space_config_t *cfg, shmalloc_heap_config *hc)
-{
-    size_t size = cfg->size ? cfg->size : shm__fork.start.nominal, max = cfg->max > size ? cfg->max : size;
-    memset(hc, 0, sizeof *hc);
-    hc->nominal = max > size ? size : SIZE_MAX;
-    hc->debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    hc->metadata = cfg->metadata;
-    return (shmalloc_heap_bytes(max) + SHM__FORK_SPACE_ALIGN - 1) & ~(SHM__FORK_SPACE_ALIGN - 1);
-}
-
 int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shmemx_space_t *space)
 {
     struct shmalloc_team *t = shm__fork_team(team);
@@ -75,19 +64,21 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shm
     size_t bytes;
     uint64_t offset;
     long err = SHMEMX_MALLOC_NOT_MEMBER;
+    void *mem = cfg != NULL ? cfg->mem : NULL; /* NULL: the room's */
     if (space != NULL) *space = NULL;
-    if (cfg == NULL || space == NULL) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmemx_space_create: PE %d: config %s, space %s: give both\n",
-                       shm__fork.me, cfg ? "given" : "NULL", space ? "given" : "NULL");
+    if (space == NULL) {
+        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmemx_space_create: PE %d: no space to set: give one\n",
+                       shm__fork.me);
         return -1; /* no collective to join */
     }
     if (t == NULL || t->state < 0) { /* the header names this PE and the call */
         shmalloc_space_create(shm__fork.heap, NULL, NULL, 0, NULL, &err);
         return (int)err;
     }
-    bytes = shm__fork_space_config(cfg, &hc);
+    bytes = shm__start_space(&shm__fork.start, cfg, &hc);
+    if (mem == NULL) bytes = (bytes + SHM__FORK_SPACE_ALIGN - 1) & ~(SHM__FORK_SPACE_ALIGN - 1); /* its room */
     while (s < shm__fork_spaces + SHM__FORK_MAX_SPACES && s->heap) s++;
-    offset = cfg->mem ? 0 : shm__fork_room_agree(t, bytes, s == shm__fork_spaces + SHM__FORK_MAX_SPACES);
+    offset = mem ? 0 : shm__fork_room_agree(t, bytes, s == shm__fork_spaces + SHM__FORK_MAX_SPACES);
     if (offset == UINT64_MAX) {
         shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
                        "shmemx_space_create: PE %d: %zu bytes do not fit beside the spaces of a member (each PE "
@@ -95,10 +86,10 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shm
                        shm__fork.me, bytes, (size_t)SHMALLOC_FORK_SPACES, SHM__FORK_MAX_SPACES);
         return SHMEM_MALLOC_FAIL; /* on every member: they agreed */
     }
-    *space = shmalloc_space_create(shm__fork.heap, t, cfg->mem ? cfg->mem : shm__fork_room(shm__fork.me) + offset,
-                                   cfg->mem ? cfg->bytes : bytes, &hc, &err);
+    *space = shmalloc_space_create(shm__fork.heap, t, mem ? mem : shm__fork_room(shm__fork.me) + offset, bytes, &hc,
+                                   &err);
     if (*space == NULL) return (int)err;
-    if (!cfg->mem) s->heap = *space, s->offset = (size_t)offset, s->bytes = bytes;
+    if (!mem) s->heap = *space, s->offset = (size_t)offset, s->bytes = bytes;
     return 0;
 }
 

@@ -148,3 +148,18 @@ void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, 
     shmalloc_print(2, SHM__MSG(NOT_SYMMETRIC), what, n,
                    addr, pe, me, npes);
 }
+
+size_t shm__start_space(const shm__start *s, const shmemx_space_config_t *config, shmalloc_heap_config *hc)
+{
+    static const shmemx_space_config_t defaults = {0, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    size_t nominal, max;
+    if (config == NULL) config = &defaults;
+    nominal = config->size ? config->size : s->nominal;
+    max = config->max > nominal ? config->max : nominal;
+    memset(hc, 0, sizeof *hc);
+    hc->nominal = max > nominal ? nominal : SIZE_MAX;
+    hc->debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    hc->size_var = NULL; /* the program sets a space's size */
+    hc->metadata = config->metadata;
+    return config->mem != NULL ? config->bytes : shmalloc_heap_bytes(max);
+}

@@ -76,6 +76,13 @@ SHM__INTERNAL int shm__start_map(const shm__start *s, shm__map_mem *m, int share
 SHM__INTERNAL shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m,
                                                  const shmalloc_transport *tp, long *err);
 
+/* A space's heap config as config asks (NULL: the heap's nominal size,
+   no growth, inline metadata) into *hc; returns the bytes of memory it
+   needs: config's own when it gives memory, else shmalloc_heap_bytes of
+   its largest size. */
+SHM__INTERNAL size_t shm__start_space(const shm__start *s, const shmemx_space_config_t *config,
+                                      shmalloc_heap_config *hc);
+
 /* Says that [addr, addr + n) on PE pe is not a symmetric range, naming
    the calling PE (me of npes; -1 of 0 outside a run). */
 SHM__INTERNAL void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,

@@ -105,8 +105,12 @@ void shm__team_gave_up(const shm__group *g, int pe)
     if (count > 1) snprintf(absent, sizeof absent, "PEs %s, which have not arrived", list);
     else if (count) snprintf(absent, sizeof absent, "PE %s, which has not arrived", list);
     else snprintf(absent, sizeof absent, "PE %d's message (PE %d, or a PE it waits for, has not arrived)", pe, pe);
-    shm__fatal(SHM__MSG(PMIX_TEAM_BARRIER_TIMEOUT), c->timeout, absent, g->start, g->stride, g->size, g->me, c->me,
-               c->npes, g->epoch);
+    if (g->space)
+        shm__fatal(SHM__MSG(PMIX_SPACE_BARRIER_TIMEOUT), g->space, c->timeout, absent, g->start, g->stride, g->size,
+                   g->me, c->me, c->npes, g->epoch);
+    else
+        shm__fatal(SHM__MSG(PMIX_TEAM_BARRIER_TIMEOUT), c->timeout, absent, g->start, g->stride, g->size, g->me,
+                   c->me, c->npes, g->epoch);
 }
 
 /* PE me of npes: what a signal says from now on, and what a barrier's

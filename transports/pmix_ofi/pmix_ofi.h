@@ -321,6 +321,7 @@ typedef struct shm__group {
     struct shm__group *next; /* the teams' groups, after the world's */
     struct shm__node_slot *node; /* a team on this node alone: its own slots (node.c), or NULL */
     size_t node_bytes;
+    const void *space;      /* the space whose call is in its barrier now, or NULL */
 } shm__group;
 
 typedef struct shm__collective {

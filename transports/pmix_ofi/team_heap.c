@@ -43,6 +43,7 @@ struct shm__team_tp {
     int nregions;
     shm__region regions[SHMALLOC_MAX_REGIONS];
     shm__heap_peer *peers;  /* by team PE: base (of the first region), keys, mapping */
+    const void *space;      /* the space over it, once made: a timeout names it */
 };
 
 static unsigned shm__team_keys; /* regions registered so far: their requested keys */
@@ -51,8 +52,11 @@ static const shm__map_mem *shm__making_map;
 
 static void shm__team_call(shm__team_tp *t, uint64_t *values, int count)
 {
+    shm__group *g = &t->team->group;
     shmem_quiet(); /* as the world's: a barrier completes the puts before it */
+    g->space = t->space;
     shm__team_collective(t->team, values, count);
+    g->space = NULL;
 }
 
 static int shm__team_barrier(void *user)
@@ -269,24 +273,18 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
     const shm__start *st = &shm__w.start;
     shmalloc_heap_config hc;
     shm__map_mem map;
-    size_t nominal, max, bytes;
+    size_t bytes;
     void *mem = NULL;
     long err = 0;
     shmalloc_heap *made;
     if (space) *space = NULL;
-    if (!shm__w.running || !config || !space) return -1; /* no collective to join */
-    nominal = config->size ? config->size : st->nominal;
-    max = config->max > nominal ? config->max : nominal;
-    bytes = config->mem ? config->bytes : shmalloc_heap_bytes(max);
+    if (!shm__w.running || !space) return -1; /* no collective to join */
+    bytes = shm__start_space(st, config, &hc);
     memset(&map, 0, sizeof map);
     map.fd = -1;
-    if (config->mem) mem = config->mem;
+    if (config && config->mem) mem = config->mem;
     else if (shm__is_team(team) && shm__map_heap(&map, bytes, &st->huge, shm__mem.map.fd >= 0, NULL) == 0)
         mem = map.base; /* else NULL: the create fails on every member */
-    hc.nominal = max > nominal ? nominal : SIZE_MAX;
-    hc.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    hc.size_var = NULL; /* the program sets a space's size */
-    hc.metadata = config->metadata;
     shm__making_map = &map;
     made = shmalloc_space_create(shm__mem.heap, team, mem, mem == map.base && mem ? map.bytes : bytes, &hc, &err);
     shm__making_map = NULL;
@@ -294,6 +292,7 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
         if (map.base) shm__map_release(&map);
         return err ? (int)err : -1;
     }
+    ((shm__team_tp *)shmalloc_heap_user(made))->space = made;
     *space = made;
     return 0;
 }

@@ -54,26 +54,18 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
     struct shmalloc_team *h = shm__team_handle(me, team);
     shmalloc_heap_config hc;
     shm__map_mem map;
-    size_t nominal, max, bytes;
+    size_t bytes;
     void *mem = NULL;
     long err = 0;
     shmalloc_heap *made;
     shm__space *rec;
-    static const shmemx_space_config_t defaults = {0, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
     if (space != NULL) *space = NULL;
     if (me == NULL || space == NULL) return -1; /* no collective to join */
-    if (config == NULL) config = &defaults;
-    nominal = config->size ? config->size : me->run->start.nominal;
-    max = config->max > nominal ? config->max : nominal;
-    bytes = config->mem != NULL ? config->bytes : shmalloc_heap_bytes(max);
+    bytes = shm__start_space(&me->run->start, config, &hc);
     memset(&map, 0, sizeof map);
-    if (config->mem != NULL) mem = config->mem;
+    if (config != NULL && config->mem != NULL) mem = config->mem;
     else if (h != NULL && bytes != 0 && shm__map_heap(&map, bytes, &me->run->start.huge, 0, NULL) == 0) mem = map.base;
     /* else no memory (a failed map, or not a member): the create fails on every member */
-    hc.nominal = max > nominal ? nominal : SIZE_MAX;
-    hc.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    hc.size_var = NULL; /* the program sets a space's size */
-    hc.metadata = config->metadata;
     made = shmalloc_space_create(me->heap, h, mem, map.base != NULL ? map.bytes : bytes, &hc, &err);
     if (made == NULL) {
         if (map.base != NULL) shm__map_release(&map);

@@ -81,7 +81,8 @@ void shm__pmix_close(void)
     shm__boot *b = &shm__job;
     shmalloc_mem_free(b->nodes.leaders);
     shmalloc_mem_free(b->nodes.ranks);
-    b->nodes.leaders = b->nodes.ranks = NULL;
+    shmalloc_mem_free(b->nodes.leader_of);
+    b->nodes.leaders = b->nodes.ranks = b->nodes.leader_of = NULL;
     if (b->event_registered) PMIx_Deregister_event_handler(b->event_ref, NULL, NULL);
     b->event_registered = 0;
     if (b->have_pmix) PMIx_Finalize(NULL, 0);
@@ -314,5 +315,5 @@ void shm__map_nodes(void)
             m->ranks[m->size++] = q;
         }
     }
-    shmalloc_mem_free(leader);
+    m->leader_of = leader;
 }

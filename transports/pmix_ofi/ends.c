@@ -68,7 +68,7 @@ void shm__barrier_gave_up(int pe)
     char absent[128];
     size_t n = 0;
     int pes[1], by;
-    if (c->current && c->current->tag) shm__team_gave_up(c->current, pe);
+    if (c->current && c->current->tag) shm__team_gave_up(c->current->team ? c->current->team : c->current, pe);
     if ((pes[0] = shm__node_gave_up(&by)) >= 0 || shm__node_absent(pes, 1) > 0 ||
         (!c->node && shm__stopped_peers(pes, 1) > 0))
         pe = pes[0];

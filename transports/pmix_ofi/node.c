@@ -341,19 +341,60 @@ void shm__node_sync(uint64_t *values, int count)
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
 }
 
-/* >> a team's own segment ------------------------------------------------------
-   A team whose PEs all share this node's memory synchronises as the node
-   does, in dissemination rounds through slots of its own segment (a slot
-   per PE per round, double-buffered by the barrier's parity), without
-   messages.  Its name carries its creator's PID (for the sweep of stale
+/* >> a team's own segments -----------------------------------------------------
+   A team synchronises as the world does: its PEs on each node in
+   dissemination rounds through slots of their own segment (a slot per PE
+   per round and a release slot, double-buffered by the barrier's parity),
+   then across nodes its node leaders by messages under a tag of their
+   own, and each leader publishes the result in the release slot.  A
+   segment's name carries its creator's PID (for the sweep of stale
    files), the job and the team's tag. */
-int shm__node_team_wanted(const shm__group *g)
+
+/* The team's PEs on this node, and its leaders' group when this PE leads
+   one of several nodes (tag: its messages'), linked.  The team's nodes
+   when some node has several of its PEs and node memory is on, else 0;
+   then nothing is made.  A PE out of memory makes nothing: it is known by
+   its NULL node_ranks, and the members agree on messages. */
+int shm__node_team_plan(shm__group *g, uint32_t tag)
 {
-    int i;
-    if (!shm__coll.node || g->size < 2) return 0;
-    for (i = 0; i < g->size; i++)
-        if (shm__node_index(g->start + i * g->stride) < 0) return 0;
-    return 1;
+    const shm__nodes *m = &shm__coll.nodes;
+    int i, q, nodes = 0, *lead = NULL;
+    shm__group *l = NULL;
+    if (!shm__coll.node || !m->leader_of || g->size < 2) return 0;
+    for (i = 0; i < g->size; i++) /* a member is its node's first when the one before is elsewhere: ranks ascend */
+        nodes += i == 0 || m->leader_of[shm__group_member(g, i - 1)] != m->leader_of[shm__group_member(g, i)];
+    if (nodes == g->size) return 0;
+    g->node_ranks = (int *)shmalloc_mem_alloc((size_t)g->size, sizeof *g->node_ranks);
+    lead = (int *)shmalloc_mem_alloc((size_t)nodes, sizeof *lead);
+    l = (shm__group *)shmalloc_mem_alloc(1, sizeof *l);
+    if (!g->node_ranks || !lead || !l) goto out_of_memory;
+    g->node_size = 0;
+    for (i = 0, l->size = 0; i < g->size; i++) {
+        q = shm__group_member(g, i);
+        if (i == 0 || m->leader_of[shm__group_member(g, i - 1)] != m->leader_of[q]) lead[l->size++] = q;
+        if (q == shm__coll.me) g->node_me = g->node_size;
+        if (m->leader_of[q] == m->leader_of[shm__coll.me]) g->node_ranks[g->node_size++] = q;
+    }
+    for (g->node_rounds = 0; (1 << g->node_rounds) < g->node_size;) g->node_rounds++;
+    if (nodes == 1 || g->node_me != 0) {
+        shmalloc_mem_free(lead);
+        shmalloc_mem_free(l);
+        return nodes;
+    }
+    for (l->me = 0; lead[l->me] != shm__coll.me;) l->me++;
+    l->ranks = lead;
+    l->tag = tag;
+    l->team = g;
+    if (shm__group_open(l) != 0) goto out_of_memory;
+    shm__group_link(l);
+    g->leaders = l;
+    return nodes;
+out_of_memory:
+    shmalloc_mem_free(lead);
+    shmalloc_mem_free(l);
+    shmalloc_mem_free(g->node_ranks);
+    g->node_ranks = NULL;
+    return nodes;
 }
 
 static void shm__node_team_name(char *name, size_t cap, long creator, uint32_t tag)
@@ -365,14 +406,15 @@ static void shm__node_team_name(char *name, size_t cap, long creator, uint32_t t
             *p = '_';
 }
 
-/* The team's segment mapped (made first when create), or NULL; *bytes its
-   length.  A made file is named for removal should this PE end abnormally. */
+/* The segment of the team's PEs on this node mapped (made first when
+   create), or NULL; *bytes its length.  A made file is named for removal
+   should this PE end abnormally. */
 shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes)
 {
     char name[160], path[176];
     int fd;
     void *m;
-    *bytes = (size_t)g->size * (size_t)g->rounds * sizeof(shm__node_slot);
+    *bytes = ((size_t)g->node_size * (size_t)g->node_rounds + 1) * sizeof(shm__node_slot);
     if (creator <= 0) return NULL;
     shm__node_team_name(name, sizeof name, creator, g->tag);
     fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600) : shm_open(name, O_RDWR, 0600);
@@ -399,26 +441,45 @@ void shm__node_team_unlink(const shm__group *g, long creator)
     shm__files_set(SHM__FILE_NODE, NULL);
 }
 
+/* Gather on this node, the leaders' messages, then the release. */
 void shm__node_team_sync(shm__group *g, uint64_t *values, int count)
 {
     uint64_t epoch = (uint64_t)g->epoch + 1;
+    shm__node_slot *release = g->node ? &g->node[g->node_size * g->node_rounds] : NULL;
     shm__wait w;
-    int k;
+    int k, i;
     shm__wait_begin(&w, shm__coll.timeout, shm__coll.node_pauses, SHM__WAIT_ALL_YIELDS);
     shm__coll.current = g;
-    for (k = 0; k < g->rounds; k++) {
-        int from = (g->me - (1 << k) + g->size) % g->size;
-        shm__node_write(&g->node[k * g->size + g->me], epoch, values, count);
-        shm__combine(values, shm__node_read(&g->node[k * g->size + from], epoch, count, g->start + from * g->stride, &w),
-                     count);
+    for (k = 0; k < g->node_rounds; k++) {
+        int n = g->node_size, from = (g->node_me - (1 << k) + n) % n;
+        shm__node_write(&g->node[k * n + g->node_me], epoch, values, count);
+        shm__combine(values, shm__node_read(&g->node[k * n + from], epoch, count, g->node_ranks[from], &w), count);
+    }
+    if (g->leaders) {
+        shm__disseminate(g->leaders, values, count);
+        shm__coll.current = g;
+        if (release) shm__node_write(release, epoch, values, count);
+    } else if (g->nodes > 1) {
+        const uint64_t *all = shm__node_read(release, epoch, count, g->node_ranks[0], &w);
+        for (i = 0; i < count; i++) values[i] = all[i];
     }
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
     shm__coll.current = NULL;
     g->epoch++;
 }
 
+/* The team goes by messages among all its PEs from now on. */
 void shm__node_team_close(shm__group *g)
 {
     if (g->node) munmap(g->node, g->node_bytes);
     g->node = NULL;
+    if (g->leaders) {
+        shm__group_close(g->leaders);
+        shmalloc_mem_free((void *)(uintptr_t)g->leaders->ranks);
+        shmalloc_mem_free(g->leaders);
+    }
+    g->leaders = NULL;
+    shmalloc_mem_free(g->node_ranks);
+    g->node_ranks = NULL;
+    g->nodes = 0;
 }

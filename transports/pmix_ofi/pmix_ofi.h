@@ -134,6 +134,7 @@ typedef struct shm__nodes {
     int size, me;           /* PEs on this node, and our index among them */
     int *ranks;             /* their ranks, ascending: ranks[0] leads */
     int *leaders;           /* the node leaders' ranks, ascending */
+    int *leader_of;         /* each PE's node's leader */
 } shm__nodes;
 
 typedef struct shm__boot {
@@ -319,8 +320,15 @@ typedef struct shm__group {
     uint32_t epoch;         /* the barrier's number */
     shm__inbox *inbox;      /* 2 x rounds: by the epoch's parity, then by round */
     struct shm__group *next; /* the teams' groups, after the world's */
-    struct shm__node_slot *node; /* a team on this node alone: its own slots (node.c), or NULL */
+    /* A team through node memory (node.c): its PEs on this node share
+       slots, its lowest PE on each node (their leader) sends the messages. */
+    int nodes;              /* the team's nodes when it goes so, else 0 */
+    int *node_ranks;        /* its PEs on this node, ascending */
+    int node_size, node_me, node_rounds;
+    struct shm__node_slot *node; /* their slots, or NULL (this PE alone) */
     size_t node_bytes;
+    struct shm__group *leaders; /* on a leader, with nodes > 1: the leaders' messages */
+    struct shm__group *team; /* in a leaders' group: its team */
     const void *space;      /* the space whose call is in its barrier now, or NULL */
 } shm__group;
 

@@ -56,6 +56,7 @@ void shm__teams_close(void)
 {
     shm__group *g;
     while ((g = shm__coll.world.next) != NULL) {
+        if (g->team) g = g->team; /* a team's leaders go with it */
         shm__node_team_close(g);
         shm__group_close(g);
         if (g != &shmalloc_team_shared.group) shmalloc_mem_free(g);
@@ -73,7 +74,7 @@ void shm__team_collective(shmem_team_t t, uint64_t *values, int count)
         return;
     }
     shm__node_note_where((uint64_t)g->tag << 32 | g->epoch); /* named should a member not come */
-    if (g->node) shm__node_team_sync(g, values, count);
+    if (g->nodes) shm__node_team_sync(g, values, count);
     else shm__disseminate(g, values, count);
     shm__node_note_where(0);
 }
@@ -187,38 +188,44 @@ static int shm__split_agree(shmem_team_t parent, const char *call, const int arg
     return 0;
 }
 
-/* A new team on this node alone: each member opens the segment its first
-   PE made (mine, when this PE is it) and all use it, or all go by
-   messages when one could not; then the file goes. */
-static void shm__split_segment(shmem_team_t t, struct shm__node_slot *mine)
+/* A new team through node memory (nodes of them): each member opens the
+   segment its node's first PE made (mine, when this PE is it) and all
+   use node memory, or all go by messages when one could not; then the
+   file goes. */
+static void shm__split_segment(shmem_team_t t, struct shm__node_slot *mine, int nodes)
 {
     shm__group *g = &t->group;
-    long creator = g->me == 0 ? (long)getpid() : shm__peer_pid(g->start);
-    struct shm__node_slot *seg = g->me == 0 ? mine : shm__node_team_map(g, creator, 0, &g->node_bytes);
-    uint64_t failed = seg == NULL;
-    shm__team_collective(t, &failed, 1); /* by messages: g->node is not set yet */
-    if (g->me == 0) shm__node_team_unlink(g, creator);
+    int first = g->node_ranks ? g->node_ranks[0] : -1, alone = g->node_ranks && g->node_size < 2;
+    long creator = first == shm__job.me ? (long)getpid() : first >= 0 ? shm__peer_pid(first) : 0;
+    struct shm__node_slot *seg = first == shm__job.me ? mine : shm__node_team_map(g, creator, 0, &g->node_bytes);
+    uint64_t failed = !g->node_ranks || (!alone && !seg);
+    shm__team_collective(t, &failed, 1); /* by messages: g->nodes is not set yet */
+    if (first == shm__job.me && !alone) shm__node_team_unlink(g, creator);
     g->node = seg;
+    g->nodes = nodes;
     if (failed) shm__node_team_close(g);
 }
 
-/* The new teams (NULL where this PE is not a member) join their tags, and
-   a team's first PE makes its segment when it is on this node alone; the
-   parent's barrier then lets members send and open the segment. */
+/* The new teams (NULL where this PE is not a member) join their tags (a
+   team's, then its leaders'), and on each node a team's first PE there
+   makes their segment when node memory serves it; the parent's barrier
+   then lets members send and open the segment. */
 static void shm__split_link(shmem_team_t parent, shmem_team_t *teams, int n, uint32_t tag)
 {
     struct shm__node_slot *made[2] = {NULL, NULL};
-    int i;
+    int i, nodes[2] = {0, 0};
     for (i = 0; i < n; i++)
         if (teams[i]) {
             shm__group *g = &teams[i]->group;
-            g->tag = tag + (uint32_t)i;
-            if (g->me == 0 && shm__node_team_wanted(g)) made[i] = shm__node_team_map(g, (long)getpid(), 1, &g->node_bytes);
+            g->tag = tag + 2u * (uint32_t)i;
+            nodes[i] = shm__node_team_plan(g, g->tag + 1u);
+            if (nodes[i] && g->node_ranks && g->node_me == 0 && g->node_size > 1)
+                made[i] = shm__node_team_map(g, (long)getpid(), 1, &g->node_bytes);
             shm__group_link(g);
         }
     shm__team_collective(parent, NULL, 0);
     for (i = 0; i < n; i++)
-        if (teams[i] && shm__node_team_wanted(&teams[i]->group)) shm__split_segment(teams[i], made[i]);
+        if (teams[i] && nodes[i]) shm__split_segment(teams[i], made[i], nodes[i]);
 }
 
 int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, int size,
@@ -243,7 +250,7 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
     if (member && !(t = shm__team_new(parent_team, start, stride, size, size == 1 ? 0 : (p - start) / stride,
                                       config, config_mask)))
         ok = 0;
-    if (shm__split_agree(parent_team, call, args, ok, fault != NULL, 1, &tag) != 0) {
+    if (shm__split_agree(parent_team, call, args, ok, fault != NULL, 2, &tag) != 0) {
         shm__team_free(t);
         return -1;
     }
@@ -280,7 +287,7 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
         t[1] = shm__team_new(parent_team, col, x, (n - col + x - 1) / x, row, yaxis_config, yaxis_mask);
         ok = t[0] && t[1];
     }
-    if (shm__split_agree(parent_team, call, args, ok, xrange < 1, 2, &tag) != 0) {
+    if (shm__split_agree(parent_team, call, args, ok, xrange < 1, 4, &tag) != 0) {
         shm__team_free(t[0]);
         shm__team_free(t[1]);
         return -1;

@@ -12,10 +12,11 @@ SHM__INTERNAL int shm__group_open(shm__group *g);
 SHM__INTERNAL void shm__group_link(shm__group *g);
 SHM__INTERNAL void shm__group_close(shm__group *g);
 SHM__INTERNAL void shm__team_gave_up(const shm__group *g, int pe);
-/* A team whose PEs all share this node's memory synchronises through a
-   segment of its own: its first PE creates it (before the split's last
-   barrier over the parent), the others open it, and all agree. */
-SHM__INTERNAL int shm__node_team_wanted(const shm__group *g);
+/* A team with several PEs on some node synchronises through node memory:
+   on each node its first PE there creates their segment (before the
+   split's last barrier over the parent), the others open it, and all the
+   team's PEs agree; its node leaders exchange messages. */
+SHM__INTERNAL int shm__node_team_plan(shm__group *g, uint32_t tag);
 SHM__INTERNAL struct shm__node_slot *shm__node_team_map(const shm__group *g, long creator, int create, size_t *bytes);
 SHM__INTERNAL void shm__node_team_unlink(const shm__group *g, long creator);
 SHM__INTERNAL void shm__node_team_sync(shm__group *g, uint64_t *values, int count);

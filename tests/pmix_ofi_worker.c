@@ -89,6 +89,8 @@
      teams_crossed  PEs 0 and 1 sync two teams of both in opposite orders
      team_messages  a team of every PE makes 100 all-reduces: the messages
                 sent and node slots read (test builds' counters)
+     teams_across_nodes  three overlapping teams over nodes, of which some
+                hold one member, make 2000 all-reduces each, interleaved
    and, on one node:
      pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
                 times by 8-byte puts into each other's flag, each clearing
@@ -303,6 +305,7 @@ static const scenario scenarios[] = {
     {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
     {"spaces", scenario_spaces, 0},       {"space_outsider", scenario_space_outsider, 0},
     {"teams_crossed", scenario_teams_crossed, 0}, {"spaces_crossed", scenario_spaces_crossed, 0}, {"team_messages", scenario_team_messages, 0},
+    {"teams_across_nodes", scenario_teams_across_nodes, 0},
 };
 
 static void run(const scenario *sc)

@@ -12,7 +12,8 @@
      pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
      pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip,
                                 team_heaps, spaces, space_outsider,
-                                teams_crossed, team_messages */
+                                teams_crossed, team_messages,
+                                teams_across_nodes */
 #ifndef SHMALLOC_PMIX_OFI_WORKER_H
 #define SHMALLOC_PMIX_OFI_WORKER_H
 
@@ -95,6 +96,7 @@ void scenario_space_outsider(void);
 void scenario_teams_crossed(void);
 void scenario_spaces_crossed(void);
 void scenario_team_messages(void);
+void scenario_teams_across_nodes(void);
 void deferred_after_finalize(void);
 
 #endif /* SHMALLOC_PMIX_OFI_WORKER_H */

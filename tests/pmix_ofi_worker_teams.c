@@ -427,3 +427,21 @@ void scenario_team_messages(void)
            b.messages - a.messages, b.slot_reads - a.slot_reads);
     shmem_team_destroy(t);
 }
+
+/* Teams of odd shapes over nodes (SHMALLOC_TEST_NODE_SIZE): every PE,
+   every PE but the last (whose node then holds one member), and PEs 1 ..
+   npes - 2 (a member alone on the first node and on the last), each
+   all-reducing 2000 times, interleaved, every value checked. */
+void scenario_teams_across_nodes(void)
+{
+    shmem_team_t t[3];
+    int i, k;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, &t[0]), 0);
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes - 1, NULL, 0, &t[1]), 0);
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes - 2, NULL, 0, &t[2]), 0);
+    for (i = 0; i < 2000; i++)
+        for (k = 0; k < 3; k++)
+            if (t[k] != SHMEM_TEAM_INVALID) check_reduce(t[k], (uint64_t)i * 3 + (uint64_t)k, __LINE__);
+    printf("PE %d of %d: 2000 all-reduces in each of its teams done\n", me, npes);
+    for (k = 0; k < 3; k++) shmem_team_destroy(t[k]);
+}

@@ -62,23 +62,44 @@ Test(pmix_ofi_teams, shared_is_the_node_and_splits_work_on_nodes_of_2_shm_4pe, .
 }
 
 /* Two disjoint halves all-reduce 3000 and 1000 times at once, then rows,
-   columns and halves in turn: every value checked on every PE. */
-static void check_concurrent(const char *provider)
+   columns and halves in turn: every value checked on every PE.  npes PEs,
+   node_size a node (0: one node). */
+static void check_concurrent(const char *provider, int npes, int node_size)
 {
     static run r;
-    char prov[64];
-    const char *env[] = {prov, NULL};
+    char prov[64], node[64];
+    const char *env[] = {prov, node, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
-    launch(&r, 4, "teams_concurrent", env);
-    assert_passed(&r, 4, "teams_concurrent");
-    cr_assert_eq(count(&r, ": 3000 all-reduces in team 0 done"), 2, "%s", tail(&r));
-    cr_assert_eq(count(&r, ": 1000 all-reduces in team 1 done"), 2, "%s", tail(&r));
+    snprintf(node, sizeof node, "SHMALLOC_TEST_NODE_SIZE=%d", node_size ? node_size : npes);
+    launch(&r, npes, "teams_concurrent", env);
+    assert_passed(&r, npes, "teams_concurrent");
+    cr_assert_eq(count(&r, ": 3000 all-reduces in team 0 done"), npes / 2, "%s", tail(&r));
+    cr_assert_eq(count(&r, ": 1000 all-reduces in team 1 done"), npes - npes / 2, "%s", tail(&r));
 }
 
-Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_shm_4pe, .timeout = TEST_TIMEOUT) { check_concurrent("shm"); }
+Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_concurrent("shm", 4, 0);
+}
 Test(pmix_ofi_teams, disjoint_teams_all_reduce_at_once_tcp_rxm_4pe, .timeout = TEST_TIMEOUT)
 {
-    check_concurrent("tcp;ofi_rxm");
+    check_concurrent("tcp;ofi_rxm", 4, 0);
+}
+/* Halves of 3 across nodes of 2, rows on one node, columns one PE a node. */
+Test(pmix_ofi_teams, disjoint_and_overlapping_teams_never_mix_across_nodes_of_2_shm_6pe, .timeout = TEST_TIMEOUT)
+{
+    check_concurrent("shm", 6, 2);
+}
+
+/* Three overlapping teams over 3 nodes of 2 PEs, one whose first and
+   last nodes each hold one member: 2000 checked all-reduces each. */
+Test(pmix_ofi_teams, teams_across_3_nodes_all_reduce_right_shm_6pe, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    launch(&r, 6, "teams_across_nodes", env);
+    assert_passed(&r, 6, "teams_across_nodes");
+    cr_assert_eq(count(&r, ": 2000 all-reduces in each of its teams done"), 6, "%s", tail(&r));
 }
 
 /* World PEs 1..3 make a team and PE 3 sleeps instead of syncing: a
@@ -237,31 +258,47 @@ Test(pmix_ofi_teams, overlapping_spaces_used_in_opposite_orders_time_out_naming_
     cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
 }
 
-/* A team of every PE, 100 all-reduces: on one node with node memory they
-   go through the team's own segment (no message, 2 slot reads each at 4
-   PEs); on nodes of 2 PEs, or without node memory, by messages (2 rounds
-   of one message each). */
-static void check_team_messages(const char *node_size, const char *node_barrier, const char *said)
+/* A team of every PE, 100 all-reduces (values checked): on one node with
+   node memory they go through the team's own segment (no message, 2 slot
+   reads each at 4 PEs); on nodes of 2 PEs only the team's node leaders
+   send, one message a round among the nodes, and the others read their
+   node's slot and the leader's release; without node memory, messages
+   among all (2 rounds of one message each).  said[i]: what PE i counted. */
+static void check_team_messages(int npes, const char *node_size, const char *node_barrier, const char *const *said)
 {
     static run r;
+    char line[128];
     const char *env[] = {"FI_PROVIDER=shm", node_size, node_barrier, NULL};
-    launch(&r, 4, "team_messages", env);
-    assert_passed(&r, 4, "team_messages");
-    cr_assert_eq(count(&r, said), 4, "expected on every PE: %s\n%s", said, tail(&r));
+    int i;
+    launch(&r, npes, "team_messages", env);
+    assert_passed(&r, npes, "team_messages");
+    for (i = 0; i < npes; i++) {
+        snprintf(line, sizeof line, "PE %d of %d: 100 team all-reduces sent %s\n", i, npes, said[i]);
+        cr_assert(has(&r, line), "expected: %s\n%s", line, tail(&r));
+    }
 }
 
+#define ALL4(said) (const char *const[]){said, said, said, said}
 Test(pmix_ofi_teams, a_team_on_one_node_synchronises_through_its_own_segment_shm_4pe, .timeout = TEST_TIMEOUT)
 {
-    check_team_messages("SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
-                        ": 100 team all-reduces sent 0 messages and read 200 slots");
+    check_team_messages(4, "SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        ALL4("0 messages and read 200 slots"));
 }
-Test(pmix_ofi_teams, a_team_across_nodes_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
+Test(pmix_ofi_teams, a_team_across_nodes_sends_messages_only_between_its_leaders_shm_4pe, .timeout = TEST_TIMEOUT)
 {
-    check_team_messages("SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
-                        ": 100 team all-reduces sent 200 messages and read 0 slots");
+    static const char leader[] = "100 messages and read 100 slots", other[] = "0 messages and read 200 slots";
+    check_team_messages(4, "SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        (const char *const[]){leader, other, leader, other});
+}
+/* 3 nodes: the leaders' dissemination takes 2 rounds. */
+Test(pmix_ofi_teams, a_team_across_3_nodes_sends_messages_only_between_its_leaders_shm_6pe, .timeout = TEST_TIMEOUT)
+{
+    static const char leader[] = "200 messages and read 100 slots", other[] = "0 messages and read 200 slots";
+    check_team_messages(6, "SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
+                        (const char *const[]){leader, other, leader, other, leader, other});
 }
 Test(pmix_ofi_teams, a_team_without_node_memory_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
 {
-    check_team_messages("SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=0",
-                        ": 100 team all-reduces sent 200 messages and read 0 slots");
+    check_team_messages(4, "SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=0",
+                        ALL4("200 messages and read 0 slots"));
 }

@@ -106,11 +106,11 @@ Test(pmix_ofi_teams, teams_across_3_nodes_all_reduce_right_shm_6pe, .timeout = T
    member's team barrier times out after 2 s naming the team in world
    numbers and PE 3 (through node memory), or PE 3's message (by
    messages), and the job ends. */
-static void check_skip(const char *provider, int node_barrier, const char *names)
+static void check_skip(const char *provider, int node_barrier, const char *node_size, const char *names)
 {
     static run r;
     char prov[64], node[64];
-    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2", node_size, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
     launch(&r, 4, "team_skip", env);
@@ -126,12 +126,18 @@ static void check_skip(const char *provider, int node_barrier, const char *names
 
 Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_shm_4pe, .timeout = TEST_TIMEOUT)
 {
-    check_skip("shm", 1, "waiting for PE 3, which has not arrived (the team");
+    check_skip("shm", 1, NULL, "waiting for PE 3, which has not arrived (the team");
+}
+/* Nodes of 2: PE 2, PE 3's node leader, names it from node memory. */
+Test(pmix_ofi_teams, a_skipped_team_barrier_across_nodes_times_out_naming_the_team_shm_4pe,
+     .timeout = TEST_TIMEOUT)
+{
+    check_skip("shm", 1, "SHMALLOC_TEST_NODE_SIZE=2", "waiting for PE 3, which has not arrived (the team");
 }
 Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_tcp_rxm_4pe_by_messages,
      .timeout = TEST_TIMEOUT)
 {
-    check_skip("tcp;ofi_rxm", 0, "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
+    check_skip("tcp;ofi_rxm", 0, NULL, "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
 }
 
 /* A heap over each half of the world through the contract's team member

@@ -411,9 +411,9 @@ void scenario_spaces_crossed(void)
 }
 
 /* A team of every PE (not SHMEM_TEAM_WORLD) makes 100 all-reduces: what
-   they sent and read, from the transport's counters.  On one node with
-   node memory, its own segment's slots and no message; across nodes (or
-   without node memory), messages. */
+   they sent and read, from the transport's counters.  With node memory,
+   its node segments' slots, and messages among its node leaders only
+   when on several nodes; without, messages among all. */
 void scenario_team_messages(void)
 {
     shmalloc_pmix_ofi_counts a, b;

@@ -2,8 +2,10 @@
    transport, PEs as processes: splits, translations and syncs at 2, 3 and
    4 PEs (oversubscribed) over shm and tcp;ofi_rxm, on one node and on
    nodes of 2 PEs (SHMALLOC_TEST_NODE_SIZE), bad splits failing on every
-   PE with their messages, disjoint teams all-reducing at once, and a team
-   barrier that a member skips timing out with the team and the PE named. */
+   PE with their messages, disjoint teams all-reducing at once, teams
+   across nodes whose messages go between their node leaders only, and a
+   team barrier that a member skips timing out with the team and the PE
+   named. */
 #include "pmix_ofi_launch.h" /* first: it includes test_support.h */
 
 /* Every one of npes PEs printed OK scenario, and no file is left. */
@@ -55,7 +57,7 @@ Test(pmix_ofi_teams, splits_translations_syncs_tcp_rxm_4pe, .timeout = TEST_TIME
     check_teams("tcp;ofi_rxm", 4, 0);
 }
 /* Nodes of 2 PEs: SHMEM_TEAM_SHARED is the node's pair, and the world's
-   barrier is hierarchical while the teams' go by messages. */
+   barrier and the teams' are hierarchical. */
 Test(pmix_ofi_teams, shared_is_the_node_and_splits_work_on_nodes_of_2_shm_4pe, .timeout = TEST_TIMEOUT)
 {
     check_teams("shm", 4, 2);

@@ -1,16 +1,17 @@
 /* teams.c - the OpenSHMEM 1.5 teams.  A team is a strided subset of the
    world (its group's start, stride and size, in world numbers) with a
-   barrier and all-reduce of its own, its own epochs and message tag: a
-   team whose PEs all share this node's memory synchronises through a
-   segment of its own (node.c), any other by messages among its PEs
-   (barrier.c).  SHMEM_TEAM_WORLD's collective calls are the world's
+   barrier and all-reduce of its own, its own epochs and message tags: a
+   team with several PEs on some node synchronises as the world does, its
+   PEs on each node through a segment of their own, its node leaders by
+   messages under the team's second tag (node.c); any other by messages
+   among its PEs (barrier.c).  SHMEM_TEAM_WORLD's collective calls are the world's
    (node memory, then messages between nodes); SHMEM_TEAM_SHARED is the
    PEs of this node when their ranks are strided, else this PE alone, and
    goes by messages.  A split is collective over its parent only: one
    all-reduce over the parent agrees the arguments and a tag that no
    member has used (the greatest of the members' next tags; the new team's
    PEs are among them), then, once the new teams' groups are linked (and
-   a team on one node has its segment made), a barrier over the parent,
+   each node's segment made), a barrier over the parent,
    so that no message of theirs arrives before. */
 #include "teams.h"
 

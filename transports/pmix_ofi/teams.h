@@ -1,5 +1,5 @@
 /* teams.h - what the PMIx transport's files offer for teams and spaces:
-   a team's own segment on one node (node.c), the teams (teams.c), and the
+   a team's segments and leaders across nodes (node.c), the teams (teams.c), and the
    contract's team member with the spaces it carries (team_heap.c).
    Internal, as pmix_ofi.h is. */
 #if !defined(SHMALLOC_PMIX_OFI_TEAMS_H)

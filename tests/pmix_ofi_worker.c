@@ -87,8 +87,9 @@
                 members and others, a destroy refused with live blocks
      space_outsider  PE 0 puts into its space at PE 1, outside the team
      teams_crossed  PEs 0 and 1 sync two teams of both in opposite orders
-     team_messages  a team of every PE makes 100 all-reduces: the messages
-                sent and node slots read (test builds' counters)
+     team_messages  a team of every PE, then SHMEM_TEAM_SHARED, make 100
+                all-reduces each: the messages sent and node slots read
+                (test builds' counters); then SHARED and the world in turn
      teams_across_nodes  three overlapping teams over nodes, of which some
                 hold one member, make 2000 all-reduces each, interleaved
    and, on one node:

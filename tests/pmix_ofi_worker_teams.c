@@ -155,18 +155,22 @@ void scenario_teams_concurrent(void)
     shmem_team_destroy(half);
 }
 
-/* World PEs 1 .. npes - 1 make a team; its last PE sleeps instead of
-   syncing, and the others' team barrier times out naming it.  PE 0 waits
-   in the world's barrier. */
+/* World PEs 1 .. npes - 1 make a team (SHMEM_TEAM_SHARED instead with
+   SHMALLOC_TEST_SKIP_SHARED=1); its last PE sleeps instead of syncing,
+   and the others' team barrier times out naming it.  The rest wait in
+   the world's barrier. */
 void scenario_team_skip(void)
 {
-    shmem_team_t t;
-    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes - 1, NULL, 0, &t), 0);
+    shmem_team_t t = SHMEM_TEAM_SHARED;
+    const char *shared = getenv("SHMALLOC_TEST_SKIP_SHARED");
+    if (!shared || strcmp(shared, "1") != 0)
+        CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 1, 1, npes - 1, NULL, 0, &t), 0);
     fflush(stdout);
     if (me == npes - 1) sleep(20);
     else if (t != SHMEM_TEAM_INVALID) {
         shmem_team_sync(t);
-        fail(__LINE__, "PE %d came back from the team barrier that PE %d skipped", me, npes - 1);
+        if (shmem_team_translate_pe(SHMEM_TEAM_WORLD, npes - 1, t) >= 0)
+            fail(__LINE__, "PE %d came back from the team barrier that PE %d skipped", me, npes - 1);
     }
     shmem_barrier_all();
 }
@@ -410,10 +414,12 @@ void scenario_spaces_crossed(void)
     shmem_barrier_all();
 }
 
-/* A team of every PE (not SHMEM_TEAM_WORLD) makes 100 all-reduces: what
-   they sent and read, from the transport's counters.  With node memory,
-   its node segments' slots, and messages among its node leaders only
-   when on several nodes; without, messages among all. */
+/* A team of every PE (not SHMEM_TEAM_WORLD) makes 100 all-reduces, then
+   SHMEM_TEAM_SHARED: what they sent and read, from the transport's
+   counters.  With node memory, the team uses its node segments' slots,
+   and messages among its node leaders only when on several nodes, and
+   SHMEM_TEAM_SHARED the world's node slots; without, messages among all.
+   Then 300 all-reduces of SHMEM_TEAM_SHARED and the world interleaved. */
 void scenario_team_messages(void)
 {
     shmalloc_pmix_ofi_counts a, b;
@@ -426,6 +432,12 @@ void scenario_team_messages(void)
     printf("PE %d of %d: 100 team all-reduces sent %llu messages and read %llu slots\n", me, npes,
            b.messages - a.messages, b.slot_reads - a.slot_reads);
     shmem_team_destroy(t);
+    shmalloc_pmix_ofi_counts_get(&a);
+    for (i = 0; i < 100; i++) check_reduce(SHMEM_TEAM_SHARED, (uint64_t)i, __LINE__);
+    shmalloc_pmix_ofi_counts_get(&b);
+    printf("PE %d of %d: 100 shared all-reduces sent %llu messages and read %llu slots\n", me, npes,
+           b.messages - a.messages, b.slot_reads - a.slot_reads);
+    for (i = 0; i < 300; i++) check_reduce(i % 3 ? SHMEM_TEAM_SHARED : SHMEM_TEAM_WORLD, (uint64_t)i, __LINE__);
 }
 
 /* Teams of odd shapes over nodes (SHMALLOC_TEST_NODE_SIZE): every PE,

@@ -104,15 +104,19 @@ Test(pmix_ofi_teams, teams_across_3_nodes_all_reduce_right_shm_6pe, .timeout = T
     cr_assert_eq(count(&r, ": 2000 all-reduces in each of its teams done"), 6, "%s", tail(&r));
 }
 
-/* World PEs 1..3 make a team and PE 3 sleeps instead of syncing: a
-   member's team barrier times out after 2 s naming the team in world
-   numbers and PE 3 (through node memory), or PE 3's message (by
-   messages), and the job ends. */
-static void check_skip(const char *provider, int node_barrier, const char *node_size, const char *names)
+/* World PEs 1..3 make a team (or, when shared, SHMEM_TEAM_SHARED on
+   nodes of 2 is the team) and PE 3 sleeps instead of syncing: a member's
+   team barrier times out after 2 s naming the team in world numbers and
+   PE 3 (through node memory), or PE 3's message (by messages), and the
+   job ends. */
+static void check_skip(const char *provider, int node_barrier, const char *node_size, int shared, const char *names)
 {
+    const char *team = shared ? "(the team of world PEs start 2, stride 1, size 2; its PE 0"
+                              : "(the team of world PEs start 1, stride 1, size 3; its PE ";
     static run r;
     char prov[64], node[64];
-    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2", node_size, NULL};
+    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2",
+                         shared ? "SHMALLOC_TEST_SKIP_SHARED=1" : "SHMALLOC_TEST_SKIP_SHARED=0", node_size, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
     launch(&r, 4, "team_skip", env);
@@ -122,24 +126,31 @@ static void check_skip(const char *provider, int node_barrier, const char *node_
     cr_assert(count(&r, "[PMIX_TEAM_BARRIER_TIMEOUT] shmalloc: team barrier timed out after 2 s waiting for ") >= 1,
               "%s", tail(&r));
     cr_assert(has(&r, names), "the timeout does not name PE 3 as expected (%s):\n%s", names, tail(&r));
-    cr_assert(has(&r, "(the team of world PEs start 1, stride 1, size 3; its PE "), "%s", tail(&r));
+    cr_assert(has(&r, team), "the timeout does not name the team as expected (%s):\n%s", team, tail(&r));
     cr_assert_eq(r.leftovers, 0, "the run left %d /dev/shm files", r.leftovers);
 }
 
 Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_shm_4pe, .timeout = TEST_TIMEOUT)
 {
-    check_skip("shm", 1, NULL, "waiting for PE 3, which has not arrived (the team");
+    check_skip("shm", 1, NULL, 0, "waiting for PE 3, which has not arrived (the team");
 }
 /* Nodes of 2: PE 2, PE 3's node leader, names it from node memory. */
 Test(pmix_ofi_teams, a_skipped_team_barrier_across_nodes_times_out_naming_the_team_shm_4pe,
      .timeout = TEST_TIMEOUT)
 {
-    check_skip("shm", 1, "SHMALLOC_TEST_NODE_SIZE=2", "waiting for PE 3, which has not arrived (the team");
+    check_skip("shm", 1, "SHMALLOC_TEST_NODE_SIZE=2", 0, "waiting for PE 3, which has not arrived (the team");
+}
+/* SHMEM_TEAM_SHARED on nodes of 2 goes through the world's node memory:
+   PE 2 names PE 3 and its node's pair. */
+Test(pmix_ofi_teams, a_skipped_shared_barrier_times_out_naming_the_node_pair_shm_4pe, .timeout = TEST_TIMEOUT)
+{
+    check_skip("shm", 1, "SHMALLOC_TEST_NODE_SIZE=2", 1, "waiting for PE 3, which has not arrived (the team");
 }
 Test(pmix_ofi_teams, a_skipped_team_barrier_times_out_naming_the_team_tcp_rxm_4pe_by_messages,
      .timeout = TEST_TIMEOUT)
 {
-    check_skip("tcp;ofi_rxm", 0, NULL, "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
+    check_skip("tcp;ofi_rxm", 0, NULL, 0,
+               "waiting for PE 3's message (PE 3, or a PE it waits for, has not arrived) (the team");
 }
 
 /* A heap over each half of the world through the contract's team member
@@ -271,8 +282,11 @@ Test(pmix_ofi_teams, overlapping_spaces_used_in_opposite_orders_time_out_naming_
    reads each at 4 PEs); on nodes of 2 PEs only the team's node leaders
    send, one message a round among the nodes, and the others read their
    node's slot and the leader's release; without node memory, messages
-   among all (2 rounds of one message each).  said[i]: what PE i counted. */
-static void check_team_messages(int npes, const char *node_size, const char *node_barrier, const char *const *said)
+   among all (2 rounds of one message each).  Then 100 of
+   SHMEM_TEAM_SHARED: the world's node slots, or messages when node memory
+   is off.  team[i], shared[i]: what PE i counted. */
+static void check_team_messages(int npes, const char *node_size, const char *node_barrier, const char *const *team,
+                                const char *const *shared)
 {
     static run r;
     char line[128];
@@ -281,32 +295,37 @@ static void check_team_messages(int npes, const char *node_size, const char *nod
     launch(&r, npes, "team_messages", env);
     assert_passed(&r, npes, "team_messages");
     for (i = 0; i < npes; i++) {
-        snprintf(line, sizeof line, "PE %d of %d: 100 team all-reduces sent %s\n", i, npes, said[i]);
+        snprintf(line, sizeof line, "PE %d of %d: 100 team all-reduces sent %s\n", i, npes, team[i]);
+        cr_assert(has(&r, line), "expected: %s\n%s", line, tail(&r));
+        snprintf(line, sizeof line, "PE %d of %d: 100 shared all-reduces sent %s\n", i, npes, shared[i]);
         cr_assert(has(&r, line), "expected: %s\n%s", line, tail(&r));
     }
 }
 
 #define ALL4(said) (const char *const[]){said, said, said, said}
-Test(pmix_ofi_teams, a_team_on_one_node_synchronises_through_its_own_segment_shm_4pe, .timeout = TEST_TIMEOUT)
+#define ALL6(said) (const char *const[]){said, said, said, said, said, said}
+Test(pmix_ofi_teams, a_team_and_shared_on_one_node_synchronise_through_node_memory_shm_4pe, .timeout = TEST_TIMEOUT)
 {
     check_team_messages(4, "SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
-                        ALL4("0 messages and read 200 slots"));
+                        ALL4("0 messages and read 200 slots"), ALL4("0 messages and read 200 slots"));
 }
+/* SHMEM_TEAM_SHARED is each node's pair: one slot a round, no message. */
 Test(pmix_ofi_teams, a_team_across_nodes_sends_messages_only_between_its_leaders_shm_4pe, .timeout = TEST_TIMEOUT)
 {
     static const char leader[] = "100 messages and read 100 slots", other[] = "0 messages and read 200 slots";
     check_team_messages(4, "SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
-                        (const char *const[]){leader, other, leader, other});
+                        (const char *const[]){leader, other, leader, other}, ALL4("0 messages and read 100 slots"));
 }
 /* 3 nodes: the leaders' dissemination takes 2 rounds. */
 Test(pmix_ofi_teams, a_team_across_3_nodes_sends_messages_only_between_its_leaders_shm_6pe, .timeout = TEST_TIMEOUT)
 {
     static const char leader[] = "200 messages and read 100 slots", other[] = "0 messages and read 200 slots";
     check_team_messages(6, "SHMALLOC_TEST_NODE_SIZE=2", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1",
-                        (const char *const[]){leader, other, leader, other, leader, other});
+                        (const char *const[]){leader, other, leader, other, leader, other},
+                        ALL6("0 messages and read 100 slots"));
 }
 Test(pmix_ofi_teams, a_team_without_node_memory_synchronises_by_messages_shm_4pe, .timeout = TEST_TIMEOUT)
 {
     check_team_messages(4, "SHMALLOC_TEST_NODE_SIZE=4", "SHMALLOC_PMIX_OFI_NODE_BARRIER=0",
-                        ALL4("200 messages and read 0 slots"));
+                        ALL4("200 messages and read 0 slots"), ALL4("200 messages and read 0 slots"));
 }

@@ -80,8 +80,9 @@
      segment of its own in /dev/shm when all its PEs are on this node
      (and node memory is in use; its first PE makes it during the split,
      and it is unlinked once every member has it open), else by
-     libfabric messages among its PEs under its own tag
-     (SHMEM_TEAM_SHARED always so): teams with no PE in common
+     libfabric messages among its PEs under its own tag.
+     SHMEM_TEAM_SHARED uses the world's node segment, with no message
+     (messages when node memory is off).  Teams with no PE in common
      synchronise at once, and teams that share PEs, used in the same order
      on them, never mix their rounds.  A team barrier that waits past
      SHMALLOC_BARRIER_TIMEOUT ends the PE naming the team (its world

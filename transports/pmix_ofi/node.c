@@ -317,16 +317,25 @@ static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, 
     shm__combine(values, theirs, count);
 }
 
+/* This node's rounds of the next node barrier; returns its number. */
+static uint64_t shm__node_gather(uint64_t *values, int count, shm__wait *w)
+{
+    shm__collective *c = &shm__coll;
+    uint64_t epoch = ++c->node_epoch;
+    int k;
+    shm__wait_begin(w, c->timeout, c->node_pauses, SHM__WAIT_ALL_YIELDS);
+    for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, w);
+    return epoch;
+}
+
 void shm__node_sync(uint64_t *values, int count)
 {
     shm__collective *c = &shm__coll;
     const shm__nodes *m = &c->nodes;
-    uint64_t epoch = ++c->node_epoch;
     shm__node_slot *release = &c->node[shm__node_release()];
     shm__wait w;
-    int k, i;
-    shm__wait_begin(&w, c->timeout, c->node_pauses, SHM__WAIT_ALL_YIELDS);
-    for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, &w);
+    uint64_t epoch = shm__node_gather(values, count, &w);
+    int i;
     if (m->count > 1 && m->me == 0) {
         shm__disseminate(&c->world, values, count);
         shm__node_write(release, epoch, values, count);
@@ -339,6 +348,20 @@ void shm__node_sync(uint64_t *values, int count)
         shm__leave();
     }
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
+}
+
+/* SHMEM_TEAM_SHARED, when it is this node's PEs: the world's rounds on
+   this node without the leaders' messages, numbered as the world's
+   barriers (the two teams have the same PEs here, which call them in one
+   order), so that the slots go on serving both. */
+void shm__node_shared_sync(shm__group *g, uint64_t *values, int count)
+{
+    shm__wait w;
+    shm__coll.current = g;
+    shm__node_gather(values, count, &w);
+    __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
+    shm__coll.current = NULL;
+    g->epoch++;
 }
 
 /* >> a team's own segments -----------------------------------------------------

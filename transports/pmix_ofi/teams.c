@@ -7,7 +7,7 @@
    among its PEs (barrier.c).  SHMEM_TEAM_WORLD's collective calls are the world's
    (node memory, then messages between nodes); SHMEM_TEAM_SHARED is the
    PEs of this node when their ranks are strided, else this PE alone, and
-   goes by messages.  A split is collective over its parent only: one
+   goes through the world's node memory (by messages when it is off).  A split is collective over its parent only: one
    all-reduce over the parent agrees the arguments and a tag that no
    member has used (the greatest of the members' next tags; the new team's
    PEs are among them), then, once the new teams' groups are linked (and
@@ -76,6 +76,7 @@ void shm__team_collective(shmem_team_t t, uint64_t *values, int count)
     }
     shm__node_note_where((uint64_t)g->tag << 32 | g->epoch); /* named should a member not come */
     if (g->nodes) shm__node_team_sync(g, values, count);
+    else if (t == SHMEM_TEAM_SHARED && shm__coll.node && g->size > 1) shm__node_shared_sync(g, values, count);
     else shm__disseminate(g, values, count);
     shm__node_note_where(0);
 }

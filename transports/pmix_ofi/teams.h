@@ -21,6 +21,8 @@ SHM__INTERNAL struct shm__node_slot *shm__node_team_map(const shm__group *g, lon
 SHM__INTERNAL void shm__node_team_unlink(const shm__group *g, long creator);
 SHM__INTERNAL void shm__node_team_sync(shm__group *g, uint64_t *values, int count);
 SHM__INTERNAL void shm__node_team_close(shm__group *g);
+/* SHMEM_TEAM_SHARED through the world's node memory. */
+SHM__INTERNAL void shm__node_shared_sync(shm__group *g, uint64_t *values, int count);
 /* The team barrier each PE of this node is in (its tag above its epoch), or 0. */
 SHM__INTERNAL void shm__node_note_where(uint64_t where);
 SHM__INTERNAL int shm__node_where_of(int pe, uint64_t *where);

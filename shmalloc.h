@@ -281,6 +281,8 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
                       "fills shmalloc_transport's team and team_done: see \"Adding a transport\" in README.md)\n") \
     X(SPACE_NOT_MEMBER, "shmalloc: PE %d: %s: this PE is not in the team: a space is made by its team's PEs " \
                         "alone, and a PE outside a split's team gets SHMEM_TEAM_INVALID\n") \
+    X(SPACE_NULL, "shmalloc: PE %d: %s: the space is NULL: shmemx_space_create gives NULL on a PE outside its " \
+                  "team and when it fails, so test its result before allocating\n") \
     X(SPACE_BUSY, "shmalloc: PE %d: shmemx_space_destroy: the space at %p has %zu live block%s: free them first, or " \
                   "pass SHMALLOC_SPACE_FREE_LIVE; the space stays as it was on every member\n") \
     X(SPACE_FREES_LIVE, "shmalloc: PE %d: shmemx_space_destroy frees the space's %zu live block%s " \
@@ -819,13 +821,15 @@ typedef struct shmalloc_heap_config {
     int debug;      /* debug mode: asymmetric calls reported, leaks listed, fill patterns */
     const char *size_var; /* the variable an out-of-memory report says to raise; NULL: the program sets the size */
     int metadata;   /* SHMALLOC_METADATA_INLINE (0), or _SEPARATE: the heap never touches mem itself */
+    const shmalloc_memops *memops; /* separate: how mem is written (device memory); NULL: the transport's */
 } shmalloc_heap_config;
 /* Where a heap keeps its metadata.  INLINE: block headers in mem and the
    control structures at its end (the fastest on host memory).  SEPARATE:
    all of it in memory from the allocator hooks, so that mem may be memory
    this process cannot touch (a device's) and no write into mem, a peer's
    put past a block's end included, can reach the allocator's state; the
-   heap writes mem only through the transport's fill and copy. */
+   heap writes mem only through the config's memops, else the transport's
+   fill and copy. */
 #define SHMALLOC_METADATA_INLINE 0
 #define SHMALLOC_METADATA_SEPARATE 1
 /* Collective: shmalloc_heap_create_growable with a config. */
@@ -1105,9 +1109,10 @@ typedef struct shmemx_space_config_t {
     size_t size;   /* nominal bytes; 0: SHMEM_SYMMETRIC_HEAP_SIZE's value */
     size_t max;    /* bytes it may grow to; 0: it does not grow */
     int metadata;  /* SHMALLOC_METADATA_INLINE or _SEPARATE */
-    void *mem;     /* memory the caller supplies, written through the transport's fill and copy
-                      when the metadata is separate (NULL: the transport maps it) ... */
+    void *mem;     /* memory the caller supplies (NULL: the transport maps it) ... */
     size_t bytes;  /* ... and its bytes, shmalloc_heap_bytes(max, or size) */
+    const shmalloc_memops *memops; /* separate metadata: how mem is written (a device's fill and copy);
+                                      NULL: the transport's */
 } shmemx_space_config_t;
 SHMALLOC_DEF SHMALLOC_API void *shmemx_space_malloc(shmemx_space_t space, size_t size);
 SHMALLOC_DEF SHMALLOC_API void *shmemx_space_calloc(shmemx_space_t space, size_t count, size_t size);
@@ -1303,9 +1308,10 @@ SHMALLOC_DEF SHMALLOC_API const char *shmalloc_strerror(long code)
     case SHMEMX_MALLOC_REGISTER_FAILED: return "the transport could not register the heap's memory";
     case SHMEMX_MALLOC_CORRUPT_HEAP: return "a block's header was overwritten: a write past the end of a block?";
     case SHMEMX_MALLOC_NO_MEMOPS:
-        return "the heap keeps its metadata apart and writes its memory only through the transport's fill and "
-               "copy, which it lacks: bind them in its shmalloc_transport, or make the heap with inline metadata "
-               "(SHMALLOC_METADATA=inline, or SHMALLOC_METADATA_INLINE in shmalloc_heap_config)";
+        return "the heap keeps its metadata apart and writes its memory only through a fill and copy, which it "
+               "lacks: give them in shmalloc_heap_config's memops (a space's config's) or the shmalloc_transport, "
+               "or make the heap with inline metadata (SHMALLOC_METADATA=inline, or SHMALLOC_METADATA_INLINE in "
+               "shmalloc_heap_config)";
     case SHMEMX_MALLOC_SPACE_BUSY: return "the space still has live blocks (free them, or pass SHMALLOC_SPACE_FREE_LIVE)";
     case SHMEMX_MALLOC_NOT_MEMBER: return "this PE is not in the space's team";
     case SHMEMX_MALLOC_NO_TEAMS: return "the transport cannot make teams (it has no team member)";
@@ -4682,6 +4688,7 @@ typedef struct shm__spaces {
 struct shmalloc_heap {
     shmalloc_tlsf *tlsf;
     shmalloc_transport tp;
+    shmalloc_memops memops; /* how a separate core's memory is written */
     int debug;
     int growable;   /* room to grow and an all-reduce to agree on it */
     const char *size_var; /* shmalloc_heap_config's */
@@ -4710,7 +4717,7 @@ struct shmalloc_heap {
    process may not touch).  -1 when that has none. */
 static int shm__fill(const shmalloc_heap *h, void *dst, int byte, size_t n)
 {
-    if (h->order.separate) return h->tp.fill ? h->tp.fill(h->tp.user, dst, byte, n) : -1;
+    if (h->order.separate) return h->memops.fill ? h->memops.fill(h->memops.user, dst, byte, n) : -1;
     SHMALLOC_MEMSET(dst, byte, n);
     return 0;
 }
@@ -5613,17 +5620,15 @@ static long shm__memory_fault(int pe, const void *mem, size_t bytes)
    blocks spanning what an inline heap's would, so both serve the same
    sizes.  NULL when mem cannot hold one. */
 static shmalloc_tlsf *shm__heap_core(void *mem, size_t bytes, size_t nominal, int separate,
-                                     const shmalloc_transport *tp, size_t *tbytes)
+                                     const shmalloc_memops *ops, size_t *tbytes)
 {
-    shmalloc_memops ops;
     size_t first = (nominal + 15) & ~(size_t)15;
     *tbytes = 0;
     if (!mem || ((uintptr_t)mem & 15) || bytes <= SHM__HEAP_BYTES + 16) return NULL;
     *tbytes = (bytes - SHM__HEAP_BYTES) & ~(size_t)15;
     if (!separate) return shmalloc_tlsf_create_reserved(mem, *tbytes, first + 32);
-    ops.user = tp->user, ops.fill = tp->fill, ops.copy = tp->copy;
     *tbytes = shm__inline_area(*tbytes);
-    return *tbytes < 16 + SHM__MIN_BLOCK ? NULL : shmalloc_tlsf_create_separate(mem, *tbytes - 16, first + 16, &ops);
+    return *tbytes < 16 + SHM__MIN_BLOCK ? NULL : shmalloc_tlsf_create_separate(mem, *tbytes - 16, first + 16, ops);
 }
 
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, size_t bytes,
@@ -5638,12 +5643,15 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     int debug = config && config->debug, separate = config && config->metadata == SHMALLOC_METADATA_SEPARATE;
     shm__call call = {SHM__CREATE, 0, 0, 0, 0, 0};
     shm__order order = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, NULL};
+    shmalloc_memops ops;
     if ((e = shm__transport_fault(tp))) {
         shm__set(err, e);
         return NULL;
     }
     if (nominal > SHMALLOC_TLSF_MAX_REQUEST) nominal = SHMALLOC_TLSF_MAX_REQUEST; /* all the region holds */
-    t = shm__heap_core(mem, bytes, nominal, separate, tp, &tbytes);
+    if (config && config->memops) ops = *config->memops;
+    else ops.user = tp->user, ops.fill = tp->fill, ops.copy = tp->copy;
+    t = shm__heap_core(mem, bytes, nominal, separate, &ops, &tbytes);
     if (!t) e = shm__memory_fault(tp->pe, mem, bytes);
     else first = shmalloc_tlsf_size(t);
     if (!e && separate && !(h = (shmalloc_heap *)shmalloc_mem_alloc(1, sizeof *h))) e = SHMEM_MALLOC_FAIL;
@@ -5664,6 +5672,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     SHMALLOC_MEMSET(h, 0, sizeof *h);
     h->tlsf = t;
     h->tp = *tp;
+    h->memops = ops;
     h->debug = debug;
     h->order.separate = separate;
     h->size_var = config ? config->size_var : NULL;
@@ -5693,6 +5702,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
     config.metadata = (int)shmalloc_options()[SHMALLOC_OPT_METADATA].value;
     config.size_var = shm__size_var(nominal != SIZE_MAX && tp && tp->allreduce_max); /* growth needs it */
+    config.memops = NULL;
     return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
 
@@ -5935,7 +5945,7 @@ static void *shm__take_local(shmalloc_heap *h, const shm__call *call, int zero, 
 {
     int status;
     op->ptr = NULL;
-    if (!*e && zero && h->order.separate && !h->tp.fill) *e = SHMEMX_MALLOC_NO_MEMOPS;
+    if (!*e && zero && h->order.separate && !h->memops.fill) *e = SHMEMX_MALLOC_NO_MEMOPS;
     if (!*e && (status = shmalloc_tlsf_take(h->tlsf, call->align, call->size, op)) != SHMALLOC_TLSF_OK) {
         *e = shm__malloc_error(status, 0);
         *short_here = status == SHMALLOC_TLSF_NO_ROOM;
@@ -6957,11 +6967,12 @@ static shmalloc_heap *shm__space_mine(shmemx_space_t space, const char *call)
 {
     shmalloc_heap *h = shmalloc_current();
     if (space && h && (space == h || space->world == h)) return space;
-    if (!space || !h) {
+    if (!h) {
         shm__no_heap(SHM__MALLOC, &malloc_error);
         return NULL;
     }
-    shmalloc_print(2, SHM__MSG(SPACE_NOT_MEMBER), h->tp.pe, call);
+    if (!space) shmalloc_print(2, SHM__MSG(SPACE_NULL), h->tp.pe, call);
+    else shmalloc_print(2, SHM__MSG(SPACE_NOT_MEMBER), h->tp.pe, call);
     malloc_error = SHMEMX_MALLOC_NOT_MEMBER;
     return NULL;
 }

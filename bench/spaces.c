@@ -52,7 +52,7 @@ static double median(double *v, int n)
 
 static shmemx_space_t space_of(shmem_team_t team, size_t size)
 {
-    shmemx_space_config_t config = {0, 0, 0, NULL, 0};
+    shmemx_space_config_t config = {0, 0, 0, NULL, 0, NULL};
     shmemx_space_t s = NULL;
     config.size = size;
     if (team != SHMEM_TEAM_INVALID && shmemx_space_create(team, &config, &s) != 0) exit(1);

@@ -79,6 +79,7 @@ static shmalloc_heap *devrt_heap_create(void)
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
     config.size_var = NULL;
     config.metadata = SHMALLOC_METADATA_SEPARATE; /* device memory: the allocator must not touch it */
+    config.memops = NULL; /* the transport's fill and copy */
     h = shmalloc_heap_create_with(dev_mem + (size_t)rt_me * rt_stride, rt_stride, &config, &tp, &err);
     if (!h) fprintf(stderr, "PE %d: heap creation failed (%ld)\n", rt_me, err);
     return h;

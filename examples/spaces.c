@@ -69,7 +69,7 @@ static void wait_for_even_team(long *even_done)
 static int spaces(void)
 {
     int me = shmem_my_pe(), npes = shmem_n_pes(), wrong = 0;
-    shmemx_space_config_t config = {(size_t)64 << 10, (size_t)16 << 20, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_config_t config = {(size_t)64 << 10, (size_t)16 << 20, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     shmem_team_t even = SHMEM_TEAM_INVALID, odd = SHMEM_TEAM_INVALID, team;
     shmemx_space_t space;
     long *even_done = (long *)shmem_calloc(1, sizeof *even_done), one = 1;

@@ -41,6 +41,7 @@ static int pe_main(void)
     config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
     config.size_var = NULL; /* the runtime sizes its heaps itself: no variable to advise */
     config.metadata = SHMALLOC_METADATA_INLINE; /* headers in the heap: it is host memory */
+    config.memops = NULL;
     rt_heap = shmalloc_heap_create_with(rt_heaps + (size_t)rt_me * rt_stride, rt_stride, &config, &tp, &err);
     if (!rt_heap) {
         fprintf(stderr, "PE %d: heap creation failed (%ld)\n", rt_me, err);

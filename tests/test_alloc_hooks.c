@@ -184,7 +184,7 @@ Test(alloc_hooks, separate_metadata_grows_through_the_hooks_and_a_refusal_fails_
 {
     enum { N = 5000 };
     static void *p[N];
-    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE};
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE, NULL};
     size_t bytes = shmalloc_heap_bytes(4 * MIB), before, i, failed = N;
     long err = 1;
     shmalloc_heap *h = shmalloc_heap_create_with(map_aligned(bytes, MIB), bytes, &config, shmalloc_transport_single(), &err);
@@ -221,7 +221,7 @@ Test(alloc_hooks, separate_metadata_grows_through_the_hooks_and_a_refusal_fails_
    of a 1 GiB reservation would be 4 MiB of host memory at once). */
 Test(alloc_hooks, separate_metadata_follows_the_blocks_not_the_reservation)
 {
-    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE};
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_SEPARATE, NULL};
     size_t bytes = (size_t)1 << 30;
     long err = 1;
     void *small[100], *big, *start = NULL;

@@ -277,7 +277,7 @@ static void check_space_ring(shmem_team_t t, unsigned char *block, size_t bytes)
 static void pe_spaces(void *arg)
 {
     int metadata = *(const int *)arg, me = shmem_my_pe(), high = me >= 3;
-    shmemx_space_config_t cfg = {SMALL_HEAP, 16 * SMALL_HEAP, 0, NULL, 0};
+    shmemx_space_config_t cfg = {SMALL_HEAP, 16 * SMALL_HEAP, 0, NULL, 0, NULL};
     shmemx_space_t s, again;
     shmem_team_t t;
     size_t *slot, small = 1000 + 100 * (size_t)high;
@@ -337,7 +337,7 @@ ParameterizedTest(int *metadata, fork_teams, disjoint_teams_use_their_spaces_at_
    PE.  The others wait outside any barrier. */
 static void pe_space_outsider(void *arg)
 {
-    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     shmemx_space_t s;
     shmem_team_t pair;
     long *p;
@@ -374,7 +374,7 @@ Test(fork_teams, a_put_into_a_space_on_a_pe_outside_its_team_ends_the_job, .init
    each PE alone; the team's handle outlives it until then. */
 static void pe_space_team_destroyed(void *arg)
 {
-    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     shmemx_space_t s;
     shmem_team_t t;
     (void)arg;
@@ -418,7 +418,7 @@ Test(fork_teams, a_transport_without_teams_cannot_make_spaces)
    on an offset past it on both, and their puts land. */
 static void pe_uneven_rooms(void *arg)
 {
-    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_config_t cfg = {SMALL_HEAP, 0, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     shmemx_space_t first = NULL, second = NULL;
     shmem_team_t low, high;
     unsigned char *a;
@@ -452,7 +452,7 @@ Test(fork_teams, a_space_takes_an_offset_free_on_every_member, .timeout = TEST_T
    so; memory the program gives is used as given, reached by this PE. */
 static void pe_space_sizes(void *arg)
 {
-    shmemx_space_config_t cfg = {SHMALLOC_FORK_SPACES + 1, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    shmemx_space_config_t cfg = {SHMALLOC_FORK_SPACES + 1, 0, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     size_t bytes = shmalloc_heap_bytes(SMALL_HEAP);
     shmemx_space_t s;
     long *p, v = 42;

@@ -28,14 +28,45 @@ static shmem_team_t evens(void)
     return t;
 }
 
+/* Memory a PE supplies for its space, written only through its own fill
+   and copy (a device's, stood in for by host memory): what they did. */
+static __thread struct engine {
+    int fills, copies;
+    void *mem;
+} engine;
+static int engine_fill(void *user, void *dst, int byte, size_t n)
+{
+    if (user != &engine) return -1;
+    engine.fills++;
+    memset(dst, byte, n);
+    return 0;
+}
+static int engine_copy(void *user, void *dst, const void *src, size_t n)
+{
+    if (user != &engine) return -1;
+    engine.copies++;
+    memmove(dst, src, n);
+    return 0;
+}
+/* make_space_with's metadata: separate, in memory from this PE through the engine. */
+#define SPACE_OWN_MEMORY 2
+
 static shmemx_space_t make_space_with(shmem_team_t team, size_t size, size_t max, int metadata)
 {
     shmemx_space_config_t config;
     shmemx_space_t s = NULL;
+    shmalloc_memops ops = {&engine, engine_fill, engine_copy}; /* read by the create */
     memset(&config, 0, sizeof config);
     config.size = size;
     config.max = max;
     config.metadata = metadata;
+    if (metadata == SPACE_OWN_MEMORY) {
+        memset(&engine, 0, sizeof engine);
+        config.metadata = SHMALLOC_METADATA_SEPARATE;
+        config.bytes = shmalloc_heap_bytes(max > size ? max : size);
+        config.mem = engine.mem = aligned_alloc(4096, (config.bytes + 4095) & ~(size_t)4095);
+        config.memops = &ops;
+    }
     PE_CHECK_EQ(shmemx_space_create(team, &config, &s), 0);
     PE_CHECK(s != NULL);
     return s;
@@ -75,7 +106,8 @@ static void check_space_symmetric(void *p, int line)
 
 /* ---- allocation ------------------------------------------------------------
    arg: the space's metadata, inline or separate (calloc's zeros then go
-   through the transport's fill). */
+   through the transport's fill), or SPACE_OWN_MEMORY (through the
+   engine's: calloc's zeros and the realloc's move). */
 static void pe_allocate(void *arg)
 {
     shmem_team_t team = evens();
@@ -87,6 +119,7 @@ static void pe_allocate(void *arg)
         a = (char *)shmemx_space_malloc(s, 1000);
         b = (char *)shmemx_space_calloc(s, 100, 8);
         c = (char *)shmemx_space_align(s, 4096, 512);
+        if (*(const int *)arg == SPACE_OWN_MEMORY) PE_CHECK_EQ(engine.fills, 1);
         PE_CHECK(a != NULL && b != NULL && c != NULL);
         PE_CHECK(shmalloc_heap_contains(s, a) && !shmalloc_heap_contains(shmalloc_current(), a));
         PE_CHECK(shmemx_space_of(a) == s && shmemx_space_of(c) == s);
@@ -96,6 +129,7 @@ static void pe_allocate(void *arg)
         a = (char *)shmemx_space_realloc(s, a, 5000);
         PE_CHECK(a != NULL && shmemx_space_of(a) == s);
         for (i = 0; a != NULL && i < 1000; i++) PE_CHECK(a[i] == 'a');
+        if (*(const int *)arg == SPACE_OWN_MEMORY) PE_CHECK_EQ(engine.copies, 1); /* b follows a: a moved */
     }
     CHECK_SPACE_SYMMETRIC(a);
     CHECK_SPACE_SYMMETRIC(c);
@@ -107,15 +141,18 @@ static void pe_allocate(void *arg)
         PE_CHECK_EQ(shmalloc_check(-1), 0);
         PE_CHECK_EQ(shmemx_space_destroy(s, 0), 0);
         shmem_team_destroy(team);
+        free(engine.mem); /* after the destroy, as a runtime frees its device memory */
+        engine.mem = NULL;
     }
     END_CHECKED();
 }
 
 SPACE_TEST(members_allocate_symmetric_blocks_and_shmem_free_finds_the_space)
 {
-    static int metadata[] = {SHMALLOC_METADATA_INLINE, SHMALLOC_METADATA_SEPARATE};
+    static int metadata[] = {SHMALLOC_METADATA_INLINE, SHMALLOC_METADATA_SEPARATE, SPACE_OWN_MEMORY};
     run_pes(*npes, SMALL_HEAP, pe_allocate, &metadata[0]);
     run_pes(*npes, SMALL_HEAP, pe_allocate, &metadata[1]);
+    run_pes(*npes, SMALL_HEAP, pe_allocate, &metadata[2]);
 }
 
 /* A space of 16 KiB that may grow to 1 MiB takes 256 KiB, then gives it back. */

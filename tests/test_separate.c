@@ -372,7 +372,7 @@ Test(tlsf_separate, a_resize_is_planned_and_made_at_its_commit)
 static shmalloc_heap *dev_sym_heap(device *d, size_t nominal, int debug, int with_ops)
 {
     static shmalloc_transport tp;
-    shmalloc_heap_config config = {nominal, debug, NULL, SHMALLOC_METADATA_SEPARATE};
+    shmalloc_heap_config config = {nominal, debug, NULL, SHMALLOC_METADATA_SEPARATE, NULL};
     shmalloc_heap *h;
     long err = -1;
     tp = *shmalloc_transport_single();
@@ -593,7 +593,7 @@ Test(heap_separate, block_of_gives_the_allocation_behind_an_interior_pointer)
 {
     device *d = dev_make(64 * MIB);
     void *mem = map_aligned(64 * MIB, MIB);
-    shmalloc_heap_config inline_config = {4 * MIB, 0, NULL, SHMALLOC_METADATA_INLINE};
+    shmalloc_heap_config inline_config = {4 * MIB, 0, NULL, SHMALLOC_METADATA_INLINE, NULL};
     shmalloc_heap *hs[2] = {dev_sym_heap(d, 4 * MIB, 0, 1), NULL};
     static char elsewhere[64];
     long err;

@@ -53,7 +53,7 @@ static shmalloc_heap *team_world(void)
 
 static shmalloc_heap *space_over(shmalloc_heap *world, team *t, size_t nominal, int debug)
 {
-    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_INLINE};
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_INLINE, NULL};
     size_t bytes = shmalloc_heap_bytes(nominal);
     long err = 1;
     shmalloc_heap *s;
@@ -243,6 +243,18 @@ Test(spaces, a_space_not_joined_to_the_current_heap_is_not_this_pes)
     cr_assert_eq(used_blocks(s), 0);
     shmalloc_set_current(world);
     cr_assert_eq(shmalloc_space_destroy(s, 0), 0);
+    assert_heap_ok();
+}
+
+/* A PE outside a team has a NULL space: its calls say so, and change nothing. */
+Test(spaces, a_null_space_is_named_and_changes_nothing)
+{
+    shmalloc_heap *world = team_world();
+    capture_start();
+    cr_assert_null(shmemx_space_calloc(NULL, 2, 10));
+    cr_assert_eq(malloc_error, SHMEMX_MALLOC_NOT_MEMBER);
+    assert_said(SPACE_NULL, 0, "shmemx_space_calloc");
+    cr_assert_eq(used_blocks(world), 0);
     assert_heap_ok();
 }
 

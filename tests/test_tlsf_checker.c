@@ -241,7 +241,7 @@ static void heap_release(void *h, void *p)
 static shmalloc_heap *pe3_heap(int metadata)
 {
     static shmalloc_transport tp;
-    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, metadata};
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, metadata, NULL};
     size_t bytes = shmalloc_heap_bytes(MIB);
     long err = -1;
     shmalloc_heap *h;

@@ -151,7 +151,7 @@ void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, 
 
 size_t shm__start_space(const shm__start *s, const shmemx_space_config_t *config, shmalloc_heap_config *hc)
 {
-    static const shmemx_space_config_t defaults = {0, 0, SHMALLOC_METADATA_INLINE, NULL, 0};
+    static const shmemx_space_config_t defaults = {0, 0, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     size_t nominal, max;
     if (config == NULL) config = &defaults;
     nominal = config->size ? config->size : s->nominal;
@@ -161,5 +161,6 @@ size_t shm__start_space(const shm__start *s, const shmemx_space_config_t *config
     hc->debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
     hc->size_var = NULL; /* the program sets a space's size */
     hc->metadata = config->metadata;
+    hc->memops = config->memops;
     return config->mem != NULL ? config->bytes : shmalloc_heap_bytes(max);
 }

@@ -4693,6 +4693,7 @@ struct shmalloc_heap {
     int growable;   /* room to grow and an all-reduce to agree on it */
     const char *size_var; /* shmalloc_heap_config's */
     int regions;    /* registered regions: [ends[i - 1], ends[i]) from the base */
+    size_t size;    /* atomic: ends[regions - 1], read from any thread (shmalloc_heap_size) */
     size_t ends[SHMALLOC_MAX_REGIONS];
     size_t calls[SHM__CALLS];
     shm__order order;
@@ -5678,7 +5679,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     h->size_var = config ? config->size_var : NULL;
     h->growable = tp->allreduce_max && !shmalloc_tlsf_grow_status(t, 0); /* room for the least growth */
     h->regions = 1;
-    h->ends[0] = first;
+    h->ends[0] = h->size = first;
     h->serial = shm__live_add();
     shm__set(err, SHMEM_MALLOC_OK);
     return h;
@@ -5786,6 +5787,7 @@ static long shm__grow(shmalloc_heap *h, size_t need)
     }
     shmalloc_tlsf_grow(t, g); /* checked above: it cannot fail */
     h->ends[h->regions++] = have + g;
+    SHM__STORE_RELEASE(h->size, have + g); /* a thread's put or lookup may read it meanwhile */
     h->calls[SHM__GROW]++;
     return SHMEM_MALLOC_OK;
 }
@@ -6384,7 +6386,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_heap_base(const shmalloc_heap *h)
 }
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_heap_size(const shmalloc_heap *h)
 {
-    return h ? shmalloc_tlsf_size(h->tlsf) : 0;
+    return h ? SHM__LOAD_ACQUIRE(h->size) : 0;
 }
 SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_contains(const shmalloc_heap *h, const void *p)
 {

@@ -61,7 +61,8 @@
                 PE (and call the heap's non-collective checks) while the
                 main thread makes collective allocations that grow the heap
                 (run with SHMALLOC_HEAP_MAX), barriers and frees; then
-                every PE checks every thread's last puts into its heap.
+                every PE checks every thread's last puts into its heap
+                (with SHMALLOC_TEST_THREADS_SPACE=1, all in a space)
    and, on any number of PEs (pmix_ofi_worker_teams.c):
      teams      WORLD and SHARED (SHMALLOC_TEST_EXPECT_SHARED PEs each,
                 npes when unset), strided splits, a split of a split,

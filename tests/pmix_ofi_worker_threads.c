@@ -1,8 +1,11 @@
 /* pmix_ofi_worker_threads.c - the threads scenario, started by
-   shmem_init_thread(SHMEM_THREAD_MULTIPLE). */
+   shmem_init_thread(SHMEM_THREAD_MULTIPLE): in the world heap, or with
+   SHMALLOC_TEST_THREADS_SPACE=1 in a space of every PE (4 MiB, growing
+   to 256 MiB). */
 #include "pmix_ofi_worker.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RMA_THREADS 4
@@ -12,6 +15,10 @@
 #define ALLOC_KEEP 6         /* blocks alive at once: the heap must grow */
 
 static unsigned char *thread_area; /* [pe][thread] slots, npes * RMA_THREADS of them */
+static shmemx_space_t space;       /* where the scenario allocates; NULL: the world heap */
+
+static void *sym_malloc(size_t n) { return space ? shmemx_space_malloc(space, n) : shmem_malloc(n); }
+static shmalloc_heap *sym_heap(void) { return space ? space : shmalloc_current(); }
 
 /* The bytes thread t of PE pe leaves in its slot on every PE in round i. */
 static uint32_t thread_tag(int t, int i) { return 1000u + (uint32_t)t * 100u + (uint32_t)i; }
@@ -35,8 +42,9 @@ static void *rma_thread(void *arg)
             CHECK_PATTERN(back, me, thread_tag(t, i), 0, THREAD_SLOT);
         }
         if (i % 8 == t) { /* the heap's own lock against the allocating thread */
-            CHECK_EQ(shmemx_heap_info(&info), 0);
+            CHECK_EQ(shmalloc_heap_info(sym_heap(), &info), 0);
             CHECK_EQ(shmalloc_check(-1), 0);
+            CHECK(shmemx_space_of(mine) == (space ? space : shmalloc_current()));
         }
     }
     return NULL;
@@ -46,13 +54,13 @@ static void *rma_thread(void *arg)
 static void collective_rounds(void)
 {
     unsigned char *keep[ALLOC_KEEP] = {NULL}, check[64];
-    size_t size0 = shmalloc_heap_size(shmalloc_current());
+    size_t size0 = shmalloc_heap_size(sym_heap());
     int right = (me + 1) % npes, r, k;
     for (r = 0; r < ALLOC_ROUNDS; r++) {
         size_t n = ((size_t)1 << 20) * (size_t)(1 + r % 3) + (size_t)r * 16;
         k = r % ALLOC_KEEP;
         shmem_free(keep[k]);
-        keep[k] = (unsigned char *)shmem_malloc(n);
+        keep[k] = (unsigned char *)sym_malloc(n);
         CHECK(keep[k] != NULL);
         if (!keep[k]) break;
         fill(keep[k], me, (uint32_t)r, 0, n);
@@ -61,17 +69,33 @@ static void collective_rounds(void)
         CHECK_PATTERN(check, right, (uint32_t)r, n - sizeof check, sizeof check);
         shmem_barrier_all(); /* the left neighbour has read ours */
     }
-    CHECK(shmalloc_heap_size(shmalloc_current()) > size0); /* it grew while the threads ran */
+    CHECK(shmalloc_heap_size(sym_heap()) > size0); /* it grew while the threads ran */
     for (k = 0; k < ALLOC_KEEP; k++) shmem_free(keep[k]);
+}
+
+/* A space of every PE, or NULL without SHMALLOC_TEST_THREADS_SPACE=1. */
+static shmemx_space_t threads_space(shmem_team_t *team)
+{
+    shmemx_space_config_t config = {(size_t)4 << 20, (size_t)256 << 20, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
+    const char *want = getenv("SHMALLOC_TEST_THREADS_SPACE");
+    shmemx_space_t s = NULL;
+    *team = SHMEM_TEAM_INVALID;
+    if (!want || strcmp(want, "1") != 0) return NULL;
+    CHECK_EQ(shmem_team_split_strided(SHMEM_TEAM_WORLD, 0, 1, npes, NULL, 0, team), 0);
+    CHECK_EQ(shmemx_space_create(*team, &config, &s), 0);
+    return s;
 }
 
 void scenario_threads(void)
 {
     pthread_t th[RMA_THREADS];
+    shmem_team_t team;
     int provided = -1, t, q, started = 0;
     shmem_query_thread(&provided);
     CHECK_EQ(provided, SHMEM_THREAD_MULTIPLE);
-    thread_area = (unsigned char *)shmem_calloc((size_t)npes * RMA_THREADS, THREAD_SLOT);
+    space = threads_space(&team);
+    thread_area = (unsigned char *)(space ? shmemx_space_calloc(space, (size_t)npes * RMA_THREADS, THREAD_SLOT)
+                                          : shmem_calloc((size_t)npes * RMA_THREADS, THREAD_SLOT));
     CHECK(thread_area != NULL);
     if (!thread_area) return;
     shmem_barrier_all();
@@ -89,5 +113,9 @@ void scenario_threads(void)
                           thread_tag(t, THREAD_ITERS - 1), 0, THREAD_SLOT);
     shmem_barrier_all();
     shmem_free(thread_area);
+    if (space) {
+        CHECK_EQ(shmemx_space_destroy(space, 0), 0);
+        shmem_team_destroy(team);
+    }
 }
 

@@ -9,13 +9,16 @@
    4M nominal, each round allocates 1-3 MiB and keeps 6), barriers and
    frees.  direct 1: same-node copies and the node barrier; 0: every put
    and get by libfabric RMA and barriers by messages, so the threads share
-   the completion queue and the barrier's inbox. */
-static void check_threads(const char *provider, int direct)
+   the completion queue and the barrier's inbox.  space 1: all of it in a
+   space of every PE (4 MiB growing to 256 MiB), its addresses found from
+   the threads' puts and gets while the main thread grows it. */
+static void check_threads(const char *provider, int direct, int space)
 {
     static run r;
-    char prov[64], dir[64], node[64], copies[128];
-    const char *env[] = {prov, dir, node, "SHMEM_SYMMETRIC_HEAP_SIZE=4M", "SHMALLOC_HEAP_MAX=256M",
+    char prov[64], dir[64], node[64], copies[128], in_space[64];
+    const char *env[] = {prov, dir, node, in_space, "SHMEM_SYMMETRIC_HEAP_SIZE=4M", "SHMALLOC_HEAP_MAX=256M",
                          "SHMALLOC_VERBOSE=1", NULL};
+    snprintf(in_space, sizeof in_space, "SHMALLOC_TEST_THREADS_SPACE=%d", space);
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(dir, sizeof dir, "SHMALLOC_PMIX_OFI_DIRECT=%d", direct);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", direct);
@@ -30,11 +33,19 @@ static void check_threads(const char *provider, int direct)
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 
-Test(pmix_ofi, threads_multiple_shm_2pe_direct_copies, .timeout = TEST_TIMEOUT) { check_threads("shm", 1); }
-Test(pmix_ofi, threads_multiple_shm_2pe_libfabric_rma, .timeout = TEST_TIMEOUT) { check_threads("shm", 0); }
+Test(pmix_ofi, threads_multiple_shm_2pe_direct_copies, .timeout = TEST_TIMEOUT) { check_threads("shm", 1, 0); }
+Test(pmix_ofi, threads_multiple_shm_2pe_libfabric_rma, .timeout = TEST_TIMEOUT) { check_threads("shm", 0, 0); }
 Test(pmix_ofi, threads_multiple_tcp_rxm_2pe_libfabric_rma, .timeout = TEST_TIMEOUT)
 {
-    check_threads("tcp;ofi_rxm", 0);
+    check_threads("tcp;ofi_rxm", 0, 0);
+}
+Test(pmix_ofi, threads_multiple_in_a_space_shm_2pe_direct_copies, .timeout = TEST_TIMEOUT)
+{
+    check_threads("shm", 1, 1);
+}
+Test(pmix_ofi, threads_multiple_in_a_space_tcp_rxm_2pe_libfabric_rma, .timeout = TEST_TIMEOUT)
+{
+    check_threads("tcp;ofi_rxm", 0, 1);
 }
 
 /* shmem_init_thread provides each level asked for, and shmem_query_thread

@@ -267,6 +267,7 @@ void shm__node_close(void)
     shm__collective *c = &shm__coll;
     if (c->node) munmap(c->node, c->node_bytes);
     c->node = NULL;
+    c->nodes.ranks = c->nodes.leaders = c->nodes.leader_of = NULL; /* borrowed: freed next, and a signal reads them */
     if (c->node_file[0]) shm_unlink(c->node_file);
     c->node_file[0] = '\0';
     shm__files_set(SHM__FILE_NODE, NULL);

@@ -171,7 +171,7 @@ static void shm__team_forget(shm__team_tp *t, int i)
         }
     if (t->regions[i].mr) fi_close(&t->regions[i].mr->fid);
     memset(&t->regions[i], 0, sizeof t->regions[i]);
-    t->nregions = i;
+    __atomic_store_n(&t->nregions, i, __ATOMIC_RELEASE);
 }
 
 /* Collective over the team: registers the region here and learns every
@@ -198,7 +198,7 @@ static int shm__team_register(void *user, void *base, size_t bytes)
     shm__leave();
     shm__team_gather(t, i, &mine); /* without the lock: the team's rounds poll */
     shm__enter();
-    t->nregions = i + 1;
+    __atomic_store_n(&t->nregions, i + 1, __ATOMIC_RELEASE); /* shm__space_find reads it without the lock */
     if (!ok) shm__team_forget(t, i);
     shm__leave();
     return ok ? 0 : -1;
@@ -314,10 +314,12 @@ shm__team_tp *shm__space_find(const void *addr, size_t n, size_t *offset)
     shmalloc_heap *h = shm__mem.heap ? shmalloc_heap_of(shm__mem.heap, addr) : NULL;
     shm__team_tp *t;
     size_t bytes;
+    int last;
     if (!h || !shmalloc_space_team(h)) return NULL;
     t = (shm__team_tp *)shmalloc_heap_user(h);
-    if (!t->nregions) return NULL;
-    bytes = t->regions[t->nregions - 1].offset + t->regions[t->nregions - 1].bytes;
+    last = __atomic_load_n(&t->nregions, __ATOMIC_ACQUIRE) - 1; /* a growth may be under way */
+    if (last < 0) return NULL;
+    bytes = t->regions[last].offset + t->regions[last].bytes;
     *offset = (size_t)((const char *)addr - t->base);
     return *offset < bytes && n <= bytes - *offset ? t : NULL;
 }

@@ -29,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "stats.h"
+
 #define REPS 7
 #define MAX_SAMPLES 20000
 
@@ -37,12 +39,6 @@ static double now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static double samples[MAX_SAMPLES];
@@ -82,8 +78,8 @@ static void measure(const char *name, op_fn op, size_t size, int iters)
         }
         means[r] = (now_ns() - t0) / iters;
     }
-    qsort(means, REPS, sizeof means[0], cmp);
-    qsort(samples, (size_t)n, sizeof samples[0], cmp);
+    qsort(means, REPS, sizeof means[0], bench_by_value);
+    qsort(samples, (size_t)n, sizeof samples[0], bench_by_value);
     if (shmem_my_pe() == 0)
         printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, means[REPS / 2], means[0], means[REPS - 1],
                samples[(size_t)((double)n * 0.999)]);
@@ -118,7 +114,7 @@ static void measure_batch(const char *name, long hints)
         for (i = 0; i < BATCH; i++) shmem_free(blocks[i]);
     }
     free(blocks);
-    qsort(t, REPS, sizeof t[0], cmp);
+    qsort(t, REPS, sizeof t[0], bench_by_value);
     if (shmem_my_pe() == 0) printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, t[REPS / 2], t[0], t[REPS - 1], t[REPS - 1]);
     fflush(stdout);
 }
@@ -149,7 +145,7 @@ static void measure_realloc_move(const char *name)
         }
     }
     free(blocks);
-    qsort(t, REPS, sizeof t[0], cmp);
+    qsort(t, REPS, sizeof t[0], bench_by_value);
     if (shmem_my_pe() == 0) printf("%s,%.0f,%.0f,%.0f,%.0f\n", name, t[REPS / 2], t[0], t[REPS - 1], t[REPS - 1]);
     fflush(stdout);
 }

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "stats.h"
+
 #define REPS 7
 #define PAIRS 2000
 
@@ -40,18 +42,6 @@ static double cpu_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
 }
 
 static int blocks_n;
@@ -117,9 +107,9 @@ static void pe_main(void *arg)
 
 static void print_row(int npes)
 {
-    double rel = median(release_ns, REPS), dr = median(drain_ns, REPS);
-    printf("%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%zu,%.1f\n", npes, blocks_n, median(free_ns, REPS), rel,
-           median(release_cpu_ns, REPS), dr, rel + dr, rounds[REPS / 2], median(pair_ns, REPS));
+    double rel = bench_median(release_ns, REPS), dr = bench_median(drain_ns, REPS);
+    printf("%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%zu,%.1f\n", npes, blocks_n, bench_median(free_ns, REPS), rel,
+           bench_median(release_cpu_ns, REPS), dr, rel + dr, rounds[REPS / 2], bench_median(pair_ns, REPS));
     fflush(stdout);
 }
 

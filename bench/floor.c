@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "stats.h"
+
 #define ROUNDS 101        /* batches; the median is the middle one */
 #define TRIPS 20000       /* round trips per batch */
 
@@ -68,12 +70,6 @@ static double batch(void)
     return (now_ns() - t0) / TRIPS;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     double t[ROUNDS];
@@ -86,7 +82,7 @@ int main(int argc, char **argv)
     for (r = 0; r < ROUNDS; r++) t[r] = batch();
     __atomic_store_n(&line.ball, UINT64_MAX - 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
-    qsort(t, ROUNDS, sizeof t[0], by_value);
+    qsort(t, ROUNDS, sizeof t[0], bench_by_value);
     printf("floor: cpus %d and %d: round trip %.0f ns (p10 %.0f, p90 %.0f), one transfer %.0f ns\n", cpus[0], cpus[1],
            t[ROUNDS / 2], t[ROUNDS / 10], t[ROUNDS * 9 / 10], t[ROUNDS / 2] / 2);
     return 0;

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "stats.h"
+
 #define HEAP ((size_t)1 << 30)
 #define BLOCK HEAP /* the whole nominal size: the allocator's own bytes are mapped on top */
 #define RUNS 5
@@ -50,12 +52,6 @@ static void smaps_of(const void *addr, size_t *kernel_kb, size_t *thp_kb, size_t
     if (f) fclose(f);
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ns per access, the median of RUNS. */
 static double timed(uint64_t *w, size_t mask, int chase, uint64_t *sink)
 {
@@ -78,7 +74,7 @@ static double timed(uint64_t *w, size_t mask, int chase, uint64_t *sink)
         ns[r] = (now() - t0) * 1e9 / (double)accesses;
         *sink += sum;
     }
-    qsort(ns, RUNS, sizeof ns[0], by_value);
+    qsort(ns, RUNS, sizeof ns[0], bench_by_value);
     return ns[RUNS / 2];
 }
 

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "stats.h"
+
 #define BATCHES 7
 
 static double now(void)
@@ -23,12 +25,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* ns per call, the median over BATCHES batches of n calls. */
@@ -46,7 +42,7 @@ static double timed(int put, char *remote, char *local, size_t bytes, long n)
         if (put) shmem_quiet();
         ns[b] = (now() - t0) * 1e9 / (double)n;
     }
-    qsort(ns, BATCHES, sizeof ns[0], by_value);
+    qsort(ns, BATCHES, sizeof ns[0], bench_by_value);
     return ns[BATCHES / 2];
 }
 

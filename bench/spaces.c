@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "stats.h"
+
 #define REPS 7
 #define PAIRS 2000
 #define ALLOCS 10000
@@ -36,18 +38,6 @@ static double now_s(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
 }
 
 static shmemx_space_t space_of(shmem_team_t team, size_t size)
@@ -88,7 +78,7 @@ static void pe_pair(void *arg)
     }
     if (shmem_my_pe() == 0)
         printf("pes,space_pes,pairs,world_pair_ns,space_pair_ns\n%d,2,%d,%.0f,%.0f\n", shmem_n_pes(), PAIRS,
-               median(world_ns, REPS), median(space_ns, REPS));
+               bench_median(world_ns, REPS), bench_median(space_ns, REPS));
     shmem_barrier_all();
 }
 

@@ -40,7 +40,7 @@ BENCH_ALLOCATORS := $(shell awk '/^[^\#]/ { print $$1 }' bench/allocators)
 bench_libs     = $(shell awk -v n='$(1)' '$$1 == n { $$1 = ""; print }' bench/allocators)
 BENCH_PROGRAMS = $(BENCH_B)/scaling $(foreach a,$(BENCH_ALLOCATORS),$(BENCH_B)/core_$(a) $(BENCH_B)/cest_$(a))
 # mk/bench.mk too: a change of flags rebuilds.
-BENCH_HEADERS  = shmalloc.h bench/workload.h mk/bench.mk
+BENCH_HEADERS  = shmalloc.h bench/workload.h bench/stats.h mk/bench.mk
 
 .PHONY: bench bench-core bench-scaling bench-deps bench-build bench-hugepages bench-putget bench-cluster bench-floor bench-cest \
         bench-deferred bench-spaces bench-plot bench-check
@@ -86,12 +86,12 @@ bench-floor: $(BENCH_B)/floor
 bench-deferred: $(BENCH_B)/deferred
 	$(BENCH_B)/deferred
 
-$(BENCH_B)/deferred: bench/deferred.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $^ -pthread -o $@
+$(BENCH_B)/deferred: bench/deferred.c bench/stats.h $(PTHREADS) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $(filter-out %.h,$^) -pthread -o $@
 
 # The same on PMIx PEs: FI_PROVIDER=shm mpirun --oversubscribe -np N build/bench/deferred_pmix
-$(BENCH_B)/deferred_pmix: bench/deferred.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
+$(BENCH_B)/deferred_pmix: bench/deferred.c bench/stats.h $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $(filter-out %.h,$^) $(PMIX_LIBS) -pthread -o $@
 
 # Spaces: a 2-PE space's pair against the world's on 8 PEs, and 10 000
 # space allocations of one team while another computes or sleeps for 5 s;
@@ -100,19 +100,19 @@ bench-spaces: $(BENCH_B)/spaces $(BENCH_B)/spaces_pmix
 	$(BENCH_B)/spaces
 	$(MPIRUN_ENV) timeout 300 mpirun --oversubscribe -np 8 -x FI_PROVIDER $(BENCH_B)/spaces_pmix
 
-$(BENCH_B)/spaces: bench/spaces.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $^ -pthread -o $@
-$(BENCH_B)/spaces_pmix: bench/spaces.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $^ $(PMIX_LIBS) -pthread -o $@
+$(BENCH_B)/spaces: bench/spaces.c bench/stats.h $(PTHREADS) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PTHREADS $(filter-out %.h,$^) -pthread -o $@
+$(BENCH_B)/spaces_pmix: bench/spaces.c bench/stats.h $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) -DBENCH_PMIX_OFI $(PMIX_FLAGS) $(filter-out %.h,$^) $(PMIX_LIBS) -pthread -o $@
 
-$(BENCH_B)/floor: bench/floor.c | $(BENCH_B)
+$(BENCH_B)/floor: bench/floor.c bench/stats.h | $(BENCH_B)
 	$(CC) $(BENCH_CFLAGS) $< -pthread -o $@
 
-$(BENCH_B)/hugepages: bench/hugepages.c $(PTHREADS) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) $^ -pthread -o $@
+$(BENCH_B)/hugepages: bench/hugepages.c bench/stats.h $(PTHREADS) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) $(filter-out %.h,$^) -pthread -o $@
 
-$(BENCH_B)/putget: bench/putget.c $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
-	$(CC) $(BENCH_CFLAGS) $(PMIX_FLAGS) $^ $(PMIX_LIBS) -o $@
+$(BENCH_B)/putget: bench/putget.c bench/stats.h $(PMIX_OFI) $(ALLOC) | $(BENCH_B)
+	$(CC) $(BENCH_CFLAGS) $(PMIX_FLAGS) $(filter-out %.h,$^) $(PMIX_LIBS) -o $@
 
 # BENCH_BASELINE=REV adds that git revision's transport, for before/after.
 bench-cluster:

@@ -3410,7 +3410,7 @@ static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
 /* ---- resizing ---- */
 /* Used block b gives back its bytes beyond `size` when they are more than
    a minimum block (else they stay its slack, as in the inline core). */
-static SHM__NOINLINE void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail)
+static void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail)
 {
     shm__rec *r = shm__r(t);
     uint32_t n = r[b].next, f;
@@ -3445,7 +3445,7 @@ SHM__INLINE void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
 
 /* Used block b grows to `size` into a free next block: 0, changing
    nothing, when it is not free or too small. */
-static int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
+SHM__INLINE int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
 {
     shm__rec *r = shm__r(t);
     size_t bsize = shm__rec_usize(&r[b]), nsize;
@@ -3491,15 +3491,17 @@ static uint32_t shm__rec_slide(const shmalloc_tlsf *t, uint32_t b, size_t size, 
 /* Used block b (at ptr) moves, through the caller's copy: down into its
    free previous block p, or to a new block of its alignment.  NULL,
    changing nothing, without room or copy. */
-static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
+static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
 {
     const shmalloc_memops *ops = &t->records->ops;
-    shm__rec *r = shm__r(t);
-    size_t keep = shm__rec_usize(&r[b]), align = shm__rec_alignment(&r[b]);
+    shm__rec *r;
+    size_t keep, align;
     uint32_t p;
     void *q;
-    if (!ops->copy) return NULL;
-    keep = keep < n ? keep : n;
+    if (!ops->copy || shm__rec_room(t)) return NULL; /* before r: the records may move */
+    r = shm__r(t);
+    keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
+    align = shm__rec_alignment(&r[b]);
     p = shm__rec_slide(t, b, shm__rec_bsize(n), keep);
     if (p) {
         if (ops->copy(ops->user, t->base + r[p].off, ptr, keep)) return NULL;
@@ -3533,21 +3535,36 @@ static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *p
     return ptr;
 }
 
+/* A valid block's shrink that gives its tail back, which may need a record. */
+static SHM__NOINLINE void *shm__rec_reshrink(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
+{
+    size_t old = shm__rec_usize(&shm__r(t)[b]);
+    if (shm__rec_room(t)) return NULL;
+    shm__rec_give_back(t, b, size, old - size);
+    if (SHM__UNLIKELY(shm__crossed_large(size, old))) return shm__rec_remark(t->records, b, ptr);
+    return ptr;
+}
+
+/* realloc(NULL, n) and realloc(p, 0). */
+static SHM__NOINLINE void *shm__rec_realloc_edge(shmalloc_tlsf *t, void *ptr, size_t n)
+{
+    if (!ptr) return shm__rec_malloc(t, n);
+    shm__rec_free(t, ptr);
+    return NULL;
+}
+
+/* Every path but the shrink within the slack is out of line and reached
+   at a tail call: the common grow and shrink keep no frame. */
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
     uint32_t b;
     size_t size, old;
-    if (!ptr) return shm__rec_malloc(t, n);
-    if (!n) {
-        shm__rec_free(t, ptr);
-        return NULL;
-    }
+    if (SHM__UNLIKELY(!ptr || !n)) return shm__rec_realloc_edge(t, ptr, n);
     b = shm__rec_find(t, shm__rec_offset(t, ptr));
-    if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
+    if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return NULL;
     size = shm__rec_bsize(n);
     if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, n);
-    shm__rec_shrink(t, b, size);
-    if (SHM__UNLIKELY(shm__crossed_large(shm__rec_usize(&shm__r(t)[b]), old))) return shm__rec_remark(t->records, b, ptr);
+    if (old - size > SHM__MIN_BLOCK) return shm__rec_reshrink(t, b, ptr, size);
     return ptr;
 }
 

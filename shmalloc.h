@@ -3284,8 +3284,10 @@ static void *shm__rec_align(shmalloc_tlsf *t, size_t align, size_t n)
 }
 
 /* ---- giving back ---- */
-/* Used block b, between free p and n, merges into p (and n, when free). */
-static SHM__NOINLINE void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+/* Used block b, between free p and n, merges into p (and n, when free).
+   The release's out-of-line steps return SHMALLOC_TLSF_OK for a free's
+   tail call. */
+static SHM__NOINLINE int shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
 {
     shm__rec *r = shm__r(t);
     size_t psize = shm__rec_fsize(&r[p]), total = psize + shm__rec_usize(&r[b]);
@@ -3304,15 +3306,16 @@ static SHM__NOINLINE void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint
         shm__rec_remove(t, p);
         r[p].size = total | SHM__FREE | SHM__TOP;
         t->records->top = p;
-        return;
+        return SHMALLOC_TLSF_OK;
     }
     r[p].size = total | SHM__FREE;
     shm__rec_relist(t, p, psize, total);
+    return SHMALLOC_TLSF_OK;
 }
 
 /* Used block b, after used p, merges with free n, not the top, which
    takes b's start and keeps its list place when its class stays. */
-static SHM__NOINLINE void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+static SHM__NOINLINE int shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
 {
     shm__rec *r = shm__r(t);
     size_t nsize = shm__rec_fsize(&r[n]), total = nsize + shm__rec_usize(&r[b]);
@@ -3322,31 +3325,39 @@ static SHM__NOINLINE void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint
     shm__rec_drop(t, b);
     r[n].size = total | SHM__FREE;
     shm__rec_relist(t, n, nsize, total);
+    return SHMALLOC_TLSF_OK;
+}
+
+/* Used block b, between used blocks, is filed. */
+static SHM__NOINLINE int shm__rec_file(shmalloc_tlsf *t, uint32_t b, size_t size)
+{
+    shm__r(t)[b].size = size | SHM__FREE;
+    shm__rec_push(t, b, shm__rec_list(size));
+    return SHMALLOC_TLSF_OK;
 }
 
 /* Used block b, out of its bucket, merges with its free neighbours. */
-SHM__INLINE void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
+SHM__INLINE int shm__rec_release(shmalloc_tlsf *t, uint32_t b)
 {
     shm__rec *r = shm__r(t);
     size_t size = shm__rec_usize(&r[b]);
     uint32_t p = r[b].prev, n = r[b].next;
-    if (r[p].size & SHM__FREE) {
-        shm__rec_merge_prev(t, b, p, n);
-    } else if (r[n].size & SHM__TOP) { /* inline: a call would cost the free a frame */
+    if (r[p].size & SHM__FREE) return shm__rec_merge_prev(t, b, p, n);
+    if (r[n].size & SHM__TOP) { /* inline: a call would cost the free a frame */
         r[n].off = r[b].off;
         r[n].size += size;
         r[n].prev = p;
         r[p].next = n;
         shm__rec_drop(t, b);
     } else if (r[n].size & SHM__FREE) {
-        shm__rec_merge_next(t, b, p, n);
+        return shm__rec_merge_next(t, b, p, n);
     } else if (!n) {
         r[b].size = size | SHM__FREE | SHM__TOP;
         t->records->top = b;
     } else {
-        r[b].size = size | SHM__FREE;
-        shm__rec_push(t, b, shm__rec_list(size));
+        return shm__rec_file(t, b, size);
     }
+    return SHMALLOC_TLSF_OK;
 }
 
 /* The used block that holds offset off, below the capacity, or 0: the
@@ -3386,8 +3397,7 @@ SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
 static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
 {
     shm__rec_mark(t->records, b);
-    shm__rec_release(t, b);
-    return SHMALLOC_TLSF_OK;
+    return shm__rec_release(t, b);
 }
 
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
@@ -3398,8 +3408,7 @@ static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
     if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
     if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
     shm__rec_flip_start(t->records, (size_t)shm__r(t)[b].off);
-    shm__rec_release(t, b);
-    return SHMALLOC_TLSF_OK;
+    return shm__rec_release(t, b);
 }
 
 static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)

@@ -2893,11 +2893,16 @@ SHM__INLINE uint32_t shm__rec_find(const shmalloc_tlsf *t, uint64_t off)
 #define SHM__REC_MAP_WORD ((size_t)64 << SHM__REC_MAP_LOG2) /* bytes a map word spans */
 SHM__INLINE size_t shm__rec_map_words(size_t end) { return (end + SHM__REC_MAP_WORD - 1) / SHM__REC_MAP_WORD; }
 
+SHM__INLINE void shm__rec_flip_start(struct shm__records *s, size_t off)
+{
+    s->map[off >> (SHM__REC_MAP_LOG2 + 6)] ^= (uint64_t)1 << (off >> SHM__REC_MAP_LOG2 & 63);
+}
+
 /* Used block i's start bit and, if it is large, its mark flip. */
 SHM__INLINE void shm__rec_mark(struct shm__records *s, uint32_t i)
 {
     size_t off = (size_t)s->r[i].off;
-    s->map[off >> (SHM__REC_MAP_LOG2 + 6)] ^= (uint64_t)1 << (off >> SHM__REC_MAP_LOG2 & 63);
+    shm__rec_flip_start(s, off);
     if (SHM__UNLIKELY(shm__rec_usize(&s->r[i]) >= SHM__LARGE))
         shm__marks_flip(s->large, s->large_words, off >> SHM__LARGE_LOG2);
 }
@@ -2911,7 +2916,7 @@ static SHM__NOINLINE void *shm__rec_remark(struct shm__records *s, uint32_t i, v
     return ptr;
 }
 
-/* Takes the used block at off out of its bucket and the map: its record, or 0. */
+/* Takes the used block at off out of its bucket (not the map): its record, or 0. */
 SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
 {
     struct shm__records *s = t->records;
@@ -2919,7 +2924,6 @@ SHM__INLINE uint32_t shm__rec_unhash(shmalloc_tlsf *t, uint64_t off)
     for (i = *h; i; h = &s->r[i].fnext, i = *h)
         if (s->r[i].off == off) {
             *h = s->r[i].fnext;
-            shm__rec_mark(s, i);
             return i;
         }
     return 0;
@@ -3082,13 +3086,17 @@ SHM__INLINE int shm__rec_above(const shmalloc_tlsf *t, uint32_t *l)
 }
 
 /* ---- taking ---- */
+/* Used block b is indexed and marked; a large one's mark flips at a tail
+   call, so that taking keeps no frame. */
 SHM__INLINE void *shm__rec_taken(shmalloc_tlsf *t, uint32_t b)
 {
-    size_t end = shm__r(t)[b].off + shm__rec_usize(&shm__r(t)[b]);
-    shm__bucket_put(t->records, b);
-    shm__rec_mark(t->records, b);
-    if (end > t->high_water) t->high_water = end;
-    return shm__rec_user(t, b);
+    struct shm__records *s = t->records;
+    size_t off = (size_t)s->r[b].off, size = shm__rec_usize(&s->r[b]);
+    shm__bucket_put(s, b);
+    shm__rec_flip_start(s, off);
+    if (off + size > t->high_water) t->high_water = off + size;
+    if (SHM__UNLIKELY(size >= SHM__LARGE)) return shm__rec_remark(s, b, t->base + off);
+    return t->base + off;
 }
 
 /* A new used record of `size` bytes at free f's start; f moves up behind
@@ -3131,7 +3139,7 @@ static SHM__NOINLINE void *shm__rec_take_own(shmalloc_tlsf *t, size_t size)
 
 /* A used block of `size` bytes from the top; when the top has too few, an
    unaligned request (flags 0) tries its own list (shm__rec_take_own). */
-static void *shm__rec_take_top(shmalloc_tlsf *t, size_t size, size_t flags)
+static SHM__NOINLINE void *shm__rec_take_top(shmalloc_tlsf *t, size_t size, size_t flags)
 {
     shm__rec *r = shm__r(t);
     uint32_t top = t->records->top;
@@ -3234,7 +3242,13 @@ static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
     h = shm__r(t)[l].fnext;
     if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
     if (t->fl_bitmap && shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
-    return shm__rec_take_top(t, size, 0); /* as the inline malloc: the top, then the own list */
+    h = t->records->top; /* as the inline malloc: the top, then the own list */
+    if (SHM__LIKELY(h && shm__rec_fsize(&shm__r(t)[h]) >= size + SHM__MIN_BLOCK &&
+                    shm__r(t)[h].off + size <= t->records->map_words * SHM__REC_MAP_WORD)) {
+        shm__r(t)[h].size -= size; /* take_top's common cut, inline: its frame would cost more */
+        return shm__rec_taken(t, shm__rec_cut(t, h, size, 0));
+    }
+    return shm__rec_take_top(t, size, 0);
 }
 
 /* The top's aligned block; the gap before it becomes a listed free block. */
@@ -3270,8 +3284,10 @@ static void *shm__rec_align(shmalloc_tlsf *t, size_t align, size_t n)
 }
 
 /* ---- giving back ---- */
-/* Used block b, between free p and n, merges into p (and n, when free). */
-static SHM__NOINLINE void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+/* Used block b, between free p and n, merges into p (and n, when free).
+   The release's out-of-line steps return SHMALLOC_TLSF_OK for a free's
+   tail call. */
+static SHM__NOINLINE int shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
 {
     shm__rec *r = shm__r(t);
     size_t psize = shm__rec_fsize(&r[p]), total = psize + shm__rec_usize(&r[b]);
@@ -3290,15 +3306,16 @@ static SHM__NOINLINE void shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint
         shm__rec_remove(t, p);
         r[p].size = total | SHM__FREE | SHM__TOP;
         t->records->top = p;
-        return;
+        return SHMALLOC_TLSF_OK;
     }
     r[p].size = total | SHM__FREE;
     shm__rec_relist(t, p, psize, total);
+    return SHMALLOC_TLSF_OK;
 }
 
-/* Used block b, after used p, merges with free n, which takes b's start
-   and keeps its list place when its class stays. */
-static SHM__NOINLINE void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
+/* Used block b, after used p, merges with free n, not the top, which
+   takes b's start and keeps its list place when its class stays. */
+static SHM__NOINLINE int shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint32_t p, uint32_t n)
 {
     shm__rec *r = shm__r(t);
     size_t nsize = shm__rec_fsize(&r[n]), total = nsize + shm__rec_usize(&r[b]);
@@ -3306,31 +3323,41 @@ static SHM__NOINLINE void shm__rec_merge_next(shmalloc_tlsf *t, uint32_t b, uint
     r[n].prev = p;
     r[p].next = n;
     shm__rec_drop(t, b);
-    if (n == t->records->top) {
-        r[n].size = total | SHM__FREE | SHM__TOP;
-        return;
-    }
     r[n].size = total | SHM__FREE;
     shm__rec_relist(t, n, nsize, total);
+    return SHMALLOC_TLSF_OK;
+}
+
+/* Used block b, between used blocks, is filed. */
+static SHM__NOINLINE int shm__rec_file(shmalloc_tlsf *t, uint32_t b, size_t size)
+{
+    shm__r(t)[b].size = size | SHM__FREE;
+    shm__rec_push(t, b, shm__rec_list(size));
+    return SHMALLOC_TLSF_OK;
 }
 
 /* Used block b, out of its bucket, merges with its free neighbours. */
-SHM__INLINE void shm__rec_release(shmalloc_tlsf *t, uint32_t b)
+SHM__INLINE int shm__rec_release(shmalloc_tlsf *t, uint32_t b)
 {
     shm__rec *r = shm__r(t);
     size_t size = shm__rec_usize(&r[b]);
     uint32_t p = r[b].prev, n = r[b].next;
-    if (r[p].size & SHM__FREE) {
-        shm__rec_merge_prev(t, b, p, n);
+    if (r[p].size & SHM__FREE) return shm__rec_merge_prev(t, b, p, n);
+    if (r[n].size & SHM__TOP) { /* inline: a call would cost the free a frame */
+        r[n].off = r[b].off;
+        r[n].size += size;
+        r[n].prev = p;
+        r[p].next = n;
+        shm__rec_drop(t, b);
     } else if (r[n].size & SHM__FREE) {
-        shm__rec_merge_next(t, b, p, n);
+        return shm__rec_merge_next(t, b, p, n);
     } else if (!n) {
         r[b].size = size | SHM__FREE | SHM__TOP;
         t->records->top = b;
     } else {
-        r[b].size = size | SHM__FREE;
-        shm__rec_push(t, b, shm__rec_list(size));
+        return shm__rec_file(t, b, size);
     }
+    return SHMALLOC_TLSF_OK;
 }
 
 /* The used block that holds offset off, below the capacity, or 0: the
@@ -3366,14 +3393,22 @@ SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
     return (uint64_t)((uintptr_t)ptr - (uintptr_t)t->base);
 }
 
+/* A large block's free: its mark flips out of line, so that the others' keeps no frame. */
+static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
+{
+    shm__rec_mark(t->records, b);
+    return shm__rec_release(t, b);
+}
+
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
     if (!ptr) return SHMALLOC_TLSF_OK;
     b = shm__rec_unhash(t, shm__rec_offset(t, ptr));
     if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
-    shm__rec_release(t, b);
-    return SHMALLOC_TLSF_OK;
+    if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
+    shm__rec_flip_start(t->records, (size_t)shm__r(t)[b].off);
+    return shm__rec_release(t, b);
 }
 
 static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
@@ -3384,7 +3419,7 @@ static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
 /* ---- resizing ---- */
 /* Used block b gives back its bytes beyond `size` when they are more than
    a minimum block (else they stay its slack, as in the inline core). */
-static SHM__NOINLINE void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail)
+static void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail)
 {
     shm__rec *r = shm__r(t);
     uint32_t n = r[b].next, f;
@@ -3419,7 +3454,7 @@ SHM__INLINE void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
 
 /* Used block b grows to `size` into a free next block: 0, changing
    nothing, when it is not free or too small. */
-static int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
+SHM__INLINE int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
 {
     shm__rec *r = shm__r(t);
     size_t bsize = shm__rec_usize(&r[b]), nsize;
@@ -3465,19 +3500,21 @@ static uint32_t shm__rec_slide(const shmalloc_tlsf *t, uint32_t b, size_t size, 
 /* Used block b (at ptr) moves, through the caller's copy: down into its
    free previous block p, or to a new block of its alignment.  NULL,
    changing nothing, without room or copy. */
-static void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
+static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
 {
     const shmalloc_memops *ops = &t->records->ops;
-    shm__rec *r = shm__r(t);
-    size_t keep = shm__rec_usize(&r[b]), align = shm__rec_alignment(&r[b]);
+    shm__rec *r;
+    size_t keep, align;
     uint32_t p;
     void *q;
-    if (!ops->copy) return NULL;
-    keep = keep < n ? keep : n;
+    if (!ops->copy || shm__rec_room(t)) return NULL; /* before r: the records may move */
+    r = shm__r(t);
+    keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
+    align = shm__rec_alignment(&r[b]);
     p = shm__rec_slide(t, b, shm__rec_bsize(n), keep);
     if (p) {
         if (ops->copy(ops->user, t->base + r[p].off, ptr, keep)) return NULL;
-        shm__rec_unhash(t, r[b].off);
+        shm__rec_mark(t->records, shm__rec_unhash(t, r[b].off));
         shm__rec_remove(t, p);
         r[p].size = (shm__rec_fsize(&r[p]) + shm__rec_usize(&r[b])) | (r[b].size & SHM__ALIGN_MASK);
         r[p].next = r[b].next;
@@ -3507,21 +3544,36 @@ static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *p
     return ptr;
 }
 
+/* A valid block's shrink that gives its tail back, which may need a record. */
+static SHM__NOINLINE void *shm__rec_reshrink(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
+{
+    size_t old = shm__rec_usize(&shm__r(t)[b]);
+    if (shm__rec_room(t)) return NULL;
+    shm__rec_give_back(t, b, size, old - size);
+    if (SHM__UNLIKELY(shm__crossed_large(size, old))) return shm__rec_remark(t->records, b, ptr);
+    return ptr;
+}
+
+/* realloc(NULL, n) and realloc(p, 0). */
+static SHM__NOINLINE void *shm__rec_realloc_edge(shmalloc_tlsf *t, void *ptr, size_t n)
+{
+    if (!ptr) return shm__rec_malloc(t, n);
+    shm__rec_free(t, ptr);
+    return NULL;
+}
+
+/* Every path but the shrink within the slack is out of line and reached
+   at a tail call: the common grow and shrink keep no frame. */
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
     uint32_t b;
     size_t size, old;
-    if (!ptr) return shm__rec_malloc(t, n);
-    if (!n) {
-        shm__rec_free(t, ptr);
-        return NULL;
-    }
+    if (SHM__UNLIKELY(!ptr || !n)) return shm__rec_realloc_edge(t, ptr, n);
     b = shm__rec_find(t, shm__rec_offset(t, ptr));
-    if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
+    if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return NULL;
     size = shm__rec_bsize(n);
     if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, n);
-    shm__rec_shrink(t, b, size);
-    if (SHM__UNLIKELY(shm__crossed_large(shm__rec_usize(&shm__r(t)[b]), old))) return shm__rec_remark(t->records, b, ptr);
+    if (old - size > SHM__MIN_BLOCK) return shm__rec_reshrink(t, b, ptr, size);
     return ptr;
 }
 
@@ -3571,7 +3623,7 @@ static void shm__rec_untake(shmalloc_tlsf *t, uint32_t b, uint32_t after)
 {
     shm__rec *r = shm__r(t);
     uint32_t p = r[b].prev, n = r[b].next, f = r[p].size & SHM__FREE ? p : r[n].size & SHM__FREE ? n : b;
-    shm__rec_unhash(t, r[b].off);
+    shm__rec_mark(t->records, shm__rec_unhash(t, r[b].off));
     shm__rec_release(t, b);
     if (r[f].size & SHM__TOP) return;
     if (!after) after = shm__rec_list(shm__rec_fsize(&r[f])); /* to the head */

@@ -241,6 +241,44 @@ Test(alloc_hooks, separate_metadata_follows_the_blocks_not_the_reservation)
     expect_balanced(hook_allocs);
 }
 
+/* A separate core's shrink within a block's slack makes no record, so it
+   works when the records are full and the hooks have no memory, as the
+   inline core's shrink never fails; a shrink that gives a tail back needs
+   a record, and fails changing nothing. */
+Test(alloc_hooks, a_separate_cores_shrink_within_the_slack_needs_no_memory)
+{
+    enum { N = 5000 };
+    static void *p[N];
+    size_t bytes = 4 * MIB, i;
+    shmalloc_tlsf *t = shmalloc_tlsf_create_separate(map_aligned(bytes, MIB), bytes, bytes, NULL);
+    shmalloc_counters before, after;
+    void *big;
+    cr_assert_not_null(t);
+    /* the start map follows the highest block: made large enough now, so
+       that only the records can run out below */
+    cr_assert_not_null(big = shmalloc_tlsf_malloc(t, 3 * MIB));
+    cr_assert_eq(shmalloc_tlsf_free(t, big), SHMALLOC_TLSF_OK);
+    for (i = 0; i < N; i++) { /* until a malloc needs the records to double */
+        hook_refuse = 1;
+        if (!(p[i] = shmalloc_tlsf_malloc(t, 100))) break;
+    }
+    cr_assert(i > 1 && i < N, "the records never doubled in %d blocks", N);
+    shmalloc_tlsf_counters(t, &before);
+    hook_refuse = 1;
+    cr_assert_null(shmalloc_tlsf_realloc(t, p[0], 40), "giving 64 bytes back makes a record");
+    shmalloc_tlsf_counters(t, &after);
+    cr_assert(memcmp(&before, &after, sizeof before) == 0);
+    hook_refuse = 1;
+    cr_assert_eq(shmalloc_tlsf_realloc(t, p[0], 90), p[0], "112 bytes kept for 90: no record");
+    cr_assert_eq(hook_refuse, 1, "and no memory asked for");
+    hook_refuse = 0;
+    assert_tlsf_ok(t);
+    while (i-- > 0) cr_assert_eq(shmalloc_tlsf_free(t, p[i]), SHMALLOC_TLSF_OK);
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+    expect_balanced(hook_allocs);
+}
+
 /* What a transport gets: zeroed objects, no call for a size that overflows. */
 Test(alloc_hooks, a_transport_gets_zeroed_memory_through_the_hooks)
 {

@@ -445,9 +445,9 @@ Test(pthreads, run_with_npes_outside_1_to_1024_fails_without_starting_pes)
     cr_assert_neq(shmalloc_pthreads_run(2, SMALL_HEAP, NULL, NULL), 0, "NULL pe_main accepted");
     capture_stop();
     cr_assert_eq(shared.calls, 0);
-    cr_assert_eq(out_said(SHMALLOC_MSG_PTHREADS_BAD_NPES), 4, "%s", out_text[2]);
+    cr_assert_eq(out_said_id(PTHREADS_BAD_NPES), 4, "%s", out_text[2]);
     assert_said(PTHREADS_BAD_NPES, 100000, SHMALLOC_PTHREADS_MAX_PES);
-    cr_assert_eq(out_said(SHMALLOC_MSG_PTHREADS_NO_PE_MAIN), 1, "%s", out_text[2]);
+    cr_assert_eq(out_said_id(PTHREADS_NO_PE_MAIN), 1, "%s", out_text[2]);
 }
 
 Test(pthreads, run_with_a_bad_heap_size_variable_fails_naming_it,

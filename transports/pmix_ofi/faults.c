@@ -14,13 +14,21 @@ static struct {
     void (*on_init_fail)(void); /* closes what start-up opened */
 } shm__faults;
 
+int shm__pmix_messages = -1;
+
+int shm__messages_add(void)
+{
+    static const shmalloc_message rows[] = {SHMALLOC_PMIX_OFI_MESSAGES(SHMALLOC_MESSAGE_ROW)};
+    return (shm__pmix_messages = shmalloc_messages_add(rows, SHMALLOC_PMIX_OFI_MESSAGE_ROWS)) < 0 ? -1 : 0;
+}
+
 void shm__faults_open(int verbose, void (*on_init_fail)(void))
 {
     shm__faults.verbose = verbose;
     shm__faults.on_init_fail = on_init_fail;
 }
 
-/* Message id, whose text is fmt (SHM__MSG); fatal ones end the PE. */
+/* Message id, whose text is fmt (SHM__PMIX_MSG); fatal ones end the PE. */
 static void shm__vsay(int id, const char *fmt, va_list ap)
 {
     char line[512]; /* shmalloc_print's line */

@@ -37,9 +37,9 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE, memfd_create */
 #endif
 
-#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 #include "../shmalloc_pmix_ofi.h"
+#include "messages.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -116,6 +116,9 @@ SHM__INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
 SHM__INTERNAL int shm__pid_gone(long pid);
 SHM__INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
 
+SHM__INTERNAL extern int shm__pmix_messages; /* messages.h's first ID, once shm__messages_add added them */
+#define SHM__PMIX_MSG(id) SHMALLOC_MSG_IN(shm__pmix_messages, id)
+SHM__INTERNAL int shm__messages_add(void);
 SHM__INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void));
 SHM__INTERNAL void shm__note(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 SHM__INTERNAL void shm__fatal(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);

@@ -202,15 +202,17 @@ extern "C" {
    Passing NULL restores the default. */
 typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* The mechanism under the messages, for the transports built apart: prints
-   message id, whose text is fmt, through the hook.  A file that defines
-   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
-   SHM__MSG(ID), which the compiler checks the arguments against. */
+/* The mechanism under the messages: prints message id, whose text is fmt,
+   through the hook.  A file that defines SHMALLOC_MESSAGE_FORMATS before
+   including this header passes a core message as SHM__MSG(ID), and a
+   layer's as SHMALLOC_MSG_IN(first, ID) (">> messages"), which the
+   compiler checks the arguments against. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
 
 /* >> messages ---------------------------------------------------------------
-   Every line the library and its transports print is a row of this table:
-   an ID and its text, a printf format.  The output hook receives the ID
+   Every line the library prints is a row of this table, and each line of
+   a transport a row of the transport's own (below): an ID and its text,
+   a printf format.  The output hook receives the ID
    with the formatted text, so a runtime can tell messages apart (or word
    them its own way) without matching text, and tests check IDs while the
    wording improves.  The listings of shmalloc_stats and SHMEM_INFO are

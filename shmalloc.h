@@ -323,26 +323,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=%s is not %s\n") \
     X(INFO_VERSION, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n") \
     X(INFO_OPTION, "  %s=%s (%s%s)\n      %s\n") \
-    X(MESSAGES_BAD_TABLE, "shmalloc: shmalloc_messages_add(%p, %d): %s; the table is not added\n") \
-    /* the transports' mapping and entry points */ \
-    X(HUGE_PAGES_FELL_BACK, "shmalloc: huge pages fell back: %s asked for %s; the heap of PE %d (%zu bytes at " \
-                            "%p) has %s: %s\n") \
-    X(NOT_SYMMETRIC, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n") \
-    /* the transports' shared start-up (transports/common/start.c) */ \
-    X(START_BAD_SIZE, "%s: heap size %zu is not in 1..2^%d\n") \
-    X(START_SIZE_TOO_LARGE, "%s: heap size %zu is too large\n") \
-    X(START_MAP_FD_LIMIT, "shmalloc: cannot map %zu bytes for the symmetric heap: %s; %s\n") \
-    X(START_RESERVE_FAILED, "shmalloc: cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): " \
-                            "%s; ask for less\n") \
-    X(START_MAP_FAILED, "%s: cannot map %zu bytes for the heap of PE %d: %s\n") \
-    X(START_MAP_FAILED_VARIABLE, "shmalloc: cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu " \
-                                 "bytes): %s; ask for less with %s\n") \
-    X(START_MAP_FAILED_DEFAULT, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu " \
-                                "bytes): %s; ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n") \
-    X(START_SIZE_RAISED, "shmalloc: %s asks for a heap of %zu bytes, less than the smallest: each PE's heap has " \
-                         "%zu bytes (%zu bytes of memory with the allocator's own)\n") \
-    X(START_HEAP_CREATE_FAILED, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error " \
-                                "%ld)\n")
+    X(MESSAGES_BAD_TABLE, "shmalloc: shmalloc_messages_add(%p, %d): %s; the table is not added\n")
 
 enum {
 #define SHMALLOC_MESSAGE_INDEX(id, text) SHMALLOC_MSG_##id,

@@ -20,6 +20,7 @@
 
 #define SHMALLOC_MESSAGE_FORMATS /* each message's text, for assert_said */
 #include "shmalloc.h"
+#include "transports/common/messages.h"
 #include "transports/pmix_ofi/messages.h"
 #include "transports/pthreads/messages.h"
 #include "tests/transport_fork/messages.h"

@@ -1,10 +1,11 @@
 /* messages.h - the fork transport's messages: its table of IDs and
-   texts, which shmalloc_fork_run adds (shmalloc_messages_add), as a
-   transport built apart from shmalloc declares its own. */
+   texts, which shmalloc_fork_run adds (shmalloc_messages_add), and how
+   its files print one: as a transport built apart declares its own. */
 #ifndef SHM__FORK_MESSAGES_H_INCLUDED
 #define SHM__FORK_MESSAGES_H_INCLUDED
 
 #include "../../shmalloc.h"
+#include "../../transports/common/internal.h" /* SHM__INTERNAL */
 
 #define SHMALLOC_FORK_MESSAGES(X) \
     X(FORK_BARRIER_TIMEOUT, "shmalloc: PE %d waited %d s in barrier %llu of the team of world PEs %d + %d * " \
@@ -30,5 +31,9 @@
                         "one), xaxis_team and yaxis_team %s\n")
 
 SHMALLOC_MESSAGE_LAYER(SHMALLOC_FORK_MESSAGES, SHMALLOC_FORK_MESSAGE_ROWS)
+
+/* The table's first ID, once shmalloc_fork_run has added it (fork.c). */
+SHM__INTERNAL extern int shm__fork_messages;
+#define SHM__FORK_MSG(id) SHMALLOC_MSG_IN(shm__fork_messages, id)
 
 #endif /* SHM__FORK_MESSAGES_H_INCLUDED */

@@ -58,10 +58,6 @@ typedef struct shm__fork_run {
 } shm__fork_run;
 
 SHM__INTERNAL extern shm__fork_run shm__fork;
-/* The first ID of the transport's messages (messages.h), once
-   shmalloc_fork_run has added them. */
-SHM__INTERNAL extern int shm__fork_messages;
-#define SHM__FORK_MSG(id) SHMALLOC_MSG_IN(shm__fork_messages, id)
 
 /* Barrier of team t; count values become their maximum over its members. */
 SHM__INTERNAL void shm__fork_sync(struct shmalloc_team *t, uint64_t *values, int count);

@@ -1,6 +1,7 @@
 /* messages.h - the messages of the start-up every transport shares
    (start.c, map.c): its table of IDs and texts, which shm__start_options
-   adds (shmalloc_messages_add); tests include it to check them by ID. */
+   adds (shmalloc_messages_add), and how its files print one; tests
+   include it to check them by ID. */
 #ifndef SHM__COMMON_MESSAGES_H_INCLUDED
 #define SHM__COMMON_MESSAGES_H_INCLUDED
 

@@ -14,14 +14,6 @@ static struct {
     void (*on_init_fail)(void); /* closes what start-up opened */
 } shm__faults;
 
-int shm__pmix_messages = -1;
-
-int shm__messages_add(void)
-{
-    static const shmalloc_message rows[] = {SHMALLOC_PMIX_OFI_MESSAGES(SHMALLOC_MESSAGE_ROW)};
-    return (shm__pmix_messages = shmalloc_messages_add(rows, SHMALLOC_PMIX_OFI_MESSAGE_ROWS)) < 0 ? -1 : 0;
-}
-
 void shm__faults_open(int verbose, void (*on_init_fail)(void))
 {
     shm__faults.verbose = verbose;

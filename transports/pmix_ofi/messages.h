@@ -1,10 +1,11 @@
 /* messages.h - the PMIx transport's messages: its table of IDs and
-   texts, which shmem_init adds (shmalloc_messages_add); tests include it
-   to check them by ID. */
+   texts, which shmem_init adds (shmalloc_messages_add), and how its files
+   print one; tests include it to check them by ID. */
 #ifndef SHMALLOC_PMIX_OFI_MESSAGES_H
 #define SHMALLOC_PMIX_OFI_MESSAGES_H
 
 #include "../../shmalloc.h"
+#include "../common/internal.h" /* SHM__INTERNAL */
 
 #define SHMALLOC_PMIX_OFI_MESSAGES(X) \
     /* the PMIx transport: start-up (the PE ends) */ \
@@ -107,5 +108,9 @@
                        "call into shmem)\n")
 
 SHMALLOC_MESSAGE_LAYER(SHMALLOC_PMIX_OFI_MESSAGES, SHMALLOC_PMIX_OFI_MESSAGE_ROWS)
+
+/* The table's first ID, once shmem_init has added it (shmem.c). */
+SHM__INTERNAL extern int shm__pmix_messages;
+#define SHM__PMIX_MSG(id) SHMALLOC_MSG_IN(shm__pmix_messages, id)
 
 #endif /* SHMALLOC_PMIX_OFI_MESSAGES_H */

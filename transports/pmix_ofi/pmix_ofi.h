@@ -116,9 +116,6 @@ SHM__INTERNAL const char *shm__proc_state(long pid, char *text, size_t cap);
 SHM__INTERNAL int shm__pid_gone(long pid);
 SHM__INTERNAL void shm__dev_shm_space(char *out, size_t cap, unsigned long long *free_bytes);
 
-SHM__INTERNAL extern int shm__pmix_messages; /* messages.h's first ID, once shm__messages_add added them */
-#define SHM__PMIX_MSG(id) SHMALLOC_MSG_IN(shm__pmix_messages, id)
-SHM__INTERNAL int shm__messages_add(void);
 SHM__INTERNAL void shm__faults_open(int verbose, void (*on_init_fail)(void));
 SHM__INTERNAL void shm__note(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
 SHM__INTERNAL void shm__fatal(int id, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);

@@ -106,6 +106,18 @@ static void shm__init_failed(void)
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */
+int shm__pmix_messages = -1;
+
+/* The transport's messages (messages.h) join the table, before any prints. */
+static int shm__messages_add(void)
+{
+    static const shmalloc_message rows[] = {SHMALLOC_PMIX_OFI_MESSAGES(SHMALLOC_MESSAGE_ROW)};
+    int first = shmalloc_messages_add(rows, SHMALLOC_PMIX_OFI_MESSAGE_ROWS);
+    if (first < 0) return -1;
+    if (first != shm__pmix_messages) shm__pmix_messages = first; /* written once: other threads read it */
+    return 0;
+}
+
 static void shm__init_settings(int level, shm__start *s)
 {
     memset(&shm__w, 0, sizeof shm__w); /* and every layer's state */

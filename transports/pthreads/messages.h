@@ -1,10 +1,11 @@
 /* messages.h - the pthreads transport's messages: its table of IDs and
-   texts, which shmalloc_pthreads_run and shmalloc_pthreads_options add
-   (shmalloc_messages_add); tests include it to check them by ID. */
+   texts, which shmalloc_pthreads_run adds (shmalloc_messages_add), and
+   how its files print one; tests include it to check them by ID. */
 #ifndef SHMALLOC_PTHREADS_MESSAGES_H
 #define SHMALLOC_PTHREADS_MESSAGES_H
 
 #include "../../shmalloc.h"
+#include "../common/internal.h" /* SHM__INTERNAL */
 
 #define SHMALLOC_PTHREADS_MESSAGES(X) \
     X(PTHREADS_BAD_NPES, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n") \
@@ -32,5 +33,9 @@
                                  "(shmem_team_translate_pe)\n")
 
 SHMALLOC_MESSAGE_LAYER(SHMALLOC_PTHREADS_MESSAGES, SHMALLOC_PTHREADS_MESSAGE_ROWS)
+
+/* The table's first ID, once shmalloc_pthreads_run has added it (run.c). */
+SHM__INTERNAL extern int shm__pthreads_messages;
+#define SHM__PTHREADS_MSG(id) SHMALLOC_MSG_IN(shm__pthreads_messages, id)
 
 #endif /* SHMALLOC_PTHREADS_MESSAGES_H */

@@ -17,7 +17,6 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS and MAP_NORESERVE */
 #endif
 
-#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 #include "../shmalloc_pthreads.h"
 #include "../common/map.h"
@@ -27,12 +26,6 @@
 
 #include <pthread.h>
 #include <stdint.h>
-
-/* The first ID of the transport's messages (messages.h), once
-   shm__pthreads_messages_add has added them at the start of a run. */
-SHM__INTERNAL extern int shm__pthreads_messages;
-SHM__INTERNAL int shm__pthreads_messages_add(void);
-#define SHM__PTHREADS_MSG(id) SHMALLOC_MSG_IN(shm__pthreads_messages, id)
 
 /* >> barrier (barrier.c) -------------------------------------------------------
    Each PE has a slot of whole cache lines.  A PE publishes its values, then

@@ -209,7 +209,8 @@ static int shm__start_and_join(shm__run *w)
 
 int shm__pthreads_messages = -1;
 
-int shm__pthreads_messages_add(void)
+/* The transport's messages (messages.h) join the table, before any prints. */
+static int shm__pthreads_messages_add(void)
 {
     static const shmalloc_message rows[] = {SHMALLOC_PTHREADS_MESSAGES(SHMALLOC_MESSAGE_ROW)};
     int first = shmalloc_messages_add(rows, SHMALLOC_PTHREADS_MESSAGE_ROWS);

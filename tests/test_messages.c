@@ -72,7 +72,7 @@ Test(messages, a_bad_table_is_refused_with_its_cause)
 Test(messages, a_table_past_the_most_tables_is_refused)
 {
     static shmalloc_message rows[SHMALLOC_MESSAGE_TABLES + 1][1];
-    static char names[SHMALLOC_MESSAGE_TABLES + 1][16];
+    static char names[SHMALLOC_MESSAGE_TABLES + 1][24];
     int k, added = 0;
     for (k = 0; k <= SHMALLOC_MESSAGE_TABLES; k++) {
         snprintf(names[k], sizeof names[k], "RT_TABLE_%d", k);

@@ -17,7 +17,7 @@ static const shmalloc_message net_rows[] = {NET_MESSAGES(SHMALLOC_MESSAGE_ROW)};
 Test(messages, a_layers_table_gets_ids_that_print_and_are_named)
 {
     int first = shmalloc_messages_add(rt_rows, RT_MESSAGE_ROWS);
-    cr_assert_geq(first, SHMALLOC_MSG_COUNT, "first ID %d is among the core's", first);
+    cr_assert(first >= SHMALLOC_MSG_COUNT, "first ID %d is among the core's", first);
     capture_start();
     shmalloc_print(2, SHMALLOC_MSG_IN(first, RT_NO_LINK), 3, 4);
     shmalloc_print(2, SHMALLOC_MSG_IN(first, RT_SLOW), "the fence", 7);
@@ -25,10 +25,10 @@ Test(messages, a_layers_table_gets_ids_that_print_and_are_named)
     cr_assert_eq(out_said(first + SHMALLOC_MSG_RT_SLOW), 1, "%s", out_text[2]);
     assert_said(RT_NO_LINK, 3, 4);
     assert_said(RT_SLOW, "the fence", 7);
-    cr_assert_str_eq(shmalloc_message_name(first), "RT_NO_LINK");
-    cr_assert_str_eq(shmalloc_message_name(first + 1), "RT_SLOW");
+    assert_named(first, "RT_NO_LINK");
+    assert_named(first + 1, "RT_SLOW");
     cr_assert_null(shmalloc_message_name(first + 2));
-    cr_assert_str_eq(shmalloc_message_name(SHMALLOC_MSG_HEAP_OOM), "HEAP_OOM");
+    assert_named(SHMALLOC_MSG_HEAP_OOM, "HEAP_OOM");
     cr_assert_null(shmalloc_message_name(-1));
 }
 
@@ -38,8 +38,8 @@ Test(messages, two_layers_get_ranges_that_do_not_collide)
     cr_assert(rt >= SHMALLOC_MSG_COUNT && net >= SHMALLOC_MSG_COUNT, "rt %d, net %d", rt, net);
     cr_assert(net >= rt + RT_MESSAGE_ROWS || rt >= net + NET_MESSAGE_ROWS, "rt %d..%d, net %d", rt,
               rt + RT_MESSAGE_ROWS - 1, net);
-    cr_assert_str_eq(shmalloc_message_name(net), "NET_DOWN");
-    cr_assert_str_eq(shmalloc_message_name(rt), "RT_NO_LINK");
+    assert_named(net, "NET_DOWN");
+    assert_named(rt, "RT_NO_LINK");
     /* a layer started again keeps its IDs */
     cr_assert_eq(shmalloc_messages_add(rt_rows, RT_MESSAGE_ROWS), rt);
     cr_assert_eq(shmalloc_messages_add(net_rows, NET_MESSAGE_ROWS), net);
@@ -66,7 +66,7 @@ Test(messages, a_bad_table_is_refused_with_its_cause)
     assert_refused(rt_rows, SHMALLOC_MESSAGE_ROWS_MAX + 1, "count must be 1..1024 (SHMALLOC_MESSAGE_ROWS_MAX)");
     assert_refused(no_text, 1, "a row has no name or no text");
     assert_refused(taken, 2, "a row's name is another message's: each ID has its own name");
-    cr_assert_str_eq(shmalloc_message_name(SHMALLOC_MSG_HEAP_OOM), "HEAP_OOM");
+    assert_named(SHMALLOC_MSG_HEAP_OOM, "HEAP_OOM");
 }
 
 Test(messages, a_table_past_the_most_tables_is_refused)

@@ -146,6 +146,14 @@ TS_UNUSED static size_t out_said_named(const char *name)
 }
 #define out_said_id(ID) out_said_named(#ID)
 
+/* Message ID id is named `name` (shmalloc_message_name). */
+#define assert_named(id, name)                                                                                  \
+    do {                                                                                                        \
+        const char *named_ = shmalloc_message_name(id);                                                         \
+        cr_assert(named_ && !strcmp(named_, name), "ID %d is %s, not %s", (int)(id), named_ ? named_ : "none",  \
+                  name);                                                                                        \
+    } while (0)
+
 /* Message ID was printed with these arguments: checked by its ID and by
    the line its own text makes of them, so that its words can change
    without the test. */

@@ -40,7 +40,7 @@ TLSF_TESTS     = test_tlsf_api test_tlsf_align test_tlsf_realloc test_tlsf_limit
 HEAP_TESTS     = test_separate test_heap_create test_heap_api test_heap_realloc test_heap_sync test_heap_collective \
                  test_heap_no_barrier test_heap_hints test_heap_oom test_heap_report test_heap_env \
                  test_heap_stress test_free_deferred test_spaces
-CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_contract
+CORE_TESTS     = $(TLSF_TESTS) $(HEAP_TESTS) test_bad_pointer test_bad_input test_threads test_contract test_messages
 PTHREADS_TESTS = test_options test_largest_request test_pthreads_data test_pthreads_errors test_pthreads_stress test_pthreads_timeout test_pthreads_teams test_pthreads_spaces test_debug test_order test_sbreak test_grow test_hugepages test_pthreads_deferred
 FORK_TESTS     = test_fork test_fork_teams
 HOOKS_TESTS    = test_alloc_hooks

@@ -202,15 +202,17 @@ extern "C" {
    Passing NULL restores the default. */
 typedef void (*shmalloc_output_fn)(void *user, int stream, int id, const char *text);
 SHMALLOC_DEF SHMALLOC_API void shmalloc_set_output(shmalloc_output_fn fn, void *user);
-/* The mechanism under the messages, for the transports built apart: prints
-   message id, whose text is fmt, through the hook.  A file that defines
-   SHMALLOC_MESSAGE_FORMATS before including this header passes both as
-   SHM__MSG(ID), which the compiler checks the arguments against. */
+/* The mechanism under the messages: prints message id, whose text is fmt,
+   through the hook.  A file that defines SHMALLOC_MESSAGE_FORMATS before
+   including this header passes a core message as SHM__MSG(ID), and a
+   layer's as SHMALLOC_MSG_IN(first, ID) (">> messages"), which the
+   compiler checks the arguments against. */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fmt, ...) SHMALLOC_FORMAT(3, 4);
 
 /* >> messages ---------------------------------------------------------------
-   Every line the library and its transports print is a row of this table:
-   an ID and its text, a printf format.  The output hook receives the ID
+   Every line the library prints is a row of this table, and each line of
+   a transport a row of the transport's own (below): an ID and its text,
+   a printf format.  The output hook receives the ID
    with the formatted text, so a runtime can tell messages apart (or word
    them its own way) without matching text, and tests check IDs while the
    wording improves.  The listings of shmalloc_stats and SHMEM_INFO are
@@ -321,157 +323,53 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=%s is not %s\n") \
     X(INFO_VERSION, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n") \
     X(INFO_OPTION, "  %s=%s (%s%s)\n      %s\n") \
-    /* the transports' mapping and entry points */ \
-    X(HUGE_PAGES_FELL_BACK, "shmalloc: huge pages fell back: %s asked for %s; the heap of PE %d (%zu bytes at " \
-                            "%p) has %s: %s\n") \
-    X(NOT_SYMMETRIC, "%s: %zu bytes at %p on PE %d are not a symmetric range (calling PE %d of %d)\n") \
-    /* the transports' shared start-up (transports/common/start.c) */ \
-    X(START_BAD_SIZE, "%s: heap size %zu is not in 1..2^%d\n") \
-    X(START_SIZE_TOO_LARGE, "%s: heap size %zu is too large\n") \
-    X(START_MAP_FD_LIMIT, "shmalloc: cannot map %zu bytes for the symmetric heap: %s; %s\n") \
-    X(START_RESERVE_FAILED, "shmalloc: cannot reserve %zu bytes for the symmetric heap (SHMALLOC_HEAP_MAX=%s): " \
-                            "%s; ask for less\n") \
-    X(START_MAP_FAILED, "%s: cannot map %zu bytes for the heap of PE %d: %s\n") \
-    X(START_MAP_FAILED_VARIABLE, "shmalloc: cannot map %zu bytes for the symmetric heap (%s=%s asks for %zu " \
-                                 "bytes): %s; ask for less with %s\n") \
-    X(START_MAP_FAILED_DEFAULT, "shmalloc: cannot map %zu bytes for the symmetric heap (the default of %zu " \
-                                "bytes): %s; ask for less with SHMEM_SYMMETRIC_HEAP_SIZE\n") \
-    X(START_SIZE_RAISED, "shmalloc: %s asks for a heap of %zu bytes, less than the smallest: each PE's heap has " \
-                         "%zu bytes (%zu bytes of memory with the allocator's own)\n") \
-    X(START_HEAP_CREATE_FAILED, "shmalloc: cannot create the symmetric heap of %zu bytes on PE %d (malloc_error " \
-                                "%ld)\n") \
-    /* a transport built apart from this tree: its own text */ \
-    X(TRANSPORT, "%s") \
-    /* the pthreads transport */ \
-    X(PTHREADS_BAD_NPES, "shmalloc_pthreads_run: npes is %d, must be 1..%d\n") \
-    X(PTHREADS_NO_PE_MAIN, "shmalloc_pthreads_run: pe_main is NULL\n") \
-    X(PTHREADS_NO_MEMORY, "shmalloc_pthreads_run: out of memory for %d PE%s\n") \
-    X(PTHREADS_LOCK_FAILED, "shmalloc_pthreads_run: cannot create the lock of PE %d\n") \
-    X(PTHREADS_THREAD_FAILED, "shmalloc_pthreads_run: cannot start the thread of PE %d\n") \
-    X(PTHREADS_PE_RETURNED, "shmalloc: PE %d waits in barrier %llu for PE%s %s, which ha%s returned from " \
-                            "pe_main: the PEs made different numbers of collective calls (SHMALLOC_DEBUG=1 says " \
-                            "which)\n") \
-    X(PTHREADS_BARRIER_TIMEOUT, "shmalloc: barrier timed out after %d s waiting for PE%s %s (PE %d of %d, " \
-                                "barrier %llu)\n") \
-    X(PTHREADS_TEAM_BARRIER_TIMEOUT, "shmalloc: team barrier timed out after %d s waiting for world PE%s %s (the " \
-                                     "team of %d PE%s from world PE %d by stride %d; its PE %d is world PE %d, " \
-                                     "barrier %llu): a member skipped a call on this team, or made the team's " \
-                                     "calls in another order\n") \
-    X(PTHREADS_SPACE_BARRIER_TIMEOUT, "shmalloc: a call on the space at %p timed out after %d s in its team's " \
-                                      "barrier, waiting for world PE%s %s (the team of %d PE%s from world PE %d by " \
-                                      "stride %d; its PE %d is world PE %d, barrier %llu): a member skipped a call " \
-                                      "on this space or its team, or made them in another order\n") \
-    X(PTHREADS_TEAM_BAD_SPLIT, "shmalloc: PE %d: %s: %s; the split fails on every PE of the parent team (%d PE%s " \
-                               "from world PE %d by stride %d)\n") \
-    X(PTHREADS_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \
-                                 "stride %d; calling PE %d): give a member's world PE number " \
-                                 "(shmem_team_translate_pe)\n") \
-    /* the PMIx transport: start-up (the PE ends) */ \
-    X(PMIX_BAD_THREAD_LEVEL, "shmalloc: shmem_init_thread: %d is not a thread level (SHMEM_THREAD_SINGLE 0, " \
-                             "SHMEM_THREAD_FUNNELED 1, SHMEM_THREAD_SERIALIZED 2, SHMEM_THREAD_MULTIPLE 3); " \
-                             "nothing was initialised\n") \
-    X(PMIX_INIT_FAILED, "shmalloc: PMIx_Init failed (%s) although a PMIx launcher started this process\n") \
-    X(PMIX_JOB_SIZE_FAILED, "shmalloc: PMIx_Get(PMIX_JOB_SIZE) failed\n") \
-    X(PMIX_BAD_RANK, "shmalloc: PMIx rank %u is not below the job size %u\n") \
-    X(PMIX_PUT_FAILED, "shmalloc: PMIx_Put(%s) failed: %s\n") \
-    X(PMIX_NO_MEMORY_PES, "shmalloc: out of memory for %d PEs\n") \
-    X(PMIX_TEST_NODE_SIZE_BAD, "shmalloc: SHMALLOC_TEST_NODE_SIZE=%s is not a number of PEs (1 or more)\n") \
-    X(PMIX_FABRIC_CALL_FAILED, "shmalloc: %s failed: %s (provider %s, PE %d of %d)\n") \
-    X(PMIX_FABRIC_NO_MEMORY, "shmalloc: %s failed: out of memory\n") \
-    X(PMIX_NO_PROVIDER_CHOSEN, "shmalloc: no libfabric provider matches FI_PROVIDER=%s (chosen because " \
-                               "FI_PROVIDER is unset and %s) with RMA and messages on FI_EP_RDM endpoints: %s%s\n") \
-    X(PMIX_NO_PROVIDER, "shmalloc: no libfabric provider matches FI_PROVIDER=%s with RMA and messages on " \
-                        "FI_EP_RDM endpoints: %s%s\n") \
-    X(PMIX_BUFFERS_MAP_FAILED, "shmalloc: cannot map %zu bytes for message buffers\n") \
-    X(PMIX_NO_MEMORY_PEERS, "shmalloc: out of memory for %d peers\n") \
-    X(PMIX_AV_INSERT_FAILED, "shmalloc: fi_av_insert of PE %d failed: %s\n") \
-    X(PMIX_HEAP_LOCK_FAILED, "shmalloc: cannot create the heap's lock\n") \
-    /* the PMIx transport: notes (SHMALLOC_VERBOSE) and failures that leave the PE running */ \
-    X(PMIX_NOTE_SINGLETON, "shmalloc: no PMIx server reachable (PMIx_Init: %s): running as PE 0 of 1, without " \
-                           "libfabric\n") \
-    X(PMIX_NOTE_NO_EVENTS, "shmalloc: PE %d: PMIx event registration failed (%s): a dead PE is noticed by " \
-                           "timeout only\n") \
-    X(PMIX_NOTE_NO_HOSTS, "shmalloc: PE %d: PMIx gives no host names: nodes unknown, barriers by messages\n") \
-    X(PMIX_NOTE_FILES_REMOVED, "shmalloc: PE %d removed %d /dev/shm file%s of ended processes\n") \
-    X(PMIX_NOTE_PEER_UNMAPPED, "shmalloc: PE %d cannot map PE %d's heap (%s): puts and gets to it go through " \
-                               "libfabric\n") \
-    X(PMIX_NOTE_SINGLE_PE, "shmalloc: PE 0 of 1: heap %zu bytes at %p (%s), no libfabric\n") \
-    X(PMIX_NOTE_STARTED, "shmalloc: PE %d of %d: %s, heap %zu bytes at %p (%s, %s), direct copies to %d PE%s of " \
-                         "this node, barriers %s\n") \
-    X(PMIX_NODE_BARRIER_NO_SPACE, "shmalloc: PE %d cannot reserve %zu bytes in /dev/shm for the node barrier " \
-                                  "(%s; /dev/shm has %s): barriers go by messages\n") \
-    X(PMIX_MR_REG_FAILED, "shmalloc: fi_mr_reg of the heap (%zu bytes at %p) failed on PE %d: %s\n") \
-    X(PMIX_TEST_REGISTER_FAILED, "shmalloc: registration of the heap made to fail on PE %d (number %u; " \
-                                 "SHMALLOC_TEST_FAIL_REGISTER)\n") \
-    /* the PMIx transport: failures after start-up (the PE ends) */ \
-    X(PMIX_GET_NO_MEMORY, "shmalloc: out of memory for PMIx_Get(%s)\n") \
-    X(PMIX_GET_TIMEOUT, "shmalloc: PMIx_Get(%s) of PE %d timed out after %d s%s (PE %d of %d)\n") \
-    X(PMIX_GET_FAILED, "shmalloc: PMIx_Get(%s) of PE %d failed: %s\n") \
-    X(PMIX_FENCE_START_FAILED, "shmalloc: PMIx_Fence_nb (%s) failed: %s\n") \
-    X(PMIX_FENCE_TIMEOUT, "shmalloc: PMIx fence (%s) timed out after %d s%s (PE %d of %d)\n") \
-    X(PMIX_FENCE_FAILED, "shmalloc: PMIx fence (%s) failed: %s%s (PE %d of %d)\n") \
-    X(PMIX_LOST_SERVER, "shmalloc: lost the connection to the PMIx server (PE %d of %d)\n") \
-    X(PMIX_BARRIER_TIMEOUT, "shmalloc: barrier timed out after %d s waiting for PE %d (PE %d of %d, barrier %u)\n") \
-    X(PMIX_BARRIER_TIMEOUT_PES, "shmalloc: barrier timed out after %d s waiting for %s (PE %d of %d, barrier " \
-                                "%u)\n") \
-    X(PMIX_BARRIER_TIMEOUT_MESSAGE, "shmalloc: barrier timed out after %d s waiting for PE %d's message (PE %d, " \
-                                    "or a PE it waits for, has not arrived; PE %d of %d, barrier %u)\n") \
-    X(PMIX_BARRIER_MALFORMED, "shmalloc: PE %d received a malformed message (%zu bytes)\n") \
-    X(PMIX_BARRIER_WRONG_EPOCH, "shmalloc: PE %d received barrier %u's message from PE %d during barrier %u\n") \
-    X(PMIX_BARRIER_TWICE, "shmalloc: PE %d received two messages for barrier %u round %u\n") \
-    X(PMIX_BARRIER_WRONG_PE, "shmalloc: PE %d expected barrier %u round %d from PE %d, got PE %d\n") \
-    X(PMIX_SEND_FAILED, "shmalloc: fi_sendmsg to PE %d failed on PE %d: %s\n") \
-    X(PMIX_SPACE_NOT_MEMBER, "%s: PE %d is not in the team of the space at %p (%d PE%s, world PEs from %d by " \
-                             "stride %d; PE %d of %d): give a member's world PE number (shmem_team_translate_pe)\n") \
-    X(PMIX_TEAM_UNKNOWN_TAG, "shmalloc: PE %d received a message of team %u from PE %d, a team it does not have " \
-                             "(destroyed, or the PEs' team calls differ)\n") \
-    X(PMIX_TEAM_BARRIER_TIMEOUT, "shmalloc: team barrier timed out after %d s waiting for %s (the team of world " \
-                                 "PEs start %d, stride %d, size %d; its PE %d, PE %d of %d, its barrier %u)\n") \
-    X(PMIX_SPACE_BARRIER_TIMEOUT, "shmalloc: a call on the space at %p timed out after %d s in its team's " \
-                                  "barrier, waiting for %s (the team of world PEs start %d, stride %d, size %d; " \
-                                  "its PE %d, PE %d of %d, its barrier %u): a member skipped a call on this space " \
-                                  "or its team, or made them in another order\n") \
-    X(PMIX_TEAM_BAD_SPLIT, "shmalloc: %s(%s) on a parent team of %d PEs: %s; every member of the parent " \
-                           "returns -1 (PE %d of %d)\n") \
-    X(PMIX_TEAM_SPLIT_DIFFER, "shmalloc: %s: the parent team's PEs passed different arguments or could not " \
-                              "make the team (this PE: arguments %d, %d, %d%s); every member of the parent " \
-                              "returns -1 (PE %d of %d)\n") \
-    X(PMIX_PEER_FINALIZED, "shmalloc: PE %d called shmem_finalize after %lu rounds and ended (%s) while PE %d " \
-                           "waits in its round %lu (a round: a barrier or an all-reduce): the PEs' collective " \
-                           "calls differ; PE %d of %d stops\n") \
-    X(PMIX_PEER_GAVE_UP_ON_ME, "shmalloc: PE %d gave up waiting for this PE (its barrier timed out after %d s; " \
-                               "%s): PE %d was stopped or busy outside shmem for longer than " \
-                               "SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops\n") \
-    X(PMIX_PEER_EXITED, "shmalloc: PE %d ended without shmem_finalize (it returned from main or called exit, " \
-                        "status %d) after %lu rounds (%s) while PE %d waits in its round %lu (a round: a barrier " \
-                        "or an all-reduce): the PEs' collective calls differ; PE %d of %d stops\n") \
-    X(PMIX_PEER_SIGNALLED, "shmalloc: PE %d was ended by signal %d (%s; a launcher ends every PE when one fails) " \
-                           "while PE %d waits in its round %lu (barriers and all-reduces); PE %d of %d stops\n") \
-    X(PMIX_PEER_GAVE_UP, "shmalloc: PE %d gave up waiting for PE %d, which has not arrived (its barrier timed " \
-                         "out; %s); PE %d of %d stops\n") \
-    X(PMIX_PEER_NO_FINALIZE, "shmalloc: PE %d ended without shmem_finalize (%s); PE %d of %d stops\n") \
-    X(PMIX_PEER_ENDED, "shmalloc: PE %d ended (%s) while PE %d waits in its round %lu (barriers and all-reduces); " \
-                       "PE %d of %d stops\n") \
-    X(PMIX_MR_RAW_ATTR_FAILED, "shmalloc: fi_mr_raw_attr failed: %s (a key over %d bytes?)\n") \
-    X(PMIX_MR_KEY_UNAVAILABLE, "shmalloc: fi_mr_key of the heap is not available\n") \
-    X(PMIX_MR_MAP_RAW_FAILED, "shmalloc: fi_mr_map_raw of PE %d's key failed: %s\n") \
-    X(PMIX_TOO_MANY_REGIONS, "shmalloc: more than %d regions of heap to register\n") \
-    X(PMIX_CQ_READERR_FAILED, "shmalloc: fi_cq_readerr failed on PE %d\n") \
-    X(PMIX_CQ_READ_FAILED, "shmalloc: fi_cq_read failed on PE %d: %s\n") \
-    X(PMIX_RECV_FAILED, "shmalloc: fi_recv failed: %s\n") \
-    X(PMIX_OP_FAILED, "shmalloc: %s failed on PE %d: %s (%s)\n") \
-    X(PMIX_OP_TO_PE_FAILED, "shmalloc: %s %s PE %d failed on PE %d: %s%s%s%s\n") \
-    X(PMIX_RMA_FAILED, "shmalloc: %s %s PE %d failed on PE %d: %s\n") \
-    X(PMIX_OP_TIMEOUT, "shmalloc: %s to PE %d not complete after %d s on PE %d: PE %d makes no progress (it must " \
-                       "call into shmem)\n")
+    X(MESSAGES_BAD_TABLE, "shmalloc: shmalloc_messages_add(%p, %d): %s; the table is not added\n")
 
-typedef enum shmalloc_message {
-#define SHMALLOC_MESSAGE_ID(id, text) SHMALLOC_MSG_##id,
-    SHMALLOC_MESSAGES(SHMALLOC_MESSAGE_ID)
-#undef SHMALLOC_MESSAGE_ID
+enum {
+#define SHMALLOC_MESSAGE_INDEX(id, text) SHMALLOC_MSG_##id,
+    SHMALLOC_MESSAGES(SHMALLOC_MESSAGE_INDEX)
     SHMALLOC_MSG_COUNT
+};
+
+/* A layer (a transport, a runtime) owns its messages: it declares its
+   table in its own header, in rows X(ID, text) like the one above, with
+   SHMALLOC_MESSAGE_LAYER, and adds it with shmalloc_messages_add at
+   start-up, which gives the layer a range of IDs that no other layer
+   has.  Its rows' SHMALLOC_MSG_<ID> then number them within the table
+   (from 0, as the core's do), and SHMALLOC_MSG_IN(first, ID) passes the
+   message's ID and text to shmalloc_print, checked like SHM__MSG's:
+       #define MYRT_MESSAGES(X) X(MYRT_NO_LINK, "myrt: PE %d: no link to PE %d\n")
+       SHMALLOC_MESSAGE_LAYER(MYRT_MESSAGES, MYRT_MESSAGE_ROWS)
+       static const shmalloc_message rows[] = {MYRT_MESSAGES(SHMALLOC_MESSAGE_ROW)};
+       int first = shmalloc_messages_add(rows, MYRT_MESSAGE_ROWS);
+       shmalloc_print(2, SHMALLOC_MSG_IN(first, MYRT_NO_LINK), pe, peer); */
+typedef struct shmalloc_message {
+    const char *name; /* "MYRT_NO_LINK": what shmalloc_message_name gives */
+    const char *text; /* its printf format */
 } shmalloc_message;
-/* "HEAP_OOM" for SHMALLOC_MSG_HEAP_OOM; NULL for a number no message has. */
+#define SHMALLOC_MESSAGE_ROW(id, text) {#id, text},
+#define SHMALLOC_MESSAGE_LAYER(TABLE, ROWS) \
+    enum { TABLE(SHMALLOC_MESSAGE_INDEX) ROWS }; \
+    TABLE(SHMALLOC_MESSAGE_TEXT)
+#define SHMALLOC_MSG_IN(first, id) (first) + SHMALLOC_MSG_##id, shm__text_##id
+#if defined(__GNUC__) || defined(__clang__)
+#  define SHMALLOC_MESSAGE_TEXT(id, text) static const char shm__text_##id[] __attribute__((unused)) = text;
+#else
+#  define SHMALLOC_MESSAGE_TEXT(id, text) static const char shm__text_##id[] = text;
+#endif
+/* The most tables shmalloc_messages_add holds, and rows in one table. */
+#define SHMALLOC_MESSAGE_TABLES 16
+#define SHMALLOC_MESSAGE_ROWS_MAX 1024
+/* Adds a layer's table: the ID of its first row, the others following in
+   order.  A table whose names are already there in the same order (the
+   layer started again) keeps its IDs, which are returned again.  -1 after
+   MESSAGES_BAD_TABLE when rows is NULL, count is not 1..ROWS_MAX, a row
+   lacks its name or text, a name is another layer's, or the process holds
+   SHMALLOC_MESSAGE_TABLES already.  rows must stay valid.
+   Not thread-safe: start-up only. */
+SHMALLOC_DEF SHMALLOC_API int shmalloc_messages_add(const shmalloc_message *rows, int count);
+/* "HEAP_OOM" for SHMALLOC_MSG_HEAP_OOM, a layer's row's name for its ID;
+   NULL for a number no message has. */
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id);
 
 /* A one-line description of a SHMEM_MALLOC_* code, for messages. */
@@ -1133,13 +1031,7 @@ SHMALLOC_DEF SHMALLOC_API shmemx_space_t shmemx_space_of(const void *ptr);
    implementation, and for transports, which define SHMALLOC_MESSAGE_FORMATS.
    Outside the guard, so that an earlier include without them does not hide it. */
 #if (defined(SHMALLOC_IMPLEMENTATION) || defined(SHMALLOC_MESSAGE_FORMATS)) && !defined(SHM__MSG)
-#  if defined(__GNUC__) || defined(__clang__)
-#    define SHM__TEXT(id, text) static const char shm__text_##id[] __attribute__((unused)) = text;
-#  else
-#    define SHM__TEXT(id, text) static const char shm__text_##id[] = text;
-#  endif
-SHMALLOC_MESSAGES(SHM__TEXT)
-#  undef SHM__TEXT
+SHMALLOC_MESSAGES(SHMALLOC_MESSAGE_TEXT)
 #  define SHM__MSG(id) SHMALLOC_MSG_##id, shm__text_##id
 #endif
 
@@ -1273,16 +1165,75 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
 }
 
 /* >> messages: implementation ---------------------------------------------- */
+#define SHM__STR(x) #x
+#define SHM__XSTR(x) SHM__STR(x)
+static struct {
+    const shmalloc_message *rows;
+    int count, first;
+} shm__layers[SHMALLOC_MESSAGE_TABLES];
+static int shm__layer_count, shm__next_id = SHMALLOC_MSG_COUNT;
+
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_message_name(int id)
 {
 #define SHM__NAME(id, text) #id,
     static const char *const names[] = {SHMALLOC_MESSAGES(SHM__NAME)};
 #undef SHM__NAME
-    return id >= 0 && id < SHMALLOC_MSG_COUNT ? names[id] : NULL;
+    int k;
+    if (id >= 0 && id < SHMALLOC_MSG_COUNT) return names[id];
+    for (k = 0; k < shm__layer_count; k++)
+        if (id >= shm__layers[k].first && id - shm__layers[k].first < shm__layers[k].count)
+            return shm__layers[k].rows[id - shm__layers[k].first].name;
+    return NULL;
 }
 
-#define SHM__STR(x) #x
-#define SHM__XSTR(x) SHM__STR(x)
+/* The ID named `name`, or -1: what keeps every ID's name its own. */
+static int shm__message_named(const char *name)
+{
+    int id;
+    for (id = 0; id < shm__next_id; id++)
+        if (!strcmp(shmalloc_message_name(id), name)) return id;
+    return -1;
+}
+
+/* Why rows cannot join, or NULL; *first is set when they are there already. */
+static const char *shm__messages_refused(const shmalloc_message *rows, int count, int *first)
+{
+    int k, id;
+    if (!rows) return "the rows are NULL";
+    if (count < 1 || count > SHMALLOC_MESSAGE_ROWS_MAX)
+        return "count must be 1.." SHM__XSTR(SHMALLOC_MESSAGE_ROWS_MAX) " (SHMALLOC_MESSAGE_ROWS_MAX)";
+    for (k = 0; k < count; k++)
+        if (!rows[k].name || !rows[k].text) return "a row has no name or no text";
+    if ((id = shm__message_named(rows[0].name)) >= SHMALLOC_MSG_COUNT) {
+        for (k = 0; k < count && id + k < shm__next_id; k++) {
+            const char *name = shmalloc_message_name(id + k);
+            if (!name || strcmp(name, rows[k].name)) break;
+        }
+        if (k == count) return *first = id, NULL;
+    }
+    for (k = 0; k < count; k++)
+        if (shm__message_named(rows[k].name) >= 0) return "a row's name is another message's: each ID has its own name";
+    if (shm__layer_count == SHMALLOC_MESSAGE_TABLES)
+        return "the process holds " SHM__XSTR(SHMALLOC_MESSAGE_TABLES) " tables already (SHMALLOC_MESSAGE_TABLES)";
+    return NULL;
+}
+
+SHMALLOC_DEF SHMALLOC_API int shmalloc_messages_add(const shmalloc_message *rows, int count)
+{
+    int first = -1;
+    const char *why = shm__messages_refused(rows, count, &first);
+    if (why) {
+        shmalloc_print(2, SHM__MSG(MESSAGES_BAD_TABLE), (const void *)rows, count, why);
+        return -1;
+    }
+    if (first >= 0) return first;
+    shm__layers[shm__layer_count].rows = rows;
+    shm__layers[shm__layer_count].count = count;
+    shm__layers[shm__layer_count++].first = first = shm__next_id;
+    shm__next_id += count;
+    return first;
+}
+
 SHMALLOC_DEF SHMALLOC_API const char *shmalloc_version(void)
 {
     return SHM__XSTR(SHMALLOC_VERSION_MAJOR) "." SHM__XSTR(SHMALLOC_VERSION_MINOR) "." SHM__XSTR(SHMALLOC_VERSION_PATCH);

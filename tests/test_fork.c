@@ -116,6 +116,23 @@ Test(fork, a_call_with_different_sizes_fails_on_every_pe, .init = cr_redirect_st
     cr_assert_eq(shmalloc_fork_run(3, SMALL_HEAP, pe_mismatched_sizes, NULL), 0);
 }
 
+/* A transport built apart from shmalloc speaks through its own table
+   (tests/transport_fork/messages.h): its IDs are named, and follow the
+   core's. */
+Test(fork, a_bad_run_is_said_by_the_transports_own_message, .timeout = TEST_TIMEOUT)
+{
+    capture_start();
+    cr_assert_neq(shmalloc_fork_run(0, SMALL_HEAP, pe_mismatched_sizes, NULL), 0);
+    cr_assert_neq(shmalloc_fork_run(2, SMALL_HEAP, NULL, NULL), 0);
+    capture_stop();
+    cr_assert_eq(out_nids, 2, "%s", out_text[2]);
+    assert_said(FORK_BAD_ARGS, "shmalloc_fork_run", 0, SHMALLOC_FORK_MAX_PES, "given");
+    assert_said(FORK_BAD_ARGS, "shmalloc_fork_run", 2, SHMALLOC_FORK_MAX_PES, "NULL");
+    cr_assert_eq(out_ids[0], out_ids[1]);
+    cr_assert(out_ids[0] >= SHMALLOC_MSG_COUNT, "ID %d is the core's", out_ids[0]);
+    assert_named(out_ids[0], "FORK_BAD_ARGS");
+}
+
 /* The checks can fail: a PE that fails one is named, and the others,
    waiting for it in a barrier, are ended rather than left to time out. */
 static void pe_one_fails(void *arg)

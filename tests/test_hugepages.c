@@ -83,11 +83,11 @@ static long pool_2m(const char *file)
 static void check_report_matches(const seen *s, const char *setting)
 {
     if (s->kernel_page[0] == HUGE_2M) {
-        cr_assert(!out_said(SHMALLOC_MSG_HUGE_PAGES_FELL_BACK), "hugetlbfs pages obtained, yet a report:\n%s",
+        cr_assert(!out_said_id(HUGE_PAGES_FELL_BACK), "hugetlbfs pages obtained, yet a report:\n%s",
                   out_text[2]);
         return;
     }
-    cr_assert(out_said(SHMALLOC_MSG_HUGE_PAGES_FELL_BACK) && strstr(out_text[2], setting), "no report:\n%s",
+    cr_assert(out_said_id(HUGE_PAGES_FELL_BACK) && strstr(out_text[2], setting), "no report:\n%s",
               out_text[2]);
     cr_assert(strstr(out_text[2], s->thp[0] ? "has 2 MiB transparent huge pages" : "has 4 KiB pages"),
               "the report does not say what smaps shows (thp %zu bytes):\n%s", s->thp[0], out_text[2]);
@@ -146,7 +146,7 @@ Test(hugepages, auto_uses_transparent_huge_pages_when_the_pool_is_empty)
         cr_assert(s.thp[0] > 0, "THP is \"%s\" yet the heap has none", mode);
         cr_assert(out_len[0] + out_len[1] + out_len[2] == 0, "auto with transparent huge pages reported:\n%s", out_text[2]);
     } else {
-        cr_assert(out_said(SHMALLOC_MSG_HUGE_PAGES_FELL_BACK) == 1, "%s", out_text[2]);
+        cr_assert(out_said_id(HUGE_PAGES_FELL_BACK) == 1, "%s", out_text[2]);
         cr_assert(strstr(out_text[2], "has 4 KiB pages") && strstr(out_text[2], "SHMALLOC_HUGE_PAGES=auto"), "%s",
                   out_text[2]);
     }

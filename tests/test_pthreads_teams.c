@@ -87,7 +87,7 @@ TEAM_TEST(split_strided_numbers_the_members_and_leaves_the_rest_out)
 {
     run_pes(*npes, SMALL_HEAP, pe_split_strided, NULL);
     /* one PE has no odd PEs: that split, of size 0, is refused once */
-    cr_assert_eq(out_said(SHMALLOC_MSG_PTHREADS_TEAM_BAD_SPLIT), *npes == 1 ? 1u : 0u, "%s", out_text[2]);
+    cr_assert_eq(out_said_id(PTHREADS_TEAM_BAD_SPLIT), *npes == 1 ? 1u : 0u, "%s", out_text[2]);
 }
 
 /* A split of a split: numbers are the parent's, the members the world's. */
@@ -249,7 +249,7 @@ static void run_bad_split(int n, bad_split *b)
 {
     run_pes(n, SMALL_HEAP, pe_bad_split, b);
     /* one message for the strided split, one for the 2d (xrange 0) */
-    cr_assert_eq(out_said(SHMALLOC_MSG_PTHREADS_TEAM_BAD_SPLIT), 2u, "start %d stride %d size %d:\n%s", b->start,
+    cr_assert_eq(out_said_id(PTHREADS_TEAM_BAD_SPLIT), 2u, "start %d stride %d size %d:\n%s", b->start,
                  b->stride, b->size, out_text[2]);
 }
 

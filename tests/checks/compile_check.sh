@@ -45,7 +45,7 @@ done; done
 echo "the transports' own memory only through shmalloc_mem_alloc (libfabric frees its own)"
 if grep -nE '(^|[^_[:alnum:]])(malloc|calloc|realloc|free|strdup|strndup|posix_memalign|aligned_alloc) *\(' \
         $TRANSPORT_SRC | grep -v 'fi_freeinfo frees it'; then exit 1; fi
-echo "the library and the transports print only through the output hook (SHMALLOC_MESSAGES)"
+echo "the library and the transports print only through the output hook (their tables of messages)"
 if grep -nE '(^|[^_[:alnum:]])(printf|vprintf|fprintf|vfprintf|dprintf|puts|fputs|putchar|fputc|putc|fwrite|perror) *\(' \
         shmalloc.h $TRANSPORT_SRC | grep -v 'the default output'; then exit 1; fi
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 shm__fork_run shm__fork = {.me = -1};
+int shm__fork_messages = -1;
 
 /* >> barrier and all-reduce -------------------------------------------------- */
 /* Names the team and every member that has not reached barrier e. */
@@ -39,11 +40,8 @@ static void shm__fork_gave_up(const struct shmalloc_team *t, const shm__fork_slo
         if (__atomic_load_n(&slots[q].epoch, __ATOMIC_ACQUIRE) < e)
             used += (size_t)snprintf(late + used, sizeof late - used, "%s%d", used ? ", " : "",
                                      t->start + q * t->stride);
-    shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                   "shmalloc: PE %d waited %d s in barrier %llu of the team of world PEs %d + %d * (0..%d) for PE "
-                   "%s (SHMALLOC_BARRIER_TIMEOUT)\n",
-                   shm__fork.me, shm__fork.start.timeout, (unsigned long long)e, t->start, t->stride, t->size - 1,
-                   late);
+    shmalloc_print(2, SHM__FORK_MSG(FORK_BARRIER_TIMEOUT), shm__fork.me, shm__fork.start.timeout, (unsigned long long)e,
+                   t->start, t->stride, t->size - 1, late);
     shmem_global_exit(1);
 }
 
@@ -140,7 +138,7 @@ static void *shm__fork_map_shared(const char *what, size_t bytes, int flags)
 {
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | flags, -1, 0);
     if (m != MAP_FAILED) return m;
-    shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: cannot map %zu bytes for %s: %s\n", bytes, what,
+    shmalloc_print(2, SHM__FORK_MSG(FORK_MAP_FAILED), bytes, what,
                    strerror(errno));
     return NULL;
 }
@@ -173,7 +171,7 @@ static int shm__fork_join(pid_t *pids, int started)
         pids[q] = 0; /* reaped: its number may be reused */
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
         if (!failed++) {
-            shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: PE %d ended with %s %d\n", q,
+            shmalloc_print(2, SHM__FORK_MSG(FORK_PE_ENDED), q,
                            WIFEXITED(status) ? "status" : "signal",
                            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
             for (q = 0; q < started; q++)
@@ -196,7 +194,7 @@ static int shm__fork_start_and_join(int npes, void (*pe_main)(void *), void *arg
             _exit(status); /* not exit: the caller's atexit handlers are not the PE's */
         }
         if (pids[q] < 0) {
-            shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmalloc_fork_run: cannot fork PE %d: %s\n", q,
+            shmalloc_print(2, SHM__FORK_MSG(FORK_FORK_FAILED), q,
                            strerror(errno));
             while (q-- > 0) kill(pids[q], SIGKILL);
             return -1;
@@ -209,9 +207,11 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
 {
     static const char who[] = "shmalloc_fork_run";
     size_t shared = sizeof(shm__fork_shared), spaces = (size_t)npes * SHMALLOC_FORK_SPACES;
+    static const shmalloc_message rows[] = {SHMALLOC_FORK_MESSAGES(SHMALLOC_MESSAGE_ROW)};
     int q, rc = -1;
+    if ((shm__fork_messages = shmalloc_messages_add(rows, SHMALLOC_FORK_MESSAGE_ROWS)) < 0) return 1;
     if (npes < 1 || npes > SHMALLOC_FORK_MAX_PES || pe_main == NULL) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "%s: npes is %d (must be 1..%d), pe_main %s\n", who, npes,
+        shmalloc_print(2, SHM__FORK_MSG(FORK_BAD_ARGS), who, npes,
                        SHMALLOC_FORK_MAX_PES, pe_main ? "given" : "NULL");
         return 1;
     }

@@ -67,8 +67,7 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shm
     void *mem = cfg != NULL ? cfg->mem : NULL; /* NULL: the room's */
     if (space != NULL) *space = NULL;
     if (space == NULL) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmemx_space_create: PE %d: no space to set: give one\n",
-                       shm__fork.me);
+        shmalloc_print(2, SHM__FORK_MSG(FORK_SPACE_NOWHERE), shm__fork.me);
         return -1; /* no collective to join */
     }
     if (t == NULL || t->state < 0) { /* the header names this PE and the call */
@@ -80,10 +79,8 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shm
     while (s < shm__fork_spaces + SHM__FORK_MAX_SPACES && s->heap) s++;
     offset = mem ? 0 : shm__fork_room_agree(t, bytes, s == shm__fork_spaces + SHM__FORK_MAX_SPACES);
     if (offset == UINT64_MAX) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                       "shmemx_space_create: PE %d: %zu bytes do not fit beside the spaces of a member (each PE "
-                       "has %zu bytes and %d spaces, SHMALLOC_FORK_SPACES): destroy spaces no longer used\n",
-                       shm__fork.me, bytes, (size_t)SHMALLOC_FORK_SPACES, SHM__FORK_MAX_SPACES);
+        shmalloc_print(2, SHM__FORK_MSG(FORK_SPACE_NO_ROOM), shm__fork.me, bytes, (size_t)SHMALLOC_FORK_SPACES,
+                       SHM__FORK_MAX_SPACES);
         return SHMEM_MALLOC_FAIL; /* on every member: they agreed */
     }
     *space = shmalloc_space_create(shm__fork.heap, t, mem ? mem : shm__fork_room(shm__fork.me) + offset, bytes, &hc,
@@ -113,9 +110,7 @@ char *shm__fork_space_remote(const char *what, const void *addr, size_t n, int p
     int shared = a - room < SHMALLOC_FORK_SPACES; /* else the program gave the memory */
     if (t == NULL) return NULL;
     if (shmem_team_translate_pe(SHMEM_TEAM_WORLD, pe, (shmem_team_t)t) < 0 || (!shared && pe != shm__fork.me)) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                       "%s: PE %d: PE %d cannot reach the space at %p: %s (the space's team: %d PEs, world PEs %d + "
-                       "%d * (0..%d))\n", what, shm__fork.me, pe, (void *)h,
+        shmalloc_print(2, SHM__FORK_MSG(FORK_SPACE_UNREACHABLE), what, shm__fork.me, pe, (void *)h,
                        shared ? "not in its team" : "the program gave its memory, which no other PE maps", t->size,
                        t->start, t->stride, t->size - 1);
         shmem_global_exit(1);

@@ -7,6 +7,7 @@
 #include "shmalloc_fork.h"
 #include "../../transports/common/internal.h"
 #include "../../transports/common/start.h"
+#include "messages.h"
 
 #include <stdint.h>
 

@@ -87,10 +87,7 @@ static int shm__fork_split_fits(const struct shmalloc_team *p, int start, int st
 {
     long long last = (long long)start + (long long)stride * (size - 1);
     if (start >= 0 && stride >= 1 && size >= 1 && last < p->size && has_config) return 1;
-    shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                   "shmem_team_split_strided: PE %d: start %d, stride %d, size %d do not fit the parent team of "
-                   "%d PEs%s (start >= 0, stride >= 1, size >= 1, start + stride * (size - 1) < %d)\n",
-                   shm__fork.me, start, stride, size, p->size,
+    shmalloc_print(2, SHM__FORK_MSG(FORK_TEAM_BAD_SPLIT), shm__fork.me, start, stride, size, p->size,
                    has_config ? "" : ", or config is NULL with SHMEM_TEAM_NUM_CONTEXTS", p->size);
     return 0;
 }
@@ -102,13 +99,11 @@ static struct shmalloc_team *shm__fork_split_join(const struct shmalloc_team *p,
 {
     struct shmalloc_team *t = (struct shmalloc_team *)shmalloc_mem_alloc(1, sizeof *t);
     if (t == NULL) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmem_team_split_strided: PE %d: out of memory\n", shm__fork.me);
+        shmalloc_print(2, SHM__FORK_MSG(FORK_TEAM_NO_MEMORY), shm__fork.me);
         return NULL;
     }
     if (p->me == start && (*state = shm__fork_state_take(size)) < 0) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                       "shmem_team_split_strided: PE %d: %d teams are alive, the most the fork transport holds: "
-                       "destroy the teams no longer used\n", shm__fork.me, SHM__FORK_MAX_TEAMS);
+        shmalloc_print(2, SHM__FORK_MSG(FORK_TEAM_TOO_MANY), shm__fork.me, SHM__FORK_MAX_TEAMS);
         shmalloc_mem_free(t);
         return NULL;
     }
@@ -128,8 +123,8 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
     int state = -1, member;
     if (new_team != NULL) *new_team = SHMEM_TEAM_INVALID;
     if (p == NULL || p->state < 0 || new_team == NULL) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT, "shmem_team_split_strided: PE %d: the parent team is %s\n",
-                       shm__fork.me, new_team ? "not one (SHMEM_TEAM_INVALID or destroyed)" : "given no new_team");
+        shmalloc_print(2, SHM__FORK_MSG(FORK_TEAM_BAD_PARENT), shm__fork.me,
+                       new_team ? "not one (SHMEM_TEAM_INVALID or destroyed)" : "given no new_team");
         return -1; /* not a parent member: nobody to agree with */
     }
     if (size == 1) stride = 1; /* any stride picks one PE */
@@ -164,9 +159,7 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange, const shmem_team_c
     if (xaxis_team != NULL) *xaxis_team = SHMEM_TEAM_INVALID;
     if (yaxis_team != NULL) *yaxis_team = SHMEM_TEAM_INVALID;
     if (n < 1 || xrange < 1 || xaxis_team == NULL || yaxis_team == NULL) {
-        shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
-                       "shmem_team_split_2d: PE %d: xrange %d (must be >= 1), parent team of %d PEs (-1: not one), "
-                       "xaxis_team and yaxis_team %s\n", shm__fork.me, xrange, n,
+        shmalloc_print(2, SHM__FORK_MSG(FORK_TEAM_BAD_2D), shm__fork.me, xrange, n,
                        xaxis_team && yaxis_team ? "given" : "not both given");
         return -1;
     }

@@ -5,6 +5,7 @@
 #include "map.h"
 #define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
+#include "messages.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -369,7 +370,7 @@ void shm__map_report(const shm__map_mem *m, const shm__map_huge *h, int pe)
 {
     int short_of = h->mode == SHM__MAP_HUGE_SIZE ? m->pages != SHM__MAP_PAGES_HUGETLB : m->pages == SHM__MAP_PAGES_BASE;
     if (h->mode == SHM__MAP_HUGE_OFF || !short_of) return;
-    shmalloc_print(2, SHM__MSG(HUGE_PAGES_FELL_BACK), h->setting,
+    shmalloc_print(2, SHM__START_MSG(HUGE_PAGES_FELL_BACK), h->setting,
                    h->mode == SHM__MAP_HUGE_AUTO ? "huge pages" : "hugetlbfs pages", pe, m->bytes, (void *)m->base,
                    shm__map_pages_name(m), m->why[0] ? m->why : "no reason known");
 }

@@ -3,6 +3,7 @@
 #  define _GNU_SOURCE /* environ */
 #endif
 #define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
+#include "messages.h"
 #include "start.h"
 
 #include <errno.h>
@@ -11,19 +12,26 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+int shm__start_messages = -1;
+
 /* >> options and sizes ------------------------------------------------------ */
 int shm__start_options(void)
 {
+    static const shmalloc_message rows[] = {SHMALLOC_START_MESSAGES(SHMALLOC_MESSAGE_ROW)};
     static const shmalloc_option timeout = {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
         "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0};
+    int first = shmalloc_messages_add(rows, SHMALLOC_START_MESSAGE_ROWS);
+    if (first < 0) return -1;
+    if (first != shm__start_messages) shm__start_messages = first; /* written once: PE threads read it */
     return shm__map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
 }
 
 int shm__start_size(const char *who, size_t nominal)
 {
     static char text[32]; /* the table keeps the pointer */
+    if (shm__start_options() != 0) return -1;
     if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
-        shmalloc_print(2, SHM__MSG(START_BAD_SIZE), who, nominal, SHMALLOC_MAX_LOG2);
+        shmalloc_print(2, SHM__START_MSG(START_BAD_SIZE), who, nominal, SHMALLOC_MAX_LOG2);
         return -1;
     }
     snprintf(text, sizeof text, "%zu", nominal);
@@ -41,7 +49,7 @@ int shm__start_read(shm__start *s, const char *who)
     if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
     s->bytes = shmalloc_heap_bytes(s->max);
     if (s->bytes < s->max) {
-        shmalloc_print(2, SHM__MSG(START_SIZE_TOO_LARGE), who, s->nominal);
+        shmalloc_print(2, SHM__START_MSG(START_SIZE_TOO_LARGE), who, s->nominal);
         return -1;
     }
     return shm__map_huge_from_table(&s->huge);
@@ -77,19 +85,19 @@ static void shm__unmappable(const shm__start *s, int pe, int e)
     const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
     char advice[160], value[96];
     if (shm__fd_limit_advice(advice, sizeof advice, e))
-        shmalloc_print(2, SHM__MSG(START_MAP_FD_LIMIT), s->bytes, strerror(e), advice);
+        shmalloc_print(2, SHM__START_MSG(START_MAP_FD_LIMIT), s->bytes, strerror(e), advice);
     else if (s->max != s->nominal)
-        shmalloc_print(2, SHM__MSG(START_RESERVE_FAILED), s->bytes,
+        shmalloc_print(2, SHM__START_MSG(START_RESERVE_FAILED), s->bytes,
                        shmalloc_option_quote(value, sizeof value, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text, ""),
                        strerror(e));
     else if (size->source && !strcmp(size->source, "program"))
-        shmalloc_print(2, SHM__MSG(START_MAP_FAILED), s->who, s->bytes, pe, strerror(e));
+        shmalloc_print(2, SHM__START_MSG(START_MAP_FAILED), s->who, s->bytes, pe, strerror(e));
     else if (size->source)
-        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source,
+        shmalloc_print(2, SHM__START_MSG(START_MAP_FAILED_VARIABLE), s->bytes, size->source,
                        shmalloc_option_quote(value, sizeof value, size->text, ""), s->nominal, strerror(e),
                        size->source);
     else
-        shmalloc_print(2, SHM__MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
+        shmalloc_print(2, SHM__START_MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
 }
 
 int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__map_place *pl, int pe)
@@ -121,7 +129,7 @@ static void shm__say_raised(const shm__start *s, const shm__map_mem *m, shmalloc
         snprintf(who, sizeof who, "%s=%s", size->source, shmalloc_option_quote(value, sizeof value, size->text, ""));
     else
         snprintf(who, sizeof who, "%s", s->who);
-    shmalloc_print(2, SHM__MSG(START_SIZE_RAISED), who, s->nominal, i.heap_size, m->bytes);
+    shmalloc_print(2, SHM__START_MSG(START_SIZE_RAISED), who, s->nominal, i.heap_size, m->bytes);
 }
 
 shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const shmalloc_transport *tp,
@@ -134,7 +142,7 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const
     if (!with.copy) with.copy = shmalloc_transport_single()->copy;
     h = shmalloc_heap_create_growable(m->base, m->bytes, s->max > s->nominal ? s->nominal : SIZE_MAX, &with, &e);
     if (!h)
-        shmalloc_print(2, SHM__MSG(START_HEAP_CREATE_FAILED),
+        shmalloc_print(2, SHM__START_MSG(START_HEAP_CREATE_FAILED),
                        s->nominal, tp->pe, e);
     else if (tp->pe == 0)
         shm__say_raised(s, m, h);
@@ -145,7 +153,7 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const
 /* >> puts and gets ---------------------------------------------------------- */
 void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me, int npes)
 {
-    shmalloc_print(2, SHM__MSG(NOT_SYMMETRIC), what, n,
+    shmalloc_print(2, SHM__START_MSG(NOT_SYMMETRIC), what, n,
                    addr, pe, me, npes);
 }
 

@@ -46,15 +46,15 @@ static void shm__deliver(const void *message, size_t len)
     shm__inbox *box;
     if (len < SHM__MSG_HEADER || m->magic != SHM__MSG_MAGIC || m->count > SHMALLOC_REDUCE_AND_MAX ||
         len < SHM__MSG_HEADER + m->count * sizeof(uint64_t))
-        shm__fatal(SHM__MSG(PMIX_BARRIER_MALFORMED), me, len);
-    if (!(g = shm__group_of(m->tag))) shm__fatal(SHM__MSG(PMIX_TEAM_UNKNOWN_TAG), me, m->tag, (int)m->source);
-    if (m->round >= g->rounds) shm__fatal(SHM__MSG(PMIX_BARRIER_MALFORMED), me, len);
+        shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_MALFORMED), me, len);
+    if (!(g = shm__group_of(m->tag))) shm__fatal(SHM__PMIX_MSG(PMIX_TEAM_UNKNOWN_TAG), me, m->tag, (int)m->source);
+    if (m->round >= g->rounds) shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_MALFORMED), me, len);
     e = m->epoch;
     /* A peer can be at most one barrier ahead of us. */
     if (e != g->epoch && e != g->epoch + 1u)
-        shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_EPOCH), me, e, (int)m->source, g->epoch);
+        shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_WRONG_EPOCH), me, e, (int)m->source, g->epoch);
     box = &g->inbox[(e & 1u) * (unsigned)g->rounds + m->round];
-    if (box->full) shm__fatal(SHM__MSG(PMIX_BARRIER_TWICE), me, e, m->round);
+    if (box->full) shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_TWICE), me, e, m->round);
     box->count = m->count;
     box->source = m->source;
     memcpy(box->values, m->values, m->count * sizeof(uint64_t));
@@ -109,7 +109,7 @@ static shm__op *shm__round(shm__group *g, int r, uint64_t *values, int count, sh
     shm__await(&box->full, from, w);
     shm__enter();
     if (box->source != from)
-        shm__fatal(SHM__MSG(PMIX_BARRIER_WRONG_PE), shm__coll.me, g->epoch, r, from, box->source);
+        shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_WRONG_PE), shm__coll.me, g->epoch, r, from, box->source);
     shm__combine(values, box->values, count < box->count ? count : box->count);
     box->full = 0;
     shm__leave();

@@ -43,7 +43,7 @@ static void shm__pmix_register_events(void)
         shm__job.event_ref = (size_t)rc;
         shm__job.event_registered = 1;
     } else {
-        shm__note(SHM__MSG(PMIX_NOTE_NO_EVENTS), shm__job.me, PMIx_Error_string(rc));
+        shm__note(SHM__PMIX_MSG(PMIX_NOTE_NO_EVENTS), shm__job.me, PMIx_Error_string(rc));
     }
 }
 
@@ -62,14 +62,14 @@ int shm__pmix_init(const shm__options *o)
 #endif
     if (rc != PMIX_SUCCESS) {
         if (o->launched)
-            shm__init_fail(SHM__MSG(PMIX_INIT_FAILED), PMIx_Error_string(rc));
-        shm__note(SHM__MSG(PMIX_NOTE_SINGLETON), PMIx_Error_string(rc));
+            shm__init_fail(SHM__PMIX_MSG(PMIX_INIT_FAILED), PMIx_Error_string(rc));
+        shm__note(SHM__PMIX_MSG(PMIX_NOTE_SINGLETON), PMIx_Error_string(rc));
         return -1;
     }
     b->have_pmix = 1;
     if (shm__pmix_get_u32(PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &size) != 0 || size == 0 || size > INT32_MAX)
-        shm__init_fail(SHM__MSG(PMIX_JOB_SIZE_FAILED));
-    if (b->proc.rank >= size) shm__init_fail(SHM__MSG(PMIX_BAD_RANK), b->proc.rank, size);
+        shm__init_fail(SHM__PMIX_MSG(PMIX_JOB_SIZE_FAILED));
+    if (b->proc.rank >= size) shm__init_fail(SHM__PMIX_MSG(PMIX_BAD_RANK), b->proc.rank, size);
     b->me = (int)b->proc.rank;
     b->npes = (int)size;
     shm__pmix_register_events();
@@ -110,7 +110,7 @@ void shm__pmix_put(const char *key, void *bytes, size_t n)
     v.data.bo.size = n;
     rc = PMIx_Put(PMIX_GLOBAL, key, &v);
     if (rc == PMIX_SUCCESS) rc = PMIx_Commit();
-    if (rc != PMIX_SUCCESS) shm__init_fail(SHM__MSG(PMIX_PUT_FAILED), key, PMIx_Error_string(rc));
+    if (rc != PMIX_SUCCESS) shm__init_fail(SHM__PMIX_MSG(PMIX_PUT_FAILED), key, PMIx_Error_string(rc));
 }
 
 /* A get in flight: the callback copies the value here, in PMIx's thread,
@@ -145,7 +145,7 @@ size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
     pmix_status_t rc;
     shm__wait w;
     size_t n;
-    if (!g) shm__fatal(SHM__MSG(PMIX_GET_NO_MEMORY), key);
+    if (!g) shm__fatal(SHM__PMIX_MSG(PMIX_GET_NO_MEMORY), key);
     g->cap = cap;
     shm__pmix_proc(&p, (pmix_rank_t)pe);
     rc = PMIx_Get_nb(&p, key, NULL, 0, shm__get_done, g);
@@ -154,10 +154,10 @@ size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
         if (shm__wait_step(&w) == SHM__WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);
-            shm__fatal(SHM__MSG(PMIX_GET_TIMEOUT), key, pe, shm__job.timeout, gone, shm__job.me, shm__job.npes);
+            shm__fatal(SHM__PMIX_MSG(PMIX_GET_TIMEOUT), key, pe, shm__job.timeout, gone, shm__job.me, shm__job.npes);
         }
     if (rc == PMIX_SUCCESS) rc = g->status;
-    if (rc != PMIX_SUCCESS) shm__fatal(SHM__MSG(PMIX_GET_FAILED), key, pe, PMIx_Error_string(rc));
+    if (rc != PMIX_SUCCESS) shm__fatal(SHM__PMIX_MSG(PMIX_GET_FAILED), key, pe, PMIx_Error_string(rc));
     memcpy(out, g->bytes, n = g->n);
     shmalloc_mem_free(g);
     return n;
@@ -215,20 +215,21 @@ void shm__fence(const char *what, void (*poll)(void))
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
     if (rc == PMIX_OPERATION_SUCCEEDED) f.done = 1;
-    else if (rc != PMIX_SUCCESS) shm__fatal(SHM__MSG(PMIX_FENCE_START_FAILED), what, PMIx_Error_string(rc));
+    else if (rc != PMIX_SUCCESS) shm__fatal(SHM__PMIX_MSG(PMIX_FENCE_START_FAILED), what, PMIx_Error_string(rc));
     while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
         if (poll) poll();
         if (shm__wait_step(&w) == SHM__WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);
-            shm__fatal(SHM__MSG(PMIX_FENCE_TIMEOUT), what, shm__job.timeout, gone, shm__job.me, shm__job.npes);
+            shm__fatal(SHM__PMIX_MSG(PMIX_FENCE_TIMEOUT), what, shm__job.timeout, gone, shm__job.me, shm__job.npes);
         }
     }
     PMIX_INFO_DESTRUCT(&info);
     if (f.status != PMIX_SUCCESS) {
         char gone[128];
         shm__gone_pes(gone, sizeof gone);
-        shm__fatal(SHM__MSG(PMIX_FENCE_FAILED), what, PMIx_Error_string(f.status), gone, shm__job.me, shm__job.npes);
+        shm__fatal(SHM__PMIX_MSG(PMIX_FENCE_FAILED), what, PMIx_Error_string(f.status), gone, shm__job.me,
+                   shm__job.npes);
     }
 }
 
@@ -260,7 +261,7 @@ static int shm__test_leaders(int *leader)
     errno = 0;
     n = strtol(v, &end, 10);
     if (errno || end == v || *end || n < 1 || n > INT32_MAX)
-        shm__init_fail(SHM__MSG(PMIX_TEST_NODE_SIZE_BAD), shmalloc_option_quote(quoted, sizeof quoted, v, "\""));
+        shm__init_fail(SHM__PMIX_MSG(PMIX_TEST_NODE_SIZE_BAD), shmalloc_option_quote(quoted, sizeof quoted, v, "\""));
     for (q = 0; q < shm__job.npes; q++) leader[q] = q - (int)(q % n);
     return 1;
 }
@@ -302,12 +303,12 @@ void shm__map_nodes(void)
     m->count = 0;
     if (!leader || shm__leaders(leader) != 0) {
         shmalloc_mem_free(leader);
-        shm__note(SHM__MSG(PMIX_NOTE_NO_HOSTS), b->me);
+        shm__note(SHM__PMIX_MSG(PMIX_NOTE_NO_HOSTS), b->me);
         return;
     }
     m->leaders = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *m->leaders);
     m->ranks = (int *)shmalloc_mem_alloc((size_t)b->npes, sizeof *m->ranks);
-    if (!m->leaders || !m->ranks) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PES), b->npes);
+    if (!m->leaders || !m->ranks) shm__init_fail(SHM__PMIX_MSG(PMIX_NO_MEMORY_PES), b->npes);
     for (q = 0; q < b->npes; q++) {
         if (leader[q] == q) m->leaders[m->count++] = q;
         if (leader[q] == leader[b->me]) {

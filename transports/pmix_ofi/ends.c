@@ -75,11 +75,11 @@ void shm__barrier_gave_up(int pe)
     shm__node_note_end((uint64_t)pe << SHM__END_SHIFT | SHM__END_GAVE_UP);
     if (shm__append_absent(absent, &n, sizeof absent)) {
         absent[n] = '\0';
-        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_PES), c->timeout, absent, c->me, c->npes, c->world.epoch);
+        shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_TIMEOUT_PES), c->timeout, absent, c->me, c->npes, c->world.epoch);
     }
     if (!c->node)
-        shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), c->timeout, pe, pe, c->me, c->npes, c->world.epoch);
-    shm__fatal(SHM__MSG(PMIX_BARRIER_TIMEOUT), c->timeout, pe, c->me, c->npes, c->world.epoch);
+        shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_TIMEOUT_MESSAGE), c->timeout, pe, pe, c->me, c->npes, c->world.epoch);
+    shm__fatal(SHM__PMIX_MSG(PMIX_BARRIER_TIMEOUT), c->timeout, pe, c->me, c->npes, c->world.epoch);
 }
 
 /* A team barrier that waited too long for PE pe names the team, in world
@@ -106,10 +106,10 @@ void shm__team_gave_up(const shm__group *g, int pe)
     else if (count) snprintf(absent, sizeof absent, "PE %s, which has not arrived", list);
     else snprintf(absent, sizeof absent, "PE %d's message (PE %d, or a PE it waits for, has not arrived)", pe, pe);
     if (g->space)
-        shm__fatal(SHM__MSG(PMIX_SPACE_BARRIER_TIMEOUT), g->space, c->timeout, absent, g->start, g->stride, g->size,
-                   g->me, c->me, c->npes, g->epoch);
+        shm__fatal(SHM__PMIX_MSG(PMIX_SPACE_BARRIER_TIMEOUT), g->space, c->timeout, absent, g->start, g->stride,
+                   g->size, g->me, c->me, c->npes, g->epoch);
     else
-        shm__fatal(SHM__MSG(PMIX_TEAM_BARRIER_TIMEOUT), c->timeout, absent, g->start, g->stride, g->size, g->me,
+        shm__fatal(SHM__PMIX_MSG(PMIX_TEAM_BARRIER_TIMEOUT), c->timeout, absent, g->start, g->stride, g->size, g->me,
                    c->me, c->npes, g->epoch);
 }
 
@@ -157,21 +157,21 @@ static void shm__peer_ended(int pe, const char *evidence)
     int me = shm__coll.me, npes = shm__coll.npes;
     unsigned long calls = shm__coll.calls;
     if (kind == SHM__END_FINALIZED)
-        shm__fatal(SHM__MSG(PMIX_PEER_FINALIZED), pe, (unsigned long)detail, evidence, me, calls, me, npes);
+        shm__fatal(SHM__PMIX_MSG(PMIX_PEER_FINALIZED), pe, (unsigned long)detail, evidence, me, calls, me, npes);
     if (kind == SHM__END_EXITED)
-        shm__fatal(SHM__MSG(PMIX_PEER_EXITED), pe, (int)(detail & 255), (unsigned long)(detail >> 8), evidence, me,
+        shm__fatal(SHM__PMIX_MSG(PMIX_PEER_EXITED), pe, (int)(detail & 255), (unsigned long)(detail >> 8), evidence, me,
                    calls, me, npes);
     if (kind == SHM__END_GAVE_UP && (int)detail == me)
-        shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP_ON_ME), pe, shm__coll.timeout, evidence, me, me, npes);
+        shm__fatal(SHM__PMIX_MSG(PMIX_PEER_GAVE_UP_ON_ME), pe, shm__coll.timeout, evidence, me, me, npes);
     if (kind == SHM__END_SIGNALLED)
-        shm__fatal(SHM__MSG(PMIX_PEER_SIGNALLED), pe, (int)detail, evidence, me, calls, me, npes);
+        shm__fatal(SHM__PMIX_MSG(PMIX_PEER_SIGNALLED), pe, (int)detail, evidence, me, calls, me, npes);
     if (kind == SHM__END_GAVE_UP) {
         shm__node_note_end(how); /* the same cause ends this PE */
-        shm__fatal(SHM__MSG(PMIX_PEER_GAVE_UP), pe, (int)detail, evidence, me, npes);
+        shm__fatal(SHM__PMIX_MSG(PMIX_PEER_GAVE_UP), pe, (int)detail, evidence, me, npes);
     }
     if (shm__coll.node)
-        shm__fatal(SHM__MSG(PMIX_PEER_NO_FINALIZE), pe, evidence, me, npes);
-    shm__fatal(SHM__MSG(PMIX_PEER_ENDED), pe, evidence, me, calls, me, npes);
+        shm__fatal(SHM__PMIX_MSG(PMIX_PEER_NO_FINALIZE), pe, evidence, me, npes);
+    shm__fatal(SHM__PMIX_MSG(PMIX_PEER_ENDED), pe, evidence, me, calls, me, npes);
 }
 
 /* The peer a barrier waits for, when it shares this node: its process
@@ -209,7 +209,7 @@ void shm__check_deaths(void)
         return;
     }
     if (now - c->dead_seen < SHM__DEATH_GRACE) return;
-    if (dead == -2) shm__fatal(SHM__MSG(PMIX_LOST_SERVER), c->me, c->npes);
+    if (dead == -2) shm__fatal(SHM__PMIX_MSG(PMIX_LOST_SERVER), c->me, c->npes);
     snprintf(evidence, sizeof evidence, "PMIx event %s",
              PMIx_Error_string((pmix_status_t)status));
     shm__peer_ended(dead, evidence);

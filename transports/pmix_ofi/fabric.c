@@ -16,7 +16,7 @@
 static void shm__ofi_check(int rc, const char *call)
 {
     if (rc != 0)
-        shm__init_fail(SHM__MSG(PMIX_FABRIC_CALL_FAILED), call, fi_strerror(rc < 0 ? -rc : rc),
+        shm__init_fail(SHM__PMIX_MSG(PMIX_FABRIC_CALL_FAILED), call, fi_strerror(rc < 0 ? -rc : rc),
                        shm__ofi.prov ? shm__ofi.prov : "none", shm__ofi.me, shm__ofi.npes);
 }
 
@@ -31,7 +31,7 @@ static int shm__is_shm(const char *prov)
 static struct fi_info *shm__hints(const char *want)
 {
     struct fi_info *hints = fi_allocinfo();
-    if (!hints) shm__init_fail(SHM__MSG(PMIX_FABRIC_NO_MEMORY), "fi_allocinfo");
+    if (!hints) shm__init_fail(SHM__PMIX_MSG(PMIX_FABRIC_NO_MEMORY), "fi_allocinfo");
     hints->caps = FI_RMA | FI_MSG;
     hints->mode = FI_CONTEXT | FI_CONTEXT2;
     hints->ep_attr->type = FI_EP_RDM;
@@ -67,10 +67,10 @@ static void shm__no_provider(const char *want, const char *env, int rc)
     char why[320];
     shm__shm_refusal(why, sizeof why, want ? want : env, rc);
     if (want)
-        shm__init_fail(SHM__MSG(PMIX_NO_PROVIDER_CHOSEN), want,
+        shm__init_fail(SHM__PMIX_MSG(PMIX_NO_PROVIDER_CHOSEN), want,
                        strcmp(want, "shm") == 0 ? "every PE is on this node" : "PEs are on several nodes",
                        fi_strerror(-rc), why);
-    shm__init_fail(SHM__MSG(PMIX_NO_PROVIDER), env, fi_strerror(-rc), why);
+    shm__init_fail(SHM__PMIX_MSG(PMIX_NO_PROVIDER), env, fi_strerror(-rc), why);
 }
 
 /* env: FI_PROVIDER, or NULL; nodes: how many the PEs run on (0: unknown). */
@@ -93,7 +93,7 @@ static void shm__choose_provider(const char *env, int nodes)
         }
     f->info = fi_dupinfo(pick);
     fi_freeinfo(list);
-    if (!f->info) shm__init_fail(SHM__MSG(PMIX_FABRIC_NO_MEMORY), "fi_dupinfo");
+    if (!f->info) shm__init_fail(SHM__PMIX_MSG(PMIX_FABRIC_NO_MEMORY), "fi_dupinfo");
     f->prov = f->info->fabric_attr->prov_name;
     f->mr_mode = (uint64_t)f->info->domain_attr->mr_mode;
     f->max_msg = f->info->ep_attr->max_msg_size ? f->info->ep_attr->max_msg_size : SIZE_MAX;
@@ -197,7 +197,7 @@ static void shm__open_buffers(void)
     f->local = (char *)mmap(NULL, f->local_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (f->local == (char *)MAP_FAILED) {
         f->local = NULL;
-        shm__init_fail(SHM__MSG(PMIX_BUFFERS_MAP_FAILED), f->local_bytes);
+        shm__init_fail(SHM__PMIX_MSG(PMIX_BUFFERS_MAP_FAILED), f->local_bytes);
     }
     f->send_slots = f->local;
     f->recv_slots = f->send_slots + (size_t)rounds * SHM__SLOT_BYTES;
@@ -222,11 +222,11 @@ static void shm__swap_addresses(char *name, size_t name_len, size_t cap)
     shm__fence("endpoint names", shm__poll);
     f->addrs = (fi_addr_t *)shmalloc_mem_alloc((size_t)npes, sizeof *f->addrs);
     names = (char *)shmalloc_mem_alloc(1, cap);
-    if (!f->addrs || !names) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
+    if (!f->addrs || !names) shm__init_fail(SHM__PMIX_MSG(PMIX_NO_MEMORY_PEERS), npes);
     for (q = 0; q < npes; q++) {
         shm__pmix_get_bytes(q, SHM__KEY_EP, names, cap);
         rc = fi_av_insert(f->av, names, 1, &f->addrs[q], 0, NULL);
-        if (rc != 1) shm__init_fail(SHM__MSG(PMIX_AV_INSERT_FAILED), q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
+        if (rc != 1) shm__init_fail(SHM__PMIX_MSG(PMIX_AV_INSERT_FAILED), q, fi_strerror(rc < 0 ? -rc : FI_EINVAL));
     }
     shmalloc_mem_free(names);
 }

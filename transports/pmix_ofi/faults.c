@@ -20,7 +20,7 @@ void shm__faults_open(int verbose, void (*on_init_fail)(void))
     shm__faults.on_init_fail = on_init_fail;
 }
 
-/* Message id, whose text is fmt (SHM__MSG); fatal ones end the PE. */
+/* Message id, whose text is fmt (SHM__PMIX_MSG); fatal ones end the PE. */
 static void shm__vsay(int id, const char *fmt, va_list ap)
 {
     char line[512]; /* shmalloc_print's line */

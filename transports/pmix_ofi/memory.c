@@ -54,7 +54,7 @@ void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npe
     shm__mem.me = me;
     shm__mem.npes = npes;
     shm__mem.peers = (shm__heap_peer *)shmalloc_mem_alloc((size_t)npes, sizeof *shm__mem.peers);
-    if (!shm__mem.peers) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
+    if (!shm__mem.peers) shm__init_fail(SHM__PMIX_MSG(PMIX_NO_MEMORY_PEERS), npes);
 #if defined(SHM__TSAN) /* it owns fixed parts of the address space: map anywhere */
     pl.first = 0;
 #endif
@@ -80,7 +80,7 @@ static int shm__registration_fails(unsigned n)
     if (!v || atoi(v) != shm__mem.me) return 0;
     colon = strchr(v, ':');
     if ((colon ? (unsigned)atoi(colon + 1) : 0u) != n) return 0;
-    shmalloc_print(2, SHM__MSG(PMIX_TEST_REGISTER_FAILED), shm__mem.me, n);
+    shmalloc_print(2, SHM__PMIX_MSG(PMIX_TEST_REGISTER_FAILED), shm__mem.me, n);
     return 1;
 }
 #endif
@@ -116,7 +116,7 @@ static int shm__register_here(shm__region *r, void *base, size_t bytes, unsigned
     rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
                           SHM__HEAP_KEY + (uint64_t)(r - shm__mem.regions), &r->mr, &r->desc);
     if (rc)
-        shmalloc_print(2, SHM__MSG(PMIX_MR_REG_FAILED), bytes, base, shm__mem.me, fi_strerror(-rc));
+        shmalloc_print(2, SHM__PMIX_MSG(PMIX_MR_REG_FAILED), bytes, base, shm__mem.me, fi_strerror(-rc));
     return rc == 0;
 }
 
@@ -136,11 +136,11 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     if (shm__fabric_mr_mode() & FI_MR_RAW) {
         size_t size = sizeof mine->raw;
         int rc = fi_mr_raw_attr(r->mr, &mine->raw_base, mine->raw, &size, 0);
-        if (rc) shm__fatal(SHM__MSG(PMIX_MR_RAW_ATTR_FAILED), fi_strerror(-rc), SHM__RAW_KEY_MAX);
+        if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_MR_RAW_ATTR_FAILED), fi_strerror(-rc), SHM__RAW_KEY_MAX);
         mine->raw_size = size;
     } else {
         mine->key = fi_mr_key(r->mr);
-        if (mine->key == FI_KEY_NOTAVAIL) shm__fatal(SHM__MSG(PMIX_MR_KEY_UNAVAILABLE));
+        if (mine->key == FI_KEY_NOTAVAIL) shm__fatal(SHM__PMIX_MSG(PMIX_MR_KEY_UNAVAILABLE));
     }
 }
 
@@ -153,7 +153,7 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
     p->direct_map = shm__map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
-        shm__note(SHM__MSG(PMIX_NOTE_PEER_UNMAPPED), shm__mem.me, q, strerror(errno));
+        shm__note(SHM__PMIX_MSG(PMIX_NOTE_PEER_UNMAPPED), shm__mem.me, q, strerror(errno));
         return;
     }
     p->direct_len = (size_t)theirs->mapped;
@@ -176,7 +176,7 @@ static void shm__learn_peer(int q, int i, int ok, const shm__wire_heap *theirs,
     if (shm__fabric_mr_mode() & FI_MR_RAW) {
         int rc = shm__key_map_raw(theirs->raw_base, (uint8_t *)(uintptr_t)theirs->raw, (size_t)theirs->raw_size,
                                   &p->key[i]);
-        if (rc) shm__fatal(SHM__MSG(PMIX_MR_MAP_RAW_FAILED), q, fi_strerror(-rc));
+        if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_MR_MAP_RAW_FAILED), q, fi_strerror(-rc));
         p->key_mapped[i] = 1;
     } else {
         p->key[i] = theirs->key;
@@ -224,7 +224,7 @@ int shm__tp_register(void *user, void *base, size_t bytes)
     (void)user;
     int ok, i = h->nregions;
     shm__region *r = &h->regions[i];
-    if (i == SHMALLOC_MAX_REGIONS) shm__fatal(SHM__MSG(PMIX_TOO_MANY_REGIONS), SHMALLOC_MAX_REGIONS);
+    if (i == SHMALLOC_MAX_REGIONS) shm__fatal(SHM__PMIX_MSG(PMIX_TOO_MANY_REGIONS), SHMALLOC_MAX_REGIONS);
     if (i == 0) h->base = (char *)base;
     shm__enter();
     r->offset = (size_t)((char *)base - h->base);

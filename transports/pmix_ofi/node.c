@@ -80,7 +80,7 @@ static int shm__node_create(size_t bytes)
     }
     if (fd >= 0) return fd;
     shm__dev_shm_space(space, sizeof space, &free_bytes);
-    shmalloc_print(2, SHM__MSG(PMIX_NODE_BARRIER_NO_SPACE), shm__coll.me, bytes, strerror(e), space);
+    shmalloc_print(2, SHM__PMIX_MSG(PMIX_NODE_BARRIER_NO_SPACE), shm__coll.me, bytes, strerror(e), space);
     return -1;
 }
 

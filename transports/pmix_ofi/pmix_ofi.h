@@ -37,9 +37,9 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE, MAP_FIXED_NOREPLACE, memfd_create */
 #endif
 
-#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 #include "../shmalloc_pmix_ofi.h"
+#include "messages.h"
 
 #include <pthread.h>
 #include <signal.h>

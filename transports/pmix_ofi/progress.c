@@ -32,14 +32,15 @@ static void shm__cq_failure(void)
     char detail[256] = "";
     int me = shm__ofi.me;
     memset(&err, 0, sizeof err);
-    if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal(SHM__MSG(PMIX_CQ_READERR_FAILED), me);
+    if (fi_cq_readerr(shm__ofi.cq, &err, 0) < 0) shm__fatal(SHM__PMIX_MSG(PMIX_CQ_READERR_FAILED), me);
     op = (shm__op *)err.op_context;
     if (op && op->kind == SHM__OP_RECV && err.err == FI_ECANCELED) return;
     fi_cq_strerror(shm__ofi.cq, err.prov_errno, err.err_data, detail, sizeof detail);
     if (op && op->kind != SHM__OP_RECV)
-        shm__fatal(SHM__MSG(PMIX_OP_TO_PE_FAILED), shm__op_name(op->kind), op->kind == SHM__OP_READ ? "from" : "to",
-                   op->index, me, fi_strerror(err.err), detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
-    shm__fatal(SHM__MSG(PMIX_OP_FAILED), op ? shm__op_name(op->kind) : "an operation", me, fi_strerror(err.err),
+        shm__fatal(SHM__PMIX_MSG(PMIX_OP_TO_PE_FAILED), shm__op_name(op->kind),
+                   op->kind == SHM__OP_READ ? "from" : "to", op->index, me, fi_strerror(err.err),
+                   detail[0] ? " (" : "", detail, detail[0] ? ")" : "");
+    shm__fatal(SHM__PMIX_MSG(PMIX_OP_FAILED), op ? shm__op_name(op->kind) : "an operation", me, fi_strerror(err.err),
                detail);
 }
 
@@ -53,7 +54,7 @@ void shm__post_recv(int slot)
     rc = fi_recv(f->ep, f->recv_slots + (size_t)slot * SHM__SLOT_BYTES, SHM__SLOT_BYTES, f->local_desc,
                  FI_ADDR_UNSPEC, &op->ctx);
     if (rc == -FI_EAGAIN) f->recv_unposted |= (uint64_t)1 << slot;
-    else if (rc) shm__fatal(SHM__MSG(PMIX_RECV_FAILED), fi_strerror((int)-rc));
+    else if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_RECV_FAILED), fi_strerror((int)-rc));
     else f->recv_unposted &= ~((uint64_t)1 << slot);
 }
 
@@ -87,7 +88,7 @@ shm__op *shm__send(int slot, int to, size_t len)
     msg.addr = f->addrs[to];
     msg.context = &op->ctx;
     while ((rc = fi_sendmsg(f->ep, &msg, f->tx_flags | FI_COMPLETION)) == -FI_EAGAIN) shm__progress();
-    if (rc) shm__fatal(SHM__MSG(PMIX_SEND_FAILED), to, f->me, fi_strerror((int)-rc));
+    if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_SEND_FAILED), to, f->me, fi_strerror((int)-rc));
     return op;
 }
 
@@ -123,7 +124,7 @@ void shm__post_rma(int kind, int pe, void *local, void *desc, size_t len, const 
         if (rc != -FI_EAGAIN) break;
         shm__progress();
     }
-    if (rc) shm__fatal(SHM__MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
+    if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_RMA_FAILED), shm__op_name(kind), kind == SHM__OP_WRITE ? "to" : "from", pe,
                        f->me, fi_strerror((int)-rc));
 }
 
@@ -145,7 +146,7 @@ void shm__progress(void)
             shm__cq_failure();
             continue;
         }
-        if (n < 0) shm__fatal(SHM__MSG(PMIX_CQ_READ_FAILED), shm__ofi.me, fi_strerror((int)-n));
+        if (n < 0) shm__fatal(SHM__PMIX_MSG(PMIX_CQ_READ_FAILED), shm__ofi.me, fi_strerror((int)-n));
         for (i = 0; i < n; i++) {
             shm__op *op = (shm__op *)entries[i].op_context;
             if (op->kind == SHM__OP_RECV) {
@@ -198,6 +199,6 @@ void shm__wait_op(shm__op *op, const char *what, int pe)
         shm__progress();
         if (op->done) break;
         if (shm__wait_step(&w) == SHM__WAIT_EXPIRED)
-            shm__fatal(SHM__MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__ofi.me, pe);
+            shm__fatal(SHM__PMIX_MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__ofi.me, pe);
     }
 }

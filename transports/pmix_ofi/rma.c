@@ -21,7 +21,7 @@ void shm__rma_open(int me, int npes, int threaded)
     if (!shm__fabric_up()) return;
     shm__fabric_rma(&s->means);
     s->peers = (shm__rma_peer *)shmalloc_mem_alloc((size_t)npes, sizeof *s->peers);
-    if (!s->peers) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), npes);
+    if (!s->peers) shm__init_fail(SHM__PMIX_MSG(PMIX_NO_MEMORY_PEERS), npes);
     s->reach = 1;
 }
 

@@ -106,6 +106,18 @@ static void shm__init_failed(void)
 }
 
 /* The settings, before anything is opened: a bad one ends the PE. */
+int shm__pmix_messages = -1;
+
+/* The transport's messages (messages.h) join the table, before any prints. */
+static int shm__messages_add(void)
+{
+    static const shmalloc_message rows[] = {SHMALLOC_PMIX_OFI_MESSAGES(SHMALLOC_MESSAGE_ROW)};
+    int first = shmalloc_messages_add(rows, SHMALLOC_PMIX_OFI_MESSAGE_ROWS);
+    if (first < 0) return -1;
+    if (first != shm__pmix_messages) shm__pmix_messages = first; /* written once: other threads read it */
+    return 0;
+}
+
 static void shm__init_settings(int level, shm__start *s)
 {
     memset(&shm__w, 0, sizeof shm__w); /* and every layer's state */
@@ -117,11 +129,12 @@ static void shm__init_settings(int level, shm__start *s)
     shm__w.thread_level = level;
     shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__coll.waiting_for = -1;
-    if (shmalloc_pmix_ofi_options() != 0 || shm__start_read(s, "shmem_init") != 0) exit(1); /* it printed why */
+    if (shm__messages_add() != 0 || shmalloc_pmix_ofi_options() != 0 || shm__start_read(s, "shmem_init") != 0)
+        exit(1); /* it printed why */
     shm__read_init_options(&shm__w.opt, s->timeout);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
-        shm__init_fail(SHM__MSG(PMIX_HEAP_LOCK_FAILED));
+        shm__init_fail(SHM__PMIX_MSG(PMIX_HEAP_LOCK_FAILED));
     shm__job.npes = 1;
 }
 
@@ -136,7 +149,7 @@ static void shm__init_runtime(const shm__start *s)
         shm__ends_open(shm__job.me, shm__job.npes);
         shm__install_signals(shm__signal_words);
         if ((removed = shm__sweep(0)) != 0) /* what an earlier job that was killed outright left */
-            shm__note(SHM__MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
+            shm__note(SHM__PMIX_MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
     shm__start_unknown(shm__job.me, shm__job.npes);
@@ -180,13 +193,13 @@ static void shm__describe(void)
     char fabric[448], barriers[96];
     int q, direct = 0;
     if (!shm__ofi.ep) {
-        shm__note(SHM__MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shm__map_pages_name(&h->map));
+        shm__note(SHM__PMIX_MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shm__map_pages_name(&h->map));
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
     for (q = 0; q < shm__job.npes; q++) direct += shm__peer_heap(q) != NULL;
     shm__barriers_text(barriers, sizeof barriers);
-    shm__note(SHM__MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
+    shm__note(SHM__PMIX_MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
               h->same_address ? "same address on every PE" : "addresses differ", shm__map_pages_name(&h->map),
               direct, direct == 1 ? "" : "s", barriers);
 }
@@ -244,8 +257,9 @@ void shmem_init(void)
 
 int shmem_init_thread(int requested, int *provided)
 {
+    if (shm__messages_add() != 0) return -1;
     if (requested < SHMEM_THREAD_SINGLE || requested > SHMEM_THREAD_MULTIPLE) {
-        shmalloc_print(2, SHM__MSG(PMIX_BAD_THREAD_LEVEL), requested);
+        shmalloc_print(2, SHM__PMIX_MSG(PMIX_BAD_THREAD_LEVEL), requested);
         return -1;
     }
     if (!shm__w.running) shm__init(requested);

@@ -108,10 +108,10 @@ static void shm__team_describe(const shm__team_tp *t, const shm__region *r, void
     if (shm__fabric_mr_mode() & FI_MR_RAW) {
         size_t size = sizeof w->raw;
         int rc = fi_mr_raw_attr(r->mr, &w->raw_base, (uint8_t *)w->raw, &size, 0);
-        if (rc) shm__fatal(SHM__MSG(PMIX_MR_RAW_ATTR_FAILED), fi_strerror(-rc), SHM__RAW_KEY_MAX);
+        if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_MR_RAW_ATTR_FAILED), fi_strerror(-rc), SHM__RAW_KEY_MAX);
         w->raw_size = size;
     } else if ((w->key = fi_mr_key(r->mr)) == FI_KEY_NOTAVAIL) {
-        shm__fatal(SHM__MSG(PMIX_MR_KEY_UNAVAILABLE));
+        shm__fatal(SHM__PMIX_MSG(PMIX_MR_KEY_UNAVAILABLE));
     }
 }
 
@@ -134,7 +134,8 @@ static void shm__team_learn(shm__team_tp *t, int q, int i, const shm__team_wire 
     if (w->ok != 1 || !shm__fabric_up()) return;
     if (shm__fabric_mr_mode() & FI_MR_RAW) {
         int rc = shm__key_map_raw(w->raw_base, (uint8_t *)(uintptr_t)w->raw, (size_t)w->raw_size, &p->key[i]);
-        if (rc) shm__fatal(SHM__MSG(PMIX_MR_MAP_RAW_FAILED), shm__group_member(&t->team->group, q), fi_strerror(-rc));
+        if (rc) shm__fatal(SHM__PMIX_MSG(PMIX_MR_MAP_RAW_FAILED), shm__group_member(&t->team->group, q),
+                           fi_strerror(-rc));
         p->key_mapped[i] = 1;
     } else {
         p->key[i] = w->key;
@@ -147,7 +148,7 @@ static void shm__team_gather(shm__team_tp *t, int i, const shm__team_wire *mine)
     int n = t->npeers, me = t->me, per = SHMALLOC_REDUCE_AND_MAX / (int)SHM__WIRE_WORDS;
     int first, q;
     uint64_t *v = (uint64_t *)shmalloc_mem_alloc(SHMALLOC_REDUCE_AND_MAX, sizeof *v);
-    if (!v) shm__fatal(SHM__MSG(PMIX_NO_MEMORY_PEERS), n);
+    if (!v) shm__fatal(SHM__PMIX_MSG(PMIX_NO_MEMORY_PEERS), n);
     for (first = 0; first < n; first += per) {
         int count = (n - first < per ? n - first : per) * (int)SHM__WIRE_WORDS;
         memset(v, 0, (size_t)count * sizeof *v);
@@ -183,7 +184,7 @@ static int shm__team_register(void *user, void *base, size_t bytes)
     int i = t->nregions, ok = 1;
     shm__region *r = &t->regions[i];
     shm__team_wire mine;
-    if (i == SHMALLOC_MAX_REGIONS) shm__fatal(SHM__MSG(PMIX_TOO_MANY_REGIONS), SHMALLOC_MAX_REGIONS);
+    if (i == SHMALLOC_MAX_REGIONS) shm__fatal(SHM__PMIX_MSG(PMIX_TOO_MANY_REGIONS), SHMALLOC_MAX_REGIONS);
     if (i == 0) t->base = (char *)base;
     r->offset = (size_t)((char *)base - t->base);
     r->bytes = bytes;
@@ -191,7 +192,7 @@ static int shm__team_register(void *user, void *base, size_t bytes)
     if (shm__fabric_up()) {
         int rc = shm__mr_register(base, bytes, FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE,
                                   SHM__TEAM_KEY_FIRST + shm__team_keys++, &r->mr, &r->desc);
-        if (rc) shmalloc_print(2, SHM__MSG(PMIX_MR_REG_FAILED), bytes, base, shm__job.me, fi_strerror(-rc));
+        if (rc) shmalloc_print(2, SHM__PMIX_MSG(PMIX_MR_REG_FAILED), bytes, base, shm__job.me, fi_strerror(-rc));
         ok = rc == 0;
     }
     shm__team_describe(t, r, base, ok, &mine);
@@ -352,7 +353,7 @@ size_t shm__space_remote(const shm__team_tp *t, int m, uint64_t offset, size_t l
 
 void shm__space_not_member(const char *what, const shm__team_tp *t, int pe)
 {
-    shmalloc_print(2, SHM__MSG(PMIX_SPACE_NOT_MEMBER), what, pe, (void *)t->base, t->npeers,
+    shmalloc_print(2, SHM__PMIX_MSG(PMIX_SPACE_NOT_MEMBER), what, pe, (void *)t->base, t->npeers,
                    t->npeers > 1 ? "s" : "", t->start, t->stride, shm__job.me, shm__job.npes);
     shm__pmix_abort(1);
 }

@@ -47,7 +47,7 @@ void shm__teams_open(int me, int npes)
     w->stride = 1;
     shm__shared_members(s, me);
     s->tag = SHM__TAG_SHARED;
-    if (shm__group_open(s) != 0) shm__init_fail(SHM__MSG(PMIX_NO_MEMORY_PEERS), s->size);
+    if (shm__group_open(s) != 0) shm__init_fail(SHM__PMIX_MSG(PMIX_NO_MEMORY_PEERS), s->size);
     shm__group_link(s);
     shm__next_tag = SHM__TAG_SHARED + 1;
 }
@@ -181,7 +181,7 @@ static int shm__split_agree(shmem_team_t parent, const char *call, const int arg
         same &= v[2 + i] == (uint32_t)args[i] && v[2 + SHM__SPLIT_ARGS + i] == ~(uint64_t)(uint32_t)args[i];
     if (!same || v[1]) {
         if (!same || !fault_said) /* equal arguments at fault: each member said why */
-            shmalloc_print(2, SHM__MSG(PMIX_TEAM_SPLIT_DIFFER), call, args[0], args[1], args[2],
+            shmalloc_print(2, SHM__PMIX_MSG(PMIX_TEAM_SPLIT_DIFFER), call, args[0], args[1], args[2],
                            ok ? "" : "; out of memory here", shm__job.me, shm__job.npes);
         return -1;
     }
@@ -244,7 +244,7 @@ int shmem_team_split_strided(shmem_team_t parent_team, int start, int stride, in
     p = parent_team->group.me;
     if ((fault = shm__split_fault(start, stride, size, parent_team->group.size)) != NULL) {
         snprintf(text, sizeof text, "start %d, stride %d, size %d", start, stride, size);
-        shmalloc_print(2, SHM__MSG(PMIX_TEAM_BAD_SPLIT), call, text, parent_team->group.size, fault, shm__job.me,
+        shmalloc_print(2, SHM__PMIX_MSG(PMIX_TEAM_BAD_SPLIT), call, text, parent_team->group.size, fault, shm__job.me,
                        shm__job.npes);
         ok = 0;
     }
@@ -276,7 +276,7 @@ int shmem_team_split_2d(shmem_team_t parent_team, int xrange,
     n = parent_team->group.size;
     if (xrange < 1) {
         snprintf(text, sizeof text, "xrange %d", xrange);
-        shmalloc_print(2, SHM__MSG(PMIX_TEAM_BAD_SPLIT), call, text, n, "xrange must be at least 1", shm__job.me,
+        shmalloc_print(2, SHM__PMIX_MSG(PMIX_TEAM_BAD_SPLIT), call, text, n, "xrange must be at least 1", shm__job.me,
                        shm__job.npes);
         ok = 0;
     }

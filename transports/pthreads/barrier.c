@@ -82,19 +82,19 @@ static void shm__end_for_late_pes(shm__barrier *b, int me, uint64_t epoch, int e
         for (;;) pause();
     if (listed < missing) snprintf(late + n, sizeof late - n, " and %d more", missing - listed);
     if (ended)
-        shmalloc_print(2, SHM__MSG(PTHREADS_PE_RETURNED), b->start + me * b->stride, (unsigned long long)epoch,
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_PE_RETURNED), b->start + me * b->stride, (unsigned long long)epoch,
                        missing > 1 ? "s" : "", late, missing > 1 ? "ve" : "s");
     else if (space != NULL)
-        shmalloc_print(2, SHM__MSG(PTHREADS_SPACE_BARRIER_TIMEOUT), space, b->timeout, missing > 1 ? "s" : "", late,
-                       b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_SPACE_BARRIER_TIMEOUT), space, b->timeout, missing > 1 ? "s" : "",
+                       late, b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
                        (unsigned long long)epoch);
     else if (b->team)
-        shmalloc_print(2, SHM__MSG(PTHREADS_TEAM_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late,
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_TEAM_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late,
                        b->parties, b->parties > 1 ? "s" : "", b->start, b->stride, me, b->start + me * b->stride,
                        (unsigned long long)epoch);
     else
-        shmalloc_print(2, SHM__MSG(PTHREADS_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late, me, b->parties,
-                       (unsigned long long)epoch);
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_BARRIER_TIMEOUT), b->timeout, missing > 1 ? "s" : "", late, me,
+                       b->parties, (unsigned long long)epoch);
     shmem_global_exit(1);
 }
 

@@ -17,12 +17,12 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS and MAP_NORESERVE */
 #endif
 
-#define SHMALLOC_MESSAGE_FORMATS /* SHM__MSG: each message checked against its text */
 #include "../../shmalloc.h"
 #include "../shmalloc_pthreads.h"
 #include "../common/map.h"
 #include "../common/start.h"
 #include "../common/wait.h"
+#include "messages.h"
 
 #include <pthread.h>
 #include <stdint.h>

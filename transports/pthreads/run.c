@@ -182,7 +182,7 @@ static int shm__map_all(shm__run *w)
         if (q == 0 || pe->map.pages != w->pes[0].map.pages) shm__map_report(&pe->map, &w->start.huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
             shm__map_release(&pe->map);
-            shmalloc_print(2, SHM__MSG(PTHREADS_LOCK_FAILED), q);
+            shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_LOCK_FAILED), q);
             return -1;
         }
     }
@@ -200,11 +200,23 @@ static int shm__start_and_join(shm__run *w)
         started = pe->thread_started;
     }
     if (!started)
-        shmalloc_print(2, SHM__MSG(PTHREADS_THREAD_FAILED), q - 1);
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_THREAD_FAILED), q - 1);
     shm__open_gate(w, started ? 1 : -1);
     for (q = 0; q < w->npes; q++)
         if (w->pes[q].thread_started) pthread_join(w->pes[q].thread, NULL);
     return started ? 0 : -1;
+}
+
+int shm__pthreads_messages = -1;
+
+/* The transport's messages (messages.h) join the table, before any prints. */
+static int shm__pthreads_messages_add(void)
+{
+    static const shmalloc_message rows[] = {SHMALLOC_PTHREADS_MESSAGES(SHMALLOC_MESSAGE_ROW)};
+    int first = shmalloc_messages_add(rows, SHMALLOC_PTHREADS_MESSAGE_ROWS);
+    if (first < 0) return -1;
+    if (first != shm__pthreads_messages) shm__pthreads_messages = first; /* written once: PE threads read it */
+    return 0;
 }
 
 int shmalloc_pthreads_options(void) { return shm__start_options(); }
@@ -216,19 +228,20 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     shm__start start;
     int rc;
 
+    if (shm__pthreads_messages_add() != 0) return 1;
     if (npes < 1 || npes > SHMALLOC_PTHREADS_MAX_PES) {
-        shmalloc_print(2, SHM__MSG(PTHREADS_BAD_NPES), npes, SHMALLOC_PTHREADS_MAX_PES);
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_BAD_NPES), npes, SHMALLOC_PTHREADS_MAX_PES);
         return 1;
     }
     if (pe_main == NULL) {
-        shmalloc_print(2, SHM__MSG(PTHREADS_NO_PE_MAIN));
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_NO_PE_MAIN));
         return 1;
     }
     /* nominal becomes the table's size: the argument, else the environment's */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
     shm__start_unknown(0, 1); /* the process speaks for its PEs */
     if (shm__run_init(&w, npes, &start, pe_main, arg) != 0) {
-        shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
+        shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;
     }
     shmalloc_options_announce(0); /* the process speaks for its PEs */

@@ -138,6 +138,6 @@ char *shm__space_peer(shmalloc_heap *space, int pe, size_t offset)
 void shm__space_not_member(const char *what, shmalloc_heap *space, int pe)
 {
     const shm__barrier *b = &((const shm__space *)shmalloc_heap_user(space))->member->team->barrier;
-    shmalloc_print(2, SHM__MSG(PTHREADS_SPACE_NOT_MEMBER), what, pe, (void *)space, b->parties,
+    shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_SPACE_NOT_MEMBER), what, pe, (void *)space, b->parties,
                    b->parties > 1 ? "s" : "", b->start, b->stride, shmem_my_pe());
 }

@@ -147,7 +147,7 @@ typedef struct shm__split {
 static void shm__split_refuse(const struct shmalloc_team *parent, const shm__split *s)
 {
     const shm__barrier *p = &parent->team->barrier;
-    shmalloc_print(2, SHM__MSG(PTHREADS_TEAM_BAD_SPLIT), parent->pe->index, s->call, s->bad, p->parties,
+    shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_TEAM_BAD_SPLIT), parent->pe->index, s->call, s->bad, p->parties,
                    p->parties > 1 ? "s" : "", p->start, p->stride);
 }
 

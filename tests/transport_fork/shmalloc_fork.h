@@ -37,8 +37,8 @@
 #ifndef SHMALLOC_FORK_H_INCLUDED
 #define SHMALLOC_FORK_H_INCLUDED
 
-#include "../../shmalloc.h"
-#include "../../transports/shmalloc_teams.h"
+#include "shmalloc.h"
+#include "transports/shmalloc_teams.h"
 #include <stddef.h>
 
 #define SHMALLOC_FORK_MAX_PES 64

@@ -45,6 +45,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "../common/internal.h" /* SHM__INTERNAL, SHM__TSAN */
 #include "../common/map.h"
 #include "../common/start.h"
 #include "../common/wait.h"
@@ -269,7 +270,7 @@ typedef struct shm__heap_peer {
 typedef struct shm__heap_state {
     int me, npes;           /* this PE and the job's size, given at shm__place_heap */
     shm__heap_peer *peers;
-    shm__map_mem map;      /* the heap's memory (common/map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
     char *base;             /* the registered block space */
@@ -284,7 +285,7 @@ typedef struct shm__heap_state {
 
 SHM__INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 
-SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes);
+SHM__INTERNAL void shm__place_heap(const shmalloc_start *s, const shm__options *o, int me, int npes);
 SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
 SHM__INTERNAL size_t shm__heap_remote(int pe, uint64_t offset, size_t len, shm__remote *remote);
@@ -401,7 +402,7 @@ typedef struct shm__entry_state {
     int thread_level;       /* SHMEM_THREAD_*, as provided */
     pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
     shm__options opt;
-    shm__start start;       /* the heap's sizes and pages: a space's defaults */
+    shmalloc_start start;       /* the heap's sizes and pages: a space's defaults */
 } shm__entry_state;
 
 SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */

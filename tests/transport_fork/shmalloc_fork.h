@@ -3,9 +3,10 @@
    processes.  MIT licence: see the end of ../../shmalloc.h.
 
    USAGE
-     Link with this folder's sources (fork.c: the run, barriers, puts and
-     gets; teams.c; spaces.c) and transports/common/[a-z]*.c (the
-     Makefile's $(FORK)), and the allocator:
+     Link this folder's sources (fork.c: the run, barriers, puts and
+     gets; teams.c; spaces.c; the Makefile's $(FORK)) with libshmalloc,
+     the allocator and the start-up of transports/common/start.h.  They
+     use only installed headers, as a transport outside the tree would:
          static void pe_main(void *arg) { ... shmem_malloc ... }
          int main(void) { return shmalloc_fork_run(4, 0, pe_main, NULL); }
      shmalloc_fork_run forks npes processes (1..64), gives each its

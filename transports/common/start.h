@@ -85,12 +85,14 @@ int shmalloc_start_map(const shmalloc_start *s, shmalloc_map_mem *m, int shared,
 shmalloc_heap *shmalloc_start_heap(const shmalloc_start *s, const shmalloc_map_mem *m,
                                    const shmalloc_transport *tp, long *err);
 
+#if !defined(SHMALLOC_NO_SHMEM_NAMES) /* shmemx_space_config_t is one of them */
 /* A space's heap config as config asks (NULL: the heap's nominal size,
-   no growth, inline metadata) into *hc; returns the bytes of memory it
-   needs: config's own when it gives memory, else shmalloc_heap_bytes of
-   its largest size. */
+   no growth, inline metadata) into *hc, for shmemx_space_create; returns
+   the bytes of memory it needs: config's own when it gives memory, else
+   shmalloc_heap_bytes of its largest size.  No errors. */
 size_t shmalloc_start_space(const shmalloc_start *s, const shmemx_space_config_t *config,
                             shmalloc_heap_config *hc);
+#endif
 
 /* Says that [addr, addr + n) on PE pe is not a symmetric range, naming
    the calling PE (me of npes; -1 of 0 outside a run). */

@@ -266,37 +266,14 @@ check_transport_outside() {
     # tree and built with the installed headers alone, the start-up from
     # libshmalloc (static, then shared); the fork transport runs a ring.
     dir=$work/transport-outside
-    mkdir -p "$dir" && cp tests/transport_fork/*.[ch] "$dir"/ || return 1
+    mkdir -p "$dir" && cp tests/transport_fork/*.[ch] tests/fork_ring.c "$dir"/ || return 1
     awk '/^\/\* my_transport\.c/ { c = 1 } c && /^```/ { exit } c' README.md >"$dir/my_transport.c"
-    cat >"$dir/ring.c" <<'EOF'
-#include "shmalloc_fork.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-
-static void pe_main(void *arg)
-{
-    int me = shmem_my_pe(), npes = shmem_n_pes();
-    int *box = (int *)shmem_calloc(1, sizeof *box);
-    (void)arg;
-    if (!box) shmem_global_exit(2);
-    shmem_putmem(box, &me, sizeof me, (me + 1) % npes);
-    shmem_barrier_all();
-    printf("PE %d of %d received %d from PE %d\n", me, npes, *box, (me + npes - 1) % npes);
-    fflush(stdout);
-    shmem_barrier_all(); /* every PE has read its box */
-    shmem_free(box);
-    if (shmalloc_check(0) != 0) shmem_global_exit(3);
-}
-
-int main(int argc, char **argv) { return shmalloc_fork_run(argc > 1 ? atoi(argv[1]) : 4, 1 << 20, pe_main, NULL); }
-EOF
     inc=-I$root/include/shmalloc
     [ -s "$dir/my_transport.c" ] && $CC -std=c99 -Wall -Wextra -Werror "$inc" -c "$dir/my_transport.c" -o "$dir/my_transport.o" &&
-    $CC -std=c99 -Wall -Wextra -Werror "$inc" "$dir"/fork.c "$dir"/teams.c "$dir"/spaces.c "$dir"/ring.c \
+    $CC -std=c99 -Wall -Wextra -Werror "$inc" "$dir"/fork.c "$dir"/teams.c "$dir"/spaces.c "$dir"/fork_ring.c \
         "$root/lib/libshmalloc.a" -pthread -o "$dir/ring_static" &&
     static_linked "$dir/ring_static" && run_ring "$dir/ring_static" &&
-    $CC -std=c99 -Wall -Wextra -Werror "$inc" "$dir"/fork.c "$dir"/teams.c "$dir"/spaces.c "$dir"/ring.c \
+    $CC -std=c99 -Wall -Wextra -Werror "$inc" "$dir"/fork.c "$dir"/teams.c "$dir"/spaces.c "$dir"/fork_ring.c \
         -L"$root/lib" -lshmalloc -pthread -o "$dir/ring_shared" &&
     needed "$dir/ring_shared" | grep -qx 'libshmalloc\.so\.[0-9.]*' &&
     LD_LIBRARY_PATH="$root/lib" run_ring "$dir/ring_shared"

@@ -59,18 +59,20 @@ extern "C" {
    (shmalloc_pthreads_options).  0, or -1 when the table is full. */
 int shmalloc_start_options(void);
 
-/* The program's heap size for the table: nominal bytes (1..2^MAX_LOG2),
-   or 0 to hand it back to the environment.  0, or -1 after a message. */
+/* The program's heap size for the table, before shmalloc_start_read:
+   nominal bytes (1..2^MAX_LOG2), or 0 to hand it back to the
+   environment.  0, or -1 after a message naming the size and the limit. */
 int shmalloc_start_size(const char *who, size_t nominal);
 
-/* Reads every option and works out s.
-   0, or -1 after a message naming the variable. */
+/* Reads every option once and works out s, before anything is mapped
+   (after the transport's own rows are added).  0, or -1 after a message
+   naming the variable and its value; s is then not to be used. */
 int shmalloc_start_read(shmalloc_start *s, const char *who);
 
 /* Says which variables of the environment look like ours but are not
    (shmalloc_options_report_unknown), on PE 0 alone, for the job's npes
    PEs: once per job, whatever the PEs' processes.  After the transport's
-   own rows are added (it adds start-up's). */
+   own rows are added (it adds start-up's).  No errors. */
 void shmalloc_start_unknown(int pe, int npes);
 
 /* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl
@@ -79,9 +81,10 @@ void shmalloc_start_unknown(int pe, int npes);
 int shmalloc_start_map(const shmalloc_start *s, shmalloc_map_mem *m, int shared,
                        const shmalloc_map_place *pl, int pe);
 
-/* Collective: the heap in m, starting at m->base, over the contract tp.
-   NULL after a message, with *err the reason (SHMEM_MALLOC_*), on every
-   PE. */
+/* Collective, on each PE once its memory is mapped: the heap in m,
+   starting at m->base, over the contract tp (fill and copy NULL: memset
+   and memcpy).  NULL after a message, with *err (err not NULL) the reason
+   (SHMEM_MALLOC_*), on every PE. */
 shmalloc_heap *shmalloc_start_heap(const shmalloc_start *s, const shmalloc_map_mem *m,
                                    const shmalloc_transport *tp, long *err);
 
@@ -95,7 +98,8 @@ size_t shmalloc_start_space(const shmalloc_start *s, const shmemx_space_config_t
 #endif
 
 /* Says that [addr, addr + n) on PE pe is not a symmetric range, naming
-   the calling PE (me of npes; -1 of 0 outside a run). */
+   the calling PE (me of npes; -1 of 0 outside a run): shmalloc_start_range's
+   message, for a transport that checks another way.  No errors. */
 void shmalloc_start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,
                               int npes);
 

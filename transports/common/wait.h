@@ -55,11 +55,12 @@ void shmalloc_wait_begin(shmalloc_wait *w, int timeout, int pauses, int yields);
 int shmalloc_wait_step(shmalloc_wait *w);
 
 /* The deadline as an absolute CLOCK_MONOTONIC time, for
-   pthread_cond_timedwait on a condition variable with that clock. */
+   pthread_cond_timedwait on a condition variable with that clock, after
+   a SLEEP step.  No errors. */
 void shmalloc_wait_deadline(const shmalloc_wait *w, struct timespec *abs);
 
 /* Sleeps a short while (100 us, never past the deadline): a SLEEP step
-   for a waiter with nothing to block on. */
+   for a waiter with nothing to block on.  No errors. */
 void shmalloc_wait_sleep(const shmalloc_wait *w);
 
 #if defined(__cplusplus)

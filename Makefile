@@ -12,21 +12,26 @@ LDLIBS   = -pthread
 B       ?= build
 RUN     ?=
 
-# The allocator is compiled once, from shmalloc.c, into libshmalloc; the
-# transport libraries hold only their binding and link against it.
+# The allocator is compiled once, from shmalloc.c, into libshmalloc, with
+# the start-up every transport builds on (transports/common/, public); the
+# transport libraries hold their binding and link against it.
 HEADERS      = shmalloc.h $(wildcard transports/*.h transports/*/*.h tests/*.h tests/*/*.h examples/*.h)
 ALLOC        = $(B)/libshmalloc.a
+COMMON_SRC  := $(wildcard transports/common/*.c)
 
 # A transport is a folder and one line below: $(call transport,NAME,FOLDER)
 # makes $(NAME), its library ($(B)/libshmalloc_<folder>.a), of $(NAME_SRC):
-# the folder's sources, then the common start-up, mapping and waits.
+# the folder's sources.  The shipped transports' archives also carry the
+# start-up (COMMON_SRC), for a program that expands the header itself and
+# links no libshmalloc; the fork transport takes it from libshmalloc, as
+# one built outside the tree does.
 define transport
-$(1)_SRC := $$(wildcard $(2)/*.c transports/common/*.c)
+$(1)_SRC := $$(wildcard $(2)/*.c) $(3)
 $(1) := $$(B)/libshmalloc_$(notdir $(2)).a
 TRANSPORTS += $(1)
 endef
-$(eval $(call transport,PTHREADS,transports/pthreads))
-$(eval $(call transport,PMIX_OFI,transports/pmix_ofi))
+$(eval $(call transport,PTHREADS,transports/pthreads,$(COMMON_SRC)))
+$(eval $(call transport,PMIX_OFI,transports/pmix_ofi,$(COMMON_SRC)))
 $(eval $(call transport,FORK,tests/transport_fork))
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
@@ -74,7 +79,7 @@ $(B)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(if $(findstring pmix_ofi,$*),$(PMIX_FLAGS)) -c $< -o $@
 
-$(ALLOC): $(B)/shmalloc.o
+$(ALLOC): $(B)/shmalloc.o $(COMMON_SRC:%.c=$(B)/%.o)
 $(foreach t,$(TRANSPORTS),$(eval $($(t)): $($(t)_SRC:%.c=$(B)/%.o)))
 $(B)/lib%.a: # afresh, so a source that is gone leaves no member behind
 	rm -f $@ && ar rcs $@ $^

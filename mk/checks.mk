@@ -26,7 +26,8 @@ man-check:
 # make's own default CXX is g++ already.
 CXX ?= g++
 shm_cxx_warn = -Wall -Wextra -Wpedantic -Wshadow -Wundef -Wconversion -Werror
-shm_cxx_transports = shmalloc_pthreads.h $(if $(wildcard transports/shmalloc_pmix_ofi.h),shmalloc_pmix_ofi.h)
+shm_cxx_transports = shmalloc_pthreads.h $(if $(wildcard transports/shmalloc_pmix_ofi.h),shmalloc_pmix_ofi.h) \
+                     $(patsubst transports/%,%,$(shm_common_headers))
 
 $(B)/hello_cpp: examples/hello_cpp.cpp $(PTHREADS) $(ALLOC) $(shm_headers)
 	$(CXX) -std=c++11 $(OPT) $(shm_cxx_warn) -I. $< $(PTHREADS) $(ALLOC) -pthread -o $@

@@ -17,6 +17,7 @@
 #   include/shmalloc.h                         the header itself
 #   include/shmalloc/shmalloc.h                a one-line forward to ../shmalloc.h
 #   include/shmalloc/transports/shmalloc_*.h   the transport headers and the teams' they include, unchanged
+#   include/shmalloc/transports/common/*.h     the API a transport builds on (start.h), unchanged
 # The pkg-config and CMake files add -I$(includedir)/shmalloc, so programs
 # keep the spellings they use in this tree ("shmalloc.h",
 # "transports/shmalloc_pthreads.h"); the transport headers' own
@@ -50,19 +51,22 @@ HAVE_PMIX_OFI := $(shell $(PKG_CONFIG) --exists pmix libfabric 2>/dev/null && ec
 endif
 
 # ---- what gets built ------------------------------------------------------
-# libshmalloc is the allocator; each transport library holds its binding
-# alone and needs libshmalloc (a program that expands the header itself
-# links a transport library without it).
+# libshmalloc is the allocator and the start-up transports build on
+# (transports/common/); each shared transport library holds its binding
+# alone and needs libshmalloc; each static one carries the start-up too (a
+# program that expands the header itself links it without libshmalloc).
 shm_transports := shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
 shm_all_transports := shmalloc_pthreads shmalloc_pmix_ofi
 shm_libs     = shmalloc $(shm_transports)
 shm_all_libs = shmalloc $(shm_all_transports)
 shm_headers := shmalloc.h transports/shmalloc_teams.h transports/shmalloc_pthreads.h
+# The API a transport builds on (internal.h is the shipped transports' own).
+shm_common_headers := $(addprefix transports/common/,copy.h map.h start.h wait.h)
 shm_static  = $(foreach t,$(shm_libs),$(B)/lib$(t).a)
 shm_shared  = $(foreach t,$(shm_libs),$(B)/lib$(t).so.$(SHMALLOC_VERSION))
-shm_objs_shmalloc          = shmalloc.c
-shm_objs_shmalloc_pthreads = $(PTHREADS_SRC)
-shm_objs_shmalloc_pmix_ofi = $(PMIX_OFI_SRC)
+shm_objs_shmalloc          = shmalloc.c $(COMMON_SRC)
+shm_objs_shmalloc_pthreads = $(filter-out $(COMMON_SRC),$(PTHREADS_SRC))
+shm_objs_shmalloc_pmix_ofi = $(filter-out $(COMMON_SRC),$(PMIX_OFI_SRC))
 # A transport library finds libshmalloc beside itself, wherever the tree
 # is moved: a program linked --as-needed that calls nothing of libshmalloc
 # does not name it, and a program's rpath does not reach its libraries'
@@ -86,15 +90,18 @@ $(B)/lib%.so.$(SHMALLOC_VERSION): $$(call shm_pic,$$*) \
 # ---- what gets installed --------------------------------------------------
 # The man pages: shmalloc.3 and its aliases (symbolic links to the page
 # that describes them, installed as links, as distributions ship them, so
-# man -l works on any of them from any directory), the transports' pages,
-# and shmalloc.7.
+# man -l works on any of them from any directory), shmalloc_start.3 (the
+# API a transport builds on), the transports' pages, and shmalloc.7.
 shm_man3_aliases := shmem_malloc shmem_free shfree shmem_realloc shrealloc shmem_align \
                     shmemalign shmem_calloc shmem_malloc_with_hints malloc_error \
                     shmalloc_check shmalloc_stats shsbreak shmalloc_pthreads_run shmemx_heap_info \
                     shmemx_free_deferred shmemx_free_deferred_drain shmemx_space_destroy \
                     shmemx_space_malloc shmemx_space_calloc shmemx_space_align shmemx_space_realloc \
-                    shmemx_space_malloc_with_hints shmemx_space_of
-shm_man3_real     = shmalloc shmemx_space_create shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
+                    shmemx_space_malloc_with_hints shmemx_space_of \
+                    shmalloc_start_size shmalloc_start_read shmalloc_start_unknown shmalloc_start_map \
+                    shmalloc_start_heap shmalloc_start_range shmalloc_map_heap shmalloc_map_release \
+                    shmalloc_wait_begin shmalloc_wait_step shmalloc_copy
+shm_man3_real     = shmalloc shmemx_space_create shmalloc_start shmalloc_pthreads $(if $(filter 1,$(HAVE_PMIX_OFI)),shmalloc_pmix_ofi)
 shm_man3_pages    = $(shm_man3_real) $(shm_man3_aliases)
 shm_man7_pages   := shmalloc
 shm_pc_name_shmalloc_pthreads := shmalloc-pthreads
@@ -105,6 +112,7 @@ shm_pc_name_shmalloc_pmix_ofi := shmalloc-pmix-ofi
 shm_lib_files = $(foreach t,$(1),lib$(t).a lib$(t).so lib$(t).so.$(SHMALLOC_SOVERSION) lib$(t).so.$(SHMALLOC_VERSION))
 shm_files = $(includedir)/shmalloc.h $(includedir)/shmalloc/shmalloc.h \
             $(foreach t,shmalloc_teams $(1),$(includedir)/shmalloc/transports/$(t).h) \
+            $(addprefix $(includedir)/shmalloc/,$(shm_common_headers)) \
             $(addprefix $(libdir)/,$(call shm_lib_files,shmalloc $(1))) \
             $(pkgconfigdir)/shmalloc.pc $(foreach t,$(1),$(pkgconfigdir)/$(shm_pc_name_$(t)).pc) \
             $(cmakedir)/shmallocConfig.cmake $(cmakedir)/shmallocConfigVersion.cmake \
@@ -165,6 +173,7 @@ install: $(shm_static) $(shm_shared) shm-generate
 	$(INSTALL) -m 644 shmalloc.h $(DESTDIR)$(includedir)/shmalloc.h
 	$(INSTALL) -m 644 $(shm_gen)/shmalloc-forward.h $(DESTDIR)$(includedir)/shmalloc/shmalloc.h
 	$(INSTALL) -m 644 $(foreach t,shmalloc_teams $(shm_transports),transports/$(t).h) $(DESTDIR)$(includedir)/shmalloc/transports/
+	$(INSTALL) -m 644 $(shm_common_headers) $(DESTDIR)$(includedir)/shmalloc/transports/common/
 	$(INSTALL) -m 644 $(shm_static) $(DESTDIR)$(libdir)/
 	$(INSTALL) -m 755 $(shm_shared) $(DESTDIR)$(libdir)/
 	@set -e; for t in $(shm_libs); do \
@@ -185,7 +194,7 @@ install: $(shm_static) $(shm_shared) shm-generate
 # install's files, then each directory install made and its parents while
 # they are empty, up to PREFIX (with DESTDIR, up to DESTDIR: install made
 # the parents inside it); a directory that holds another file stays.
-shm_dirs = $(bindir) $(includedir)/shmalloc/transports $(libdir) $(pkgconfigdir) $(cmakedir) \
+shm_dirs = $(bindir) $(includedir)/shmalloc/transports/common $(libdir) $(pkgconfigdir) $(cmakedir) \
            $(mandir)/man1 $(mandir)/man3 $(mandir)/man7
 shm_top  = $(if $(DESTDIR),$(DESTDIR)/*,$(PREFIX)|$(PREFIX)/*)
 uninstall:

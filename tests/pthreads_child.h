@@ -7,6 +7,7 @@
 #ifndef SHMALLOC_PTHREADS_CHILD_H
 #define SHMALLOC_PTHREADS_CHILD_H
 
+#include "transports/common/internal.h" /* SHM__TSAN */
 #include "transports/common/wait.h"
 
 #include <poll.h>
@@ -16,7 +17,7 @@
 
 /* A timed-out run ends by _exit while PE threads that returned are not
    joined yet; ThreadSanitizer would call that a thread leak. */
-#if defined(SHM__TSAN) /* from common/wait.h */
+#if defined(SHM__TSAN)
 const char *__tsan_default_options(void);
 const char *__tsan_default_options(void) { return "report_thread_leaks=0"; }
 #endif
@@ -35,7 +36,7 @@ TS_UNUSED static int read_until(int fd, child_result *r, double deadline)
     size_t used = 0;
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
-        int left = (int)((deadline - shm__wait_now()) * 1000.0);
+        int left = (int)((deadline - shmalloc_wait_now()) * 1000.0);
         ssize_t n;
         if (left <= 0) return -1;
         if (poll(&p, 1, left) <= 0) continue;
@@ -58,7 +59,7 @@ TS_UNUSED static void tag_output(void *user, int stream, int id, const char *tex
 TS_UNUSED static void run_child(int npes, const char *timeout, void (*pe_main)(void *), void *arg, child_result *r)
 {
     int fds[2], wstatus, ended;
-    double start = shm__wait_now();
+    double start = shmalloc_wait_now();
     pid_t pid;
     memset(r, 0, sizeof *r);
     cr_assert_eq(pipe(fds), 0);
@@ -76,7 +77,7 @@ TS_UNUSED static void run_child(int npes, const char *timeout, void (*pe_main)(v
     close(fds[0]);
     if (!ended) kill(pid, SIGKILL);
     cr_assert_eq(waitpid(pid, &wstatus, 0), pid);
-    r->seconds = shm__wait_now() - start;
+    r->seconds = shmalloc_wait_now() - start;
     r->status = ended && WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
     cr_assert(ended, "the run did not end within %.0f s (killed); stderr: %s", CHILD_BOUND, r->text);
 }

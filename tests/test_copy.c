@@ -1,4 +1,4 @@
-/* test_copy.c - shm__copy, the copy of the transports' puts and gets
+/* test_copy.c - shmalloc_copy, the copy of the transports' puts and gets
    (transports/common/copy.h), watched store by store: every byte of the
    target is stored exactly once and no byte around it at all, each store
    aligned to its width; an aligned 1, 2, 4 or 8 bytes is one store of that
@@ -25,7 +25,7 @@ static int writes[SPAN];
 static store stores[SPAN];
 static size_t nstores;
 
-/* Called by shm__copy before each store (its SHM__COPY_STORE hook). */
+/* Called by shmalloc_copy before each store (its SHM__COPY_STORE hook). */
 static void saw_store(const void *at, size_t width)
 {
     size_t off = (size_t)((const unsigned char *)at - watched), i;
@@ -84,7 +84,7 @@ Test(copy, every_length_and_alignment_stores_each_target_byte_once)
                 snprintf(what, sizeof what, "%zu bytes to offset %zu from offset %zu", n, 16 + to, from);
                 memset(target, 0xa5, sizeof target);
                 start_watching(target);
-                shm__copy(target + 16 + to, source + from, n);
+                shmalloc_copy(target + 16 + to, source + from, n);
                 expect_each_byte_once(16 + to, n, what);
                 expect_whole_words(16 + to, n, 1, what);
                 for (i = 0; i < SPAN; i++)
@@ -108,7 +108,7 @@ Test(copy, overlapping_ranges_copy_as_memmove_storing_each_byte_once)
                 memcpy(want, span, SPAN);
                 memmove(want + to, want + at, n);
                 start_watching(span);
-                shm__copy(span + to, span + at, n);
+                shmalloc_copy(span + to, span + at, n);
                 expect_each_byte_once(to, n, what);
                 expect_whole_words(to, n, shift < 0 || (size_t)shift >= n, what);
                 cr_assert(memcmp(span, want, SPAN) == 0, "%s: not what memmove makes", what);

@@ -10,7 +10,8 @@
 # debian/control built, lintian with no error and no warning, the packages
 # extracted with dpkg -x (nothing is installed on the machine), programs
 # built against the extracted tree with pkg-config (shared and static),
-# CMake and the packaged shmalloc-cc, and run (the PMIx one on 2 PEs under
+# CMake, the packaged shmalloc-cc and, for a transport, the headers and
+# libshmalloc alone, and run (the PMIx one on 2 PEs under
 # mpirun: run test-deb under the mpirun lock, as CI runs it alone).
 #
 # Each step prints PASS or FAIL; the last line counts them.  The exit status
@@ -143,6 +144,16 @@ check_cmake() {
     LD_LIBRARY_PATH="$libdir" run_ring 4 "$work/cmake/b/hello" 4
 }
 step "CMake find_package(shmalloc) of the packages: build and run" check_cmake
+
+check_transport_outside() {
+    # The fork transport, built with the -dev package's headers alone and
+    # linked with the packaged libshmalloc, which holds the start-up.
+    mkdir -p "$work/fork" && cp tests/transport_fork/*.[ch] tests/fork_ring.c "$work/fork"/ &&
+    $CC -std=c99 -Wall -Wextra -Werror -I"$root/usr/include/shmalloc" "$work"/fork/*.c -L"$libdir" -lshmalloc \
+        -pthread -o "$work/fork_ring" &&
+    LD_LIBRARY_PATH="$libdir" run_ring 4 "$work/fork_ring" 4
+}
+step "the packages' headers and libshmalloc build a transport (the fork one): build and run" check_transport_outside
 
 wrapper=$root/usr/bin/shmalloc-cc
 check_wrapper() {

@@ -15,7 +15,9 @@
 # lock, as make test).  Part D builds a hello world that allocates nothing
 # (so a program linked --as-needed does not name libshmalloc) with
 # shmalloc-cc, the README's pkg-config line and CMake, for each transport,
-# from an installed tree and again after moving it, and runs it.
+# from an installed tree and again after moving it, and runs it.  Part A
+# also builds a transport from the installed headers alone (the fork
+# transport and README.md's my_transport.c) and runs the fork one.
 #
 # Each step prints PASS or FAIL; the last line counts them.  The exit status
 # is nonzero when a step failed.  The temporary tree is kept on failure.
@@ -258,6 +260,26 @@ check_both_transports() {
 }
 step "both transport libraries link into one program with libshmalloc" check_both_transports
 
+
+check_transport_outside() {
+    # The fork transport and README.md's my_transport.c, copied out of the
+    # tree and built with the installed headers alone, the start-up from
+    # libshmalloc (static, then shared); the fork transport runs a ring.
+    dir=$work/transport-outside
+    mkdir -p "$dir" && cp tests/transport_fork/*.[ch] tests/fork_ring.c "$dir"/ || return 1
+    awk '/^\/\* my_transport\.c/ { c = 1 } c && /^```/ { exit } c' README.md >"$dir/my_transport.c"
+    inc=-I$root/include/shmalloc
+    [ -s "$dir/my_transport.c" ] && $CC -std=c99 -Wall -Wextra -Werror "$inc" -c "$dir/my_transport.c" -o "$dir/my_transport.o" &&
+    $CC -std=c99 -Wall -Wextra -Werror "$inc" "$dir"/fork.c "$dir"/teams.c "$dir"/spaces.c "$dir"/fork_ring.c \
+        "$root/lib/libshmalloc.a" -pthread -o "$dir/ring_static" &&
+    static_linked "$dir/ring_static" && run_ring "$dir/ring_static" &&
+    $CC -std=c99 -Wall -Wextra -Werror "$inc" "$dir"/fork.c "$dir"/teams.c "$dir"/spaces.c "$dir"/fork_ring.c \
+        -L"$root/lib" -lshmalloc -pthread -o "$dir/ring_shared" &&
+    needed "$dir/ring_shared" | grep -qx 'libshmalloc\.so\.[0-9.]*' &&
+    LD_LIBRARY_PATH="$root/lib" run_ring "$dir/ring_shared"
+}
+step "a transport outside the tree (the fork transport, README's my_transport.c): installed headers alone" \
+    check_transport_outside
 
 check_cmake_shared() {
     cmake_project "$work/build-shared" &&

@@ -17,30 +17,30 @@
 /* ---- the wait unit ------------------------------------------------------ */
 Test(wait, a_step_pauses_then_yields_then_asks_to_sleep)
 {
-    shm__wait w;
+    shmalloc_wait w;
     int i;
-    shm__wait_begin(&w, 60, 3, 2);
-    for (i = 0; i < 5; i++) cr_assert_eq(shm__wait_step(&w), SHM__WAIT_POLL, "step %d", i);
-    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_SLEEP);
-    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_SLEEP);
+    shmalloc_wait_begin(&w, 60, 3, 2);
+    for (i = 0; i < 5; i++) cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_POLL, "step %d", i);
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
 }
 
 Test(wait, the_deadline_is_the_timeout_after_the_first_yield, .timeout = TEST_TIMEOUT)
 {
-    shm__wait w;
+    shmalloc_wait w;
     struct timespec ts;
     double start, deadline;
-    shm__wait_begin(&w, 1, 1, 0);
-    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_POLL); /* a pause: no deadline yet */
+    shmalloc_wait_begin(&w, 1, 1, 0);
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_POLL); /* a pause: no deadline yet */
     sleep_seconds(0.5);
-    start = shm__wait_now();
-    cr_assert_eq(shm__wait_step(&w), SHM__WAIT_SLEEP);
-    shm__wait_deadline(&w, &ts);
+    start = shmalloc_wait_now();
+    cr_assert_eq(shmalloc_wait_step(&w), SHMALLOC_WAIT_SLEEP);
+    shmalloc_wait_deadline(&w, &ts);
     deadline = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     cr_assert(deadline >= start + 1.0 && deadline < start + 1.5, "deadline %.3f s after the step", deadline - start);
-    while (shm__wait_step(&w) == SHM__WAIT_SLEEP) shm__wait_sleep(&w);
-    cr_assert(shm__wait_now() >= deadline, "expired before the deadline");
-    cr_assert(shm__wait_now() < deadline + 1.0, "expired %.3f s late", shm__wait_now() - deadline);
+    while (shmalloc_wait_step(&w) == SHMALLOC_WAIT_SLEEP) shmalloc_wait_sleep(&w);
+    cr_assert(shmalloc_wait_now() >= deadline, "expired before the deadline");
+    cr_assert(shmalloc_wait_now() < deadline + 1.0, "expired %.3f s late", shmalloc_wait_now() - deadline);
 }
 
 /* ---- a PE that skips a collective call ---------------------------------- */
@@ -402,9 +402,9 @@ ParameterizedTestParameters(timeout, a_slow_pe_that_arrives_within_the_timeout_d
 ParameterizedTest(int *npes, timeout, a_slow_pe_that_arrives_within_the_timeout_does_not_trip_it,
                   .timeout = TEST_TIMEOUT)
 {
-    double start = shm__wait_now();
+    double start = shmalloc_wait_now();
     setenv("SHMALLOC_BARRIER_TIMEOUT", "2", 1);
     cr_assert_eq(shmalloc_pthreads_run(*npes, (size_t)1 << 20, pe_slow, NULL), 0);
     cr_assert_eq(pe_calls, *npes, "%d PEs allocated, or a heap check failed", pe_calls);
-    cr_assert(shm__wait_now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
+    cr_assert(shmalloc_wait_now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");
 }

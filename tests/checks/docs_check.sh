@@ -499,12 +499,12 @@ check_contract() {
 start_steps() {
     awk '/start-up, in order/ { s = 1; next }
          s && /^[ \t]*$/ && n { exit }
-         s && match($0, /(shm__start_[a-z]+|shmalloc_options_add)\(/) {
+         s && match($0, /(shmalloc_start_[a-z]+|shmalloc_options_add)\(/) {
              n++; print substr($0, RSTART, RLENGTH - 1), ($0 ~ / only /) ? "optional" : "required" }' \
         "$SRC/transports/common/start.h"
 }
 # Each step's first mention in a file, in the file's order.
-steps_in() { grep -oE 'shm__start_[a-z]+|shmalloc_options_add' "$1" | awk '!seen[$0]++'; }
+steps_in() { grep -oE 'shmalloc_start_[a-z]+|shmalloc_options_add' "$1" | awk '!seen[$0]++'; }
 
 check_start_steps() {
     local steps readme=$work/my_transport.c listed bad=0 name status

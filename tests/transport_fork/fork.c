@@ -14,9 +14,8 @@
 #  define _GNU_SOURCE /* MAP_ANONYMOUS */
 #endif
 #include "team.h"
-#include "../../transports/common/copy.h"
-#include "../../transports/common/map.h"
-#include "../../transports/common/wait.h"
+#include "transports/common/copy.h"
+#include "transports/common/wait.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -53,12 +52,12 @@ void shm__fork_sync(struct shmalloc_team *t, uint64_t *values, int count)
     for (i = 0; i < count; i++) slots[t->me].values[odd][i] = values[i];
     __atomic_store_n(&slots[t->me].epoch, e, __ATOMIC_RELEASE);
     for (q = 0; q < t->size; q++) {
-        shm__wait w;
-        shm__wait_begin(&w, shm__fork.start.timeout, 0, 1000); /* PEs may outnumber cpus: yield at once */
+        shmalloc_wait w;
+        shmalloc_wait_begin(&w, shm__fork.start.timeout, 0, 1000); /* PEs may outnumber cpus: yield at once */
         while (__atomic_load_n(&slots[q].epoch, __ATOMIC_ACQUIRE) < e) {
-            int s = shm__wait_step(&w);
-            if (s == SHM__WAIT_EXPIRED) shm__fork_gave_up(t, slots, e);
-            if (s == SHM__WAIT_SLEEP) shm__wait_sleep(&w);
+            int s = shmalloc_wait_step(&w);
+            if (s == SHMALLOC_WAIT_EXPIRED) shm__fork_gave_up(t, slots, e);
+            if (s == SHMALLOC_WAIT_SLEEP) shmalloc_wait_sleep(&w);
         }
         for (i = 0; i < count; i++)
             if (slots[q].values[odd][i] > values[i]) values[i] = slots[q].values[odd][i];
@@ -123,7 +122,7 @@ static int shm__fork_pe(int me, void (*pe_main)(void *), void *arg)
     shm__fork_contract(SHMEM_TEAM_WORLD, &tp);
     tp.team = shm__fork_team_child;
     tp.team_done = shm__fork_team_done;
-    shm__fork.heap = shm__start_heap(&shm__fork.start, &shm__fork.maps[me], &tp, NULL);
+    shm__fork.heap = shmalloc_start_heap(&shm__fork.start, &shm__fork.maps[me], &tp, NULL);
     if (!shm__fork.heap) return 1; /* on every PE: creation is collective */
     shmalloc_set_process_heap(shm__fork.heap);
     pe_main(arg);
@@ -148,9 +147,9 @@ static int shm__fork_map_all(int npes)
 {
     int q;
     for (q = 0; q < npes; q++) {
-        if (shm__start_map(&shm__fork.start, &shm__fork.maps[q], 1, NULL, q) != 0) return -1;
+        if (shmalloc_start_map(&shm__fork.start, &shm__fork.maps[q], 1, NULL, q) != 0) return -1;
         if (q == 0 || shm__fork.maps[q].pages != shm__fork.maps[0].pages)
-            shm__map_report(&shm__fork.maps[q], &shm__fork.start.huge, q);
+            shmalloc_map_report(&shm__fork.maps[q], &shm__fork.start.huge, q);
     }
     return 0;
 }
@@ -215,8 +214,8 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
                        SHMALLOC_FORK_MAX_PES, pe_main ? "given" : "NULL");
         return 1;
     }
-    if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
-    shm__start_unknown(0, 1); /* the process speaks for the PEs it forks */
+    if (shmalloc_start_size(who, nominal) != 0 || shmalloc_start_read(&shm__fork.start, who) != 0) return 1;
+    shmalloc_start_unknown(0, 1); /* the process speaks for the PEs it forks */
     shm__fork.shared = (shm__fork_shared *)shm__fork_map_shared("the barriers", shared, 0);
     shm__fork.spaces = (char *)shm__fork_map_shared("the spaces (SHMALLOC_FORK_SPACES a PE)", spaces, MAP_NORESERVE);
     memset(shm__fork.maps, 0, sizeof shm__fork.maps);
@@ -226,7 +225,7 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
         rc = shm__fork_start_and_join(npes, pe_main, arg);
     }
     for (q = 0; q < npes; q++)
-        if (shm__fork.maps[q].base) shm__map_release(&shm__fork.maps[q]);
+        if (shm__fork.maps[q].base) shmalloc_map_release(&shm__fork.maps[q]);
     if (shm__fork.shared) munmap(shm__fork.shared, shared);
     if (shm__fork.spaces) munmap(shm__fork.spaces, spaces);
     shm__fork.shared = NULL;
@@ -242,7 +241,7 @@ int shmem_n_pes(void) { return shm__fork.me >= 0 ? shm__fork.npes : 0; }
 void shmem_quiet(void)
 {
     /* Puts are plain copies, complete on return: only ordering is left. */
-#if !defined(SHM__TSAN)
+#if !defined(__SANITIZE_THREAD__) /* gcc refuses a fence under ThreadSanitizer */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
@@ -262,8 +261,8 @@ static char *shm__fork_remote(const char *what, const void *addr, size_t n, int 
     char *in_space = h && !shmalloc_heap_contains(h, addr) ? shm__fork_space_remote(what, addr, n, pe) : NULL;
     size_t offset;
     if (in_space) return in_space;
-    offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL, h ? shmalloc_heap_size(h) : 0,
-                              shm__fork.me, shm__fork.npes);
+    offset = shmalloc_start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL, h ? shmalloc_heap_size(h) : 0,
+                                  shm__fork.me, shm__fork.npes);
     if (offset == SIZE_MAX) shmem_global_exit(1);
     return shm__fork.maps[pe].base + offset; /* every heap starts at its mapping's base */
 }
@@ -271,13 +270,13 @@ static char *shm__fork_remote(const char *what, const void *addr, size_t n, int 
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    shm__copy(shm__fork_remote("shmem_putmem", dest, nelems, pe), source, nelems);
+    shmalloc_copy(shm__fork_remote("shmem_putmem", dest, nelems, pe), source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    shm__copy(dest, shm__fork_remote("shmem_getmem", source, nelems, pe), nelems);
+    shmalloc_copy(dest, shm__fork_remote("shmem_getmem", source, nelems, pe), nelems);
 }
 
 void shmem_global_exit(int status)

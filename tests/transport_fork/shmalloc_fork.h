@@ -3,9 +3,10 @@
    processes.  MIT licence: see the end of ../../shmalloc.h.
 
    USAGE
-     Link with this folder's sources (fork.c: the run, barriers, puts and
-     gets; teams.c; spaces.c) and transports/common/[a-z]*.c (the
-     Makefile's $(FORK)), and the allocator:
+     Link this folder's sources (fork.c: the run, barriers, puts and
+     gets; teams.c; spaces.c; the Makefile's $(FORK)) with libshmalloc,
+     the allocator and the start-up of transports/common/start.h.  They
+     use only installed headers, as a transport outside the tree would:
          static void pe_main(void *arg) { ... shmem_malloc ... }
          int main(void) { return shmalloc_fork_run(4, 0, pe_main, NULL); }
      shmalloc_fork_run forks npes processes (1..64), gives each its
@@ -37,8 +38,8 @@
 #ifndef SHMALLOC_FORK_H_INCLUDED
 #define SHMALLOC_FORK_H_INCLUDED
 
-#include "../../shmalloc.h"
-#include "../../transports/shmalloc_teams.h"
+#include "shmalloc.h"
+#include "transports/shmalloc_teams.h"
 #include <stddef.h>
 
 #define SHMALLOC_FORK_MAX_PES 64

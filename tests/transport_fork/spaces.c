@@ -74,7 +74,7 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *cfg, shm
         shmalloc_space_create(shm__fork.heap, NULL, NULL, 0, NULL, &err);
         return (int)err;
     }
-    bytes = shm__start_space(&shm__fork.start, cfg, &hc);
+    bytes = shmalloc_start_space(&shm__fork.start, cfg, &hc);
     if (mem == NULL) bytes = (bytes + SHM__FORK_SPACE_ALIGN - 1) & ~(SHM__FORK_SPACE_ALIGN - 1); /* its room */
     while (s < shm__fork_spaces + SHM__FORK_MAX_SPACES && s->heap) s++;
     offset = mem ? 0 : shm__fork_room_agree(t, bytes, s == shm__fork_spaces + SHM__FORK_MAX_SPACES);
@@ -115,8 +115,8 @@ char *shm__fork_space_remote(const char *what, const void *addr, size_t n, int p
                        t->start, t->stride, t->size - 1);
         shmem_global_exit(1);
     }
-    if (shm__start_range(what, addr, n, pe, shmalloc_heap_base(h), shmalloc_heap_size(h), shm__fork.me,
-                         shm__fork.npes) == SIZE_MAX)
+    if (shmalloc_start_range(what, addr, n, pe, shmalloc_heap_base(h), shmalloc_heap_size(h), shm__fork.me,
+                             shm__fork.npes) == SIZE_MAX)
         shmem_global_exit(1);
     return shared ? shm__fork_room(pe) + (a - room) : (char *)(uintptr_t)addr;
 }

@@ -5,8 +5,7 @@
 #define SHM__FORK_TEAM_H_INCLUDED
 
 #include "shmalloc_fork.h"
-#include "../../transports/common/internal.h"
-#include "../../transports/common/start.h"
+#include "transports/common/start.h"
 #include "messages.h"
 
 #include <stdint.h>
@@ -49,29 +48,29 @@ struct shmalloc_team {
    pointers lead to. */
 typedef struct shm__fork_run {
     shm__fork_shared *shared;
-    shm__map_mem maps[SHMALLOC_FORK_MAX_PES]; /* every PE's heap memory, shared */
+    shmalloc_map_mem maps[SHMALLOC_FORK_MAX_PES]; /* every PE's heap memory, shared */
     char *spaces;          /* every PE's room for spaces, shared: PE q's at spaces + q * SHMALLOC_FORK_SPACES */
-    shm__start start;
+    shmalloc_start start;
     int npes;
     int me;                /* this process's PE; -1 outside a PE */
     shmalloc_heap *heap;
 } shm__fork_run;
 
-SHM__INTERNAL extern shm__fork_run shm__fork;
+extern shm__fork_run shm__fork;
 
 /* Barrier of team t; count values become their maximum over its members. */
-SHM__INTERNAL void shm__fork_sync(struct shmalloc_team *t, uint64_t *values, int count);
+void shm__fork_sync(struct shmalloc_team *t, uint64_t *values, int count);
 /* The world team of this PE, at its start. */
-SHM__INTERNAL void shm__fork_teams_start(void);
+void shm__fork_teams_start(void);
 /* The team a handle names (SHMEM_TEAM_SHARED: the world's); NULL for
    SHMEM_TEAM_INVALID or outside a PE. */
-SHM__INTERNAL struct shmalloc_team *shm__fork_team(shmem_team_t team);
+struct shmalloc_team *shm__fork_team(shmem_team_t team);
 /* Lets go of a hold on t; the last frees it. */
-SHM__INTERNAL void shm__fork_team_drop(struct shmalloc_team *t);
+void shm__fork_team_drop(struct shmalloc_team *t);
 
 /* Peer pe's address of [addr, addr + n) in one of this PE's spaces; NULL
    when addr is in none.  Ends the PE when pe is not in the space's team
    or the range is not in the space. */
-SHM__INTERNAL char *shm__fork_space_remote(const char *what, const void *addr, size_t n, int pe);
+char *shm__fork_space_remote(const char *what, const void *addr, size_t n, int pe);
 
 #endif /* SHM__FORK_TEAM_H_INCLUDED */

@@ -5,7 +5,7 @@
    A peer may watch the bytes a put writes: a flag it waits for, clears and
    waits for again.  memcpy and memmove may store a byte twice (glibc copies
    8 to 15 bytes as two overlapping words), and a store repeated after the
-   peer's clear sets the flag again.  shm__copy stores each byte of dest
+   peer's clear sets the flag again.  shmalloc_copy stores each byte of dest
    exactly once, by relaxed atomic stores as wide as dest's alignment
    allows, up to 8 bytes, and aligned 16-byte volatile stores between the
    end words, which the compiler can neither merge into a memcpy call nor
@@ -14,11 +14,12 @@
    as dest is read the same way, so an aligned get of 1 to 8 bytes is one
    load.  Ranges may overlap, as memmove's.
 
-   Internal to the transports, as wait.h.  SHM__COPY_STORE and
-   SHM__COPY_STORE16 are for a test that watches every store
-   (tests/test_copy.c). */
-#if !defined(SHM__COPY_H_INCLUDED)
-#define SHM__COPY_H_INCLUDED
+   Part of the API a transport builds on (start.h lists the others),
+   inline, for a transport whose puts and gets are copies in memory.
+   SHM__COPY_STORE and SHM__COPY_STORE16 are private: for a test that
+   watches every store (tests/test_copy.c). */
+#if !defined(SHMALLOC_COPY_H_INCLUDED)
+#define SHMALLOC_COPY_H_INCLUDED
 
 #include <stddef.h>
 #include <stdint.h>
@@ -68,8 +69,9 @@ typedef uint64_t shm__copy128 __attribute__((vector_size(16), may_alias));
 /* n bytes from source to dest, each byte of dest stored once: from the
    start up, bytes up to dest's 8-byte alignment, 16-byte vectors, words
    (the last word a word's store) and the bytes left; or from the end down
-   when dest lies above an overlapping source. */
-static inline void shm__copy(void *dest, const void *source, size_t n)
+   when dest lies above an overlapping source.  Any time, from any
+   thread; no errors (dest and source must hold n bytes). */
+static inline void shmalloc_copy(void *dest, const void *source, size_t n)
 {
     unsigned char *d = (unsigned char *)dest;
     const unsigned char *s = (const unsigned char *)source;
@@ -106,4 +108,4 @@ static inline void shm__copy(void *dest, const void *source, size_t n)
     }
 }
 
-#endif /* SHM__COPY_H_INCLUDED */
+#endif /* SHMALLOC_COPY_H_INCLUDED */

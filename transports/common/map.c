@@ -58,7 +58,7 @@ static size_t shm__hugetlb_default(void)
     while (f && fgets(line, sizeof line, f))
         if (sscanf(line, "Hugepagesize: %lu kB", &kb) == 1) break;
     if (f) fclose(f);
-    return kb ? (size_t)kb << 10 : SHM__MAP_THP_BYTES;
+    return kb ? (size_t)kb << 10 : SHMALLOC_MAP_THP_BYTES;
 }
 
 /* -1 when text names no huge page size this kernel has. */
@@ -79,7 +79,7 @@ static int shm__huge_bad(const char *var, const char *value, const char *expecte
 /* The mapping's rows of the options table. */
 enum { SHM__OPT_HUGE_PAGES, SHM__OPT_SOS_HUGE_PAGES, SHM__OPT_SOS_PAGE_SIZE, SHM__OPT_COUNT };
 
-int shm__map_options_add(void)
+int shmalloc_map_options_add(void)
 {
     static const shmalloc_option rows[SHM__OPT_COUNT] = {
         {"SHMALLOC_HUGE_PAGES", {NULL, NULL}, SHMALLOC_KIND_WORD, "off", "off, auto, 2M or 1G: the heap's pages",
@@ -95,9 +95,9 @@ int shm__map_options_add(void)
 /* An entry's text when a variable set it, else NULL. */
 static const char *shm__set_text(const shmalloc_option *o) { return o->source ? o->text : NULL; }
 
-int shm__map_huge_from_table(shm__map_huge *h)
+int shmalloc_map_huge_from_table(shmalloc_map_huge *h)
 {
-    int id = shm__map_options_add();
+    int id = shmalloc_map_options_add();
     const shmalloc_option *opt = shmalloc_options() + id;
     const char *v, *use, *size;
     const char *sizes = "a huge page size this kernel offers (see /sys/kernel/mm/hugepages), e.g. 2M or 1G";
@@ -110,8 +110,8 @@ int shm__map_huge_from_table(shm__map_huge *h)
     if (v && *v) {
         snprintf(h->setting, sizeof h->setting, "SHMALLOC_HUGE_PAGES=%.80s", v);
         if (!strcmp(v, "off")) return 0;
-        h->mode = strcmp(v, "auto") ? SHM__MAP_HUGE_SIZE : SHM__MAP_HUGE_AUTO;
-        if (h->mode == SHM__MAP_HUGE_SIZE && shm__huge_size_ok(v, &h->size) != 0)
+        h->mode = strcmp(v, "auto") ? SHMALLOC_MAP_HUGE_SIZE : SHMALLOC_MAP_HUGE_AUTO;
+        if (h->mode == SHMALLOC_MAP_HUGE_SIZE && shm__huge_size_ok(v, &h->size) != 0)
             return shm__huge_bad("SHMALLOC_HUGE_PAGES", v, "auto, off or a huge page size this kernel offers "
                                  "(see /sys/kernel/mm/hugepages), e.g. 2M or 1G");
         return 0;
@@ -119,15 +119,15 @@ int shm__map_huge_from_table(shm__map_huge *h)
     if (size && *size && shm__huge_size_ok(size, &h->size) != 0)
         return shm__huge_bad("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", size, sizes);
     if (!use || !*use || !opt[SHM__OPT_SOS_HUGE_PAGES].value) return 0;
-    h->mode = SHM__MAP_HUGE_SIZE;
-    if (!size || !*size) h->size = SHM__MAP_THP_BYTES;
+    h->mode = SHMALLOC_MAP_HUGE_SIZE;
+    if (!size || !*size) h->size = SHMALLOC_MAP_THP_BYTES;
     snprintf(h->setting, sizeof h->setting, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES=%.16s%s%.24s", use,
              size && *size ? " SHMEM_SYMMETRIC_HEAP_PAGE_SIZE=" : "", size && *size ? size : "");
     return 0;
 }
 
 /* >> placement ---------------------------------------------------------------- */
-size_t shm__map_pow2_cover(size_t bytes, size_t floor, size_t cap)
+size_t shmalloc_map_pow2_cover(size_t bytes, size_t floor, size_t cap)
 {
     size_t a = floor;
     while (a < bytes && a < cap) a <<= 1;
@@ -142,7 +142,7 @@ static void *shm__mmap(void *addr, size_t len, int hugetlb_flags, int fd, int ex
     return mmap(addr, len, PROT_READ | PROT_WRITE, flags, fd, 0);
 }
 
-static void *shm__place_fixed(const shm__map_place *pl, size_t len, size_t align, int hflags, int fd)
+static void *shm__place_fixed(const shmalloc_map_place *pl, size_t len, size_t align, int hflags, int fd)
 {
     uintptr_t addr = (pl->first + align - 1) & ~(uintptr_t)(align - 1);
     int i;
@@ -181,16 +181,16 @@ static void *shm__place_aligned(size_t len, size_t align, void *hint, int hflags
     return p;
 }
 
-static void *shm__place_map(const shm__map_place *pl, size_t len, size_t unit, int hflags, int fd, int *fixed)
+static void *shm__place_map(const shmalloc_map_place *pl, size_t len, size_t unit, int hflags, int fd, int *fixed)
 {
     void *p = NULL;
     *fixed = 0;
     if (pl && pl->first) {
-        p = shm__place_fixed(pl, len, shm__map_pow2_cover(len, unit, (size_t)1 << 62), hflags, fd);
+        p = shm__place_fixed(pl, len, shmalloc_map_pow2_cover(len, unit, (size_t)1 << 62), hflags, fd);
         *fixed = p != NULL;
     }
-    if (!p && pl && pl->hint) p = shm__place_aligned(len, shm__map_pow2_cover(len, unit, SHM__MAP_MAX_ALIGN), pl->hint, hflags, fd);
-    if (!p) p = shm__place_aligned(len, shm__map_pow2_cover(len, unit, SHM__MAP_MAX_ALIGN), NULL, hflags, fd);
+    if (!p && pl && pl->hint) p = shm__place_aligned(len, shmalloc_map_pow2_cover(len, unit, SHMALLOC_MAP_MAX_ALIGN), pl->hint, hflags, fd);
+    if (!p) p = shm__place_aligned(len, shmalloc_map_pow2_cover(len, unit, SHMALLOC_MAP_MAX_ALIGN), NULL, hflags, fd);
     return p;
 }
 
@@ -222,8 +222,8 @@ static int shm__smaps(const void *addr, size_t *kernel_page, size_t *thp_bytes)
     return found ? 0 : -1;
 }
 
-static void shm__why(shm__map_mem *m, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
-static void shm__why(shm__map_mem *m, const char *fmt, ...)
+static void shm__why(shmalloc_map_mem *m, const char *fmt, ...) SHMALLOC_FORMAT(2, 3);
+static void shm__why(shmalloc_map_mem *m, const char *fmt, ...)
 {
     size_t n = strlen(m->why);
     va_list ap;
@@ -265,7 +265,7 @@ static int shm__memfd(size_t len, unsigned huge_flags)
 
 /* hugetlbfs pages of h->size: reserved in full now, so a shortage fails
    here and not as a SIGBUS later. */
-static int shm__try_hugetlb(shm__map_mem *m, const shm__map_place *pl, size_t len, const shm__map_huge *h, int shared)
+static int shm__try_hugetlb(shmalloc_map_mem *m, const shmalloc_map_place *pl, size_t len, const shmalloc_map_huge *h, int shared)
 {
     unsigned shift = 0;
     int hflags, fd = -1;
@@ -293,7 +293,7 @@ static int shm__try_hugetlb(shm__map_mem *m, const shm__map_place *pl, size_t le
     m->mapped = len;
     m->fd = fd;
     if (shm__smaps(p, &kpage, &thp) == 0 && kpage == h->size) {
-        m->pages = SHM__MAP_PAGES_HUGETLB;
+        m->pages = SHMALLOC_MAP_PAGES_HUGETLB;
         m->page_size = kpage;
         return 0;
     }
@@ -307,7 +307,7 @@ static int shm__try_hugetlb(shm__map_mem *m, const shm__map_place *pl, size_t le
 
 /* Base pages, advised to become transparent huge pages when want_thp; the
    first huge page is touched so smaps can show whether the advice took. */
-static int shm__try_base(shm__map_mem *m, const shm__map_place *pl, size_t len, size_t unit, int want_thp, int shared)
+static int shm__try_base(shmalloc_map_mem *m, const shmalloc_map_place *pl, size_t len, size_t unit, int want_thp, int shared)
 {
     int fd = shared ? shm__memfd(len, 0) : -1;
     size_t kpage, thp;
@@ -321,17 +321,17 @@ static int shm__try_base(shm__map_mem *m, const shm__map_place *pl, size_t len, 
     m->base = (char *)p;
     m->mapped = len;
     m->fd = fd;
-    m->pages = SHM__MAP_PAGES_BASE;
+    m->pages = SHMALLOC_MAP_PAGES_BASE;
     m->page_size = shm__base_page();
     if (!want_thp) return 0;
-    if (len < SHM__MAP_THP_BYTES || madvise(p, len, MADV_HUGEPAGE) != 0) {
-        shm__why(m, "transparent huge pages: %s", len < SHM__MAP_THP_BYTES ? "the heap is smaller than one" : strerror(errno));
+    if (len < SHMALLOC_MAP_THP_BYTES || madvise(p, len, MADV_HUGEPAGE) != 0) {
+        shm__why(m, "transparent huge pages: %s", len < SHMALLOC_MAP_THP_BYTES ? "the heap is smaller than one" : strerror(errno));
         return 0;
     }
     *(volatile char *)p = 0;
     if (shm__smaps(p, &kpage, &thp) == 0 && thp > 0) {
-        m->pages = SHM__MAP_PAGES_THP;
-        m->page_size = SHM__MAP_THP_BYTES;
+        m->pages = SHMALLOC_MAP_PAGES_THP;
+        m->page_size = SHMALLOC_MAP_THP_BYTES;
     } else {
         char mode[96];
         const char *knob = shared ? "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
@@ -342,9 +342,9 @@ static int shm__try_base(shm__map_mem *m, const shm__map_place *pl, size_t len, 
     return 0;
 }
 
-int shm__map_heap(shm__map_mem *m, size_t bytes, const shm__map_huge *h, int shared, const shm__map_place *pl)
+int shmalloc_map_heap(shmalloc_map_mem *m, size_t bytes, const shmalloc_map_huge *h, int shared, const shmalloc_map_place *pl)
 {
-    size_t page = shm__base_page(), unit = h->mode == SHM__MAP_HUGE_OFF ? page : h->size, len;
+    size_t page = shm__base_page(), unit = h->mode == SHMALLOC_MAP_HUGE_OFF ? page : h->size, len;
     memset(m, 0, sizeof *m);
     m->fd = -1;
     if (bytes == 0 || bytes > SIZE_MAX - unit) {
@@ -353,29 +353,29 @@ int shm__map_heap(shm__map_mem *m, size_t bytes, const shm__map_huge *h, int sha
     }
     m->bytes = (bytes + page - 1) & ~(page - 1);
     len = (bytes + unit - 1) & ~(unit - 1); /* the same on every PE, whatever each obtains */
-    if (h->mode != SHM__MAP_HUGE_OFF && shm__try_hugetlb(m, pl, len, h, shared) == 0) return 0;
-    return shm__try_base(m, pl, len, unit, h->mode != SHM__MAP_HUGE_OFF, shared);
+    if (h->mode != SHMALLOC_MAP_HUGE_OFF && shm__try_hugetlb(m, pl, len, h, shared) == 0) return 0;
+    return shm__try_base(m, pl, len, unit, h->mode != SHMALLOC_MAP_HUGE_OFF, shared);
 }
 
-const char *shm__map_pages_name(const shm__map_mem *m)
+const char *shmalloc_map_pages_name(const shmalloc_map_mem *m)
 {
     switch (m->pages) {
-    case SHM__MAP_PAGES_HUGETLB: return m->page_size == (size_t)1 << 30 ? "1 GiB hugetlbfs pages" : "2 MiB hugetlbfs pages";
-    case SHM__MAP_PAGES_THP: return "2 MiB transparent huge pages";
+    case SHMALLOC_MAP_PAGES_HUGETLB: return m->page_size == (size_t)1 << 30 ? "1 GiB hugetlbfs pages" : "2 MiB hugetlbfs pages";
+    case SHMALLOC_MAP_PAGES_THP: return "2 MiB transparent huge pages";
     default: return "4 KiB pages";
     }
 }
 
-void shm__map_report(const shm__map_mem *m, const shm__map_huge *h, int pe)
+void shmalloc_map_report(const shmalloc_map_mem *m, const shmalloc_map_huge *h, int pe)
 {
-    int short_of = h->mode == SHM__MAP_HUGE_SIZE ? m->pages != SHM__MAP_PAGES_HUGETLB : m->pages == SHM__MAP_PAGES_BASE;
-    if (h->mode == SHM__MAP_HUGE_OFF || !short_of) return;
+    int short_of = h->mode == SHMALLOC_MAP_HUGE_SIZE ? m->pages != SHMALLOC_MAP_PAGES_HUGETLB : m->pages == SHMALLOC_MAP_PAGES_BASE;
+    if (h->mode == SHMALLOC_MAP_HUGE_OFF || !short_of) return;
     shmalloc_print(2, SHM__START_MSG(HUGE_PAGES_FELL_BACK), h->setting,
-                   h->mode == SHM__MAP_HUGE_AUTO ? "huge pages" : "hugetlbfs pages", pe, m->bytes, (void *)m->base,
-                   shm__map_pages_name(m), m->why[0] ? m->why : "no reason known");
+                   h->mode == SHMALLOC_MAP_HUGE_AUTO ? "huge pages" : "hugetlbfs pages", pe, m->bytes, (void *)m->base,
+                   shmalloc_map_pages_name(m), m->why[0] ? m->why : "no reason known");
 }
 
-void shm__map_release(shm__map_mem *m)
+void shmalloc_map_release(shmalloc_map_mem *m)
 {
     if (!m->base) return; /* never mapped: fd may be 0 of a zeroed struct */
     munmap(m->base, m->mapped);
@@ -387,7 +387,7 @@ void shm__map_release(shm__map_mem *m)
 /* Which node this process is on, as far as sharing memory goes: the
    kernel's boot id, the host name and the pid namespace (a peer's /proc
    entry must be its own).  FNV-1a over the three. */
-uint64_t shm__map_node_id(void)
+uint64_t shmalloc_map_node_id(void)
 {
     char text[512], buf[256];
     size_t n = 0, i;
@@ -403,7 +403,7 @@ uint64_t shm__map_node_id(void)
     return h;
 }
 
-char *shm__map_peer(long pid, int fd, size_t len)
+char *shmalloc_map_peer(long pid, int fd, size_t len)
 {
     char path[64];
     void *p;

@@ -1,5 +1,5 @@
 /* messages.h - the messages of the start-up every transport shares
-   (start.c, map.c): its table of IDs and texts, which shm__start_options
+   (start.c, map.c): its table of IDs and texts, which shmalloc_start_options
    adds (shmalloc_messages_add), and how its files print one; tests
    include it to check them by ID. */
 #ifndef SHM__COMMON_MESSAGES_H_INCLUDED
@@ -31,7 +31,7 @@
 
 SHMALLOC_MESSAGE_LAYER(SHMALLOC_START_MESSAGES, SHMALLOC_START_MESSAGE_ROWS)
 
-/* The table's first ID, once shm__start_options has added it. */
+/* The table's first ID, once shmalloc_start_options has added it. */
 SHM__INTERNAL extern int shm__start_messages;
 #define SHM__START_MSG(id) SHMALLOC_MSG_IN(shm__start_messages, id)
 

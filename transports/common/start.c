@@ -15,7 +15,7 @@
 int shm__start_messages = -1;
 
 /* >> options and sizes ------------------------------------------------------ */
-int shm__start_options(void)
+int shmalloc_start_options(void)
 {
     static const shmalloc_message rows[] = {SHMALLOC_START_MESSAGES(SHMALLOC_MESSAGE_ROW)};
     static const shmalloc_option timeout = {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
@@ -23,13 +23,13 @@ int shm__start_options(void)
     int first = shmalloc_messages_add(rows, SHMALLOC_START_MESSAGE_ROWS);
     if (first < 0) return -1;
     if (first != shm__start_messages) shm__start_messages = first; /* written once: PE threads read it */
-    return shm__map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
+    return shmalloc_map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
 }
 
-int shm__start_size(const char *who, size_t nominal)
+int shmalloc_start_size(const char *who, size_t nominal)
 {
     static char text[32]; /* the table keeps the pointer */
-    if (shm__start_options() != 0) return -1;
+    if (shmalloc_start_options() != 0) return -1;
     if (nominal > ((size_t)1 << SHMALLOC_MAX_LOG2)) {
         shmalloc_print(2, SHM__START_MSG(START_BAD_SIZE), who, nominal, SHMALLOC_MAX_LOG2);
         return -1;
@@ -38,12 +38,12 @@ int shm__start_size(const char *who, size_t nominal)
     return shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL);
 }
 
-int shm__start_read(shm__start *s, const char *who)
+int shmalloc_start_read(shmalloc_start *s, const char *who)
 {
     const shmalloc_option *t = shmalloc_options();
     memset(s, 0, sizeof *s);
     s->who = who;
-    if (shm__start_options() != 0 || shmalloc_options_read(NULL) != 0) return -1;
+    if (shmalloc_start_options() != 0 || shmalloc_options_read(NULL) != 0) return -1;
     s->nominal = (size_t)t[SHMALLOC_OPT_HEAP_SIZE].value;
     s->timeout = (int)t[shmalloc_option_find("SHMALLOC_BARRIER_TIMEOUT")].value;
     if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
@@ -52,12 +52,12 @@ int shm__start_read(shm__start *s, const char *who)
         shmalloc_print(2, SHM__START_MSG(START_SIZE_TOO_LARGE), who, s->nominal);
         return -1;
     }
-    return shm__map_huge_from_table(&s->huge);
+    return shmalloc_map_huge_from_table(&s->huge);
 }
 
-void shm__start_unknown(int pe, int npes)
+void shmalloc_start_unknown(int pe, int npes)
 {
-    if (pe == 0 && shm__start_options() == 0) shmalloc_options_report_unknown(environ, npes); /* start-up's rows known */
+    if (pe == 0 && shmalloc_start_options() == 0) shmalloc_options_report_unknown(environ, npes); /* start-up's rows known */
 }
 
 /* >> the heap's memory ------------------------------------------------------
@@ -80,7 +80,7 @@ static int shm__fd_limit_advice(char *out, size_t cap, int e)
 }
 
 /* Names the variable that asked for too much, or the limit to raise. */
-static void shm__unmappable(const shm__start *s, int pe, int e)
+static void shm__unmappable(const shmalloc_start *s, int pe, int e)
 {
     const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
     char advice[160], value[96];
@@ -100,9 +100,9 @@ static void shm__unmappable(const shm__start *s, int pe, int e)
         shmalloc_print(2, SHM__START_MSG(START_MAP_FAILED_DEFAULT), s->bytes, s->nominal, strerror(e));
 }
 
-int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__map_place *pl, int pe)
+int shmalloc_start_map(const shmalloc_start *s, shmalloc_map_mem *m, int shared, const shmalloc_map_place *pl, int pe)
 {
-    if (shm__map_heap(m, s->bytes, &s->huge, shared, pl) == 0) return 0;
+    if (shmalloc_map_heap(m, s->bytes, &s->huge, shared, pl) == 0) return 0;
     shm__unmappable(s, pe, errno);
     return -1;
 }
@@ -110,13 +110,13 @@ int shm__start_map(const shm__start *s, shm__map_mem *m, int shared, const shm__
 /* >> the heap ---------------------------------------------------------------
    It takes debug mode, where its metadata goes (SHMALLOC_METADATA) and the
    variable its out-of-memory reports name from the options table, as
-   shm__start_read left it. */
+   shmalloc_start_read left it. */
 /* The memory is mapped here, in this process: fill and copy, which a heap
    with separate metadata writes it through, are memset and memcpy (the
    single-PE transport's) unless the transport binds its own. */
 /* A size below the smallest heap, whose memory is the least the mapping
    gives, was raised to it: said once per job, by PE 0, naming who asked. */
-static void shm__say_raised(const shm__start *s, const shm__map_mem *m, shmalloc_heap *h)
+static void shm__say_raised(const shmalloc_start *s, const shmalloc_map_mem *m, shmalloc_heap *h)
 {
     const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
     size_t page = (size_t)sysconf(_SC_PAGESIZE), least = shmalloc_heap_bytes(16);
@@ -132,8 +132,8 @@ static void shm__say_raised(const shm__start *s, const shm__map_mem *m, shmalloc
     shmalloc_print(2, SHM__START_MSG(START_SIZE_RAISED), who, s->nominal, i.heap_size, m->bytes);
 }
 
-shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const shmalloc_transport *tp,
-                               long *err)
+shmalloc_heap *shmalloc_start_heap(const shmalloc_start *s, const shmalloc_map_mem *m, const shmalloc_transport *tp,
+                                   long *err)
 {
     long e = SHMEM_MALLOC_OK;
     shmalloc_transport with = *tp;
@@ -151,13 +151,13 @@ shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m, const
 }
 
 /* >> puts and gets ---------------------------------------------------------- */
-void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me, int npes)
+void shmalloc_start_bad_range(const char *what, const void *addr, size_t n, int pe, int me, int npes)
 {
     shmalloc_print(2, SHM__START_MSG(NOT_SYMMETRIC), what, n,
                    addr, pe, me, npes);
 }
 
-size_t shm__start_space(const shm__start *s, const shmemx_space_config_t *config, shmalloc_heap_config *hc)
+size_t shmalloc_start_space(const shmalloc_start *s, const shmemx_space_config_t *config, shmalloc_heap_config *hc)
 {
     static const shmemx_space_config_t defaults = {0, 0, SHMALLOC_METADATA_INLINE, NULL, 0, NULL};
     size_t nominal, max;

@@ -8,24 +8,29 @@
    A transport's start-up, in order, as tests/transport_fork/fork.c and
    README.md's "Adding a transport" take it:
 
-       shm__start s;
-       shm__start_size(who, nominal);      only when the program sets the size
-       shmalloc_options_add(rows, n);      only for the transport's own variables
-       shm__start_read(&s, who);           every option once, sizes, huge pages
-       shm__start_unknown(pe, npes);       misspelt variables: PE 0 says, once a job
-       shm__start_map(&s, &map[q], shared, pl, q);    for each PE q whose memory
-                                           this process maps (shared: a memfd)
-       h = shm__start_heap(&s, &map[pe], &tp, &err); on each PE, collective
+       shmalloc_start s;
+       shmalloc_start_size(who, nominal);        only when the program sets the size
+       shmalloc_options_add(rows, n);            only for the transport's own variables
+       shmalloc_start_read(&s, who);             every option once, sizes, huge pages
+       shmalloc_start_unknown(pe, npes);         misspelt variables: PE 0 says, once a job
+       shmalloc_start_map(&s, &map[q], shared, pl, q);    for each PE q whose memory
+                                                 this process maps (shared: a memfd)
+       h = shmalloc_start_heap(&s, &map[pe], &tp, &err);  on each PE, collective
 
    The heap starts at its mapping's base: shmalloc_heap_base(h) is
    map[pe].base, and an object at offset o of it has its copy on PE q at
-   map[q].base + o (shm__start_range gives o, or says why there is none).
+   map[q].base + o (shmalloc_start_range gives o, or says why there is none).
    Each returns -1 (NULL) after a message saying why; the transport then
-   closes what it opened.  Internal to the transports, as map.h: linked
-   into their libraries, not installed.  Calls only the allocator's API and
-   map.h, never a transport. */
-#if !defined(SHM__START_H_INCLUDED)
-#define SHM__START_H_INCLUDED
+   closes what it opened.  Calls only the allocator's API and map.h,
+   never a transport.
+
+   The API a transport builds on, public and installed with the headers
+   (include/shmalloc/transports/common/), compiled into libshmalloc: this
+   start-up; map.h, its memory; wait.h, waiting with a deadline; copy.h,
+   the copy of a put or get that a peer may watch.  man 3 shmalloc_start
+   has it all. */
+#if !defined(SHMALLOC_START_H_INCLUDED)
+#define SHMALLOC_START_H_INCLUDED
 
 #include "../../shmalloc.h"
 #include "map.h"
@@ -34,71 +39,84 @@
 #include <stdint.h>
 
 /* What start-up found, for the rest of it; read-only afterwards. */
-typedef struct shm__start {
+typedef struct shmalloc_start {
     const char *who;        /* the entry point, for messages: "shmalloc_pthreads_run" */
     size_t nominal;         /* the heap's first size: bytes used and registered at first */
     size_t max;             /* what it may grow to (SHMALLOC_HEAP_MAX); nominal: no growth */
     size_t bytes;           /* to reserve for it: shmalloc_heap_bytes(max) */
-    shm__map_huge huge; /* the pages asked for */
+    shmalloc_map_huge huge; /* the pages asked for */
     int timeout;            /* SHMALLOC_BARRIER_TIMEOUT, seconds */
-} shm__start;
+} shmalloc_start;
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
 
 /* Adds the rows start-up reads beyond the heap's to the options table:
    the mapping's (huge pages) and SHMALLOC_BARRIER_TIMEOUT.
-   shm__start_read adds them itself; a transport calls it only to offer
+   shmalloc_start_read adds them itself; a transport calls it only to offer
    them, with its own, to a program that sets one before start-up
    (shmalloc_pthreads_options).  0, or -1 when the table is full. */
-SHM__INTERNAL int shm__start_options(void);
+int shmalloc_start_options(void);
 
-/* The program's heap size for the table: nominal bytes (1..2^MAX_LOG2),
-   or 0 to hand it back to the environment.  0, or -1 after a message. */
-SHM__INTERNAL int shm__start_size(const char *who, size_t nominal);
+/* The program's heap size for the table, before shmalloc_start_read:
+   nominal bytes (1..2^MAX_LOG2), or 0 to hand it back to the
+   environment.  0, or -1 after a message naming the size and the limit. */
+int shmalloc_start_size(const char *who, size_t nominal);
 
-/* Reads every option and works out s.
-   0, or -1 after a message naming the variable. */
-SHM__INTERNAL int shm__start_read(shm__start *s, const char *who);
+/* Reads every option once and works out s, before anything is mapped
+   (after the transport's own rows are added).  0, or -1 after a message
+   naming the variable and its value; s is then not to be used. */
+int shmalloc_start_read(shmalloc_start *s, const char *who);
 
 /* Says which variables of the environment look like ours but are not
    (shmalloc_options_report_unknown), on PE 0 alone, for the job's npes
    PEs: once per job, whatever the PEs' processes.  After the transport's
-   own rows are added (it adds start-up's). */
-SHM__INTERNAL void shm__start_unknown(int pe, int npes);
+   own rows are added (it adds start-up's).  No errors. */
+void shmalloc_start_unknown(int pe, int npes);
 
 /* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl
    NULL: anywhere aligned.  0, or -1 after a message naming what to
    change: the limit on open files, or the variable that set the size. */
-SHM__INTERNAL int shm__start_map(const shm__start *s, shm__map_mem *m, int shared,
-                                     const shm__map_place *pl, int pe);
+int shmalloc_start_map(const shmalloc_start *s, shmalloc_map_mem *m, int shared,
+                       const shmalloc_map_place *pl, int pe);
 
-/* Collective: the heap in m, starting at m->base, over the contract tp.
-   NULL after a message, with *err the reason (SHMEM_MALLOC_*), on every
-   PE. */
-SHM__INTERNAL shmalloc_heap *shm__start_heap(const shm__start *s, const shm__map_mem *m,
-                                                 const shmalloc_transport *tp, long *err);
+/* Collective, on each PE once its memory is mapped: the heap in m,
+   starting at m->base, over the contract tp (fill and copy NULL: memset
+   and memcpy).  NULL after a message, with *err (err not NULL) the reason
+   (SHMEM_MALLOC_*), on every PE. */
+shmalloc_heap *shmalloc_start_heap(const shmalloc_start *s, const shmalloc_map_mem *m,
+                                   const shmalloc_transport *tp, long *err);
 
+#if !defined(SHMALLOC_NO_SHMEM_NAMES) /* shmemx_space_config_t is one of them */
 /* A space's heap config as config asks (NULL: the heap's nominal size,
-   no growth, inline metadata) into *hc; returns the bytes of memory it
-   needs: config's own when it gives memory, else shmalloc_heap_bytes of
-   its largest size. */
-SHM__INTERNAL size_t shm__start_space(const shm__start *s, const shmemx_space_config_t *config,
-                                      shmalloc_heap_config *hc);
+   no growth, inline metadata) into *hc, for shmemx_space_create; returns
+   the bytes of memory it needs: config's own when it gives memory, else
+   shmalloc_heap_bytes of its largest size.  No errors. */
+size_t shmalloc_start_space(const shmalloc_start *s, const shmemx_space_config_t *config,
+                            shmalloc_heap_config *hc);
+#endif
 
 /* Says that [addr, addr + n) on PE pe is not a symmetric range, naming
-   the calling PE (me of npes; -1 of 0 outside a run). */
-SHM__INTERNAL void shm__start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,
-                                            int npes);
+   the calling PE (me of npes; -1 of 0 outside a run): shmalloc_start_range's
+   message, for a transport that checks another way.  No errors. */
+void shmalloc_start_bad_range(const char *what, const void *addr, size_t n, int pe, int me,
+                              int npes);
 
 /* The offset of [addr, addr + n) (n > 0) in this PE's heap [base, base +
    bytes) when it lies inside and pe is one of npes; else SIZE_MAX, after
    the message (base NULL: no heap).  Inline: every put and get checks. */
-static inline size_t shm__start_range(const char *what, const void *addr, size_t n, int pe, const void *base,
-                                      size_t bytes, int me, int npes)
+static inline size_t shmalloc_start_range(const char *what, const void *addr, size_t n, int pe, const void *base,
+                                          size_t bytes, int me, int npes)
 {
     uintptr_t a = (uintptr_t)addr, b = (uintptr_t)base;
     if (base != NULL && pe >= 0 && pe < npes && a >= b && a - b <= bytes && n <= bytes - (a - b))
         return (size_t)(a - b);
-    shm__start_bad_range(what, addr, n, pe, base != NULL ? me : -1, base != NULL ? npes : 0);
+    shmalloc_start_bad_range(what, addr, n, pe, base != NULL ? me : -1, base != NULL ? npes : 0);
     return SIZE_MAX;
 }
 
-#endif /* SHM__START_H_INCLUDED */
+#if defined(__cplusplus)
+}
+#endif
+#endif /* SHMALLOC_START_H_INCLUDED */

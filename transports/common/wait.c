@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define SHM__SLEEP_SLICE 100e-6 /* seconds a shm__wait_sleep sleeps at most */
+#define SHM__SLEEP_SLICE 100e-6 /* seconds a shmalloc_wait_sleep sleeps at most */
 
 static void shm__cpu_pause(void)
 {
@@ -32,14 +32,14 @@ static struct timespec shm__timespec(double t)
     return ts;
 }
 
-double shm__wait_now(void)
+double shmalloc_wait_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void shm__wait_begin(shm__wait *w, int timeout, int pauses, int yields)
+void shmalloc_wait_begin(shmalloc_wait *w, int timeout, int pauses, int yields)
 {
     w->timeout = (double)timeout;
     w->deadline = 0.0;
@@ -48,31 +48,31 @@ void shm__wait_begin(shm__wait *w, int timeout, int pauses, int yields)
     w->polls = 0;
 }
 
-int shm__wait_step(shm__wait *w)
+int shmalloc_wait_step(shmalloc_wait *w)
 {
     /* Past the yields the count stops, so a long sleep cannot overflow it. */
     if (w->polls <= w->pauses + w->yields) w->polls++;
     if (w->polls <= w->pauses) {
         shm__cpu_pause();
-        return SHM__WAIT_POLL;
+        return SHMALLOC_WAIT_POLL;
     }
-    if (w->deadline == 0.0) w->deadline = shm__wait_now() + w->timeout;
-    else if (shm__wait_now() > w->deadline) return SHM__WAIT_EXPIRED;
+    if (w->deadline == 0.0) w->deadline = shmalloc_wait_now() + w->timeout;
+    else if (shmalloc_wait_now() > w->deadline) return SHMALLOC_WAIT_EXPIRED;
     if (w->polls <= w->pauses + w->yields) {
         sched_yield();
-        return SHM__WAIT_POLL;
+        return SHMALLOC_WAIT_POLL;
     }
-    return SHM__WAIT_SLEEP;
+    return SHMALLOC_WAIT_SLEEP;
 }
 
-void shm__wait_deadline(const shm__wait *w, struct timespec *abs)
+void shmalloc_wait_deadline(const shmalloc_wait *w, struct timespec *abs)
 {
-    *abs = shm__timespec(w->deadline != 0.0 ? w->deadline : shm__wait_now() + w->timeout);
+    *abs = shm__timespec(w->deadline != 0.0 ? w->deadline : shmalloc_wait_now() + w->timeout);
 }
 
-void shm__wait_sleep(const shm__wait *w)
+void shmalloc_wait_sleep(const shmalloc_wait *w)
 {
-    double left = (w->deadline != 0.0 ? w->deadline : shm__wait_now() + w->timeout) - shm__wait_now();
+    double left = (w->deadline != 0.0 ? w->deadline : shmalloc_wait_now() + w->timeout) - shmalloc_wait_now();
     struct timespec ts;
     if (left <= 0.0) return;
     ts = shm__timespec(left < SHM__SLEEP_SLICE ? left : SHM__SLEEP_SLICE);

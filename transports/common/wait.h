@@ -1,17 +1,18 @@
 /* wait.h - waiting with a deadline, for the transports.
    MIT licence: see the end of ../../shmalloc.h.
 
-   Internal to the transports: linked into their libraries, not installed,
-   not an API a program calls.  A waiter polls its own condition and, each
+   Part of the API a transport builds on (start.h lists the others),
+   compiled into libshmalloc: for a transport's barriers and waits for its
+   network, not for a program.  A waiter polls its own condition and, each
    time it does not hold, takes one step:
 
-       shm__wait w;
-       shm__wait_begin(&w, timeout, pauses, yields);
+       shmalloc_wait w;
+       shmalloc_wait_begin(&w, timeout, pauses, yields);
        while (!condition) {
-           int s = shm__wait_step(&w);
-           if (s == SHM__WAIT_EXPIRED) ... give up, naming who is late
-           if (s == SHM__WAIT_SLEEP) ... block on a condition variable
-               until shm__wait_deadline(&w, &ts), or shm__wait_sleep(&w)
+           int s = shmalloc_wait_step(&w);
+           if (s == SHMALLOC_WAIT_EXPIRED) ... give up, naming who is late
+           if (s == SHMALLOC_WAIT_SLEEP) ... block on a condition variable
+               until shmalloc_wait_deadline(&w, &ts), or shmalloc_wait_sleep(&w)
        }
 
    A step escalates: `pauses` polls with a cpu pause (PEs on idle cores
@@ -19,50 +20,50 @@
    sleeps, since with more PEs than cores the one still to come needs the
    cpu a poller would burn.  The clock is read only from the first yield
    on, so a wait that ends while pausing costs no clock reads. */
-#ifndef SHM__WAIT_H_INCLUDED
-#define SHM__WAIT_H_INCLUDED
+#ifndef SHMALLOC_WAIT_H_INCLUDED
+#define SHMALLOC_WAIT_H_INCLUDED
 
-#include "internal.h" /* SHM__INTERNAL */
-
-#define SHM__WAIT_POLL 0        /* poll the condition again */
-#define SHM__WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */
-#define SHM__WAIT_EXPIRED (-1)  /* the deadline has passed */
-#define SHM__WAIT_ALL_YIELDS 0x3fffffff /* `yields` of a wait that never sleeps */
+#define SHMALLOC_WAIT_POLL 0        /* poll the condition again */
+#define SHMALLOC_WAIT_SLEEP 1       /* the polls are spent: sleep, then poll again */
+#define SHMALLOC_WAIT_EXPIRED (-1)  /* the deadline has passed */
+#define SHMALLOC_WAIT_ALL_YIELDS 0x3fffffff /* `yields` of a wait that never sleeps */
 
 struct timespec;
 
-typedef struct shm__wait {
+typedef struct shmalloc_wait {
     double timeout;   /* seconds from the first yield to the deadline */
-    double deadline;  /* on shm__wait_now's clock; 0 before the first yield */
+    double deadline;  /* on shmalloc_wait_now's clock; 0 before the first yield */
     int pauses;       /* polls with a cpu pause */
     int yields;       /* then polls with sched_yield */
     int polls;        /* steps taken */
-} shm__wait;
+} shmalloc_wait;
 
 #if defined(__cplusplus)
 extern "C" {
 #endif
 
-/* Seconds on a monotonic clock (CLOCK_MONOTONIC). */
-SHM__INTERNAL double shm__wait_now(void);
+/* Seconds on a monotonic clock (CLOCK_MONOTONIC); no errors. */
+double shmalloc_wait_now(void);
 
-/* Starts a wait that expires timeout seconds after its first yield. */
-SHM__INTERNAL void shm__wait_begin(shm__wait *w, int timeout, int pauses, int yields);
+/* Starts a wait that expires timeout seconds after its first yield (the
+   start-up's timeout, shmalloc_start.timeout), before the first poll. */
+void shmalloc_wait_begin(shmalloc_wait *w, int timeout, int pauses, int yields);
 
-/* One step: a cpu pause or a sched_yield (SHM__WAIT_POLL), or, once
-   the pauses and yields are spent, SHM__WAIT_SLEEP without waiting;
-   SHM__WAIT_EXPIRED once the deadline has passed. */
-SHM__INTERNAL int shm__wait_step(shm__wait *w);
+/* One step: a cpu pause or a sched_yield (SHMALLOC_WAIT_POLL), or, once
+   the pauses and yields are spent, SHMALLOC_WAIT_SLEEP without waiting;
+   SHMALLOC_WAIT_EXPIRED once the deadline has passed. */
+int shmalloc_wait_step(shmalloc_wait *w);
 
 /* The deadline as an absolute CLOCK_MONOTONIC time, for
-   pthread_cond_timedwait on a condition variable with that clock. */
-SHM__INTERNAL void shm__wait_deadline(const shm__wait *w, struct timespec *abs);
+   pthread_cond_timedwait on a condition variable with that clock, after
+   a SLEEP step.  No errors. */
+void shmalloc_wait_deadline(const shmalloc_wait *w, struct timespec *abs);
 
 /* Sleeps a short while (100 us, never past the deadline): a SLEEP step
-   for a waiter with nothing to block on. */
-SHM__INTERNAL void shm__wait_sleep(const shm__wait *w);
+   for a waiter with nothing to block on.  No errors. */
+void shmalloc_wait_sleep(const shmalloc_wait *w);
 
 #if defined(__cplusplus)
 }
 #endif
-#endif /* SHM__WAIT_H_INCLUDED */
+#endif /* SHMALLOC_WAIT_H_INCLUDED */

@@ -87,16 +87,16 @@ int shm__group_member(const shm__group *g, long long i)
 }
 
 /* Waits for *flag, set by progress; pe is whom it waits for. */
-static void shm__await(const int *flag, int pe, shm__wait *w)
+static void shm__await(const int *flag, int pe, shmalloc_wait *w)
 {
     __atomic_store_n(&shm__coll.waiting_for, pe, __ATOMIC_RELAXED);
     while (!shm__progress_until(flag))
-        if (shm__wait_step(w) == SHM__WAIT_EXPIRED) shm__coll.gave_up(pe);
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__coll.gave_up(pe);
 }
 
 /* Round r: send to the member 2^r ahead, fold in the message from the one
    2^r behind. */
-static shm__op *shm__round(shm__group *g, int r, uint64_t *values, int count, shm__wait *w)
+static shm__op *shm__round(shm__group *g, int r, uint64_t *values, int count, shmalloc_wait *w)
 {
     int dist = (int)(1u << r);
     int to = shm__group_member(g, (long long)g->me + dist);
@@ -168,9 +168,9 @@ void shm__group_close(shm__group *g)
 void shm__disseminate(shm__group *g, uint64_t *values, int count)
 {
     shm__op *sent[SHM__MAX_ROUNDS];
-    shm__wait w; /* one deadline for the whole call */
+    shmalloc_wait w; /* one deadline for the whole call */
     int r;
-    shm__wait_begin(&w, shm__coll.timeout, 0, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__coll.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     shm__coll.current = g;
     for (r = 0; r < g->rounds; r++) sent[r] = shm__round(g, r, values, count, &w);
     /* Send buffers are reused next barrier: their sends must be done. */

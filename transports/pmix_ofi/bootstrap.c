@@ -143,15 +143,15 @@ size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
     shm__get_state *g = (shm__get_state *)shmalloc_mem_alloc(1, sizeof *g + cap);
     pmix_proc_t p;
     pmix_status_t rc;
-    shm__wait w;
+    shmalloc_wait w;
     size_t n;
     if (!g) shm__fatal(SHM__PMIX_MSG(PMIX_GET_NO_MEMORY), key);
     g->cap = cap;
     shm__pmix_proc(&p, (pmix_rank_t)pe);
     rc = PMIx_Get_nb(&p, key, NULL, 0, shm__get_done, g);
-    shm__wait_begin(&w, shm__job.timeout, 0, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__job.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (rc == PMIX_SUCCESS && !__atomic_load_n(&g->done, __ATOMIC_ACQUIRE))
-        if (shm__wait_step(&w) == SHM__WAIT_EXPIRED) {
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);
             shm__fatal(SHM__PMIX_MSG(PMIX_GET_TIMEOUT), key, pe, shm__job.timeout, gone, shm__job.me, shm__job.npes);
@@ -206,11 +206,11 @@ void shm__fence(const char *what, void (*poll)(void))
     pmix_info_t info;
     bool collect = true;
     pmix_status_t rc;
-    shm__wait w;
+    shmalloc_wait w;
 #if defined(SHMALLOC_TESTING)
     shm__test_step(what);
 #endif
-    shm__wait_begin(&w, shm__job.timeout, 0, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__job.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     PMIX_INFO_CONSTRUCT(&info);
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     rc = PMIx_Fence_nb(NULL, 0, &info, 1, shm__fence_done, &f);
@@ -218,7 +218,7 @@ void shm__fence(const char *what, void (*poll)(void))
     else if (rc != PMIX_SUCCESS) shm__fatal(SHM__PMIX_MSG(PMIX_FENCE_START_FAILED), what, PMIx_Error_string(rc));
     while (!__atomic_load_n(&f.done, __ATOMIC_ACQUIRE)) {
         if (poll) poll();
-        if (shm__wait_step(&w) == SHM__WAIT_EXPIRED) {
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) {
             char gone[128];
             shm__gone_pes(gone, sizeof gone);
             shm__fatal(SHM__PMIX_MSG(PMIX_FENCE_TIMEOUT), what, shm__job.timeout, gone, shm__job.me, shm__job.npes);

@@ -183,7 +183,7 @@ static void shm__check_awaited(shm__collective *c)
     long pid = pe >= 0 ? shm__peer_pid(pe) : 0;
     double now;
     if (pid <= 0 || c->finalizing) return;
-    now = shm__wait_now();
+    now = shmalloc_wait_now();
     if (now - c->awaited_checked < 0.1) return;
     c->awaited_checked = now;
     if (shm__pid_gone(pid)) {
@@ -203,7 +203,7 @@ void shm__check_deaths(void)
     char evidence[96];
     shm__check_awaited(c);
     if (dead == -1 || c->finalizing) return;
-    now = shm__wait_now();
+    now = shmalloc_wait_now();
     if (c->dead_seen == 0.0) {
         c->dead_seen = now;
         return;

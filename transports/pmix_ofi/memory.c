@@ -45,11 +45,11 @@ static int shm__shared_heap(int direct)
 
 /* Reserves room for the heap of PE me of npes (s: what start-up found;
    o: the settings). */
-void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes)
+void shm__place_heap(const shmalloc_start *s, const shm__options *o, int me, int npes)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    shm__map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
-    size_t step = shm__map_pow2_cover(s->bytes, page, SHM__MAP_MAX_ALIGN);
+    shmalloc_map_place pl = {SHM__FIXED_FIRST, SHM__FIXED_END, SHM__FIXED_TRIES, NULL};
+    size_t step = shmalloc_map_pow2_cover(s->bytes, page, SHMALLOC_MAP_MAX_ALIGN);
     uintptr_t slot = (uintptr_t)me + 1;
     shm__mem.me = me;
     shm__mem.npes = npes;
@@ -65,9 +65,9 @@ void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npe
         pl.first = 0;
         if (slot < (SHM__FIXED_END - SHM__FIXED_FIRST) / step / 2) pl.hint = (void *)(SHM__FIXED_FIRST + 2 * slot * step);
     }
-    if (shm__start_map(s, &shm__mem.map, shm__shared_heap(o->direct), &pl, me) != 0) shm__init_end();
+    if (shmalloc_start_map(s, &shm__mem.map, shm__shared_heap(o->direct), &pl, me) != 0) shm__init_end();
     shm__mem.fixed_address = shm__mem.map.fixed;
-    shm__map_report(&shm__mem.map, &s->huge, me);
+    shmalloc_map_report(&shm__mem.map, &s->huge, me);
 }
 
 /* >> registration ---------------------------------------------------------------- */
@@ -127,7 +127,7 @@ static void shm__describe_region(const shm__region *r, int ok, shm__wire_heap *m
     memset(mine, 0, sizeof *mine);
     mine->ok = (uint64_t)ok;
     mine->base = (uint64_t)(uintptr_t)h->base;
-    mine->node = r == &h->regions[0] ? shm__map_node_id() : 0;
+    mine->node = r == &h->regions[0] ? shmalloc_map_node_id() : 0;
     mine->pid = (uint64_t)getpid();
     mine->fd = h->map.fd;
     mine->mapped = h->map.mapped;
@@ -151,7 +151,7 @@ static void shm__map_peer_heap(int q, const shm__wire_heap *theirs, const shm__w
 {
     shm__heap_peer *p = &shm__mem.peers[q];
     if (theirs->fd < 0 || mine->fd < 0 || theirs->node != mine->node || theirs->at >= theirs->mapped) return;
-    p->direct_map = shm__map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
+    p->direct_map = shmalloc_map_peer((long)theirs->pid, (int)theirs->fd, (size_t)theirs->mapped);
     if (!p->direct_map) {
         shm__note(SHM__PMIX_MSG(PMIX_NOTE_PEER_UNMAPPED), shm__mem.me, q, strerror(errno));
         return;
@@ -299,7 +299,7 @@ void shm__memory_close(void)
         if (h->peers[q].direct_map) munmap(h->peers[q].direct_map, h->peers[q].direct_len);
     shmalloc_mem_free(h->peers);
     h->peers = NULL;
-    shm__map_release(&h->map);
+    shmalloc_map_release(&h->map);
 }
 
 /* PE pe's process, when it shares this PE's node and PID namespace; else

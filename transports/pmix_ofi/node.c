@@ -285,19 +285,19 @@ static void shm__node_write(shm__node_slot *s, uint64_t epoch, const uint64_t *v
 /* Waits until slot s shows barrier epoch, and returns its values; pe is
    the PE that writes it.  The wait never sleeps: past its pauses each
    step makes progress, which a PE that is not here yet may need. */
-static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, int count, int pe, shm__wait *w)
+static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, int count, int pe, shmalloc_wait *w)
 {
     const shm__node_half *h = &s->half[epoch & 1u];
     while (__atomic_load_n(&h->epoch, __ATOMIC_ACQUIRE) < epoch) {
         if (w->polls < w->pauses) {
-            shm__wait_step(w); /* a cpu pause */
+            shmalloc_wait_step(w); /* a cpu pause */
             continue;
         }
         __atomic_store_n(&shm__coll.waiting_for, pe, __ATOMIC_RELAXED); /* named if it is gone */
         shm__enter();
         shm__progress();
         shm__leave();
-        if (shm__wait_step(w) == SHM__WAIT_EXPIRED) shm__coll.gave_up(pe);
+        if (shmalloc_wait_step(w) == SHMALLOC_WAIT_EXPIRED) shm__coll.gave_up(pe);
     }
     SHM__COUNT(slot_reads, 1);
     SHM__COUNT(lines_read, ((uintptr_t)&h->values[count] - 1) / 64 - (uintptr_t)h / 64 + 1);
@@ -307,7 +307,7 @@ static const uint64_t *shm__node_read(const shm__node_slot *s, uint64_t epoch, i
 /* Round k of the node's dissemination: publish, then combine the slot of
    the PE 2^k before this one (max and AND are idempotent: overlaps do no
    harm). */
-static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shm__wait *w)
+static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, shmalloc_wait *w)
 {
     shm__collective *c = &shm__coll;
     const shm__nodes *m = &c->nodes;
@@ -319,12 +319,12 @@ static void shm__node_round(uint64_t *values, int count, int k, uint64_t epoch, 
 }
 
 /* This node's rounds of the next node barrier; returns its number. */
-static uint64_t shm__node_gather(uint64_t *values, int count, shm__wait *w)
+static uint64_t shm__node_gather(uint64_t *values, int count, shmalloc_wait *w)
 {
     shm__collective *c = &shm__coll;
     uint64_t epoch = ++c->node_epoch;
     int k;
-    shm__wait_begin(w, c->timeout, c->node_pauses, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(w, c->timeout, c->node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
     for (k = 0; k < c->node_rounds; k++) shm__node_round(values, count, k, epoch, w);
     return epoch;
 }
@@ -334,7 +334,7 @@ void shm__node_sync(uint64_t *values, int count)
     shm__collective *c = &shm__coll;
     const shm__nodes *m = &c->nodes;
     shm__node_slot *release = &c->node[shm__node_release()];
-    shm__wait w;
+    shmalloc_wait w;
     uint64_t epoch = shm__node_gather(values, count, &w);
     int i;
     if (m->count > 1 && m->me == 0) {
@@ -357,7 +357,7 @@ void shm__node_sync(uint64_t *values, int count)
    order), so that the slots go on serving both. */
 void shm__node_shared_sync(shm__group *g, uint64_t *values, int count)
 {
-    shm__wait w;
+    shmalloc_wait w;
     shm__coll.current = g;
     shm__node_gather(values, count, &w);
     __atomic_store_n(&shm__coll.waiting_for, -1, __ATOMIC_RELAXED);
@@ -470,9 +470,9 @@ void shm__node_team_sync(shm__group *g, uint64_t *values, int count)
 {
     uint64_t epoch = (uint64_t)g->epoch + 1;
     shm__node_slot *release = g->node ? &g->node[g->node_size * g->node_rounds] : NULL;
-    shm__wait w;
+    shmalloc_wait w;
     int k, i;
-    shm__wait_begin(&w, shm__coll.timeout, shm__coll.node_pauses, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, shm__coll.timeout, shm__coll.node_pauses, SHMALLOC_WAIT_ALL_YIELDS);
     shm__coll.current = g;
     for (k = 0; k < g->node_rounds; k++) {
         int n = g->node_size, from = (g->node_me - (1 << k) + n) % n;

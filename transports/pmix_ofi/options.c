@@ -24,11 +24,11 @@ int shmalloc_pmix_ofi_options(void)
         {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "",
          "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
     };
-    return shm__start_options() != 0 || shmalloc_options_add(rows, SHM__OPT_COUNT) < 0 ? -1 : 0;
+    return shmalloc_start_options() != 0 || shmalloc_options_add(rows, SHM__OPT_COUNT) < 0 ? -1 : 0;
 }
 
 /* The one place the transport reads its environment, once start-up has
-   read the table (shm__start_read); timeout: the barrier's, from it. */
+   read the table (shmalloc_start_read); timeout: the barrier's, from it. */
 void shm__read_init_options(shm__options *o, int timeout)
 {
     const shmalloc_option *own = shmalloc_options() + shmalloc_option_find("SHMALLOC_VERBOSE");

@@ -25,6 +25,7 @@
      collectives  barrier.c    dissemination rounds over the fabric (barrier, all-reduce)
                   node.c       the node barrier in shared memory
                   ends.c       a barrier that timed out, a peer that died
+                               (collective.h: these three's state and calls)
      entry points rma.c        puts, gets, quiet
                   teams.c      the OpenSHMEM teams, each barrier a group of barrier.c
                   team_heap.c  the contract's team member: a transport over a team's PEs
@@ -45,6 +46,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "../common/internal.h" /* SHM__INTERNAL, SHM__TSAN */
 #include "../common/map.h"
 #include "../common/start.h"
 #include "../common/wait.h"
@@ -269,7 +271,7 @@ typedef struct shm__heap_peer {
 typedef struct shm__heap_state {
     int me, npes;           /* this PE and the job's size, given at shm__place_heap */
     shm__heap_peer *peers;
-    shm__map_mem map;      /* the heap's memory (common/map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     int fixed_address, same_address;
     shmalloc_heap *heap;
     char *base;             /* the registered block space */
@@ -284,7 +286,7 @@ typedef struct shm__heap_state {
 
 SHM__INTERNAL extern shm__heap_state shm__mem; /* memory.c's */
 
-SHM__INTERNAL void shm__place_heap(const shm__start *s, const shm__options *o, int me, int npes);
+SHM__INTERNAL void shm__place_heap(const shmalloc_start *s, const shm__options *o, int me, int npes);
 SHM__INTERNAL int shm__tp_register(void *user, void *base, size_t bytes);
 SHM__INTERNAL int shm__tp_deregister(void *user, void *base, size_t bytes);
 SHM__INTERNAL size_t shm__heap_remote(int pe, uint64_t offset, size_t len, shm__remote *remote);
@@ -292,116 +294,13 @@ SHM__INTERNAL size_t shm__heap_local(const char *local, size_t len, void **desc)
 SHM__INTERNAL void shm__memory_close(void);
 SHM__INTERNAL long shm__peer_pid(int pe);
 
-/* ---- barrier and all-reduce (barrier.c, node.c) ------------------------ */
-/* A round's message, received possibly before this PE reached the round. */
-typedef struct shm__inbox {
-    int full;
-    int count;
-    int source;
-    uint64_t values[SHMALLOC_REDUCE_AND_MAX];
-} shm__inbox;
-
-typedef struct shm__node_slot shm__node_slot;
-
-#if defined(SHMALLOC_TESTING)
-#  define SHM__COUNT(field, n) (shm__coll.counts.field += (n))
-#else
-#  define SHM__COUNT(field, n) ((void)(n))
-#endif
-
-/* PEs whose barrier and all-reduce go by messages among them: the world's
-   group (every PE, or one leader per node) or a team's.  Its tag names it
-   in its messages, so that groups sharing PEs never mix their rounds. */
-typedef struct shm__group {
-    uint32_t tag;           /* 0: the world's, 1: SHMEM_TEAM_SHARED's, then the teams' */
-    int size, me, rounds;   /* members, this PE's index among them, dissemination rounds */
-    int start, stride;      /* member i is world PE start + i * stride, */
-    const int *ranks;       /* or ranks[i] when not NULL (the node leaders) */
-    uint32_t epoch;         /* the barrier's number */
-    shm__inbox *inbox;      /* 2 x rounds: by the epoch's parity, then by round */
-    struct shm__group *next; /* the teams' groups, after the world's */
-    /* A team through node memory (node.c): its PEs on this node share
-       slots, its lowest PE on each node (their leader) sends the messages. */
-    int nodes;              /* the team's nodes when it goes so, else 0 */
-    int *node_ranks;        /* its PEs on this node, ascending */
-    int node_size, node_me, node_rounds;
-    struct shm__node_slot *node; /* their slots, or NULL (this PE alone) */
-    size_t node_bytes;
-    struct shm__group *leaders; /* on a leader, with nodes > 1: the leaders' messages */
-    struct shm__group *team; /* in a leaders' group: its team */
-    const void *space;      /* the space whose call is in its barrier now, or NULL */
-} shm__group;
-
-typedef struct shm__collective {
-    int me, npes;           /* this PE and the job's size (shm__ends_open) */
-    shm__nodes nodes;       /* the bootstrap's map, its arrays borrowed (shm__node_open) */
-    shm__group world;       /* the world's barrier messages; the teams' groups follow it */
-    shm__group *current;    /* the group a barrier by messages waits in, or NULL */
-    shm__node_slot *node;   /* the node barrier's segment, or NULL */
-    size_t node_bytes;
-    uint64_t node_epoch;
-    int node_pauses;        /* SHM__NODE_SPINS, or 0 when PEs outnumber cpus */
-    int node_rounds;        /* dissemination rounds among the node's PEs: ceil(log2 node_size) */
-    char node_file[160];    /* its name until every PE has it open */
-    unsigned long calls;    /* barriers and all-reduces so far: named when a peer has gone */
-    int timeout;            /* seconds a barrier may wait */
-    void (*gave_up)(int pe); /* a barrier that timed out waiting for pe: it ends the PE */
-    int waiting_for;        /* atomic: the PE a barrier waits for, or -1 (also read by the signal handler) */
-    double dead_seen;       /* when a death reported was first seen (ends.c) */
-    double awaited_checked; /* when the awaited peer's process was last looked at */
-    int finalizing;         /* peers that end now end normally */
-    int fold_and;           /* values combine by bitwise AND (allreduce_and), else by max */
-#if defined(SHMALLOC_TESTING)
-    shmalloc_pmix_ofi_counts counts; /* SHM__COUNT adds to them */
-#endif
-    shm__inbox world_inbox[2][SHM__MAX_ROUNDS]; /* last: 8 KiB each, the other fields share lines */
-} shm__collective;
-
-SHM__INTERNAL extern shm__collective shm__coll; /* barrier.c's, node.c's, ends.c's */
-
-SHM__INTERNAL void shm__barrier_open(int timeout, void (*gave_up)(int pe));
-SHM__INTERNAL void shm__disseminate(shm__group *g, uint64_t *values, int count);
-SHM__INTERNAL int shm__group_member(const shm__group *g, long long i);
-/* values[i] := max(values[i], theirs[i]), or their AND while fold_and is
-   set.  Inline: every barrier and all-reduce round runs it. */
-static inline void shm__combine(uint64_t *values, const uint64_t *theirs, int count)
-{
-    int i;
-    if (shm__coll.fold_and)
-        for (i = 0; i < count; i++) values[i] &= theirs[i];
-    else
-        for (i = 0; i < count; i++)
-            if (theirs[i] > values[i]) values[i] = theirs[i];
-}
-SHM__INTERNAL void shm__node_open(int allowed, const shm__nodes *nodes, const char *nspace);
-SHM__INTERNAL void shm__node_sync(uint64_t *values, int count);
-SHM__INTERNAL void shm__node_close(void);
-/* How a PE ended, for its node's peers: the kind, below a detail shifted
-   left by SHM__END_SHIFT: FINALIZED, its rounds; GAVE_UP, the PE its
-   barrier timed out for; SIGNALLED, the signal; EXITED (no shmem_finalize),
-   its rounds shifted left by 8 over its exit status. */
-enum { SHM__END_FINALIZED = 1, SHM__END_GAVE_UP = 2, SHM__END_SIGNALLED = 3, SHM__END_EXITED = 4 };
-#define SHM__END_SHIFT 3
-#define SHM__END_KIND(how) ((unsigned)((how) & 7u))
-#define SHM__END_DETAIL(how) ((how) >> SHM__END_SHIFT)
-SHM__INTERNAL void shm__node_note_end(uint64_t how);
-SHM__INTERNAL uint64_t shm__node_end_of(int pe);
-SHM__INTERNAL int shm__node_gave_up(int *by);
-SHM__INTERNAL int shm__node_absent(int *pes, int max);
-
-/* ---- when a peer does not come (ends.c) ------------------------------ */
-SHM__INTERNAL void shm__ends_open(int me, int npes);
-SHM__INTERNAL void shm__barrier_gave_up(int pe);
-SHM__INTERNAL int shm__signal_words(int sig, char *line, size_t *n, size_t cap);
-SHM__INTERNAL void shm__check_deaths(void);
-
 /* ---- the entry points (shmem.c, rma.c) ---------------------------------- */
 typedef struct shm__entry_state {
     int running;
     int thread_level;       /* SHMEM_THREAD_*, as provided */
     pthread_mutex_t heap_mutex; /* the heap's lock (contract lock/unlock), with MULTIPLE */
     shm__options opt;
-    shm__start start;       /* the heap's sizes and pages: a space's defaults */
+    shmalloc_start start;       /* the heap's sizes and pages: a space's defaults */
 } shm__entry_state;
 
 SHM__INTERNAL extern shm__entry_state shm__w; /* zero until shmem_init */

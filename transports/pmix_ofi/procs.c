@@ -111,7 +111,7 @@ static int shm__table_read(void)
 {
     pmix_query_t *q = &shm__table.query;
     pmix_status_t rc;
-    shm__wait w;
+    shmalloc_wait w;
     shm__table.rows = (shm__proc_row *)shmalloc_mem_alloc((size_t)shm__procs.npes, sizeof *shm__table.rows);
     if (!shm__table.rows) return -1;
     PMIX_QUERY_CONSTRUCT(q);
@@ -121,9 +121,9 @@ static int shm__table_read(void)
     q->nqual = 1;
     PMIX_INFO_LOAD(&q->qualifiers[0], PMIX_NSPACE, shm__procs.self.nspace, PMIX_STRING);
     if (PMIx_Query_info_nb(q, 1, shm__table_done, NULL) != PMIX_SUCCESS) return -1;
-    shm__wait_begin(&w, 2, 0, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait_begin(&w, 2, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (!__atomic_load_n(&shm__table.done, __ATOMIC_ACQUIRE))
-        if (shm__wait_step(&w) == SHM__WAIT_EXPIRED) return -1;
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED) return -1;
     return 0;
 }
 

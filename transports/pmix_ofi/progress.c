@@ -193,12 +193,12 @@ int shm__progress_until(const int *flag)
    With threads the caller holds the lock. */
 void shm__wait_op(shm__op *op, const char *what, int pe)
 {
-    shm__wait w;
-    shm__wait_begin(&w, shm__ofi.timeout, 0, SHM__WAIT_ALL_YIELDS);
+    shmalloc_wait w;
+    shmalloc_wait_begin(&w, shm__ofi.timeout, 0, SHMALLOC_WAIT_ALL_YIELDS);
     while (!op->done) {
         shm__progress();
         if (op->done) break;
-        if (shm__wait_step(&w) == SHM__WAIT_EXPIRED)
+        if (shmalloc_wait_step(&w) == SHMALLOC_WAIT_EXPIRED)
             shm__fatal(SHM__PMIX_MSG(PMIX_OP_TIMEOUT), what, pe, shm__ofi.timeout, shm__ofi.me, pe);
     }
 }

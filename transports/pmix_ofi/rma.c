@@ -1,5 +1,5 @@
 /* rma.c - shmem_putmem, shmem_getmem and shmem_quiet: a copy for this PE
-   and for same-node peers whose heap is mapped here (shm__copy: each byte
+   and for same-node peers whose heap is mapped here (shmalloc_copy: each byte
    stored once), fi_write / fi_read for the others, waited for on the
    completion queue. */
 #include "teams.h"
@@ -84,8 +84,8 @@ static int shm__space_rma(int kind, const char *what, const void *addr, char *lo
     if (!t) return 0;
     if ((m = shm__space_member(t, pe)) < 0) shm__space_not_member(what, t, pe);
     if ((peer = shm__space_peer(t, m)) != NULL) {
-        if (kind == SHM__OP_WRITE) shm__copy(peer + offset, local, n);
-        else shm__copy(local, peer + offset, n);
+        if (kind == SHM__OP_WRITE) shmalloc_copy(peer + offset, local, n);
+        else shmalloc_copy(local, peer + offset, n);
         if (kind == SHM__OP_WRITE) __atomic_store_n(&s->direct_dirty, 1, __ATOMIC_RELAXED);
         return 1;
     }
@@ -113,8 +113,8 @@ static int shm__space_rma(int kind, const char *what, const void *addr, char *lo
    to shmem_finalize. */
 static uint64_t shm__symmetric_range(const char *what, const void *addr, size_t n, int pe)
 {
-    size_t offset = shm__start_range(what, addr, n, pe, shm__heap_base(), shm__heap_bytes(), shm__rma.me,
-                                     shm__rma.npes);
+    size_t offset = shmalloc_start_range(what, addr, n, pe, shm__heap_base(), shm__heap_bytes(), shm__rma.me,
+                                         shm__rma.npes);
     if (offset == SIZE_MAX) shm__pmix_abort(1);
     return offset;
 }
@@ -129,11 +129,11 @@ void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
         return;
     offset = shm__symmetric_range("shmem_putmem", dest, nelems, pe);
     if (pe == shm__rma.me) {
-        shm__copy(dest, source, nelems);
+        shmalloc_copy(dest, source, nelems);
         return;
     }
     if ((peer = shm__peer_heap(pe)) != NULL) {
-        shm__copy(peer + offset, source, nelems); /* source may be a shmem_ptr address */
+        shmalloc_copy(peer + offset, source, nelems); /* source may be a shmem_ptr address */
         __atomic_store_n(&shm__rma.direct_dirty, 1, __ATOMIC_RELAXED);
         return;
     }
@@ -150,11 +150,11 @@ void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
         return;
     offset = shm__symmetric_range("shmem_getmem", source, nelems, pe);
     if (pe == shm__rma.me) {
-        shm__copy(dest, source, nelems);
+        shmalloc_copy(dest, source, nelems);
         return;
     }
     if ((peer = shm__peer_heap(pe)) != NULL) {
-        shm__copy(dest, peer + offset, nelems);
+        shmalloc_copy(dest, peer + offset, nelems);
         return;
     }
     shm__remote_rma(SHM__OP_READ, "shmem_getmem", pe, offset, (char *)dest, nelems);

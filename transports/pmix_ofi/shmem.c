@@ -118,7 +118,7 @@ static int shm__messages_add(void)
     return 0;
 }
 
-static void shm__init_settings(int level, shm__start *s)
+static void shm__init_settings(int level, shmalloc_start *s)
 {
     memset(&shm__w, 0, sizeof shm__w); /* and every layer's state */
     memset(&shm__job, 0, sizeof shm__job);
@@ -129,7 +129,7 @@ static void shm__init_settings(int level, shm__start *s)
     shm__w.thread_level = level;
     shm__ofi.threaded = level == SHMEM_THREAD_MULTIPLE;
     shm__coll.waiting_for = -1;
-    if (shm__messages_add() != 0 || shmalloc_pmix_ofi_options() != 0 || shm__start_read(s, "shmem_init") != 0)
+    if (shm__messages_add() != 0 || shmalloc_pmix_ofi_options() != 0 || shmalloc_start_read(s, "shmem_init") != 0)
         exit(1); /* it printed why */
     shm__read_init_options(&shm__w.opt, s->timeout);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
@@ -140,7 +140,7 @@ static void shm__init_settings(int level, shm__start *s)
 
 /* PMIx, the heap's memory, libfabric and the node barrier: without a PMIx
    server only the memory, as PE 0 of 1. */
-static void shm__init_runtime(const shm__start *s)
+static void shm__init_runtime(const shmalloc_start *s)
 {
     const shm__options *o = &shm__w.opt;
     if (shm__pmix_init(o) == 0) {
@@ -152,7 +152,7 @@ static void shm__init_runtime(const shm__start *s)
             shm__note(SHM__PMIX_MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shm__start_unknown(shm__job.me, shm__job.npes);
+    shmalloc_start_unknown(shm__job.me, shm__job.npes);
     shm__place_heap(s, o, shm__job.me, shm__job.npes);
     if (shm__job.have_pmix) {
         shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout,
@@ -165,12 +165,12 @@ static void shm__init_runtime(const shm__start *s)
 }
 
 /* Collective: the heap registers its first region through the contract. */
-static void shm__init_heap(const shm__start *s)
+static void shm__init_heap(const shmalloc_start *s)
 {
     shmalloc_transport tp;
     shm__fill_transport(&shm__w, &tp);
     shm__w.running = 1;
-    shm__mem.heap = shm__start_heap(s, &shm__mem.map, &tp, NULL);
+    shm__mem.heap = shmalloc_start_heap(s, &shm__mem.map, &tp, NULL);
     if (!shm__mem.heap) {
         shm__w.running = 0;
         shm__init_end(); /* it said why */
@@ -193,14 +193,14 @@ static void shm__describe(void)
     char fabric[448], barriers[96];
     int q, direct = 0;
     if (!shm__ofi.ep) {
-        shm__note(SHM__PMIX_MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shm__map_pages_name(&h->map));
+        shm__note(SHM__PMIX_MSG(PMIX_NOTE_SINGLE_PE), h->bytes, (void *)h->base, shmalloc_map_pages_name(&h->map));
         return;
     }
     shm__fabric_text(fabric, sizeof fabric);
     for (q = 0; q < shm__job.npes; q++) direct += shm__peer_heap(q) != NULL;
     shm__barriers_text(barriers, sizeof barriers);
     shm__note(SHM__PMIX_MSG(PMIX_NOTE_STARTED), shm__job.me, shm__job.npes, fabric, h->bytes, (void *)h->base,
-              h->same_address ? "same address on every PE" : "addresses differ", shm__map_pages_name(&h->map),
+              h->same_address ? "same address on every PE" : "addresses differ", shmalloc_map_pages_name(&h->map),
               direct, direct == 1 ? "" : "s", barriers);
 }
 
@@ -240,7 +240,7 @@ static void shm__finalize_at_exit(int status, void *arg)
 static void shm__init(int level)
 {
     static int at_exit;
-    shm__start s;
+    shmalloc_start s;
     shm__init_settings(level, &s);
     shm__init_runtime(&s);
     shm__init_heap(&s);

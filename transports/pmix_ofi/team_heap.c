@@ -37,7 +37,7 @@ struct shm__team_tp {
     shmem_team_t team;      /* not read after its destroy (team_done may follow it) */
     int npeers, me;         /* its size, and this PE's index */
     int start, stride;      /* its world PEs */
-    shm__map_mem map;       /* the space's memory, when the transport mapped it */
+    shmalloc_map_mem map;       /* the space's memory, when the transport mapped it */
     pthread_mutex_t lock;   /* the heap's lock, with SHMEM_THREAD_MULTIPLE */
     char *base;             /* the block space here */
     int nregions;
@@ -48,7 +48,7 @@ struct shm__team_tp {
 
 static unsigned shm__team_keys; /* regions registered so far: their requested keys */
 /* The space shmemx_space_create is making: its mapping, for the child. */
-static const shm__map_mem *shm__making_map;
+static const shmalloc_map_mem *shm__making_map;
 
 static void shm__team_call(shm__team_tp *t, uint64_t *values, int count)
 {
@@ -98,7 +98,7 @@ static void shm__team_describe(const shm__team_tp *t, const shm__region *r, void
     w->ok = ok ? 1 : 2;
     w->base = (uint64_t)(uintptr_t)base;
     if (r == t->regions && t->map.fd >= 0 && t->map.base) {
-        w->node = shm__map_node_id();
+        w->node = shmalloc_map_node_id();
         w->pid = (uint64_t)getpid();
         w->fd = (uint64_t)t->map.fd + 1;
         w->mapped = t->map.mapped;
@@ -119,8 +119,8 @@ static void shm__team_describe(const shm__team_tp *t, const shm__region *r, void
 static void shm__team_map_peer(shm__team_tp *t, int q, const shm__team_wire *w)
 {
     shm__heap_peer *p = &t->peers[q];
-    if (q == t->me || !w->fd || t->map.fd < 0 || w->node != shm__map_node_id() || w->at >= w->mapped) return;
-    if (!(p->direct_map = shm__map_peer((long)w->pid, (int)(w->fd - 1), (size_t)w->mapped))) return;
+    if (q == t->me || !w->fd || t->map.fd < 0 || w->node != shmalloc_map_node_id() || w->at >= w->mapped) return;
+    if (!(p->direct_map = shmalloc_map_peer((long)w->pid, (int)(w->fd - 1), (size_t)w->mapped))) return;
     p->direct_len = (size_t)w->mapped;
     p->direct = p->direct_map + w->at;
 }
@@ -271,26 +271,26 @@ void shm__tp_team_done(void *child_user)
 /* >> spaces ------------------------------------------------------------------------ */
 int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, shmemx_space_t *space)
 {
-    const shm__start *st = &shm__w.start;
+    const shmalloc_start *st = &shm__w.start;
     shmalloc_heap_config hc;
-    shm__map_mem map;
+    shmalloc_map_mem map;
     size_t bytes;
     void *mem = NULL;
     long err = 0;
     shmalloc_heap *made;
     if (space) *space = NULL;
     if (!shm__w.running || !space) return -1; /* no collective to join */
-    bytes = shm__start_space(st, config, &hc);
+    bytes = shmalloc_start_space(st, config, &hc);
     memset(&map, 0, sizeof map);
     map.fd = -1;
     if (config && config->mem) mem = config->mem;
-    else if (shm__is_team(team) && shm__map_heap(&map, bytes, &st->huge, shm__mem.map.fd >= 0, NULL) == 0)
+    else if (shm__is_team(team) && shmalloc_map_heap(&map, bytes, &st->huge, shm__mem.map.fd >= 0, NULL) == 0)
         mem = map.base; /* else NULL: the create fails on every member */
     shm__making_map = &map;
     made = shmalloc_space_create(shm__mem.heap, team, mem, mem == map.base && mem ? map.bytes : bytes, &hc, &err);
     shm__making_map = NULL;
     if (!made) {
-        if (map.base) shm__map_release(&map);
+        if (map.base) shmalloc_map_release(&map);
         return err ? (int)err : -1;
     }
     ((shm__team_tp *)shmalloc_heap_user(made))->space = made;
@@ -300,12 +300,12 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
 
 long shmemx_space_destroy(shmemx_space_t space, long flags)
 {
-    shm__map_mem map;
+    shmalloc_map_mem map;
     long rc;
     if (!space || !shmalloc_space_team(space)) return shmalloc_space_destroy(space, flags);
     map = ((shm__team_tp *)shmalloc_heap_user(space))->map; /* the child goes with the space */
     rc = shmalloc_space_destroy(space, flags);
-    if (rc == 0 && map.base) shm__map_release(&map);
+    if (rc == 0 && map.base) shmalloc_map_release(&map);
     return rc;
 }
 

@@ -5,7 +5,7 @@
 #if !defined(SHMALLOC_PMIX_OFI_TEAMS_H)
 #define SHMALLOC_PMIX_OFI_TEAMS_H
 
-#include "pmix_ofi.h"
+#include "collective.h"
 
 /* A team's group of barrier.c, and its timeout's report (ends.c). */
 SHM__INTERNAL int shm__group_open(shm__group *g);

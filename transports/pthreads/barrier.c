@@ -111,10 +111,10 @@ void shm__barrier_leave(shm__barrier *b, int me)
    ended, or the wait's deadline.  A sleeper's increment and re-check are
    sequentially consistent with an arriver's epoch store and sleepers load
    (shm__sync). */
-static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shm__wait *wait)
+static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shmalloc_wait *wait)
 {
     struct timespec deadline;
-    shm__wait_deadline(wait, &deadline);
+    shmalloc_wait_deadline(wait, &deadline);
     __atomic_add_fetch(&b->sleepers, 1u, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&b->mutex);
     while (__atomic_load_n(&b->slots[q].epoch, __ATOMIC_SEQ_CST) < epoch &&
@@ -128,13 +128,13 @@ static void shm__sleep(shm__barrier *b, int q, uint64_t epoch, const shm__wait *
 /* The slow path of barrier epoch for PE me, once PE q was not there yet. */
 static void shm__wait_all(shm__barrier *b, int me, uint64_t epoch, int q, const void *space)
 {
-    shm__wait wait;
+    shmalloc_wait wait;
     int r;
-    shm__wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
+    shmalloc_wait_begin(&wait, b->timeout, b->pauses, SHM__SPIN_YIELD);
     for (;;) {
-        switch (shm__wait_step(&wait)) {
-        case SHM__WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0, space); break;
-        case SHM__WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
+        switch (shmalloc_wait_step(&wait)) {
+        case SHMALLOC_WAIT_EXPIRED: shm__end_for_late_pes(b, me, epoch, 0, space); break;
+        case SHMALLOC_WAIT_SLEEP: shm__sleep(b, q, epoch, &wait); break;
         default: break;
         }
         while (q < b->parties && shm__arrived(b, q, epoch)) q++;

@@ -19,6 +19,7 @@
 
 #include "../../shmalloc.h"
 #include "../shmalloc_pthreads.h"
+#include "../common/internal.h" /* SHM__INTERNAL, SHM__TSAN */
 #include "../common/map.h"
 #include "../common/start.h"
 #include "../common/wait.h"
@@ -114,7 +115,7 @@ struct shm__team {
    member's copy of it starts.  A PE's world heap has its own (shm__pe). */
 typedef struct shm__space {
     struct shmalloc_team *member;
-    shm__map_mem map;      /* map.base NULL: the program's memory, or the world heap (the PE's map) */
+    shmalloc_map_mem map;      /* map.base NULL: the program's memory, or the world heap (the PE's map) */
     char **bases;          /* a space's: member i's copy at bases[i]; NULL for the world heap */
     shmalloc_heap *heap;   /* a space's, once made */
     struct shm__space *prev, *next; /* the PE's spaces, from the world's (collective calls alone change them) */
@@ -155,7 +156,7 @@ SHM__INTERNAL void shm__space_not_member(const char *what, shmalloc_heap *space,
 struct shm__pe {
     shm__run *run;
     int index;
-    shm__map_mem map;      /* the heap's memory (common/map.h) */
+    shmalloc_map_mem map;      /* the heap's memory (common/map.h) */
     shm__space space;      /* its transport's user: member is the PE's world handle */
     shm__left_map *left;   /* the memory of spaces left at pe_main's end (space.c) */
     shmalloc_heap *heap;   /* published to peers by the barrier after create */
@@ -166,7 +167,7 @@ struct shm__pe {
 
 struct shm__run {
     int npes;
-    shm__start start;      /* what start-up found: sizes, pages, timeout */
+    shmalloc_start start;      /* what start-up found: sizes, pages, timeout */
     void (*pe_main)(void *arg);
     void *arg;
     shm__team world;       /* members[q]: PE q's handle of SHMEM_TEAM_WORLD */

@@ -105,7 +105,7 @@ static void *shm__pe_thread(void *arg)
     pe->space.member = &w->world.members[pe->index];
     pe->space.prev = pe->space.next = &pe->space;
     shm__team_transport(&pe->space, &tp);
-    pe->heap = shm__start_heap(&w->start, &pe->map, &tp, NULL);
+    pe->heap = shmalloc_start_heap(&w->start, &pe->map, &tp, NULL);
     /* If some PE failed, those that succeeded skip destroy too: it is
        collective, and the heaps hold nothing outside the memory we unmap. */
     if (!shm__all_created(pe)) return NULL;
@@ -125,7 +125,7 @@ static void *shm__pe_thread(void *arg)
 }
 
 /* >> run ---------------------------------------------------------------------*/
-static int shm__run_init(shm__run *w, int npes, const shm__start *start, void (*pe_main)(void *), void *arg)
+static int shm__run_init(shm__run *w, int npes, const shmalloc_start *start, void (*pe_main)(void *), void *arg)
 {
     memset(w, 0, sizeof *w);
     w->start = *start;
@@ -156,7 +156,7 @@ static void shm__run_fini(shm__run *w)
     for (q = 0; q < w->npes; q++) {
         shm__space_unmap_left(&w->pes[q]);
         if (w->pes[q].map.base != NULL) {
-            shm__map_release(&w->pes[q].map);
+            shmalloc_map_release(&w->pes[q].map);
             pthread_mutex_destroy(&w->pes[q].lock);
         }
     }
@@ -178,10 +178,10 @@ static int shm__map_all(shm__run *w)
         shm__pe *pe = &w->pes[q];
         pe->run = w;
         pe->index = q;
-        if (shm__start_map(&w->start, &pe->map, 0, NULL, q) != 0) return -1;
-        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shm__map_report(&pe->map, &w->start.huge, q);
+        if (shmalloc_start_map(&w->start, &pe->map, 0, NULL, q) != 0) return -1;
+        if (q == 0 || pe->map.pages != w->pes[0].map.pages) shmalloc_map_report(&pe->map, &w->start.huge, q);
         if (pthread_mutex_init(&pe->lock, NULL) != 0) {
-            shm__map_release(&pe->map);
+            shmalloc_map_release(&pe->map);
             shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_LOCK_FAILED), q);
             return -1;
         }
@@ -219,13 +219,13 @@ static int shm__pthreads_messages_add(void)
     return 0;
 }
 
-int shmalloc_pthreads_options(void) { return shm__start_options(); }
+int shmalloc_pthreads_options(void) { return shmalloc_start_options(); }
 
 int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg)
 {
     static const char who[] = "shmalloc_pthreads_run";
     shm__run w;
-    shm__start start;
+    shmalloc_start start;
     int rc;
 
     if (shm__pthreads_messages_add() != 0) return 1;
@@ -238,8 +238,8 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
         return 1;
     }
     /* nominal becomes the table's size: the argument, else the environment's */
-    if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
-    shm__start_unknown(0, 1); /* the process speaks for its PEs */
+    if (shmalloc_start_size(who, nominal) != 0 || shmalloc_start_read(&start, who) != 0) return 1;
+    shmalloc_start_unknown(0, 1); /* the process speaks for its PEs */
     if (shm__run_init(&w, npes, &start, pe_main, arg) != 0) {
         shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;

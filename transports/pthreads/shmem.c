@@ -1,6 +1,6 @@
 /* shmem.c - the SHMEM names of the pthreads transport: PE numbers,
    barrier, puts and gets.  A put is a copy into the peer's heap, at the
-   same offset, that stores each byte once (shm__copy).  See pthreads.h. */
+   same offset, that stores each byte once (shmalloc_copy).  See pthreads.h. */
 #include "pthreads.h"
 #include "../common/copy.h"
 
@@ -74,8 +74,8 @@ static char *shm__remote_range(const char *what, const void *addr, size_t n, int
     size_t offset;
     char *peer;
     if (h == NULL && me != NULL) h = me->heap; /* the message names the world heap's range */
-    offset = shm__start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL, h ? shmalloc_heap_size(h) : 0,
-                              shmem_my_pe(), shmem_n_pes());
+    offset = shmalloc_start_range(what, addr, n, pe, h ? shmalloc_heap_base(h) : NULL, h ? shmalloc_heap_size(h) : 0,
+                                  shmem_my_pe(), shmem_n_pes());
     if (offset == SIZE_MAX) shmem_global_exit(1);
     peer = shm__peer(me, h, pe, offset);
     if (peer == NULL) {
@@ -88,13 +88,13 @@ static char *shm__remote_range(const char *what, const void *addr, size_t n, int
 void shmem_putmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    shm__copy(shm__remote_range("shmem_putmem", dest, nelems, pe), source, nelems);
+    shmalloc_copy(shm__remote_range("shmem_putmem", dest, nelems, pe), source, nelems);
 }
 
 void shmem_getmem(void *dest, const void *source, size_t nelems, int pe)
 {
     if (nelems == 0) return;
-    shm__copy(dest, shm__remote_range("shmem_getmem", source, nelems, pe), nelems);
+    shmalloc_copy(dest, shm__remote_range("shmem_getmem", source, nelems, pe), nelems);
 }
 
 void shmem_global_exit(int status)

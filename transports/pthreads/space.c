@@ -53,7 +53,7 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
     shm__pe *me = shm__self;
     struct shmalloc_team *h = shm__team_handle(me, team);
     shmalloc_heap_config hc;
-    shm__map_mem map;
+    shmalloc_map_mem map;
     size_t bytes;
     void *mem = NULL;
     long err = 0;
@@ -61,14 +61,14 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
     shm__space *rec;
     if (space != NULL) *space = NULL;
     if (me == NULL || space == NULL) return -1; /* no collective to join */
-    bytes = shm__start_space(&me->run->start, config, &hc);
+    bytes = shmalloc_start_space(&me->run->start, config, &hc);
     memset(&map, 0, sizeof map);
     if (config != NULL && config->mem != NULL) mem = config->mem;
-    else if (h != NULL && bytes != 0 && shm__map_heap(&map, bytes, &me->run->start.huge, 0, NULL) == 0) mem = map.base;
+    else if (h != NULL && bytes != 0 && shmalloc_map_heap(&map, bytes, &me->run->start.huge, 0, NULL) == 0) mem = map.base;
     /* else no memory (a failed map, or not a member): the create fails on every member */
     made = shmalloc_space_create(me->heap, h, mem, map.base != NULL ? map.bytes : bytes, &hc, &err);
     if (made == NULL) {
-        if (map.base != NULL) shm__map_release(&map);
+        if (map.base != NULL) shmalloc_map_release(&map);
         return err != 0 ? (int)err : -1;
     }
     rec = (shm__space *)shmalloc_heap_user(made);
@@ -81,19 +81,19 @@ int shmemx_space_create(shmem_team_t team, const shmemx_space_config_t *config, 
 
 long shmemx_space_destroy(shmemx_space_t space, long flags)
 {
-    shm__map_mem map;
+    shmalloc_map_mem map;
     long rc;
     if (space == NULL || shmalloc_space_team(space) == NULL) return shmalloc_space_destroy(space, flags);
     map = ((shm__space *)shmalloc_heap_user(space))->map; /* the child's user goes with the space */
     rc = shmalloc_space_destroy(space, flags);
-    if (rc == 0 && map.base != NULL) shm__map_release(&map);
+    if (rc == 0 && map.base != NULL) shmalloc_map_release(&map);
     return rc;
 }
 
 /* A space's memory kept past its PE's end: a peer may read it until every
    PE has ended, as the world heap's. */
 struct shm__left_map {
-    shm__map_mem map;
+    shmalloc_map_mem map;
     shm__left_map *next;
 };
 
@@ -121,7 +121,7 @@ void shm__space_unmap_left(shm__pe *pe)
 {
     while (pe->left != NULL) {
         shm__left_map *next = pe->left->next;
-        shm__map_release(&pe->left->map);
+        shmalloc_map_release(&pe->left->map);
         shmalloc_mem_free(pe->left);
         pe->left = next;
     }

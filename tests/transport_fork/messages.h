@@ -4,8 +4,7 @@
 #ifndef SHM__FORK_MESSAGES_H_INCLUDED
 #define SHM__FORK_MESSAGES_H_INCLUDED
 
-#include "../../shmalloc.h"
-#include "../../transports/common/internal.h" /* SHM__INTERNAL */
+#include "shmalloc.h"
 
 #define SHMALLOC_FORK_MESSAGES(X) \
     X(FORK_BARRIER_TIMEOUT, "shmalloc: PE %d waited %d s in barrier %llu of the team of world PEs %d + %d * " \
@@ -33,7 +32,7 @@
 SHMALLOC_MESSAGE_LAYER(SHMALLOC_FORK_MESSAGES, SHMALLOC_FORK_MESSAGE_ROWS)
 
 /* The table's first ID, once shmalloc_fork_run has added it (fork.c). */
-SHM__INTERNAL extern int shm__fork_messages;
+extern int shm__fork_messages; /* the fork library is static: no visibility to set */
 #define SHM__FORK_MSG(id) SHMALLOC_MSG_IN(shm__fork_messages, id)
 
 #endif /* SHM__FORK_MESSAGES_H_INCLUDED */

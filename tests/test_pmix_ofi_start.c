@@ -26,7 +26,7 @@ Test(pmix_ofi, shmem_info_lists_the_rows_of_every_layer, .timeout = TEST_TIMEOUT
 {
     static run r;
     static const char *const listed[] = {"SHMEM_SYMMETRIC_HEAP_SIZE=", "SHMALLOC_HUGE_PAGES=off (the default)",
-                                         "SHMALLOC_BARRIER_TIMEOUT=60 (the default)", "SHMALLOC_PMIX_OFI_DIRECT=0 "
+                                         "SHMALLOC_TIMEOUT=60 (the default)", "SHMALLOC_PMIX_OFI_DIRECT=0 "
                                          "(from SHMALLOC_PMIX_OFI_DIRECT)", "FI_PROVIDER=shm (from FI_PROVIDER)"};
     const char *env[] = {"FI_PROVIDER=shm", "SHMEM_INFO=1", "SHMALLOC_PMIX_OFI_DIRECT=0", NULL};
     size_t i;
@@ -127,7 +127,7 @@ Test(pmix_ofi, bad_heap_size_names_the_variable, .timeout = TEST_TIMEOUT)
 
 Test(pmix_ofi, bad_barrier_timeout_names_the_variable, .timeout = TEST_TIMEOUT)
 {
-    check_refused("SHMALLOC_BARRIER_TIMEOUT=abc", "shmalloc: SHMALLOC_BARRIER_TIMEOUT=\"abc\" is not a timeout");
+    check_refused("SHMALLOC_TIMEOUT=abc", "shmalloc: SHMALLOC_TIMEOUT=\"abc\" is not a timeout");
 }
 
 Test(pmix_ofi, bad_any_address_value_is_refused, .timeout = TEST_TIMEOUT)

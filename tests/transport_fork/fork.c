@@ -41,7 +41,7 @@ static void shm__fork_gave_up(const struct shmalloc_team *t, const shm__fork_slo
                                      t->start + q * t->stride);
     shmalloc_print(2, SHMALLOC_MSG_TRANSPORT,
                    "shmalloc: PE %d waited %d s in barrier %llu of the team of world PEs %d + %d * (0..%d) for PE "
-                   "%s (SHMALLOC_BARRIER_TIMEOUT)\n",
+                   "%s (SHMALLOC_TIMEOUT)\n",
                    shm__fork.me, shm__fork.start.timeout, (unsigned long long)e, t->start, t->stride, t->size - 1,
                    late);
     shmem_global_exit(1);
@@ -216,7 +216,7 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
         return 1;
     }
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&shm__fork.start, who) != 0) return 1;
-    shm__start_unknown(0, 1); /* the process speaks for the PEs it forks */
+    shm__start_unknown(&shm__fork.start, 0, 1); /* the process speaks for the PEs it forks */
     shm__fork.shared = (shm__fork_shared *)shm__fork_map_shared("the barriers", shared, 0);
     shm__fork.spaces = (char *)shm__fork_map_shared("the spaces (SHMALLOC_FORK_SPACES a PE)", spaces, MAP_NORESERVE);
     memset(shm__fork.maps, 0, sizeof shm__fork.maps);

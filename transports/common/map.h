@@ -63,8 +63,8 @@ typedef struct shm__map_mem {
    them (shmalloc_options_read has read them): 0 with h filled, or -1
    after a message naming the variable and value. */
 SHM__INTERNAL int shm__map_huge_from_table(shm__map_huge *h);
-/* Adds the ENVIRONMENT rows above to the options table: their first id,
-   or -1 when it is full. */
+/* Adds the ENVIRONMENT rows above to the options table (once): 0, or -1
+   when it is full. */
 SHM__INTERNAL int shm__map_options_add(void);
 /* The least power of two >= bytes, from floor, at most cap. */
 SHM__INTERNAL size_t shm__map_pow2_cover(size_t bytes, size_t floor, size_t cap);

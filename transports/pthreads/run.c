@@ -226,7 +226,7 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     }
     /* nominal becomes the table's size: the argument, else the environment's */
     if (shm__start_size(who, nominal) != 0 || shm__start_read(&start, who) != 0) return 1;
-    shm__start_unknown(0, 1); /* the process speaks for its PEs */
+    shm__start_unknown(&start, 0, 1); /* the process speaks for its PEs */
     if (shm__run_init(&w, npes, &start, pe_main, arg) != 0) {
         shmalloc_print(2, SHM__MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;

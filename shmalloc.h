@@ -41,7 +41,7 @@
      declarations come first; the implementation follows in the same
      order, each part under ">> name: implementation".  Inside a part,
      "----" lines head its steps.
-     >> build options                  COMPILE-TIME OPTIONS: hooks, tunables
+     >> build options                  macros set at compile time: hooks, tunables
      >> errors                         ERRORS: the values of malloc_error
      >> output                         the output hook
      >> messages                       every line printed, by ID; error texts
@@ -1006,7 +1006,7 @@ enum {
 enum { SHMALLOC_OPTION_KINDS(SHMALLOC_KIND_ID) SHMALLOC_KIND_COUNT };
 typedef struct shmalloc_option {
     const char *name;     /* the variable */
-    const char *alias[2]; /* read in turn when name is unset (older runtimes' names), or NULL */
+    const char *alias[2]; /* read in turn when name is unset (older names, other runtimes'), or NULL */
     int kind;             /* SHMALLOC_KIND_* */
     const char *fallback; /* the value when none of them is set */
     const char *meaning;  /* one line, as the README's tables give it */

@@ -18,7 +18,7 @@ int shm__start_options(void)
 {
     static const shmalloc_option timeout = {"SHMALLOC_TIMEOUT", {"SHMALLOC_BARRIER_TIMEOUT", NULL},
         SHMALLOC_KIND_SECONDS, "60", "seconds a barrier, fence, get or put waits for a peer before the program ends "
-        "naming it (SHMALLOC_BARRIER_TIMEOUT before)", NULL, NULL, 0};
+        "naming it (formerly SHMALLOC_BARRIER_TIMEOUT)", NULL, NULL, 0};
     if (shm__map_options_add() < 0) return -1;
     shm__timeout_id = shmalloc_options_add(&timeout, 1);
     return shm__timeout_id < 0 ? -1 : 0;

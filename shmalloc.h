@@ -6686,7 +6686,9 @@ static int shm__option_parse(shmalloc_option *o)
 
 /* SHMALLOC_OPTION_KINDS's texts, by kind. */
 #define SHM__KIND_TEXT(kind, what, expected) {what, expected},
-static const struct shm__kind { const char *what, *expected; } shm__kinds[] = {SHMALLOC_OPTION_KINDS(SHM__KIND_TEXT)};
+static const struct shm__kind {
+    const char *what, *expected;
+} shm__kinds[] = {SHMALLOC_OPTION_KINDS(SHM__KIND_TEXT)};
 
 /* The largest heap, as the docs write it: "64T", or "512G" below 1T. */
 static const char *shm__largest_text(char *buf, size_t n)

@@ -41,7 +41,7 @@
      declarations come first; the implementation follows in the same
      order, each part under ">> name: implementation".  Inside a part,
      "----" lines head its steps.
-     >> build options                  COMPILE-TIME OPTIONS: hooks, tunables
+     >> build options                  macros set at compile time: hooks, tunables
      >> errors                         ERRORS: the values of malloc_error
      >> output                         the output hook
      >> messages                       every line printed, by ID; error texts
@@ -323,6 +323,7 @@ SHMALLOC_DEF SHMALLOC_API void shmalloc_print(int stream, int id, const char *fm
     X(OPTION_HUGE_PAGES_BAD, "shmalloc: %s=%s is not %s\n") \
     X(INFO_VERSION, "shmalloc %s: OpenSHMEM 1.5 symmetric heap\n") \
     X(INFO_OPTION, "  %s=%s (%s%s)\n      %s\n") \
+    X(OPTION_RENAMED, "shmalloc: %s is renamed %s: its value %s is used, but set %s instead\n") \
     X(MESSAGES_BAD_TABLE, "shmalloc: shmalloc_messages_add(%p, %d): %s; the table is not added\n")
 
 enum {
@@ -709,11 +710,10 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create(void *mem, size_t 
    all-reduce; a heap with spec blocks (shsbreak) does not grow. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
                                                                        const shmalloc_transport *tp, long *err);
-/* What a heap is created with: shmalloc_heap_create and _growable take
-   debug from the options table (SHMALLOC_DEBUG, as shmalloc_options_read
-   last found it), and size_var too: the variable in force there
-   (SHMALLOC_HEAP_MAX for a heap that grows), or NULL when the program set
-   the size (shmalloc_option_set) or the table was never read. */
+/* What a heap is created with, all of it: the heap reads no variable.
+   shmalloc_heap_create and _growable give debug 0, inline metadata and no
+   size_var; a runtime fills a config from the options table with
+   shmalloc_options_heap_config (">> environment"). */
 typedef struct shmalloc_heap_config {
     size_t nominal; /* bytes used and registered at first (SIZE_MAX: all of mem); the rest is room to grow */
     int debug;      /* debug mode: asymmetric calls reported, leaks listed, fill patterns */
@@ -883,20 +883,28 @@ enum {
     SHMALLOC_OPT_CORE_COUNT          /* the heap's own rows; each layer's follow (shmalloc_options_add) */
 };
 #define SHMALLOC_OPT_MAX 32          /* rows in all */
-/* How a value is checked, and what `value` then holds. */
-enum {
-    SHMALLOC_KIND_SIZE,        /* "512M", "1.5G", "4096": bytes */
-    SHMALLOC_KIND_SIZE_OR_OFF, /* a size, or 0 (or empty): 0 */
-    SHMALLOC_KIND_SECONDS,     /* a whole number of seconds, 1 to 1000000 */
-    SHMALLOC_KIND_SWITCH,      /* 0 (or empty): 0; 1 to 9: 1 */
-    SHMALLOC_KIND_BIT,         /* 0 or 1 */
-    SHMALLOC_KIND_YES_NO,      /* SOS's booleans 1/0, y/n, yes/no, on/off, true/false (empty: no): 1 or 0 */
-    SHMALLOC_KIND_WORD,        /* text its reader checks (e.g. a huge page size the kernel has) */
-    SHMALLOC_KIND_METADATA     /* "inline" (or empty) or "separate": SHMALLOC_METADATA_* */
-};
+/* How a value is checked: each kind, what `value` then holds, and what a
+   bad value is told it is not and what is accepted (%s: the largest heap,
+   "64T").  The one table of kinds: SHMALLOC_KIND_SIZE, ... */
+#define SHMALLOC_OPTION_KINDS(X) \
+    X(SIZE, "a heap size", /* "512M", "1.5G", "4096": bytes */ \
+      ": expected a positive number, decimals allowed, with an optional K, M, G or T suffix (powers of 1024), " \
+      "at most %s, e.g. 512M or 1.5G") \
+    X(SIZE_OR_OFF, "a heap size", /* a size, or 0 (or empty): 0 */ \
+      ": expected 0 (no growth) or a size such as 64G, with an optional K, M, G or T suffix (powers of 1024), " \
+      "at most %s") \
+    X(SECONDS, "a timeout", ": expected a whole number of seconds from 1 to 1000000") \
+    X(SWITCH, "a switch", ": expected 0 (off) or 1 to 9 (on)") /* 0 (or empty): 0; 1 to 9: 1 */ \
+    X(BIT, "0 or 1", "") \
+    X(YES_NO, "a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false") /* SOS's; empty: no */ \
+    X(WORD, "a word", "") /* text its reader checks (e.g. a huge page size the kernel has) */ \
+    X(METADATA, "a metadata placement", /* SHMALLOC_METADATA_*; empty: inline */ \
+      ": expected inline (block headers in the heap's memory) or separate (none there)")
+#define SHMALLOC_KIND_ID(kind, what, expected) SHMALLOC_KIND_##kind,
+enum { SHMALLOC_OPTION_KINDS(SHMALLOC_KIND_ID) SHMALLOC_KIND_COUNT };
 typedef struct shmalloc_option {
     const char *name;     /* the variable */
-    const char *alias[2]; /* read in turn when name is unset (older runtimes' names), or NULL */
+    const char *alias[2]; /* read in turn when name is unset (older names, other runtimes'), or NULL */
     int kind;             /* SHMALLOC_KIND_* */
     const char *fallback; /* the value when none of them is set */
     const char *meaning;  /* one line, as the README's tables give it */
@@ -945,14 +953,13 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_option_set(int id, const char *text);
    and sets *out on success, -1 on a bad value (empty, not a number, unknown
    suffix, zero, larger than 2^SHMALLOC_MAX_LOG2). */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_parse_size(const char *text, size_t *out);
-/* SHMALLOC_OPT_HEAP_SIZE read again: 0 with *out set, or -1 after its
-   message. */
-SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out); /* *out unchanged on -1 */
-/* SHMALLOC_OPT_HEAP_MAX read again, the size a heap of `nominal` bytes
-   may grow to: 0 with *out set (nominal when it is unset, empty or "0": no
-   growth), or -1 after a message when it is not a size or is below
-   nominal. */
-SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out);
+/* A heap's config as the table says (as shmalloc_options_read last found
+   it), for a runtime to create its heap with: nominal as given, debug and
+   metadata from SHMALLOC_DEBUG and SHMALLOC_METADATA, and size_var the
+   variable in force for its size (SHMALLOC_HEAP_MAX's when growable),
+   NULL when the program set it or the table was never read. */
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_heap_config(shmalloc_heap_config *config, size_t nominal,
+                                                            int growable);
 /* value for a message, between two `quote`s, into buf (n bytes, 96 are
    enough): as it is up to 64 characters, else its first 40, "..." and its
    length, so that what the message says after it is never cut.  Every
@@ -5688,25 +5695,11 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_with(void *mem, si
     return h;
 }
 
-/* The variable in force for a heap's size (its largest, when it grows), as
-   the options table last found it: NULL when the program set it or the
-   table was never read; a growth the program chose has no variable. */
-static const char *shm__size_var(int growable)
-{
-    const shmalloc_option *o = &shmalloc_options()[growable ? SHMALLOC_OPT_HEAP_MAX : SHMALLOC_OPT_HEAP_SIZE];
-    if (!o->text || (o->source && !strcmp(o->source, "program"))) return NULL;
-    return o->source ? o->source : growable ? NULL : o->name;
-}
-
 SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_heap_create_growable(void *mem, size_t bytes, size_t nominal,
                                                                        const shmalloc_transport *tp, long *err)
 {
-    shmalloc_heap_config config;
+    shmalloc_heap_config config = {SIZE_MAX, 0, NULL, SHMALLOC_METADATA_INLINE, NULL};
     config.nominal = nominal;
-    config.debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
-    config.metadata = (int)shmalloc_options()[SHMALLOC_OPT_METADATA].value;
-    config.size_var = shm__size_var(nominal != SIZE_MAX && tp && tp->allreduce_max); /* growth needs it */
-    config.memops = NULL;
     return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
 }
 
@@ -6565,7 +6558,6 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_heap *shmalloc_current(void)
 }
 
 /* >> environment: implementation ------------------------------------------- */
-#define SHM__SIZE_HINT "K, M, G or T suffix (powers of 1024)"
 static shmalloc_option shm__options[SHMALLOC_OPT_MAX] = {
     {"SHMEM_SYMMETRIC_HEAP_SIZE", {"SHMEM_SYMMETRIC_SIZE", "SMA_SYMMETRIC_SIZE"}, SHMALLOC_KIND_SIZE, "512M",
      "heap size per PE, e.g. 512M, 1.5G, 4096", NULL, NULL, 0},
@@ -6697,20 +6689,11 @@ static int shm__option_parse(shmalloc_option *o)
     }
 }
 
-/* The message about a bad value of each kind: what it is not, and what is
-   accepted. */
-static const char *const shm__kind_text[][2] = {
-    {"a heap size", ": expected a positive number, decimals allowed, with an optional " SHM__SIZE_HINT
-                    ", at most %s, e.g. 512M or 1.5G"},
-    {"a heap size", ": expected 0 (no growth) or a size such as 64G, with an optional " SHM__SIZE_HINT
-                    ", at most %s"},
-    {"a timeout", ": expected a whole number of seconds from 1 to 1000000"},
-    {"a switch", ": expected 0 (off) or 1 to 9 (on)"},
-    {"0 or 1", ""},
-    {"a boolean", ": expected 1/0, y/n, yes/no, on/off or true/false"},
-    {"a word", ""}, /* its reader checks it */
-    {"a metadata placement", ": expected inline (block headers in the heap's memory) or separate (none there)"},
-};
+/* SHMALLOC_OPTION_KINDS's texts, by kind. */
+#define SHM__KIND_TEXT(kind, what, expected) {what, expected},
+static const struct shm__kind {
+    const char *what, *expected;
+} shm__kinds[] = {SHMALLOC_OPTION_KINDS(SHM__KIND_TEXT)};
 
 /* The largest heap, as the docs write it: "64T", or "512G" below 1T. */
 static const char *shm__largest_text(char *buf, size_t n)
@@ -6734,9 +6717,9 @@ static int shm__option_report(shmalloc_option *o)
 {
     char expected[160], value[96], largest[32];
     if (!shm__option_parse(o)) return 0;
-    snprintf(expected, sizeof expected, shm__kind_text[o->kind][1], shm__largest_text(largest, sizeof largest));
+    snprintf(expected, sizeof expected, shm__kinds[o->kind].expected, shm__largest_text(largest, sizeof largest));
     shmalloc_print(2, SHM__MSG(OPTION_BAD), o->source, shmalloc_option_quote(value, sizeof value, o->text, "\""),
-                   shm__kind_text[o->kind][0], expected);
+                   shm__kinds[o->kind].what, expected);
     o->text = o->fallback;
     shm__option_parse(o);
     return -1;
@@ -6854,24 +6837,15 @@ SHMALLOC_DEF SHMALLOC_API int shmalloc_options_read(char *const *env)
     return bad ? -1 : 0;
 }
 
-SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_size_from_env(size_t *out)
+SHMALLOC_DEF SHMALLOC_API void shmalloc_options_heap_config(shmalloc_heap_config *config, size_t nominal,
+                                                            int growable)
 {
-    if (shmalloc_option_read(SHMALLOC_OPT_HEAP_SIZE)) return -1;
-    *out = (size_t)shm__options[SHMALLOC_OPT_HEAP_SIZE].value;
-    return 0;
-}
-
-SHMALLOC_DEF SHMALLOC_API int shmalloc_heap_max_from_env(size_t nominal, size_t *out)
-{
-    const shmalloc_option *o = &shm__options[SHMALLOC_OPT_HEAP_MAX];
-    char value[96];
-    *out = nominal;
-    if (shmalloc_option_read(SHMALLOC_OPT_HEAP_MAX)) return -1;
-    if (!o->value) return 0;
-    if (o->value >= nominal) return *out = (size_t)o->value, 0;
-    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shmalloc_option_quote(value, sizeof value, o->text, "\""),
-                   (unsigned long long)o->value, nominal);
-    return -1;
+    const shmalloc_option *o = &shm__options[growable ? SHMALLOC_OPT_HEAP_MAX : SHMALLOC_OPT_HEAP_SIZE];
+    SHMALLOC_MEMSET(config, 0, sizeof *config);
+    config->nominal = nominal;
+    config->debug = shm__options[SHMALLOC_OPT_DEBUG].value != 0;
+    config->metadata = (int)shm__options[SHMALLOC_OPT_METADATA].value;
+    if (o->text && o->source != shm__by_program) config->size_var = o->source ? o->source : growable ? NULL : o->name;
 }
 
 SHMALLOC_DEF SHMALLOC_API void shmalloc_options_announce(int pe)

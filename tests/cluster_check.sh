@@ -88,7 +88,7 @@ check_run() { # WHAT LAYOUT SCENARIO EXPECT_BARRIERS EXPECT_ADDRESSES NAME=VALUE
 # PE 1 dies: the job ends in bounded time, someone names PE 1 and says why.
 check_death() { # WHAT LAYOUT SCENARIO
     local ok=1
-    launch "$2" "$3" SHMALLOC_BARRIER_TIMEOUT=5
+    launch "$2" "$3" SHMALLOC_TIMEOUT=5
     [ $rc -ne 0 ] || ok=0
     awk -v s="$seconds" -v l=$DEATH_LIMIT 'BEGIN { exit !(s < l) }' || ok=0
     [ "$(count FAIL)" -eq 0 ] || ok=0

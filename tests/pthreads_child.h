@@ -55,7 +55,10 @@ TS_UNUSED static void tag_output(void *user, int stream, int id, const char *tex
     fprintf(stream == 1 ? stdout : stderr, "[%s] %s", shmalloc_message_name(id), text);
 }
 
-/* Runs npes PEs of pe_main in a child with SHMALLOC_BARRIER_TIMEOUT=timeout. */
+/* The variable run_child sets: a test of the former name changes it. */
+TS_UNUSED static const char *child_timeout_var = "SHMALLOC_TIMEOUT";
+
+/* Runs npes PEs of pe_main in a child with SHMALLOC_TIMEOUT=timeout. */
 TS_UNUSED static void run_child(int npes, const char *timeout, void (*pe_main)(void *), void *arg, child_result *r)
 {
     int fds[2], wstatus, ended;
@@ -68,7 +71,7 @@ TS_UNUSED static void run_child(int npes, const char *timeout, void (*pe_main)(v
     if (pid == 0) {
         close(fds[0]);
         dup2(fds[1], 2);
-        setenv("SHMALLOC_BARRIER_TIMEOUT", timeout, 1);
+        setenv(child_timeout_var, timeout, 1);
         shmalloc_set_output(tag_output, NULL);
         _exit(shmalloc_pthreads_run(npes, (size_t)1 << 20, pe_main, arg) == 0 ? 0 : 2);
     }

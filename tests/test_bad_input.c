@@ -160,7 +160,7 @@ Test(bad_input, every_bad_heap_size_value_is_refused_with_a_message_naming_it)
             clear_size_env();
             setenv(vars[v], values[k], 1);
             capture_start();
-            rc = shmalloc_heap_size_from_env(&size);
+            rc = size_from_table(&size);
             capture_stop();
             ok = rc == -1 && size == 7 && out_said(SHMALLOC_MSG_OPTION_BAD) == 1 &&
                  strstr(out_text[2], vars[v]) != NULL;

@@ -146,7 +146,7 @@ Test(fork, a_failing_pe_fails_the_run_naming_it, .init = cr_redirect_stderr, .ti
 {
     char text[4096];
     time_t start = time(NULL);
-    setenv("SHMALLOC_BARRIER_TIMEOUT", "100", 1);
+    setenv("SHMALLOC_TIMEOUT", "100", 1);
     cr_assert_eq(shmalloc_fork_run(3, SMALL_HEAP, pe_one_fails, NULL), 1);
     cr_assert(time(NULL) - start < 50, "the others waited for the barrier's deadline");
     read_redirected_stderr(text, sizeof text);
@@ -155,7 +155,7 @@ Test(fork, a_failing_pe_fails_the_run_naming_it, .init = cr_redirect_stderr, .ti
 }
 
 /* A PE that skips a barrier leaves the others waiting: each gives up at
-   SHMALLOC_BARRIER_TIMEOUT, naming it. */
+   SHMALLOC_TIMEOUT, naming it. */
 static void pe_skips_a_barrier(void *arg)
 {
     (void)arg;
@@ -166,7 +166,7 @@ static void pe_skips_a_barrier(void *arg)
 Test(fork, a_pe_that_skips_a_barrier_is_named_at_the_timeout, .init = cr_redirect_stderr, .timeout = TEST_TIMEOUT)
 {
     char text[4096];
-    setenv("SHMALLOC_BARRIER_TIMEOUT", "1", 1);
+    setenv("SHMALLOC_TIMEOUT", "1", 1);
     cr_assert_eq(shmalloc_fork_run(2, SMALL_HEAP, pe_skips_a_barrier, NULL), 1);
     read_redirected_stderr(text, sizeof text);
     cr_assert(strstr(text, "shmalloc: PE 0 waited 1 s in barrier ") && strstr(text, " for PE 1 "),

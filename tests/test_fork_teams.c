@@ -229,11 +229,11 @@ Test(fork_teams, a_member_late_to_its_team_is_named_with_the_team, .init = cr_re
      .timeout = TEST_TIMEOUT)
 {
     char text[4096];
-    setenv("SHMALLOC_BARRIER_TIMEOUT", "1", 1);
+    setenv("SHMALLOC_TIMEOUT", "1", 1);
     cr_assert_eq(shmalloc_fork_run(4, SMALL_HEAP, pe_late_in_team, NULL), 1);
     read_redirected_stderr(text, sizeof text);
     cr_assert(strstr(text, "shmalloc: PE 1 waited 1 s in barrier 1 of the team of world PEs 1 + 2 * (0..1) for "
-                           "PE 3 (SHMALLOC_BARRIER_TIMEOUT)"),
+                           "PE 3 (SHMALLOC_TIMEOUT)"),
               "stderr was: %s", text);
 }
 

@@ -148,7 +148,7 @@ static shmalloc_heap *growing_heap(char **mem, size_t *bytes)
     tp.deregister_region = rec_deregister;
     *bytes = shmalloc_heap_bytes(MAX);
     *mem = (char *)reserve(*bytes);
-    h = shmalloc_heap_create_growable(*mem, *bytes, NOMINAL, &tp, &err);
+    h = create_from_table(*mem, *bytes, NOMINAL, 1, &tp, &err);
     cr_assert(h != NULL && err == SHMEM_MALLOC_OK);
     return h;
 }
@@ -274,14 +274,14 @@ Test(grow_heap, without_an_all_reduce_or_room_the_heap_does_not_grow)
     clear_size_env();
     cr_assert(shmalloc_options_read(NULL) == 0); /* the size variable's default in force */
     tp.barrier = rec_barrier; /* no all-reduce: PEs could not agree on growing */
-    h = shmalloc_heap_create_growable(mem, bytes, NOMINAL, &tp, &err);
+    h = create_from_table(mem, bytes, NOMINAL, 0, &tp, &err);
     cr_assert(h != NULL);
     capture_start();
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     cr_assert(shmalloc_heap_size(h) < NOMINAL + 4096);
     cr_assert(shmalloc_heap_check(h, 0) == 0);
     shmalloc_heap_destroy(h);
-    h = shmalloc_heap_create(mem, shmalloc_heap_bytes(NOMINAL), shmalloc_transport_single(), &err);
+    h = create_from_table(mem, shmalloc_heap_bytes(NOMINAL), SIZE_MAX, 0, shmalloc_transport_single(), &err);
     cr_assert(h != NULL);
     cr_assert(shmalloc_heap_malloc(h, 1 << 20, &err) == NULL && err == SHMEM_MALLOC_FAIL);
     capture_stop();
@@ -315,24 +315,35 @@ Test(grow_heap, the_stats_count_the_growths)
 }
 
 /* ---- SHMALLOC_HEAP_MAX ---------------------------------------------------- */
+static void pe_heap_max(void *arg)
+{
+    shmalloc_info i;
+    PE_CHECK(shmalloc_heap_info(shmalloc_current(), &i) == 0);
+    ((size_t *)arg)[0] = i.heap_size;
+    ((size_t *)arg)[1] = i.heap_max;
+}
+
+/* The heap a PE gets for SHMALLOC_HEAP_MAX=value: its size and max. */
+static int heap_max_with(const char *value, size_t got[2])
+{
+    got[0] = got[1] = 0;
+    if (value) setenv("SHMALLOC_HEAP_MAX", value, 1);
+    else unsetenv("SHMALLOC_HEAP_MAX");
+    return shmalloc_pthreads_run(1, NOMINAL, pe_heap_max, got);
+}
+
 Test(grow_env, heap_max_parses_sizes_and_refuses_bad_values)
 {
-    size_t out = 0;
-    unsetenv("SHMALLOC_HEAP_MAX");
-    cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == 0 && out == NOMINAL, "unset: no growth");
-    setenv("SHMALLOC_HEAP_MAX", "0", 1);
-    cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == 0 && out == NOMINAL, "0: no growth");
-    setenv("SHMALLOC_HEAP_MAX", "64G", 1);
-    cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == 0 && out == (size_t)64 << 30);
+    size_t got[2];
+    cr_assert(heap_max_with(NULL, got) == 0 && got[1] == got[0] && got[0] >= NOMINAL, "unset: no growth");
+    cr_assert(heap_max_with("0", got) == 0 && got[1] == got[0] && got[0] >= NOMINAL, "0: no growth");
+    cr_assert(heap_max_with("64M", got) == 0 && got[1] >= MAX - MIB && got[1] <= MAX + MIB, "64M: %zu", got[1]);
     capture_start();
-    setenv("SHMALLOC_HEAP_MAX", "lots", 1);
-    out = 1;
-    cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == -1 && out == NOMINAL);
-    setenv("SHMALLOC_HEAP_MAX", "128K", 1);
-    cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == -1, "below the nominal size");
-    setenv("SHMALLOC_HEAP_MAX", "-1G", 1);
-    cr_assert(shmalloc_heap_max_from_env(NOMINAL, &out) == -1);
+    cr_assert(heap_max_with("lots", got) != 0);
+    cr_assert(heap_max_with("128K", got) != 0, "below the nominal size");
+    cr_assert(heap_max_with("-1G", got) != 0);
     capture_stop();
+    unsetenv("SHMALLOC_HEAP_MAX");
     cr_assert(strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"lots\" is not a heap size") &&
                   strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"128K\" (131072 bytes) is below the heap size of 262144 bytes") &&
                   strstr(out_text[2], "SHMALLOC_HEAP_MAX=\"-1G\" is not a heap size"),

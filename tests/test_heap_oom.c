@@ -28,7 +28,7 @@ static size_t advised_size(const char *text, char value[64])
 static int table_heap_serves_both(shmalloc_heap **h)
 {
     size_t nominal = 0;
-    cr_assert_eq(shmalloc_heap_size_from_env(&nominal), 0);
+    cr_assert_eq(size_from_table(&nominal), 0);
     *h = make_counting_heap(nominal, 1);
     cr_assert(shmem_malloc(300 * KIB));
     return shmem_malloc(900 * KIB) != NULL;
@@ -230,7 +230,7 @@ Test(oom, a_growable_heap_at_its_maximum_names_shmalloc_heap_max)
     setenv("SHMALLOC_HEAP_MAX", "4M", 1);
     cr_assert_eq(shmalloc_options_read(NULL), 0);
     memset(&cnt, 0, sizeof cnt);
-    shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, MIB, &tp, &err);
+    shmalloc_heap *h = create_from_table(map_aligned(bytes, MIB), bytes, MIB, 1, &tp, &err);
     cr_assert(h && err == SHMEM_MALLOC_OK);
     shmalloc_set_current(h);
     capture_start();

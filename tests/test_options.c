@@ -42,7 +42,7 @@ Test(options, unset_variables_take_their_fallbacks)
     cr_assert_null(opt(SHMALLOC_OPT_HEAP_SIZE)->source);
     cr_assert_eq(opt(SHMALLOC_OPT_HEAP_MAX)->value, 0);
     cr_assert_eq(opt(SHMALLOC_OPT_DEBUG)->value, 0);
-    cr_assert_eq(row("SHMALLOC_BARRIER_TIMEOUT")->value, 60);
+    cr_assert_eq(row("SHMALLOC_TIMEOUT")->value, 60);
     cr_assert_eq(out_text[2][0], 0, "%s", out_text[2]);
 }
 
@@ -68,8 +68,8 @@ static const struct bad_value {
 } bad_values[] = {
     {"SHMEM_SYMMETRIC_HEAP_SIZE", "12Q", "is not a heap size: expected a positive number"},
     {"SHMALLOC_HEAP_MAX", "lots", "is not a heap size: expected 0 (no growth)"},
-    {"SHMALLOC_BARRIER_TIMEOUT", "0", "is not a timeout"},
-    {"SHMALLOC_BARRIER_TIMEOUT", "1.5", "is not a timeout"},
+    {"SHMALLOC_TIMEOUT", "0", "is not a timeout"},
+    {"SHMALLOC_TIMEOUT", "1.5", "is not a timeout"},
     {"SHMALLOC_DEBUG", "yes", "is not a switch: expected 0 (off) or 1 to 9 (on)"},
     {"TESTLAYER_SWITCH", "10", "is not a switch"},
     {"TESTLAYER_BIT", "2", "is not 0 or 1"},
@@ -228,7 +228,7 @@ Test(options, a_layers_rows_join_the_table_once)
     capture_stop();
     cr_assert(strstr(out_text[1], "  TESTLAYER_SWITCH=7 (from TESTLAYER_SWITCH)\n      a test layer's switch\n"),
               "%s", out_text[1]);
-    cr_assert(strstr(out_text[1], "  SHMALLOC_BARRIER_TIMEOUT=60 (the default)\n"), "%s", out_text[1]);
+    cr_assert(strstr(out_text[1], "  SHMALLOC_TIMEOUT=60 (the default)\n"), "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "  SHMALLOC_HUGE_PAGES=off (the default)\n"), "%s", out_text[1]);
     cr_assert(strstr(out_text[1], "  SHMEM_SYMMETRIC_HEAP_SIZE=512M (the default)\n"), "%s", out_text[1]);
     cr_assert_null(strstr(out_text[1], "SHMALLOC_PMIX_OFI_"), "pthreads lists the PMIx transport's:\n%s", out_text[1]);

@@ -10,7 +10,7 @@
 static void check_ends_without_finalize(const char *scenario, int status)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=10", NULL};
     int npes;
     for (npes = 2; npes <= 4; npes += 2) {
         launch(&r, npes, scenario, env);
@@ -35,7 +35,7 @@ static void check_death_on(const char *scenario, const char *provider, int npes,
 {
     static run r;
     char prov[64], size[64];
-    const char *env[] = {prov, "SHMALLOC_BARRIER_TIMEOUT=5", "SHMALLOC_VERBOSE=1", size, NULL};
+    const char *env[] = {prov, "SHMALLOC_TIMEOUT=5", "SHMALLOC_VERBOSE=1", size, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(size, sizeof size, "SHMALLOC_TEST_NODE_SIZE=%d", node_size);
     if (node_size <= 0) env[3] = NULL;
@@ -116,7 +116,7 @@ static void check_killed_at(const char *step)
 {
     static run r;
     char kill_at[64], noticed[64];
-    const char *env[] = {"FI_PROVIDER=shm", kill_at, "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", kill_at, "SHMALLOC_TIMEOUT=10", NULL};
     int pe, naming;
     for (pe = 0; pe < 3; pe++) {
         snprintf(kill_at, sizeof kill_at, "SHMALLOC_TEST_KILL_AT=%s:%d", step, pe);
@@ -185,7 +185,7 @@ Test(pmix_ofi, a_pe_killed_before_its_handler_runs_leaves_no_dev_shm_file, .time
 {
     static run r;
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=endpoint open:1",
-                         "SHMALLOC_TEST_STALL_AT=endpoint names:0", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+                         "SHMALLOC_TEST_STALL_AT=endpoint names:0", "SHMALLOC_TIMEOUT=10", NULL};
     const char *deaf = "sh -c 'if [ \"$PMIX_RANK\" = 0 ]; then trap \"\" TERM; fi; exec \"$0\" \"$@\"'";
     launch_in(&r, 2, "init", env, NULL, deaf);
     cr_assert(has(&r, "process rank 1 with PID") && has(&r, "signal 9"), "PE 1 was not killed:\n%s", tail(&r));
@@ -202,7 +202,7 @@ Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .time
     static run r;
     static const char *const steps[] = {"endpoint open", "endpoint names"};
     char stall[64], inner[200];
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=20", stall, NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=20", stall, NULL};
     int limit;
     size_t i;
     for (limit = 8; limit <= 9; limit++)
@@ -225,7 +225,7 @@ Test(pmix_ofi, a_start_up_failed_for_want_of_files_leaves_no_dev_shm_file, .time
 Test(pmix_ofi, one_pe_of_four_short_of_files_leaves_no_dev_shm_file, .timeout = 2 * TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=20", "SHMALLOC_VERBOSE=1", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=20", "SHMALLOC_VERBOSE=1", NULL};
     char inner[200];
     int round, pe;
     for (round = 0; round < 2; round++)
@@ -247,7 +247,7 @@ Test(pmix_ofi, a_start_up_that_fails_after_a_peer_was_killed_removes_its_files, 
 {
     static run r;
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=endpoint open:1", "SHMALLOC_TEST_STALL_AT=endpoint:0",
-                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_TIMEOUT=10", NULL};
     char inner[200];
     launch_in(&r, 2, "init", env, NULL, fd_limit_on(inner, sizeof inner, 0, 9));
     cr_assert(has(&r, "[PMIX_FABRIC_CALL_FAILED] shmalloc: fi_enable ") && has(&r, "Too many open files"),
@@ -264,7 +264,7 @@ Test(pmix_ofi, a_failed_start_up_fence_names_the_pe_that_is_gone, .timeout = TES
 {
     static run r;
     const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_KILL_AT=node segment mapped:1",
-                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_BARRIER_TIMEOUT=5", NULL};
+                         "OMPI_MCA_orte_enable_recovery=1", "SHMALLOC_TIMEOUT=5", NULL};
     int naming, lines;
     launch(&r, 3, "init", env);
     lines = lines_naming(&r, "shmalloc: PMIx", 1, &naming);
@@ -280,7 +280,7 @@ static void check_death_seen_on_the_node(const char *scenario, int any_address)
 {
     static run r;
     char any[64];
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=30", "OMPI_MCA_orte_enable_recovery=1", any,
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=30", "OMPI_MCA_orte_enable_recovery=1", any,
                          NULL};
     int naming;
     snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
@@ -309,7 +309,7 @@ Test(pmix_ofi, without_the_launchers_event_a_pe_that_exits_is_seen_gone_by_messa
 Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
     launch(&r, 2, "skip_malloc", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
     cr_assert(has(&r, "[PMIX_PEER_FINALIZED] shmalloc: PE 0 ") && has(&r, "while PE 1 waits in its round "),
@@ -331,7 +331,7 @@ Test(pmix_ofi, a_pe_that_finalized_early_is_not_said_to_have_skipped_finalize, .
 static void check_ended_early(const char *scenario, int status)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=10", "SHMALLOC_PMIX_OFI_NODE_BARRIER=1", NULL};
     char said[160];
     launch(&r, 2, scenario, env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
@@ -376,7 +376,7 @@ static int line_with(const run *r, const char *needle, char *line, size_t cap)
 Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=0", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=0", NULL};
     char line[512], timed_out[64], signalled[64], stops[64];
     int recovery, pe;
     for (recovery = 0; recovery <= 1; recovery++) {
@@ -395,7 +395,7 @@ Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIM
         cr_assert(!has(&r, "without shmem_finalize") && !has(&r, "FAIL"), "%s", tail(&r));
         if (recovery)
             cr_assert(has(&r, "gave up waiting for this PE (its barrier timed out after 3 s; ") &&
-                      has(&r, "PE 2 was stopped or busy outside shmem for longer than SHMALLOC_BARRIER_TIMEOUT; "
+                      has(&r, "PE 2 was stopped or busy outside shmem for longer than SHMALLOC_TIMEOUT; "
                           "PE 2 of 4 stops"), "%s", tail(&r));
         cr_assert_eq(r.leftovers, 0, "the job left %d /dev/shm files", r.leftovers);
     }
@@ -404,7 +404,7 @@ Test(pmix_ofi, a_stopped_pe_is_the_one_every_other_pe_names, .timeout = TEST_TIM
 Test(pmix_ofi, a_stopped_pe_is_named_by_message_barriers_too, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=1",
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=3", "OMPI_MCA_orte_enable_recovery=1",
                          "SHMALLOC_PMIX_OFI_NODE_BARRIER=0", NULL};
     char line[512], timed_out[64];
     int pe;
@@ -424,7 +424,7 @@ Test(pmix_ofi, a_stopped_pe_is_named_by_message_barriers_too, .timeout = TEST_TI
 Test(pmix_ofi, failed_registration_on_one_pe_fails_start_up_everywhere, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_FAIL_REGISTER=2", "SHMALLOC_BARRIER_TIMEOUT=10",
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TEST_FAIL_REGISTER=2", "SHMALLOC_TIMEOUT=10",
                          "SHMALLOC_VERBOSE=1", NULL};
     launch(&r, 4, "init", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
@@ -437,7 +437,7 @@ Test(pmix_ofi, failed_registration_on_one_pe_fails_start_up_everywhere, .timeout
 Test(pmix_ofi, hung_pe_makes_the_barrier_time_out_naming_it, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=2", "SHMALLOC_VERBOSE=1", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=2", "SHMALLOC_VERBOSE=1", NULL};
     launch(&r, 2, "hang", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
     cr_assert(has(&r, "[PMIX_BARRIER_TIMEOUT") && has(&r, " after 2 s waiting for PE 1"), "%s", tail(&r)); /* any of three */

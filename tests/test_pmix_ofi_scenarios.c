@@ -84,7 +84,7 @@ Test(pmix_ofi, all_scenarios_shm_16pe_as_4_nodes_of_4, .timeout = TEST_TIMEOUT) 
 Test(pmix_ofi, a_same_node_put_writes_its_word_once_over_100000_pingpong_rounds, .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=30", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=30", NULL};
     launch(&r, 2, "pingpong", env);
     cr_assert_eq(r.status, 0, "exit status %d after %.1f s:\n%s", r.status, r.seconds, tail(&r));
     cr_assert_eq(count(&r, "FAIL"), 0, "failures:\n%s", tail(&r));
@@ -102,7 +102,7 @@ static void check_scenario_grows(const char *scenario, const char *provider, int
     char ok[64];
     char prov[64], any[64], fail[64], direct[64], expect_direct[64], size[64];
     const char *env[] = {prov, any, direct, expect_direct, "SHMEM_SYMMETRIC_HEAP_SIZE=1M", "SHMALLOC_HEAP_MAX=256M",
-                         "SHMALLOC_BARRIER_TIMEOUT=10", size, NULL, NULL};
+                         "SHMALLOC_TIMEOUT=10", size, NULL, NULL};
     snprintf(size, sizeof size, "SHMALLOC_TEST_NODE_SIZE=%d", node_size);
     if (node_size <= 0) env[7] = NULL;
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
@@ -146,7 +146,7 @@ static void check_largest(int npes)
 {
     static run r;
     const char *env[] = {"FI_PROVIDER=shm", "SHMEM_SYMMETRIC_HEAP_SIZE=64K", "SHMALLOC_HEAP_MAX=32M",
-                         "SHMALLOC_BARRIER_TIMEOUT=10", NULL};
+                         "SHMALLOC_TIMEOUT=10", NULL};
     launch(&r, npes, "largest", env);
     cr_assert_eq(r.status, 0, "%d PEs: exit status %d after %.1f s:\n%s", npes, r.status, r.seconds, tail(&r));
     cr_assert_eq(count(&r, ": FAIL"), 0, "failures:\n%s", tail(&r));

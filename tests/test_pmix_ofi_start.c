@@ -21,12 +21,12 @@ Test(pmix_ofi, singleton_without_launcher_runs_all_scenarios_as_one_pe_silently,
 }
 
 /* SHMEM_INFO under this transport lists the rows its layers added: its
-   own, the mapping's and the barrier timeout, beside the heap's. */
+   own, the mapping's and the timeout, beside the heap's. */
 Test(pmix_ofi, shmem_info_lists_the_rows_of_every_layer, .timeout = TEST_TIMEOUT)
 {
     static run r;
     static const char *const listed[] = {"SHMEM_SYMMETRIC_HEAP_SIZE=", "SHMALLOC_HUGE_PAGES=off (the default)",
-                                         "SHMALLOC_BARRIER_TIMEOUT=60 (the default)", "SHMALLOC_PMIX_OFI_DIRECT=0 "
+                                         "SHMALLOC_TIMEOUT=60 (the default)", "SHMALLOC_PMIX_OFI_DIRECT=0 "
                                          "(from SHMALLOC_PMIX_OFI_DIRECT)", "FI_PROVIDER=shm (from FI_PROVIDER)"};
     const char *env[] = {"FI_PROVIDER=shm", "SHMEM_INFO=1", "SHMALLOC_PMIX_OFI_DIRECT=0", NULL};
     size_t i;
@@ -44,6 +44,18 @@ Test(pmix_ofi, shmem_version_is_printed_once_by_pe_0, .timeout = TEST_TIMEOUT)
     launch(&r, 2, "init", env);
     cr_assert_eq(r.status, 0, "%s", tail(&r));
     cr_assert_eq(count(&r, "[INFO_VERSION] "), 1, "%s", tail(&r));
+}
+
+/* The timeout's former name is read, and said to be renamed once per job. */
+Test(pmix_ofi, the_former_timeout_name_is_read_and_said_renamed_once_per_job, .timeout = TEST_TIMEOUT)
+{
+    static run r;
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=9", "SHMEM_INFO=1", NULL};
+    launch(&r, 4, "init", env);
+    cr_assert_eq(r.status, 0, "%s", tail(&r));
+    cr_assert_eq(count(&r, "[OPTION_RENAMED] shmalloc: SHMALLOC_BARRIER_TIMEOUT is renamed SHMALLOC_TIMEOUT: its "
+                           "value \"9\" is used"), 1, "%s", tail(&r));
+    cr_assert_eq(count(&r, "SHMALLOC_TIMEOUT=9 (from SHMALLOC_BARRIER_TIMEOUT)"), 1, "%s", tail(&r));
 }
 
 /* A misspelt variable is said once per job, with the number of PEs, and
@@ -127,7 +139,7 @@ Test(pmix_ofi, bad_heap_size_names_the_variable, .timeout = TEST_TIMEOUT)
 
 Test(pmix_ofi, bad_barrier_timeout_names_the_variable, .timeout = TEST_TIMEOUT)
 {
-    check_refused("SHMALLOC_BARRIER_TIMEOUT=abc", "shmalloc: SHMALLOC_BARRIER_TIMEOUT=\"abc\" is not a timeout");
+    check_refused("SHMALLOC_TIMEOUT=abc", "shmalloc: SHMALLOC_TIMEOUT=\"abc\" is not a timeout");
 }
 
 Test(pmix_ofi, bad_any_address_value_is_refused, .timeout = TEST_TIMEOUT)

@@ -115,7 +115,7 @@ static void check_skip(const char *provider, int node_barrier, const char *node_
                               : "(the team of world PEs start 1, stride 1, size 3; its PE ";
     static run r;
     char prov[64], node[64];
-    const char *env[] = {prov, node, "SHMALLOC_BARRIER_TIMEOUT=2",
+    const char *env[] = {prov, node, "SHMALLOC_TIMEOUT=2",
                          shared ? "SHMALLOC_TEST_SKIP_SHARED=1" : "SHMALLOC_TEST_SKIP_SHARED=0", node_size, NULL};
     snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
     snprintf(node, sizeof node, "SHMALLOC_PMIX_OFI_NODE_BARRIER=%d", node_barrier);
@@ -243,7 +243,7 @@ Test(pmix_ofi_teams, overlapping_teams_synced_in_opposite_orders_time_out_naming
      .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=2", NULL};
     launch(&r, 2, "teams_crossed", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
     cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));
@@ -264,7 +264,7 @@ Test(pmix_ofi_teams, overlapping_spaces_used_in_opposite_orders_time_out_naming_
      .timeout = TEST_TIMEOUT)
 {
     static run r;
-    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_BARRIER_TIMEOUT=2", NULL};
+    const char *env[] = {"FI_PROVIDER=shm", "SHMALLOC_TIMEOUT=2", NULL};
     launch(&r, 2, "spaces_crossed", env);
     cr_assert_neq(r.status, 0, "%s", tail(&r));
     cr_assert_eq(count(&r, ": FAIL"), 0, "%s", tail(&r));

@@ -511,7 +511,7 @@ static const long_value_case long_value_cases[] = {
      "decimals allowed, with an optional K, M, G or T suffix (powers of 1024), at most 64T, e.g. 512M or 1.5G\n"},
     {"SHMALLOC_HEAP_MAX", NULL, "OPTION_BAD", "is not a heap size: expected 0 (no growth) or a size such "
      "as 64G, with an optional K, M, G or T suffix (powers of 1024), at most 64T\n"},
-    {"SHMALLOC_BARRIER_TIMEOUT", NULL, "OPTION_BAD", "is not a timeout: expected a whole number of "
+    {"SHMALLOC_TIMEOUT", NULL, "OPTION_BAD", "is not a timeout: expected a whole number of "
      "seconds from 1 to 1000000\n"},
     {"SHMEM_SYMMETRIC_HEAP_SIZE", "32T", "START_MAP_FAILED_VARIABLE", "; ask for less with "
      "SHMEM_SYMMETRIC_HEAP_SIZE\n"}, /* 8 x 32 TiB: more than a 47-bit address space holds */
@@ -542,11 +542,11 @@ Test(pthreads, a_long_value_of_each_variable_is_quoted_short_and_the_reason_kept
     }
     memset(value, '0', 10000);
     value[9999] = '5';
-    setenv("SHMALLOC_BARRIER_TIMEOUT", value, 1);
+    setenv("SHMALLOC_TIMEOUT", value, 1);
     capture_start();
     cr_assert_eq(shmalloc_pthreads_run(2, SMALL_HEAP, pe_count_call, NULL), 0, "%s", out_text[2]);
     capture_stop();
-    unsetenv("SHMALLOC_BARRIER_TIMEOUT");
+    unsetenv("SHMALLOC_TIMEOUT");
     cr_assert_eq(shared.calls, 2);
     cr_assert_eq(out_len[2], 0, "%s", out_text[2]);
 }

@@ -1,9 +1,10 @@
 /* test_pthreads_timeout.c - the pthreads transport's barrier timeout: a PE
    that stalls before a collective call ends the program within
-   SHMALLOC_BARRIER_TIMEOUT, naming the PE, and one that skips a call (and
+   SHMALLOC_TIMEOUT, naming the PE, and one that skips a call (and
    so returns from pe_main while the others still make calls) ends it at
    once, naming it; a bad value is refused at start-up; a slow PE that
-   does arrive does not trip it.
+   does arrive does not trip it; the former name,
+   SHMALLOC_BARRIER_TIMEOUT, still sets it, said once to be renamed.
 
    A run that should end the program runs in a forked child
    (pthreads_child.h), so a barrier without a timeout fails the test
@@ -345,13 +346,13 @@ Test(timeout, a_bad_timeout_is_refused_at_start_up_naming_it, .timeout = TEST_TI
     size_t i;
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char want[160];
-        setenv("SHMALLOC_BARRIER_TIMEOUT", bad[i], 1);
+        setenv("SHMALLOC_TIMEOUT", bad[i], 1);
         capture_start();
         cr_assert_neq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0, "\"%s\" accepted", bad[i]);
         capture_stop();
         cr_assert_eq(pe_calls, 0, "PEs ran with \"%s\"", bad[i]);
         cr_assert(out_said(SHMALLOC_MSG_OPTION_BAD) == 1 && out_nids == 1, "message was: %s", out_text[2]);
-        snprintf(want, sizeof want, "SHMALLOC_BARRIER_TIMEOUT=\"%s\" ", bad[i]);
+        snprintf(want, sizeof want, "SHMALLOC_TIMEOUT=\"%s\" ", bad[i]);
         cr_assert(strstr(out_text[2], want) && strstr(out_text[2], " from 1 to 1000000\n"), "message was: %s",
                   out_text[2]);
     }
@@ -361,13 +362,37 @@ Test(timeout, good_timeouts_and_unset_are_accepted, .timeout = TEST_TIMEOUT)
 {
     static const char *const good[] = {"1", "60", "1000000", "007"};
     size_t i;
-    unsetenv("SHMALLOC_BARRIER_TIMEOUT");
+    unsetenv("SHMALLOC_TIMEOUT");
     cr_assert_eq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0);
     for (i = 0; i < sizeof good / sizeof good[0]; i++) {
-        setenv("SHMALLOC_BARRIER_TIMEOUT", good[i], 1);
+        setenv("SHMALLOC_TIMEOUT", good[i], 1);
         cr_assert_eq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0, "\"%s\" refused", good[i]);
     }
     cr_assert_eq(pe_calls, 2 * (int)(1 + sizeof good / sizeof good[0]));
+}
+
+/* SHMALLOC_BARRIER_TIMEOUT, the name before SHMALLOC_TIMEOUT, still sets
+   the timeout, and the process says once that it was renamed. */
+Test(timeout, the_former_name_still_sets_the_timeout_and_is_reported_renamed_once, .timeout = TEST_TIMEOUT)
+{
+    skip_case stall = {SKIP_BARRIER, 4, {1, 3}, 1};
+    child_result r;
+    unsetenv("SHMALLOC_TIMEOUT");
+    child_timeout_var = "SHMALLOC_BARRIER_TIMEOUT";
+    run_child(stall.npes, "1", pe_skip, &stall, &r);
+    cr_assert_eq(r.status, 1, "exit status %d; stderr: %s", r.status, r.text);
+    cr_assert(r.seconds >= 1.0 && r.seconds < CHILD_BOUND / 2, "ended after %.2f s", r.seconds);
+    expect_timeout_message(r.text, &stall);
+    cr_assert_eq(count_in(r.text, "[OPTION_RENAMED] "), 1, "%s", r.text);
+    cr_assert(strstr(r.text, "[OPTION_RENAMED] shmalloc: SHMALLOC_BARRIER_TIMEOUT is renamed SHMALLOC_TIMEOUT: "
+                             "its value \"1\" is used, but set SHMALLOC_TIMEOUT instead\n"), "%s", r.text);
+    setenv("SHMALLOC_BARRIER_TIMEOUT", "7", 1);
+    capture_start();
+    cr_assert_eq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0);
+    cr_assert_eq(shmalloc_pthreads_run(2, (size_t)1 << 20, pe_count, NULL), 0);
+    capture_stop();
+    unsetenv("SHMALLOC_BARRIER_TIMEOUT");
+    cr_assert(out_said(SHMALLOC_MSG_OPTION_RENAMED) == 1 && out_nids == 1, "two runs, one message: %s", out_text[2]);
 }
 
 /* ---- a slow PE that arrives --------------------------------------------- */
@@ -403,7 +428,7 @@ ParameterizedTest(int *npes, timeout, a_slow_pe_that_arrives_within_the_timeout_
                   .timeout = TEST_TIMEOUT)
 {
     double start = shmalloc_wait_now();
-    setenv("SHMALLOC_BARRIER_TIMEOUT", "2", 1);
+    setenv("SHMALLOC_TIMEOUT", "2", 1);
     cr_assert_eq(shmalloc_pthreads_run(*npes, (size_t)1 << 20, pe_slow, NULL), 0);
     cr_assert_eq(pe_calls, *npes, "%d PEs allocated, or a heap check failed", pe_calls);
     cr_assert(shmalloc_wait_now() - start >= (SLOW_BARRIERS + 1) * SLOW_SECONDS, "the slow PE did not slow the run");

@@ -517,6 +517,16 @@ TS_UNUSED static void remember(shmalloc_heap *h)
     made[made_count++] = h;
 }
 
+/* A heap made as a runtime makes it, from the options table as last read
+   (shmalloc_options_heap_config): debug mode, metadata, size variable. */
+TS_UNUSED static shmalloc_heap *create_from_table(void *mem, size_t bytes, size_t nominal, int growable,
+                                                  const shmalloc_transport *tp, long *err)
+{
+    shmalloc_heap_config config;
+    shmalloc_options_heap_config(&config, nominal, growable);
+    return shmalloc_heap_create_with(mem, bytes, &config, tp, err);
+}
+
 /* A heap of `nominal` bytes over shmalloc_heap_bytes(nominal), made current. */
 TS_UNUSED static shmalloc_heap *make_heap(size_t nominal, const shmalloc_transport *tp)
 {
@@ -526,7 +536,7 @@ TS_UNUSED static shmalloc_heap *make_heap(size_t nominal, const shmalloc_transpo
     shmalloc_heap *h;
     cr_assert(bytes >= nominal, "heap_bytes(%zu) = %zu", nominal, bytes);
     mem = map_aligned(bytes, MIB);
-    h = shmalloc_heap_create(mem, bytes, tp ? tp : shmalloc_transport_single(), &err);
+    h = create_from_table(mem, bytes, SIZE_MAX, 0, tp ? tp : shmalloc_transport_single(), &err);
     cr_assert(h != NULL, "heap create over %zu bytes failed: %ld", bytes, err);
     shmalloc_set_current(h);
     remember(h);
@@ -569,11 +579,20 @@ TS_UNUSED static shmalloc_heap *make_growable_heap(size_t nominal, size_t max, c
 {
     size_t bytes = shmalloc_heap_bytes(max);
     long err = 1;
-    shmalloc_heap *h = shmalloc_heap_create_growable(map_aligned(bytes, MIB), bytes, nominal, tp, &err);
+    shmalloc_heap *h = create_from_table(map_aligned(bytes, MIB), bytes, nominal, tp->allreduce_max != NULL, tp, &err);
     cr_assert(h != NULL && err == SHMEM_MALLOC_OK, "growable heap create failed: %ld", err);
     shmalloc_set_current(h);
     remember(h);
     return h;
+}
+
+/* The heap size the table reads (SHMALLOC_OPT_HEAP_SIZE), as a runtime
+   reads it: 0 with *out set, or -1 after its message, *out unchanged. */
+TS_UNUSED static int size_from_table(size_t *out)
+{
+    if (shmalloc_option_read(SHMALLOC_OPT_HEAP_SIZE) != 0) return -1;
+    *out = (size_t)shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE].value;
+    return 0;
 }
 
 /* The size variables a runtime reads, all unset. */

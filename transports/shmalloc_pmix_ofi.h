@@ -85,7 +85,7 @@
      (messages when node memory is off).  Teams with no PE in common
      synchronise at once, and teams that share PEs, used in the same order
      on them, never mix their rounds.  A team barrier that waits past
-     SHMALLOC_BARRIER_TIMEOUT ends the PE naming the team (its world
+     SHMALLOC_TIMEOUT ends the PE naming the team (its world
      start, stride and size) and, on this node, the members that are not
      in it.  shmem_team_destroy of a team is local (its PEs must be done
      with it); of SHMEM_TEAM_WORLD or SHMEM_TEAM_SHARED it does nothing.
@@ -123,9 +123,10 @@
                                  on one node (PMIx says so), else
                                  "tcp;ofi_rxm".  With tcp also set
                                  FI_TCP_IFACE (lo for one machine).
-     SHMALLOC_BARRIER_TIMEOUT    seconds a barrier, a PMIx fence, a put or a
+     SHMALLOC_TIMEOUT            seconds a barrier, a PMIx fence, a put or a
                                  get may wait for a peer (default 60), then
-                                 the PE ends with a message.
+                                 the PE ends with a message (formerly
+                                 SHMALLOC_BARRIER_TIMEOUT, still read).
      SHMALLOC_PMIX_OFI_ANY_ADDRESS  1: do not try the common fixed address;
                                  each PE maps its heap at its own address
                                  (tests the offset translation).
@@ -171,7 +172,7 @@
          not an exit: the call returns -1, nothing started.
      shmalloc: SHMEM_SYMMETRIC_HEAP_SIZE="..." is not a heap size ...
          the variable's value does not parse (see shmalloc_parse_size).
-     shmalloc: SHMALLOC_BARRIER_TIMEOUT="..." is not a timeout ...
+     shmalloc: SHMALLOC_TIMEOUT="..." is not a timeout ...
      shmalloc: SHMALLOC_PMIX_OFI_ANY_ADDRESS="..." is not 0 or 1
          (the same for SHMALLOC_PMIX_OFI_DIRECT and the NODE_BARRIER one)
      shmalloc: SHMALLOC_HUGE_PAGES="..." is not auto, off or a huge page size ...
@@ -203,7 +204,7 @@
          the launcher's PMIx server misbehaved or went away.
      shmalloc: barrier timed out after N s waiting for PE k, which has
          not arrived
-         PE k did not reach the barrier within SHMALLOC_BARRIER_TIMEOUT:
+         PE k did not reach the barrier within SHMALLOC_TIMEOUT:
          it hangs, is stopped, computes without calling shmem, or died.
          Through node memory every waiting PE names the PEs that have not
          entered the barrier ("PEs j, k, which have not arrived"), or the
@@ -236,7 +237,7 @@
          makes ...", counting the heap's calls.
      shmalloc: PE k gave up waiting for this PE (its barrier timed out
          ...): PE i was stopped or busy outside shmem for longer than
-         SHMALLOC_BARRIER_TIMEOUT
+         SHMALLOC_TIMEOUT
      shmalloc: PE k gave up waiting for PE j, which has not arrived (...)
          PE k's barrier timed out, and PE j is the one missing.
      shmalloc: PE k was ended by signal S (...) while PE i waits ...
@@ -325,7 +326,7 @@ int shmem_addr_accessible(const void *addr, int pe);
 /* Ends every PE of the job with status (PMIx_Abort), flushing stdio. */
 void shmem_global_exit(int status);
 /* Adds the transport's variables (the mapping's huge pages,
-   SHMALLOC_BARRIER_TIMEOUT and the SHMALLOC_PMIX_OFI_* ones above) to the
+   SHMALLOC_TIMEOUT and the SHMALLOC_PMIX_OFI_* ones above) to the
    options table, for a program that sets or lists them before shmem_init;
    shmem_init adds them itself.  0, or -1 when the table is full. */
 int shmalloc_pmix_ofi_options(void);

@@ -22,7 +22,7 @@
 
      shmalloc_pthreads_run starts npes threads, gives each its own symmetric
      heap (nominal bytes, or 0 for SHMEM_SYMMETRIC_HEAP_SIZE and
-     its fallbacks, see shmalloc_heap_size_from_env; with SHMALLOC_HEAP_MAX
+     its fallbacks, see shmalloc_options; with SHMALLOC_HEAP_MAX
      set it reserves that much and grows, see shmalloc_heap_create_growable),
      runs pe_main(arg) in every one of them and returns once all have
      finished: 0 on success, nonzero (after a message on stderr) when npes
@@ -67,7 +67,7 @@ extern "C" {
 
 int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), void *arg);
 /* Adds the transport's variables (the mapping's huge pages,
-   SHMALLOC_BARRIER_TIMEOUT) to the options table, for a program that sets
+   SHMALLOC_TIMEOUT) to the options table, for a program that sets
    or lists them before the run; shmalloc_pthreads_run adds them itself.
    0, or -1 when the table is full. */
 int shmalloc_pthreads_options(void);

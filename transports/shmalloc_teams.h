@@ -25,7 +25,7 @@
      resolves to its own team: SHARED is the PEs sharing memory (the node;
      a process of threads; a PE alone when PEs are processes of one
      machine without shared heaps).  A barrier that waits past
-     SHMALLOC_BARRIER_TIMEOUT names the team and the PEs that did not
+     SHMALLOC_TIMEOUT names the team and the PEs that did not
      come. */
 #ifndef SHMALLOC_TEAMS_H_INCLUDED
 #define SHMALLOC_TEAMS_H_INCLUDED

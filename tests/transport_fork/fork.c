@@ -215,7 +215,7 @@ int shmalloc_fork_run(int npes, size_t nominal, void (*pe_main)(void *arg), void
         return 1;
     }
     if (shmalloc_start_size(who, nominal) != 0 || shmalloc_start_read(&shm__fork.start, who) != 0) return 1;
-    shmalloc_start_unknown(0, 1); /* the process speaks for the PEs it forks */
+    shmalloc_start_unknown(&shm__fork.start, 0, 1); /* the process speaks for the PEs it forks */
     shm__fork.shared = (shm__fork_shared *)shm__fork_map_shared("the barriers", shared, 0);
     shm__fork.spaces = (char *)shm__fork_map_shared("the spaces (SHMALLOC_FORK_SPACES a PE)", spaces, MAP_NORESERVE);
     memset(shm__fork.maps, 0, sizeof shm__fork.maps);

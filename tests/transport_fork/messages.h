@@ -8,7 +8,7 @@
 
 #define SHMALLOC_FORK_MESSAGES(X) \
     X(FORK_BARRIER_TIMEOUT, "shmalloc: PE %d waited %d s in barrier %llu of the team of world PEs %d + %d * " \
-                            "(0..%d) for PE %s (SHMALLOC_BARRIER_TIMEOUT)\n") \
+                            "(0..%d) for PE %s (SHMALLOC_TIMEOUT)\n") \
     X(FORK_MAP_FAILED, "shmalloc_fork_run: cannot map %zu bytes for %s: %s\n") \
     X(FORK_PE_ENDED, "shmalloc_fork_run: PE %d ended with %s %d\n") \
     X(FORK_FORK_FAILED, "shmalloc_fork_run: cannot fork PE %d: %s\n") \

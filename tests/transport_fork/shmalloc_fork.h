@@ -16,7 +16,7 @@
      pe_main, else 1 after a message (a PE that fails ends the others).
      Every heap lives in shared memory mapped before the fork, so a put
      or a get is a copy into or out of the peer's heap at the same offset.
-     A barrier that waits longer than SHMALLOC_BARRIER_TIMEOUT seconds
+     A barrier that waits longer than SHMALLOC_TIMEOUT seconds
      ends its PE, naming its team and the PEs it waited for.
 
    TEAMS

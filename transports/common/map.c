@@ -76,8 +76,10 @@ static int shm__huge_bad(const char *var, const char *value, const char *expecte
     return -1;
 }
 
-/* The mapping's rows of the options table. */
+/* The mapping's rows of the options table, each kept by the id
+   shmalloc_options_add gave it. */
 enum { SHM__OPT_HUGE_PAGES, SHM__OPT_SOS_HUGE_PAGES, SHM__OPT_SOS_PAGE_SIZE, SHM__OPT_COUNT };
+static int shm__opt_id[SHM__OPT_COUNT];
 
 int shmalloc_map_options_add(void)
 {
@@ -89,22 +91,27 @@ int shmalloc_map_options_add(void)
         {"SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", {NULL, NULL}, SHMALLOC_KIND_WORD, "2M",
          "SOS's huge page size, with the switch above", NULL, NULL, 0},
     };
-    return shmalloc_options_add(rows, SHM__OPT_COUNT);
+    int k;
+    for (k = 0; k < SHM__OPT_COUNT; k++)
+        if ((shm__opt_id[k] = shmalloc_options_add(&rows[k], 1)) < 0) return -1;
+    return 0;
 }
 
-/* An entry's text when a variable set it, else NULL. */
-static const char *shm__set_text(const shmalloc_option *o) { return o->source ? o->text : NULL; }
+/* Row k's text when a variable set it, else NULL. */
+static const char *shm__set_text(int k)
+{
+    const shmalloc_option *o = &shmalloc_options()[shm__opt_id[k]];
+    return o->source ? o->text : NULL;
+}
 
 int shmalloc_map_huge_from_table(shmalloc_map_huge *h)
 {
-    int id = shmalloc_map_options_add();
-    const shmalloc_option *opt = shmalloc_options() + id;
     const char *v, *use, *size;
     const char *sizes = "a huge page size this kernel offers (see /sys/kernel/mm/hugepages), e.g. 2M or 1G";
-    if (id < 0) return -1;
-    v = shm__set_text(&opt[SHM__OPT_HUGE_PAGES]);
-    use = shm__set_text(&opt[SHM__OPT_SOS_HUGE_PAGES]);
-    size = shm__set_text(&opt[SHM__OPT_SOS_PAGE_SIZE]);
+    if (shmalloc_map_options_add() < 0) return -1;
+    v = shm__set_text(SHM__OPT_HUGE_PAGES);
+    use = shm__set_text(SHM__OPT_SOS_HUGE_PAGES);
+    size = shm__set_text(SHM__OPT_SOS_PAGE_SIZE);
     memset(h, 0, sizeof *h);
     h->size = shm__hugetlb_default();
     if (v && *v) {
@@ -118,7 +125,7 @@ int shmalloc_map_huge_from_table(shmalloc_map_huge *h)
     }
     if (size && *size && shm__huge_size_ok(size, &h->size) != 0)
         return shm__huge_bad("SHMEM_SYMMETRIC_HEAP_PAGE_SIZE", size, sizes);
-    if (!use || !*use || !opt[SHM__OPT_SOS_HUGE_PAGES].value) return 0;
+    if (!use || !*use || !shmalloc_options()[shm__opt_id[SHM__OPT_SOS_HUGE_PAGES]].value) return 0;
     h->mode = SHMALLOC_MAP_HUGE_SIZE;
     if (!size || !*size) h->size = SHMALLOC_MAP_THP_BYTES;
     snprintf(h->setting, sizeof h->setting, "SHMEM_SYMMETRIC_HEAP_USE_HUGE_PAGES=%.16s%s%.24s", use,

@@ -69,8 +69,8 @@ extern "C" {
    0 with h filled, or -1 after a message naming the variable and value. */
 int shmalloc_map_huge_from_table(shmalloc_map_huge *h);
 /* Adds the ENVIRONMENT rows above to the options table, before it is
-   read (shmalloc_start_options does): their first id, or -1 when the
-   table is full. */
+   read (shmalloc_start_options does; again, nothing more): 0, or -1 when
+   the table is full. */
 int shmalloc_map_options_add(void);
 /* The least power of two >= bytes, from floor, at most cap: an alignment
    for a heap's base.  No errors. */

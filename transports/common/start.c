@@ -15,15 +15,20 @@
 int shm__start_messages = -1;
 
 /* >> options and sizes ------------------------------------------------------ */
+static int shm__timeout_id = -1; /* SHMALLOC_TIMEOUT's row, as shmalloc_options_add gave it */
+
 int shmalloc_start_options(void)
 {
     static const shmalloc_message rows[] = {SHMALLOC_START_MESSAGES(SHMALLOC_MESSAGE_ROW)};
-    static const shmalloc_option timeout = {"SHMALLOC_BARRIER_TIMEOUT", {NULL, NULL}, SHMALLOC_KIND_SECONDS, "60",
-        "seconds a barrier waits for a peer before the program ends naming it", NULL, NULL, 0};
+    static const shmalloc_option timeout = {"SHMALLOC_TIMEOUT", {"SHMALLOC_BARRIER_TIMEOUT", NULL},
+        SHMALLOC_KIND_SECONDS, "60", "seconds a barrier, fence, get or put waits for a peer before the program ends "
+        "naming it (formerly SHMALLOC_BARRIER_TIMEOUT)", NULL, NULL, 0};
     int first = shmalloc_messages_add(rows, SHMALLOC_START_MESSAGE_ROWS);
     if (first < 0) return -1;
     if (first != shm__start_messages) shm__start_messages = first; /* written once: PE threads read it */
-    return shmalloc_map_options_add() < 0 || shmalloc_options_add(&timeout, 1) < 0 ? -1 : 0;
+    if (shmalloc_map_options_add() < 0) return -1;
+    shm__timeout_id = shmalloc_options_add(&timeout, 1);
+    return shm__timeout_id < 0 ? -1 : 0;
 }
 
 int shmalloc_start_size(const char *who, size_t nominal)
@@ -38,26 +43,57 @@ int shmalloc_start_size(const char *who, size_t nominal)
     return shmalloc_option_set(SHMALLOC_OPT_HEAP_SIZE, nominal ? text : NULL);
 }
 
+/* What the heap may grow to (SHMALLOC_HEAP_MAX): nominal when it is 0, no
+   growth; -1 after a message when it is below nominal. */
+static int shm__start_max(shmalloc_start *s)
+{
+    const shmalloc_option *o = s->max_row;
+    char value[96];
+    s->max = o->value ? (size_t)o->value : s->nominal;
+    if (s->max >= s->nominal) return 0;
+    shmalloc_print(2, SHM__MSG(OPTION_HEAP_MAX_BELOW), shmalloc_option_quote(value, sizeof value, o->text, "\""),
+                   (unsigned long long)o->value, s->nominal);
+    return -1;
+}
+
 int shmalloc_start_read(shmalloc_start *s, const char *who)
 {
     const shmalloc_option *t = shmalloc_options();
     memset(s, 0, sizeof *s);
     s->who = who;
     if (shmalloc_start_options() != 0 || shmalloc_options_read(NULL) != 0) return -1;
-    s->nominal = (size_t)t[SHMALLOC_OPT_HEAP_SIZE].value;
-    s->timeout = (int)t[shmalloc_option_find("SHMALLOC_BARRIER_TIMEOUT")].value;
-    if (shmalloc_heap_max_from_env(s->nominal, &s->max) != 0) return -1;
+    s->size_row = &t[SHMALLOC_OPT_HEAP_SIZE];
+    s->max_row = &t[SHMALLOC_OPT_HEAP_MAX];
+    s->timeout_row = &t[shm__timeout_id];
+    s->nominal = (size_t)s->size_row->value;
+    s->timeout = (int)s->timeout_row->value;
+    if (shm__start_max(s) != 0) return -1;
     s->bytes = shmalloc_heap_bytes(s->max);
     if (s->bytes < s->max) {
         shmalloc_print(2, SHM__START_MSG(START_SIZE_TOO_LARGE), who, s->nominal);
         return -1;
     }
+    shmalloc_options_heap_config(&s->config, s->max > s->nominal ? s->nominal : SIZE_MAX, s->max > s->nominal);
     return shmalloc_map_huge_from_table(&s->huge);
 }
 
-void shmalloc_start_unknown(int pe, int npes)
+/* The timeout's former name, still read: said once per process. */
+static void shm__say_renamed(const shmalloc_start *s)
 {
-    if (pe == 0 && shmalloc_start_options() == 0) shmalloc_options_report_unknown(environ, npes); /* start-up's rows known */
+    static int said;
+    const shmalloc_option *o = s->timeout_row;
+    char value[96];
+    if (said || !o || o->source != o->alias[0]) return;
+    said = 1;
+    shmalloc_print(2, SHM__MSG(OPTION_RENAMED), o->alias[0], o->name,
+                   shmalloc_option_quote(value, sizeof value, o->text, "\""), o->name);
+}
+
+void shmalloc_start_unknown(const shmalloc_start *s, int pe, int npes)
+{
+    if (pe != 0 || shmalloc_start_options() != 0) return;
+    shmalloc_options_report_unknown(environ, npes); /* start-up's rows known */
+    shm__say_renamed(s);
 }
 
 /* >> the heap's memory ------------------------------------------------------
@@ -82,13 +118,13 @@ static int shm__fd_limit_advice(char *out, size_t cap, int e)
 /* Names the variable that asked for too much, or the limit to raise. */
 static void shm__unmappable(const shmalloc_start *s, int pe, int e)
 {
-    const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
+    const shmalloc_option *size = s->size_row;
     char advice[160], value[96];
     if (shm__fd_limit_advice(advice, sizeof advice, e))
         shmalloc_print(2, SHM__START_MSG(START_MAP_FD_LIMIT), s->bytes, strerror(e), advice);
     else if (s->max != s->nominal)
         shmalloc_print(2, SHM__START_MSG(START_RESERVE_FAILED), s->bytes,
-                       shmalloc_option_quote(value, sizeof value, shmalloc_options()[SHMALLOC_OPT_HEAP_MAX].text, ""),
+                       shmalloc_option_quote(value, sizeof value, s->max_row->text, ""),
                        strerror(e));
     else if (size->source && !strcmp(size->source, "program"))
         shmalloc_print(2, SHM__START_MSG(START_MAP_FAILED), s->who, s->bytes, pe, strerror(e));
@@ -108,9 +144,8 @@ int shmalloc_start_map(const shmalloc_start *s, shmalloc_map_mem *m, int shared,
 }
 
 /* >> the heap ---------------------------------------------------------------
-   It takes debug mode, where its metadata goes (SHMALLOC_METADATA) and the
-   variable its out-of-memory reports name from the options table, as
-   shmalloc_start_read left it. */
+   Created from the config shmalloc_start_read filled: debug mode, where its
+   metadata goes and the variable its out-of-memory reports name. */
 /* The memory is mapped here, in this process: fill and copy, which a heap
    with separate metadata writes it through, are memset and memcpy (the
    single-PE transport's) unless the transport binds its own. */
@@ -118,7 +153,7 @@ int shmalloc_start_map(const shmalloc_start *s, shmalloc_map_mem *m, int shared,
    gives, was raised to it: said once per job, by PE 0, naming who asked. */
 static void shm__say_raised(const shmalloc_start *s, const shmalloc_map_mem *m, shmalloc_heap *h)
 {
-    const shmalloc_option *size = &shmalloc_options()[SHMALLOC_OPT_HEAP_SIZE];
+    const shmalloc_option *size = s->size_row;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), least = shmalloc_heap_bytes(16);
     shmalloc_info i;
     char who[128], value[96];
@@ -140,7 +175,7 @@ shmalloc_heap *shmalloc_start_heap(const shmalloc_start *s, const shmalloc_map_m
     shmalloc_heap *h;
     if (!with.fill) with.fill = shmalloc_transport_single()->fill;
     if (!with.copy) with.copy = shmalloc_transport_single()->copy;
-    h = shmalloc_heap_create_growable(m->base, m->bytes, s->max > s->nominal ? s->nominal : SIZE_MAX, &with, &e);
+    h = shmalloc_heap_create_with(m->base, m->bytes, &s->config, &with, &e);
     if (!h)
         shmalloc_print(2, SHM__START_MSG(START_HEAP_CREATE_FAILED),
                        s->nominal, tp->pe, e);
@@ -166,7 +201,7 @@ size_t shmalloc_start_space(const shmalloc_start *s, const shmemx_space_config_t
     max = config->max > nominal ? config->max : nominal;
     memset(hc, 0, sizeof *hc);
     hc->nominal = max > nominal ? nominal : SIZE_MAX;
-    hc->debug = shmalloc_options()[SHMALLOC_OPT_DEBUG].value != 0;
+    hc->debug = s->config.debug;
     hc->size_var = NULL; /* the program sets a space's size */
     hc->metadata = config->metadata;
     hc->memops = config->memops;

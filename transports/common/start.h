@@ -12,7 +12,7 @@
        shmalloc_start_size(who, nominal);        only when the program sets the size
        shmalloc_options_add(rows, n);            only for the transport's own variables
        shmalloc_start_read(&s, who);             every option once, sizes, huge pages
-       shmalloc_start_unknown(pe, npes);         misspelt variables: PE 0 says, once a job
+       shmalloc_start_unknown(&s, pe, npes);     misspelt and renamed variables: PE 0 says, once
        shmalloc_start_map(&s, &map[q], shared, pl, q);    for each PE q whose memory
                                                  this process maps (shared: a memfd)
        h = shmalloc_start_heap(&s, &map[pe], &tp, &err);  on each PE, collective
@@ -44,8 +44,10 @@ typedef struct shmalloc_start {
     size_t nominal;         /* the heap's first size: bytes used and registered at first */
     size_t max;             /* what it may grow to (SHMALLOC_HEAP_MAX); nominal: no growth */
     size_t bytes;           /* to reserve for it: shmalloc_heap_bytes(max) */
+    const shmalloc_option *size_row, *max_row, *timeout_row; /* the rows they came from, for messages */
     shmalloc_map_huge huge; /* the pages asked for */
-    int timeout;            /* SHMALLOC_BARRIER_TIMEOUT, seconds */
+    int timeout;            /* SHMALLOC_TIMEOUT: seconds any wait for a peer may take */
+    shmalloc_heap_config config; /* the heap's, from the table: debug, metadata, size variable */
 } shmalloc_start;
 
 #if defined(__cplusplus)
@@ -53,7 +55,7 @@ extern "C" {
 #endif
 
 /* Adds the rows start-up reads beyond the heap's to the options table:
-   the mapping's (huge pages) and SHMALLOC_BARRIER_TIMEOUT.
+   the mapping's (huge pages) and SHMALLOC_TIMEOUT.
    shmalloc_start_read adds them itself; a transport calls it only to offer
    them, with its own, to a program that sets one before start-up
    (shmalloc_pthreads_options).  0, or -1 when the table is full. */
@@ -70,10 +72,11 @@ int shmalloc_start_size(const char *who, size_t nominal);
 int shmalloc_start_read(shmalloc_start *s, const char *who);
 
 /* Says which variables of the environment look like ours but are not
-   (shmalloc_options_report_unknown), on PE 0 alone, for the job's npes
-   PEs: once per job, whatever the PEs' processes.  After the transport's
-   own rows are added (it adds start-up's).  No errors. */
-void shmalloc_start_unknown(int pe, int npes);
+   (shmalloc_options_report_unknown), and that SHMALLOC_BARRIER_TIMEOUT
+   is now SHMALLOC_TIMEOUT, on PE 0 alone, for the job's npes PEs: once
+   per job, whatever the PEs' processes.  After shmalloc_start_read.  No
+   errors. */
+void shmalloc_start_unknown(const shmalloc_start *s, int pe, int npes);
 
 /* Maps s->bytes for PE pe's heap: shared, in a memfd peers can map; pl
    NULL: anywhere aligned.  0, or -1 after a message naming what to

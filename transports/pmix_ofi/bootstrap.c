@@ -48,13 +48,13 @@ static void shm__pmix_register_events(void)
 }
 
 /* 0 with rank and size, or -1 when no PMIx server is reachable.  o: the
-   settings. */
-int shm__pmix_init(const shm__options *o)
+   settings; timeout: seconds a fence or a get may take (SHMALLOC_TIMEOUT). */
+int shm__pmix_init(const shm__options *o, int timeout)
 {
     shm__boot *b = &shm__job;
     pmix_status_t rc = PMIx_Init(&b->proc, NULL, 0);
     uint32_t size = 0;
-    b->timeout = o->timeout;
+    b->timeout = timeout;
 #if defined(SHMALLOC_TESTING)
     b->kill_at = o->kill_at;
     b->stall_at = o->stall_at;
@@ -135,8 +135,8 @@ static void shm__get_done(pmix_status_t status, pmix_value_t *v, void *cbdata)
     __atomic_store_n(&g->done, 1, __ATOMIC_RELEASE);
 }
 
-/* Copies peer pe's value of key into out; returns its length.  Waits a
-   barrier's timeout at most: a PE that died before it published never
+/* Copies peer pe's value of key into out; returns its length.  Waits the
+   timeout at most: a PE that died before it published never
    answers, even where the launcher lets its fence complete. */
 size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap)
 {

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The transport's rows of the options table. */
+/* The transport's rows of the options table, each kept by the id
+   shmalloc_options_add gave it. */
 enum { SHM__OPT_VERBOSE, SHM__OPT_ANY_ADDRESS, SHM__OPT_DIRECT, SHM__OPT_NODE_BARRIER, SHM__OPT_FI_PROVIDER,
        SHM__OPT_COUNT };
+static int shm__opt_id[SHM__OPT_COUNT];
 
 int shmalloc_pmix_ofi_options(void)
 {
@@ -24,21 +26,26 @@ int shmalloc_pmix_ofi_options(void)
         {"FI_PROVIDER", {NULL, NULL}, SHMALLOC_KIND_WORD, "",
          "libfabric's provider; unset: shm on one node, else tcp;ofi_rxm", NULL, NULL, 0},
     };
-    return shmalloc_start_options() != 0 || shmalloc_options_add(rows, SHM__OPT_COUNT) < 0 ? -1 : 0;
+    int k;
+    if (shmalloc_start_options() != 0) return -1;
+    for (k = 0; k < SHM__OPT_COUNT; k++)
+        if ((shm__opt_id[k] = shmalloc_options_add(&rows[k], 1)) < 0) return -1;
+    return 0;
 }
 
+static const shmalloc_option *shm__opt(int k) { return &shmalloc_options()[shm__opt_id[k]]; }
+
 /* The one place the transport reads its environment, once start-up has
-   read the table (shmalloc_start_read); timeout: the barrier's, from it. */
-void shm__read_init_options(shm__options *o, int timeout)
+   read the table (shmalloc_start_read); what start-up keeps itself (sizes,
+   pages, the timeout) it passes down. */
+void shm__read_init_options(shm__options *o)
 {
-    const shmalloc_option *own = shmalloc_options() + shmalloc_option_find("SHMALLOC_VERBOSE");
     memset(o, 0, sizeof *o);
-    o->timeout = timeout;
-    o->verbose = own[SHM__OPT_VERBOSE].value != 0;
-    o->any_address = own[SHM__OPT_ANY_ADDRESS].value != 0;
-    o->direct = own[SHM__OPT_DIRECT].value != 0;
-    o->node_barrier = own[SHM__OPT_NODE_BARRIER].value != 0;
-    o->provider = own[SHM__OPT_FI_PROVIDER].source ? own[SHM__OPT_FI_PROVIDER].text : NULL;
+    o->verbose = shm__opt(SHM__OPT_VERBOSE)->value != 0;
+    o->any_address = shm__opt(SHM__OPT_ANY_ADDRESS)->value != 0;
+    o->direct = shm__opt(SHM__OPT_DIRECT)->value != 0;
+    o->node_barrier = shm__opt(SHM__OPT_NODE_BARRIER)->value != 0;
+    o->provider = shm__opt(SHM__OPT_FI_PROVIDER)->source ? shm__opt(SHM__OPT_FI_PROVIDER)->text : NULL;
     o->launched = getenv("PMIX_NAMESPACE") || getenv("PMIX_RANK");
 #if defined(SHMALLOC_TESTING)
     o->fail_register = getenv("SHMALLOC_TEST_FAIL_REGISTER");

@@ -85,7 +85,6 @@
 /* ---- options (options.c) ---------------------------------------------------
    What the environment says, read once by shm__read_init_options. */
 typedef struct shm__options {
-    int timeout;              /* SHMALLOC_BARRIER_TIMEOUT, seconds */
     int any_address;          /* SHMALLOC_PMIX_OFI_ANY_ADDRESS */
     int verbose;              /* SHMALLOC_VERBOSE */
     int direct;               /* SHMALLOC_PMIX_OFI_DIRECT */
@@ -100,7 +99,7 @@ typedef struct shm__options {
 #endif
 } shm__options;
 
-SHM__INTERNAL void shm__read_init_options(shm__options *o, int timeout);
+SHM__INTERNAL void shm__read_init_options(shm__options *o);
 
 /* ---- the bottom: files (files.c), faults (faults.c), signals (signals.c) -- */
 /* Appends s, or v in decimal, to line[*n], within cap: async-signal-safe. */
@@ -154,7 +153,7 @@ typedef struct shm__boot {
 
 SHM__INTERNAL extern shm__boot shm__job; /* bootstrap.c's */
 
-SHM__INTERNAL int shm__pmix_init(const shm__options *o);
+SHM__INTERNAL int shm__pmix_init(const shm__options *o, int timeout);
 SHM__INTERNAL int shm__pmix_get_u32(pmix_rank_t rank, const char *key, uint32_t *out);
 SHM__INTERNAL void shm__pmix_put(const char *key, void *bytes, size_t n);
 SHM__INTERNAL size_t shm__pmix_get_bytes(int pe, const char *key, void *out, size_t cap);

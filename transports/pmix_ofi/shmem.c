@@ -131,7 +131,7 @@ static void shm__init_settings(int level, shmalloc_start *s)
     shm__coll.waiting_for = -1;
     if (shm__messages_add() != 0 || shmalloc_pmix_ofi_options() != 0 || shmalloc_start_read(s, "shmem_init") != 0)
         exit(1); /* it printed why */
-    shm__read_init_options(&shm__w.opt, s->timeout);
+    shm__read_init_options(&shm__w.opt);
     shm__faults_open(shm__w.opt.verbose, shm__init_failed);
     if (shm__ofi.threaded && pthread_mutex_init(&shm__w.heap_mutex, NULL) != 0)
         shm__init_fail(SHM__PMIX_MSG(PMIX_HEAP_LOCK_FAILED));
@@ -143,7 +143,7 @@ static void shm__init_settings(int level, shmalloc_start *s)
 static void shm__init_runtime(const shmalloc_start *s)
 {
     const shm__options *o = &shm__w.opt;
-    if (shm__pmix_init(o) == 0) {
+    if (shm__pmix_init(o, s->timeout) == 0) {
         int removed;
         shm__start_sweeper(); /* before any file of ours, and before our handlers */
         shm__ends_open(shm__job.me, shm__job.npes);
@@ -152,13 +152,13 @@ static void shm__init_runtime(const shmalloc_start *s)
             shm__note(SHM__PMIX_MSG(PMIX_NOTE_FILES_REMOVED), shm__job.me, removed, removed > 1 ? "s" : "");
         shm__map_nodes();
     }
-    shmalloc_start_unknown(shm__job.me, shm__job.npes);
+    shmalloc_start_unknown(s, shm__job.me, shm__job.npes);
     shm__place_heap(s, o, shm__job.me, shm__job.npes);
     if (shm__job.have_pmix) {
-        shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, o->timeout,
+        shm__fabric_open(shm__job.me, shm__job.npes, shm__job.nodes.count, o->provider, s->timeout,
                          shm__check_deaths);
         shm__node_open(o->node_barrier, &shm__job.nodes, shm__job.proc.nspace);
-        shm__barrier_open(o->timeout, shm__barrier_gave_up);
+        shm__barrier_open(s->timeout, shm__barrier_gave_up);
     }
     shm__rma_open(shm__job.me, shm__job.npes, shm__ofi.threaded);
     shm__teams_open(shm__job.me, shm__job.npes);

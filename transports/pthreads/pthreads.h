@@ -3,7 +3,7 @@
    ../shmalloc_pthreads.h.
 
    barrier.c  the barrier and all-reduce among the PE threads of a team,
-              with the deadline of SHMALLOC_BARRIER_TIMEOUT
+              with the deadline of SHMALLOC_TIMEOUT
    team.c     the teams (../shmalloc_teams.h): splits, handles, syncs
    space.c    spaces: the contract's team member, their memory, and
               where a member's copy of a space's address is
@@ -58,7 +58,7 @@ typedef struct shm__barrier {
     int start, stride;
     int team;            /* a split team's: its messages name the team */
     int pauses;          /* polls with a cpu pause before yielding: none when PEs outnumber cpus */
-    int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_BARRIER_TIMEOUT) */
+    int timeout;         /* seconds a PE waits before the program ends (SHMALLOC_TIMEOUT) */
     unsigned sleepers;   /* atomic: PEs waiting on cond */
     unsigned leavers;    /* atomic: PEs that have ended (shm__barrier_leave) */
     int expired;         /* atomic: a PE has timed out and reports it */

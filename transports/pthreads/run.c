@@ -239,7 +239,7 @@ int shmalloc_pthreads_run(int npes, size_t nominal, void (*pe_main)(void *arg), 
     }
     /* nominal becomes the table's size: the argument, else the environment's */
     if (shmalloc_start_size(who, nominal) != 0 || shmalloc_start_read(&start, who) != 0) return 1;
-    shmalloc_start_unknown(0, 1); /* the process speaks for its PEs */
+    shmalloc_start_unknown(&start, 0, 1); /* the process speaks for its PEs */
     if (shm__run_init(&w, npes, &start, pe_main, arg) != 0) {
         shmalloc_print(2, SHM__PTHREADS_MSG(PTHREADS_NO_MEMORY), npes, npes == 1 ? "" : "s");
         return 1;

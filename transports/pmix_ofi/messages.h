@@ -83,7 +83,7 @@
                            "calls differ; PE %d of %d stops\n") \
     X(PMIX_PEER_GAVE_UP_ON_ME, "shmalloc: PE %d gave up waiting for this PE (its barrier timed out after %d s; " \
                                "%s): PE %d was stopped or busy outside shmem for longer than " \
-                               "SHMALLOC_BARRIER_TIMEOUT; PE %d of %d stops\n") \
+                               "SHMALLOC_TIMEOUT; PE %d of %d stops\n") \
     X(PMIX_PEER_EXITED, "shmalloc: PE %d ended without shmem_finalize (it returned from main or called exit, " \
                         "status %d) after %lu rounds (%s) while PE %d waits in its round %lu (a round: a barrier " \
                         "or an all-reduce): the PEs' collective calls differ; PE %d of %d stops\n") \

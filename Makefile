@@ -15,8 +15,15 @@ RUN     ?=
 # The allocator is compiled once, from shmalloc.c, into libshmalloc, with
 # the start-up every transport builds on (transports/common/, public); the
 # transport libraries hold their binding and link against it.
-HEADERS      = shmalloc.h $(wildcard transports/*.h transports/*/*.h tests/*.h tests/*/*.h examples/*.h)
+HEADERS      = shmalloc.h $(wildcard transports/*.h transports/*/*.h tests/*/*.h tests/*/*/*.h examples/*.h)
 ALLOC        = $(B)/libshmalloc.a
+
+# Each test is in the folder of the layer it tests (tests/core/, heap/,
+# common/, pthreads/, pmix_ofi/, fork/, sos/): make finds its source by
+# name, and it finds the headers tests of several layers share in
+# tests/support/.
+vpath %.c $(wildcard tests/*/)
+$(B)/test_% $(B)/soak_% $(B)/pmix_ofi_worker: private CFLAGS += -Itests/support
 COMMON_SRC  := $(wildcard transports/common/*.c)
 
 # A transport is a folder and one line below: $(call transport,NAME,FOLDER)
@@ -32,14 +39,15 @@ TRANSPORTS += $(1)
 endef
 $(eval $(call transport,PTHREADS,transports/pthreads,$(COMMON_SRC)))
 $(eval $(call transport,PMIX_OFI,transports/pmix_ofi,$(COMMON_SRC)))
-$(eval $(call transport,FORK,tests/transport_fork))
+$(eval $(call transport,FORK,tests/fork/transport_fork))
 PMIX_FLAGS   = $(shell pkg-config --cflags pmix libfabric 2>/dev/null)
 PMIX_LIBS    = $(shell pkg-config --libs pmix libfabric 2>/dev/null)
 
 # Criterion tests: of the core and the heap (linked with the allocator),
-# of the pthreads transport (also with its library), and white-box tests
-# that expand the implementation themselves to reach its privates (the
-# mapping's also at each other second-level count: test_mapping_slN, 2^N).
+# of the pthreads transport and of the heap on pthreads PEs (also with its
+# library), and white-box tests that expand the implementation themselves
+# to reach its privates (the mapping's also at each other second-level
+# count: test_mapping_slN, 2^N).
 TLSF_TESTS     = test_tlsf_api test_tlsf_align test_tlsf_realloc test_tlsf_limits test_tlsf_walk \
                  test_tlsf_checker test_tlsf_stress test_tlsf_undo test_overwrite
 HEAP_TESTS     = test_separate test_heap_create test_heap_api test_heap_realloc test_heap_sync test_heap_collective \
@@ -95,34 +103,34 @@ $(B)/vendor_runtime $(B)/device_runtime: $(B)/%: examples/%.c examples/minirt.h 
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< $(LDLIBS) -o $@
 
-$(addprefix $(B)/,$(CORE_TESTS)): $(B)/%: tests/%.c $(ALLOC) $(HEADERS)
+$(addprefix $(B)/,$(CORE_TESTS)): $(B)/%: %.c $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
-$(addprefix $(B)/,$(PTHREADS_TESTS) soak_pthreads): $(B)/%: tests/%.c $(PTHREADS) $(ALLOC) $(HEADERS)
+$(addprefix $(B)/,$(PTHREADS_TESTS) soak_pthreads): $(B)/%: %.c $(PTHREADS) $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(PTHREADS) $(ALLOC) -lcriterion $(LDLIBS) -o $@
-$(addprefix $(B)/,$(FORK_TESTS)): $(B)/%: tests/%.c $(FORK) $(ALLOC) $(HEADERS)
+$(addprefix $(B)/,$(FORK_TESTS)): $(B)/%: %.c $(FORK) $(ALLOC) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(FORK) $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
-$(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: tests/%.c $(HEADERS)
+$(addprefix $(B)/,$(WHITEBOX_TESTS)): $(B)/%: %.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes $< -lcriterion $(LDLIBS) -o $@
-$(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/test_mapping.c $(HEADERS)
+$(addprefix $(B)/,$(SL_TESTS)): $(B)/test_mapping_sl%: tests/core/test_mapping.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes -DSHMALLOC_SL_LOG2=$* $< -lcriterion $(LDLIBS) -o $@
 
 # The allocator hooks' test expands the header with counting hooks, which
 # the pthreads transport linked with it reaches too.
-$(B)/test_alloc_hooks: tests/test_alloc_hooks.c $(PTHREADS) $(HEADERS)
+$(B)/test_alloc_hooks: tests/heap/test_alloc_hooks.c $(PTHREADS) $(HEADERS)
 	$(CC) $(CFLAGS) -Wno-missing-prototypes $< $(PTHREADS) -lcriterion $(LDLIBS) -o $@
 
 # The SOS adapter expands the header privately; the test's helpers use the library.
-$(B)/test_sos_adapter: tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)
-	$(CC) $(CFLAGS) tests/test_sos_adapter.c integrations/sos/shmalloc_sos.c $(ALLOC) -lcriterion $(LDLIBS) -o $@
+$(B)/test_sos_adapter: tests/sos/test_sos_adapter.c integrations/sos/shmalloc_sos.c integrations/sos/shmalloc_sos.h $(ALLOC) $(HEADERS)
+	$(CC) $(CFLAGS) tests/sos/test_sos_adapter.c integrations/sos/shmalloc_sos.c $(ALLOC) -lcriterion $(LDLIBS) -o $@
 
 # The worker (a main and its scenarios' files) links the transport built with
 # its test hooks (SHMALLOC_TESTING), which the library leaves out.
 PMIX_OFI_TESTING = $(PMIX_OFI_SRC:%.c=$(B)/testing/%.o)
-PMIX_OFI_WORKER  = $(wildcard tests/pmix_ofi_worker*.c)
+PMIX_OFI_WORKER  = $(wildcard tests/pmix_ofi/pmix_ofi_worker*.c)
 $(B)/testing/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DSHMALLOC_TESTING $(PMIX_FLAGS) -c $< -o $@
@@ -135,7 +143,7 @@ $(B)/spaces_pmix_ofi: examples/spaces.c $(PMIX_OFI) $(ALLOC) $(HEADERS)
 # The tests that launch the worker, one suite per concern (pmix_ofi_launch.h).
 PMIX_OFI_TESTS = test_pmix_ofi_scenarios test_pmix_ofi_start test_pmix_ofi_faults test_pmix_ofi_threads \
                  test_pmix_ofi_counts test_pmix_ofi_deferred test_pmix_ofi_teams
-$(addprefix $(B)/,$(PMIX_OFI_TESTS)): $(B)/%: tests/%.c $(HEADERS)
+$(addprefix $(B)/,$(PMIX_OFI_TESTS)): $(B)/%: %.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CFLAGS) $< -lcriterion -o $@
 
@@ -175,7 +183,7 @@ run-tests: $(addprefix $(B)/,$(TESTS)) examples
 	for t in $(SEPARATE_TESTS); do $(SUITE) $$t-separate env SHMALLOC_METADATA=separate \
 	  $(RUN) ./$(B)/$$t --jobs $(JOBS) || status=1; done; \
 	$(SUITE) vendor_runtime $(RUN) ./$(B)/vendor_runtime 3 || status=1; \
-	$(SUITE) device_runtime tests/device_runtime_check.sh $(RUN) ./$(B)/device_runtime || status=1; \
+	$(SUITE) device_runtime tests/checks/device_runtime_check.sh $(RUN) ./$(B)/device_runtime || status=1; \
 	$(SUITE) hello_pthreads $(RUN) ./$(B)/hello_pthreads 4 || status=1; \
 	$(SUITE) spaces_pthreads $(RUN) ./$(B)/spaces_pthreads 5 || status=1; \
 	$(if $(RUN),$(SUITE) valgrind-logs sh -c 'logs=$$(find $(B)/vg -name "*.log" -size +0); \
@@ -226,13 +234,13 @@ test-pmix: $(addprefix $(B)/,pmix_ofi_worker $(PMIX_OFI_TESTS) hello_pmix_ofi sp
 # The worker under srun --mpi=pmix, on a one-node Slurm cluster that the
 # script starts and stops in a network namespace with only loopback (root).
 test-slurm: deps $(B)/pmix_ofi_worker
-	@$(SUITE) slurm-check tests/slurm_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
+	@$(SUITE) slurm-check tests/checks/slurm_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # PEs on several nodes: 2 x 2 PEs, 3 nodes (2+1+1) and 4 x 4 PEs, network
-# namespaces on a private bridge that tests/cluster.sh builds (root),
+# namespaces on a private bridge that tests/checks/cluster.sh builds (root),
 # under mpirun and under srun with one slurmd per node.
 test-cluster: deps $(B)/pmix_ofi_worker
-	@$(SUITE) cluster-check tests/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
+	@$(SUITE) cluster-check tests/checks/cluster_check.sh $(B)/pmix_ofi_worker $(NOSTOP)
 
 # ---- the same tests under the sanitizers and Valgrind ----------------------
 # Also the PMIx transport's thread and team tests (test_pmix_ofi_threads, _deferred, _teams), worker and
@@ -263,7 +271,7 @@ test-tsan: deps
 	@tests/run.sh build/tsan/results --total
 
 # Criterion's worker protocol can time out under Valgrind on a loaded
-# machine, so these builds use tests/criterion_shim.h's plain forked runner.
+# machine, so these builds use tests/support/criterion_shim.h's plain forked runner.
 test-valgrind: deps
 	$(MAKE) run-tests B=build/valgrind OPT="-O1 -g" SAN=-DSHMALLOC_TEST_SHIM \
 	  JOBS=1 RUN="valgrind -q --trace-children=yes --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite \
@@ -281,12 +289,12 @@ compile-check: deps-openmpi
 	  tests/checks/compile_check.sh
 
 # SHMALLOC_POISON makes ASan and Valgrind see misuse of symmetric blocks.
-POISON_SRC = tests/poison_misuse.c shmalloc.c $(PTHREADS_SRC)
+POISON_SRC = tests/heap/poison_misuse.c shmalloc.c $(PTHREADS_SRC)
 poison-check:
 	mkdir -p build/poison
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -fsanitize=address -I. $(POISON_SRC) $(LDLIBS) -o build/poison/asan
 	$(CC) $(STD) -O1 -g $(WARN) -DSHMALLOC_POISON -I. $(POISON_SRC) $(LDLIBS) -o build/poison/valgrind
-	@$(SUITE) poison-check tests/poison_check.sh build/poison/asan build/poison/valgrind $(NOSTOP)
+	@$(SUITE) poison-check tests/checks/poison_check.sh build/poison/asan build/poison/valgrind $(NOSTOP)
 
 # Long random runs with data verified across PEs; not part of make test.
 SOAK_OPS ?= 10000000
@@ -303,8 +311,8 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	mkdir -p build/fuzz-corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -DSHMALLOC_DEBUG_LEVEL=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/fuzz_tlsf.c shmalloc.c -o build/fuzz_tlsf
-	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus tests/fuzz_seeds 2>&1 | \
+	  -DSHMALLOC_DEBUG_LEVEL=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/core/fuzz_tlsf.c shmalloc.c -o build/fuzz_tlsf
+	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus tests/core/fuzz_seeds 2>&1 | \
 	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 
 clean:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/cluster.sh - the collective calls (bench/collective.c) with PEs on
 # several nodes: 2 nodes x 2 PEs, 3 nodes (2+1+1) and 4 nodes x 4 PEs, in
-# one cluster of 4 nodes that tests/cluster.sh builds (network namespaces
+# one cluster of 4 nodes that tests/checks/cluster.sh builds (network namespaces
 # on a private bridge, as root).  Runs shmalloc's PMIx + libfabric
 # transport (tcp;ofi_rxm on fab0 between nodes) and Open MPI's own
 # OpenSHMEM (oshrun, UCX on fab0), with BENCH_BASELINE=REV (a git
@@ -76,7 +76,7 @@ oshcc $FLAGS bench/collective.c -o "$B/bench/coll_oshmem" 2>/dev/null && labels=
 
 runs=$(mktemp) floors=$(mktemp)
 floor_probe "$floors"
-timeout 3600 tests/cluster.sh run 4 bash "$0" --inside "$runs" $labels
+timeout 3600 tests/checks/cluster.sh run 4 bash "$0" --inside "$runs" $labels
 floor_probe "$floors"
 rounds_median "$runs" >"$runs.agg"
 echo "layout,implementation,name,ns_per_op,ns_min,ns_max" >bench/results/cluster.csv

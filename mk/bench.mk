@@ -68,7 +68,7 @@ bench-plot:
 # make test's check that bench-cest runs from this tree: a short loop of
 # each workload, both metadata modes, gives every count (not their values).
 bench-check:
-	@MAKE="$(MAKE)" B="$(B)" tests/bench_check.sh
+	@MAKE="$(MAKE)" B="$(B)" tests/checks/bench_check.sh
 
 # Random 8-byte accesses over a 1 GiB heap: base pages, transparent huge
 # pages, hugetlbfs pages (as root).  Same-node puts and gets of 8 B and

@@ -3,7 +3,7 @@
 #   make test-deb   builds them with dpkg-buildpackage from a copy of the
 #                   tree in $(B)/deb, checks them with lintian, extracts
 #                   them there and builds and runs programs against them
-#                   (tests/test_deb.sh; its PMIx program runs under mpirun:
+#                   (tests/checks/test_deb.sh; its PMIx program runs under mpirun:
 #                   run it under the mpirun lock)
 #
 # The packages themselves: cp -r the tree anywhere, then
@@ -13,4 +13,4 @@
 
 test-deb:
 	@scripts/deps.sh test deb
-	@B="$(B)" CC="$(CC)" sh tests/test_deb.sh
+	@B="$(B)" CC="$(CC)" sh tests/checks/test_deb.sh

@@ -6,7 +6,7 @@
 #   make uninstall [PREFIX=...] [DESTDIR=]          removes exactly those files,
 #                  then the directories install made that are left empty
 #   make install-check   installs into a temporary DESTDIR and builds, links
-#                  and runs programs against it (tests/test_install.sh)
+#                  and runs programs against it (tests/checks/test_install.sh)
 #
 # Included by the top-level Makefile, which provides CC, CFLAGS, B, the
 # transports' source lists and the rules for the static libraries.  The PMIx + libfabric transport is
@@ -211,4 +211,4 @@ print-install-files:
 install-check: $(shm_static) $(shm_shared)
 	@scripts/deps.sh test
 	@MAKE="$(MAKE)" MAKEFILE="$(firstword $(MAKEFILE_LIST))" B="$(B)" CC="$(CC)" \
-	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/test_install.sh
+	  HAVE_PMIX_OFI="$(HAVE_PMIX_OFI)" sh tests/checks/test_install.sh

@@ -514,7 +514,7 @@ check_start_steps() {
     awk '/^\/\* my_transport\.c/ { c = 1 } c && /^```/ { exit } c' "$SRC/README.md" >"$readme"
     [ -s "$readme" ] || { echo "no my_transport.c in README.md"; return 1; }
     while read -r name status; do
-        for f in "$readme" "$SRC/tests/transport_fork/fork.c"; do
+        for f in "$readme" "$SRC/tests/fork/transport_fork/fork.c"; do
             [ "$status" = optional ] || grep -q "$name(" "$f" ||
                 { echo "$name: a required step of start.h that $(basename "$f") does not take"; bad=1; }
         done

@@ -17,7 +17,7 @@
    Part of the API a transport builds on (start.h lists the others),
    inline, for a transport whose puts and gets are copies in memory.
    SHM__COPY_STORE and SHM__COPY_STORE16 are private: for a test that
-   watches every store (tests/test_copy.c). */
+   watches every store (tests/common/test_copy.c). */
 #if !defined(SHMALLOC_COPY_H_INCLUDED)
 #define SHMALLOC_COPY_H_INCLUDED
 

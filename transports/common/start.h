@@ -5,7 +5,7 @@
    heap goes and whether peers share it, its barrier, all-reduce,
    registration, puts and gets, and its own option rows.
 
-   A transport's start-up, in order, as tests/transport_fork/fork.c and
+   A transport's start-up, in order, as tests/fork/transport_fork/fork.c and
    README.md's "Adding a transport" take it:
 
        shmalloc_start s;

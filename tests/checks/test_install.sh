@@ -28,7 +28,7 @@
 # pkg-config's output is split into words on purpose, as in a makefile.
 # shellcheck disable=SC2046,SC2086
 
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 MAKE=${MAKE:-make}
 MAKEFILE=${MAKEFILE:-Makefile}
 B=${B:-build}
@@ -266,7 +266,7 @@ check_transport_outside() {
     # tree and built with the installed headers alone, the start-up from
     # libshmalloc (static, then shared); the fork transport runs a ring.
     dir=$work/transport-outside
-    mkdir -p "$dir" && cp tests/transport_fork/*.[ch] tests/fork_ring.c "$dir"/ || return 1
+    mkdir -p "$dir" && cp tests/fork/transport_fork/*.[ch] tests/fork/fork_ring.c "$dir"/ || return 1
     awk '/^\/\* my_transport\.c/ { c = 1 } c && /^```/ { exit } c' README.md >"$dir/my_transport.c"
     inc=-I$root/include/shmalloc
     [ -s "$dir/my_transport.c" ] && $CC -std=c99 -Wall -Wextra -Werror "$inc" -c "$dir/my_transport.c" -o "$dir/my_transport.o" &&

@@ -139,7 +139,7 @@ Test(pmix_ofi, heap_grows_far_beyond_its_nominal_size_tcp_rxm_2pe_different_addr
     check_grow("tcp;ofi_rxm", 2, 1, NULL);
 }
 
-/* largest_request's promise (tests/largest_request.h) on heaps that grow
+/* largest_request's promise (tests/support/largest_request.h) on heaps that grow
    from 64 KiB to 32 MiB: random calls, then blocks of largest_request
    until nothing is free. */
 static void check_largest(int npes)

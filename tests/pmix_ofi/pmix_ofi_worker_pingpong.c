@@ -1,6 +1,6 @@
 /* pmix_ofi_worker_pingpong.c - the pingpong scenario: PEs 2k and 2k+1 of
    one node play PINGPONG_ROUNDS rounds through same-node puts
-   (tests/pingpong.h). */
+   (tests/support/pingpong.h). */
 #include "pmix_ofi_worker.h"
 #include "pingpong.h"
 

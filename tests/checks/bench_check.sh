@@ -1,11 +1,11 @@
 #!/bin/sh
-# tests/bench_check.sh - `make bench-cest` from this tree alone: a short
+# tests/checks/bench_check.sh - `make bench-cest` from this tree alone: a short
 # loop of each workload on both metadata modes must give each its row of
 # counts per op and its cycle estimate (and frag on b-d).  The figures
 # themselves are not checked: a benchmark's figures are not results.
-#   tests/bench_check.sh     (make bench-check; B as make's)
+#   tests/checks/bench_check.sh     (make bench-check; B as make's)
 set -u
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 out=$(CEST_STEPS=1000 ${MAKE:-make} --no-print-directory -s bench-cest B="${B:-build}" LIVE=1000 \
         CEST_ALLOCATORS="shmalloc shmalloc-separate" 2>&1) || { echo "$out"; echo "bench-check: make bench-cest failed"; exit 1; }
 echo "$out" | awk -F' *[|] *' '

@@ -1,6 +1,6 @@
 /* fork_ring.c - the fork transport built outside the tree: each PE puts
    its number into its neighbour's box, prints what it received, and ends
-   with the heap checker.  tests/test_install.sh and tests/test_deb.sh
+   with the heap checker.  tests/checks/test_install.sh and tests/checks/test_deb.sh
    build it with the fork transport's sources against an installation. */
 #include "shmalloc_fork.h"
 

@@ -1,7 +1,7 @@
 /* The TLSF checker on corrupted headers and free-list links: each
    corruption is detected (silently at level -1, with a message at level 0)
    without a crash, and a consistent heap checks clean.  The control
-   block's private bitmaps are corrupted by tests/test_corrupt.c. */
+   block's private bitmaps are corrupted by tests/core/test_corrupt.c. */
 #include "test_support.h"
 
 /* ---- corruption is detected, not crashed on -------------------------------- */

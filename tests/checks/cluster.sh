@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/cluster.sh - a cluster of "nodes" on one machine, for the tests and
+# tests/checks/cluster.sh - a cluster of "nodes" on one machine, for the tests and
 # benchmarks that need PEs on several nodes.
 #
-#   tests/cluster.sh run NODES COMMAND...   (as root)
+#   tests/checks/cluster.sh run NODES COMMAND...   (as root)
 #
 # runs COMMAND in a fresh network namespace (unshare -n: no route out of
 # the machine) holding a private bridge 10.77.0.254/24 and NODES network
@@ -13,10 +13,10 @@
 #   OMPI_MCA_oob_tcp_if_include 10.77.0.0/24
 #   SHMALLOC_TEST_CLUSTER_NS         the prefix of the nodes' namespace names
 #   SHMALLOC_TEST_CLUSTER_NODES      NODES
-# and "tests/cluster.sh on I COMMAND..." runs a command inside node I.
+# and "tests/checks/cluster.sh on I COMMAND..." runs a command inside node I.
 # The namespaces are removed when COMMAND ends, however it ends.
 #
-#   tests/cluster.sh rsh HOST COMMAND...
+#   tests/checks/cluster.sh rsh HOST COMMAND...
 #
 # is the rsh agent: HOST is 10.77.0.I or nodeI; COMMAND is one shell line,
 # as ssh takes it, run inside node I with its own host name nodeI (a UTS

@@ -1,4 +1,4 @@
-/* test_fork_teams.c - teams on the fork transport (tests/transport_fork/):
+/* test_fork_teams.c - teams on the fork transport (tests/fork/transport_fork/):
    splits, translation, and each team's own barrier, with disjoint and
    overlapping teams at work at once.  PEs are processes, so each check
    that fails ends its PE with a message, and the test asserts that

@@ -1,4 +1,4 @@
-# Sourced by tests/slurm_check.sh and tests/cluster_check.sh: the slurm.conf
+# Sourced by tests/checks/slurm_check.sh and tests/checks/cluster_check.sh: the slurm.conf
 # lines both test clusters share.  No munge (auth/none, cred/none), no
 # cgroups (proctrack/linuxproc, task/none), no accounting, and nodes that
 # come back by themselves after a restart.

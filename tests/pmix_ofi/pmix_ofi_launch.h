@@ -1,8 +1,8 @@
-/* pmix_ofi_launch.h - what the tests/test_pmix_ofi_*.c suites share: the
+/* pmix_ofi_launch.h - what the tests/pmix_ofi/test_pmix_ofi_*.c suites share: the
    launch of the worker program and the reading of what it printed.
 
    The suites build nothing: each test launches the worker program
-   (tests/pmix_ofi_worker*.c, built to ./build/pmix_ofi_worker, or the path
+   (tests/pmix_ofi/pmix_ofi_worker*.c, built to ./build/pmix_ofi_worker, or the path
    in SHMALLOC_TEST_WORKER) under "timeout 60 mpirun" or alone, captures its
    output and checks the exit status and what it printed.
 

@@ -23,7 +23,7 @@
 #include "transports/common/messages.h"
 #include "transports/pmix_ofi/messages.h"
 #include "transports/pthreads/messages.h"
-#include "tests/transport_fork/messages.h"
+#include "tests/fork/transport_fork/messages.h"
 
 #define TS_UNUSED __attribute__((unused))
 

@@ -4,7 +4,7 @@
    the pthreads transport's, and the test's own).  That the documents list
    exactly the table's variables is tests/checks/docs_check.sh's. */
 #include "test_support.h"
-#include "../transports/shmalloc_pthreads.h"
+#include "transports/shmalloc_pthreads.h"
 
 static int read_quietly(void)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/slurm_check.sh WORKER - the PMIx + libfabric worker under Slurm's
+# tests/checks/slurm_check.sh WORKER - the PMIx + libfabric worker under Slurm's
 # srun --mpi=pmix, on a one-node cluster that this script starts and stops
 # itself inside a network namespace that has only the loopback interface.
 # No munge: auth/none and cred/none.  Prints PASS/FAIL per run and a final

@@ -1,7 +1,7 @@
 /* poison_misuse.c - a program that misuses a symmetric block on purpose.
    Built with -DSHMALLOC_POISON, the misuse must be reported by the tool:
    AddressSanitizer in an ASan build, Valgrind's memcheck otherwise.
-   tests/poison_check.sh runs every mode and checks the report.
+   tests/checks/poison_check.sh runs every mode and checks the report.
 
        poison_misuse ok | use-after-free | overflow | overflow-read
 */

@@ -3,7 +3,7 @@
    expands the implementation itself to reach them.  Each corruption must
    be reported by shmalloc_check at level 0 with a message naming what is
    wrong, silently (nonzero) at level -1, without crashing or looping.
-   Headers and free-list links are corrupted by tests/test_tlsf.c through
+   Headers and free-list links are corrupted by tests/core/test_tlsf_checker.c through
    the public layout. */
 #if !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE /* the TSan test runner uses mkstemp, strsignal */

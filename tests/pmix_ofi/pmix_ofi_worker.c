@@ -1,4 +1,4 @@
-/* pmix_ofi_worker.c - the program the tests/test_pmix_ofi_*.c suites launch:
+/* pmix_ofi_worker.c - the program the tests/pmix_ofi/test_pmix_ofi_*.c suites launch:
    one PE of the PMIx + libfabric transport, running the scenario named by
    argv[1].
 

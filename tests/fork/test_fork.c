@@ -1,5 +1,5 @@
 /* test_fork.c - the symmetric heap on the fork transport
-   (tests/transport_fork/, README.md's "Adding a transport"): PEs are
+   (tests/fork/transport_fork/, README.md's "Adding a transport"): PEs are
    processes, so each check that fails ends its PE with a message, and the
    test asserts that shmalloc_fork_run saw every PE end with status 0. */
 #include "fork_pes.h"
@@ -117,7 +117,7 @@ Test(fork, a_call_with_different_sizes_fails_on_every_pe, .init = cr_redirect_st
 }
 
 /* A transport built apart from shmalloc speaks through its own table
-   (tests/transport_fork/messages.h): its IDs are named, and follow the
+   (tests/fork/transport_fork/messages.h): its IDs are named, and follow the
    core's. */
 Test(fork, a_bad_run_is_said_by_the_transports_own_message, .timeout = TEST_TIMEOUT)
 {
@@ -150,7 +150,7 @@ Test(fork, a_failing_pe_fails_the_run_naming_it, .init = cr_redirect_stderr, .ti
     cr_assert_eq(shmalloc_fork_run(3, SMALL_HEAP, pe_one_fails, NULL), 1);
     cr_assert(time(NULL) - start < 50, "the others waited for the barrier's deadline");
     read_redirected_stderr(text, sizeof text);
-    cr_assert(strstr(text, "PE 1: tests/test_fork.c:") && strstr(text, "shmalloc_fork_run: PE 1 ended with status 1"),
+    cr_assert(strstr(text, "PE 1: tests/fork/test_fork.c:") && strstr(text, "shmalloc_fork_run: PE 1 ended with status 1"),
               "stderr was: %s", text);
 }
 

@@ -111,7 +111,7 @@ void scenario_grow(void)
 void scenario_bad_grow(void) { bad_grow_run(fail); }
 
 /* Run with SHMEM_SYMMETRIC_HEAP_SIZE=64K and SHMALLOC_HEAP_MAX=32M:
-   largest_request's promise over eight seeds (tests/largest_request.h),
+   largest_request's promise over eight seeds (tests/support/largest_request.h),
    the first growing the heap to its maximum. */
 void scenario_largest(void)
 {

@@ -1,5 +1,5 @@
 /* pthreads_pes.h - what the tests of the symmetric heap on the pthreads
-   transport share (tests/test_pthreads_*.c): 1, 2, 4 and 8 PEs as threads
+   transport share (tests/pthreads/test_pthreads_*.c): 1, 2, 4 and 8 PEs as threads
    of the test process, and 64 in one test.
 
    Criterion's asserts belong to the test's main thread, so PE threads

@@ -2,7 +2,7 @@
    free lists.  Taking and giving back bytes, what the statistics show,
    that failures change nothing, and that the area is symmetric and
    reachable by peers (pthreads transport).  A spec pointer passed to
-   shfree is a case of tests/test_bad_pointer.c. */
+   shfree is a case of tests/heap/test_bad_pointer.c. */
 #include "test_support.h"
 
 #include "transports/shmalloc_pthreads.h"

@@ -4,7 +4,7 @@
 # the refusals to come are deliberate, before any of them, one refusal per
 # PE, and "device_runtime: ok" last.
 #
-#   tests/device_runtime_check.sh [WRAPPER...] PROGRAM
+#   tests/checks/device_runtime_check.sh [WRAPPER...] PROGRAM
 out=$("$@" 3 2>&1)
 status=$?
 printf '%s\n' "$out"

@@ -20,7 +20,7 @@
 # pkg-config's output is split into words on purpose, as in a makefile.
 # shellcheck disable=SC2046
 
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 B=${B:-build}
 CC=${CC:-cc}
 SRC=$(pwd)
@@ -148,7 +148,7 @@ step "CMake find_package(shmalloc) of the packages: build and run" check_cmake
 check_transport_outside() {
     # The fork transport, built with the -dev package's headers alone and
     # linked with the packaged libshmalloc, which holds the start-up.
-    mkdir -p "$work/fork" && cp tests/transport_fork/*.[ch] tests/fork_ring.c "$work/fork"/ &&
+    mkdir -p "$work/fork" && cp tests/fork/transport_fork/*.[ch] tests/fork/fork_ring.c "$work/fork"/ &&
     $CC -std=c99 -Wall -Wextra -Werror -I"$root/usr/include/shmalloc" "$work"/fork/*.c -L"$libdir" -lshmalloc \
         -pthread -o "$work/fork_ring" &&
     LD_LIBRARY_PATH="$libdir" run_ring 4 "$work/fork_ring" 4

@@ -3,7 +3,7 @@
 # each misuse mode of poison_misuse must be reported, by AddressSanitizer
 # (first binary) and by Valgrind's memcheck (second binary), and correct
 # use must run clean under both.
-#   tests/poison_check.sh ASAN_BINARY PLAIN_BINARY
+#   tests/checks/poison_check.sh ASAN_BINARY PLAIN_BINARY
 set -u
 asan=$1 plain=$2 passed=0 failed=0
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# tests/cluster_check.sh WORKER - the PMIx + libfabric worker with PEs on
+# tests/checks/cluster_check.sh WORKER - the PMIx + libfabric worker with PEs on
 # several nodes: 2 nodes x 2 PEs, 3 nodes (2+1+1) and 4 nodes x 4 PEs built
-# by tests/cluster.sh (network namespaces on a private bridge, as root),
+# by tests/checks/cluster.sh (network namespaces on a private bridge, as root),
 # with tcp;ofi_rxm on each node's fab0 between nodes.  Every scenario of
 # "all", heaps at one address and at different ones, hierarchical and flat
 # barriers, heap growth, the counts against the cost model, teams and

@@ -1,7 +1,7 @@
 /* The SHMEM allocation names on one PE (shmem_malloc, shmalloc,
    shmem_free, shfree, shmem_calloc, shmem_align, shmemalign): the
    semantics table of DESIGN.md and malloc_error.  Bad pointers are in
-   tests/test_bad_pointer.c. */
+   tests/heap/test_bad_pointer.c. */
 #include "test_support.h"
 
 /* ---- shmem_malloc / shmalloc ------------------------------------------ */

@@ -97,6 +97,10 @@
      pingpong   PEs 2k and 2k+1 pass a round number back and forth 100 000
                 times by 8-byte puts into each other's flag, each clearing
                 its flag once seen: no put lands a second time
+   and, on 2 PEs with SHMALLOC_METADATA set:
+     overwrite  PE 1 puts 16, 32 and 64 bytes past a block's end on PE 0:
+                separate metadata, nothing changes; inline, the next
+                block's free fails on both PEs until the bytes are back
    SHMALLOC_TEST_WORKER_LEVEL=L: start with shmem_init_thread(L) and print
    "PE i of n: thread level L provided P query Q"; a refused L prints
    "thread level L refused" and exits with status 3.  pmix_ofi_worker.h
@@ -303,6 +307,7 @@ static const scenario scenarios[] = {
     {"grow", scenario_grow, 0},          {"bad_grow", scenario_bad_grow, 0}, {"threads", scenario_threads, 0},
     {"reports", scenario_reports, 0},     {"counts", scenario_counts, 0},    {"deferred", scenario_deferred, 0},
     {"deferred_wide", scenario_deferred_wide, 0}, {"pingpong", scenario_pingpong, 0}, {"largest", scenario_largest, 0},
+    {"overwrite", scenario_overwrite, 0},
     {"teams", scenario_teams, 0},         {"teams_concurrent", scenario_teams_concurrent, 0},
     {"team_skip", scenario_team_skip, 0}, {"team_heaps", scenario_team_heaps, 0},
     {"spaces", scenario_spaces, 0},       {"space_outsider", scenario_space_outsider, 0},

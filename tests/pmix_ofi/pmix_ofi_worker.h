@@ -10,6 +10,7 @@
      pmix_ofi_worker_counts.c   counts, against the cost model
      pmix_ofi_worker_deferred.c deferred (shmemx_free_deferred from threads)
      pmix_ofi_worker_pingpong.c pingpong (same-node puts a peer clears)
+     pmix_ofi_worker_overwrite.c overwrite (a peer's put past a block's end)
      pmix_ofi_worker_teams.c    teams, teams_concurrent, team_skip,
                                 team_heaps, spaces, space_outsider,
                                 teams_crossed, team_messages,
@@ -87,6 +88,7 @@ void scenario_counts(void);
 void scenario_deferred(void);
 void scenario_deferred_wide(void);
 void scenario_pingpong(void);
+void scenario_overwrite(void);
 void scenario_teams(void);
 void scenario_teams_concurrent(void);
 void scenario_team_skip(void);

@@ -92,6 +92,39 @@ Test(pmix_ofi, a_same_node_put_writes_its_word_once_over_100000_pingpong_rounds,
     cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
 }
 
+/* ---- a peer's put past a block's end, on either path ---------------------
+   Separate metadata: it changes nothing.  Inline: the next block's header
+   is overwritten, its free is refused on both PEs, and the heap is whole
+   again once the bytes are back (pmix_ofi_worker_overwrite.c). */
+static void check_overwrite(const char *metadata, const char *provider, int any_address)
+{
+    static run r;
+    char mode[64], prov[64], any[64], direct[64];
+    const char *env[] = {mode, prov, any, direct, "SHMALLOC_TIMEOUT=30", NULL};
+    snprintf(mode, sizeof mode, "SHMALLOC_METADATA=%s", metadata);
+    snprintf(prov, sizeof prov, "FI_PROVIDER=%s", provider);
+    snprintf(any, sizeof any, "SHMALLOC_PMIX_OFI_ANY_ADDRESS=%d", any_address);
+    snprintf(direct, sizeof direct, "SHMALLOC_PMIX_OFI_DIRECT=%d", !any_address);
+    launch(&r, 2, "overwrite", env);
+    cr_assert_eq(r.status, 0, "%s, %s: exit status %d after %.1f s:\n%s", metadata, provider, r.status, r.seconds,
+                 tail(&r));
+    cr_assert_eq(count(&r, "FAIL"), 0, "failures:\n%s", tail(&r));
+    cr_assert_eq(count(&r, ": OK overwrite"), 2, "not every PE passed:\n%s", tail(&r));
+    /* inline: PE 0 names the free and the realloc of each of the 3 rounds */
+    cr_assert_eq(count(&r, "a write past the end of the block before it?"), strcmp(metadata, "inline") ? 0 : 6,
+                 "%s", tail(&r));
+    cr_assert_eq(r.leftovers, 0, "a clean run left %d /dev/shm files", r.leftovers);
+}
+
+Test(pmix_ofi, in_separate_mode_a_peers_put_past_a_blocks_end_harms_no_later_call_shm_direct,
+     .timeout = TEST_TIMEOUT) { check_overwrite("separate", "shm", 0); }
+Test(pmix_ofi, in_separate_mode_a_peers_put_past_a_blocks_end_harms_no_later_call_tcp_rxm_rma,
+     .timeout = TEST_TIMEOUT) { check_overwrite("separate", "tcp;ofi_rxm", 1); }
+Test(pmix_ofi, a_peers_put_past_a_blocks_end_makes_the_next_free_fail_on_every_pe_shm_direct,
+     .timeout = TEST_TIMEOUT) { check_overwrite("inline", "shm", 0); }
+Test(pmix_ofi, a_peers_put_past_a_blocks_end_makes_the_next_free_fail_on_every_pe_tcp_rxm_rma,
+     .timeout = TEST_TIMEOUT) { check_overwrite("inline", "tcp;ofi_rxm", 1); }
+
 /* ---- heap growth: 1 MiB heaps that may grow to 256 MiB ------------------
    Same-address runs map the peers' heaps, regions they grow into included:
    the worker loads a peer's newest region through shmem_ptr. */

@@ -469,8 +469,9 @@ typedef struct shmalloc_memops {
    resize makes nothing before its commit. */
 SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem, size_t bytes, size_t initial,
                                                                      const shmalloc_memops *ops);
-/* Frees what a separate core obtained; does nothing for an inline one,
-   which lives in its region. */
+/* Frees what a separate core obtained.  An inline one lives in its
+   region, which it leaves as the caller may use it again (under
+   SHMALLOC_POISON, no byte still marked inaccessible). */
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_destroy(shmalloc_tlsf *t);
 /* Adds `bytes` (rounded up to 16, at least 32) at the top of the blocks, as
    free space merged with a free top block.  SHMALLOC_TLSF_OK, or NO_ROOM
@@ -3324,7 +3325,12 @@ static uint32_t shm__rec_holder(const shmalloc_tlsf *t, uint64_t off)
 {
     const struct shm__records *s = t->records;
     size_t i = (size_t)off >> SHM__REC_MAP_LOG2;
-    uint32_t b = 0;
+    uint32_t b = s->r[0].prev; /* the last block */
+    if (i >> 6 >= s->map_words) { /* past the map: the last used block, grown in place beyond it, or the top */
+        if (s->r[b].off > off) b = s->r[b].prev;
+        return !(s->r[b].size & SHM__FREE) && off - s->r[b].off < shm__rec_usize(&s->r[b]) ? b : 0;
+    }
+    b = 0;
     do { /* twice when off's own 32 bytes hold a start above it */
         i = shm__holder_bit(s->map, s->map_words, s->large, s->large_words, s->large_words, i, SHM__REC_MAP_LOG2);
         if (i == SIZE_MAX) return 0;
@@ -3632,7 +3638,7 @@ static void shm__rec_counters(const shmalloc_tlsf *t, shmalloc_counters *out)
 {
     out->capacity = t->records->capacity;
     out->free = out->capacity - out->in_use;
-    out->spec = 0;
+    out->spec = (size_t)(t->limit - t->base) - out->capacity; /* the spec area lies between the blocks and the limit */
     out->high_water = t->high_water;
     out->largest_request = shm__rec_largest_served(t); /* no header */
 }
@@ -3751,6 +3757,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
 SHMALLOC_DEF SHMALLOC_API void shmalloc_tlsf_destroy(shmalloc_tlsf *t)
 {
     if (t && t->records) shm__rec_destroy(t);
+    else if (t) SHM__UNPOISON(t->base, (size_t)(t->end - t->base)); /* the region is the caller's again */
 }
 
 SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_overhead(size_t capacity)

@@ -4,6 +4,8 @@
    size, alignment).  Every result is checked against a simple model - the
    live blocks with their sizes and tags - and the heap checker runs after
    every operation.  Any disagreement aborts, which libFuzzer reports.
+   The first byte picks the core: bit 0 a region that starts small and
+   grows, bit 1 separate metadata (else the headers are in the region).
 
        make fuzz                  (FUZZ_SECONDS=60 by default)
 */
@@ -28,6 +30,7 @@ typedef struct slot {
 static _Alignas(4096) unsigned char region[HEAP];
 static slot live[SLOTS];
 static shmalloc_tlsf *heap;
+static size_t header; /* bytes before a user pointer that its block holds: 16 inline, 0 separate */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len);
 
@@ -136,7 +139,7 @@ typedef struct holder {
 static int find_holder(void *user, const shmalloc_block_info *b)
 {
     holder *h = (holder *)user;
-    uintptr_t start = (uintptr_t)shmalloc_tlsf_base(heap) + b->offset - 16;
+    uintptr_t start = (uintptr_t)shmalloc_tlsf_base(heap) + b->offset - header;
     if (h->q < start || h->q - start >= b->size) return 0;
     h->found = 1;
     h->used = b->used;
@@ -149,8 +152,8 @@ static int find_holder(void *user, const shmalloc_block_info *b)
 static void expect_refusal(const unsigned char *p, int status, size_t i)
 {
     shmalloc_counters c;
-    holder h = {(uintptr_t)p - 16, 0, 0};
-    if (p < region + 16) return;
+    holder h = {(uintptr_t)p - header, 0, 0};
+    if (p < region + header) return;
     shmalloc_tlsf_walk(heap, find_holder, &h);
     if (!h.found) return;
     shmalloc_tlsf_counters(heap, &c);
@@ -268,15 +271,18 @@ static void free_all_and_check(void)
     shmalloc_tlsf_counters(heap, &c);
     if (c.in_use || c.used_blocks) fail("blocks left over", 0);
     if (shmalloc_tlsf_check(heap, -1)) fail("final heap check", 0);
+    shmalloc_tlsf_destroy(heap);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-    size_t pos;
+    const shmalloc_transport *host = shmalloc_transport_single();
+    shmalloc_memops ops = {NULL, host->fill, host->copy};
+    size_t pos, initial = len && (data[0] & 1) ? (size_t)data[0] << 6 : HEAP; /* growth: kind 5 */
     memset(live, 0, sizeof live);
-    /* an odd first byte: a region that starts small and grows (kind 5) */
-    heap = len && (data[0] & 1) ? shmalloc_tlsf_create_reserved(region, HEAP, (size_t)data[0] << 6)
-                                : shmalloc_tlsf_create(region, HEAP);
+    header = len && (data[0] & 2) ? 0 : 16;
+    heap = header ? shmalloc_tlsf_create_reserved(region, HEAP, initial)
+                  : shmalloc_tlsf_create_separate(region, HEAP, initial, &ops);
     if (!heap) fail("create", 0);
     for (pos = 0; pos + 4 <= len; pos += 4) run_op(data + pos);
     free_all_and_check();

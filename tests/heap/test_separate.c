@@ -469,9 +469,12 @@ Test(tlsf_separate, the_break_moves_as_the_inline_cores_does)
     shmalloc_tlsf *t = dev_heap(d, MIB, 1);
     char *end = d->hidden + MIB, *spec;
     void *a = shmalloc_tlsf_malloc(t, 1000);
+    shmalloc_counters c;
     cr_assert_eq(shmalloc_tlsf_sbreak(t, 0), end, "no spec area yet: the break is the end");
     spec = shmalloc_tlsf_sbreak(t, 4096);
     cr_assert_eq(spec, end - 4096);
+    shmalloc_tlsf_counters(t, &c);
+    cr_assert(c.spec == 4096 && c.capacity == MIB - 4096, "spec %zu, capacity %zu", c.spec, c.capacity);
     cr_assert_eq(shmalloc_tlsf_grow_status(t, 16), SHMALLOC_TLSF_NO_ROOM, "the spec area is in the way");
     cr_assert_null(shmalloc_tlsf_sbreak(t, -8192), "more given back than taken");
     cr_assert_null(shmalloc_tlsf_sbreak(t, (ptrdiff_t)MIB), "more than the top holds");
@@ -480,6 +483,8 @@ Test(tlsf_separate, the_break_moves_as_the_inline_cores_does)
     cr_assert_null(shmalloc_tlsf_malloc(t, 100), "no top, no free block");
     cr_assert_eq(shmalloc_tlsf_sbreak(t, -(ptrdiff_t)(MIB - 1008)), end, "all given back");
     cr_assert_eq(shmalloc_tlsf_top_free(t), MIB - 1008);
+    shmalloc_tlsf_counters(t, &c);
+    cr_assert(c.spec == 0 && c.capacity == MIB, "spec %zu, capacity %zu", c.spec, c.capacity);
     assert_tlsf_ok(t);
     cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
     assert_tlsf_ok(t);
@@ -562,6 +567,30 @@ Test(tlsf_separate, block_of_finds_the_block_behind_any_byte_in_both_cores)
     cr_assert(inl != NULL);
     block_of_steps(inl, 3);
     block_of_steps(t, 3);
+    shmalloc_tlsf_destroy(t);
+}
+
+/* A block that grows in place into the top, far past where any block
+   reached before (the start map follows the highest block): block_of
+   finds it behind its last byte, and a free of a byte inside it is
+   refused as not a block, not as a double free. */
+Test(tlsf_separate, block_of_finds_a_block_grown_into_the_top_behind_its_last_byte)
+{
+    device *d = dev_make(4 * MIB);
+    shmalloc_tlsf *t = dev_heap(d, 4 * MIB, 1);
+    char *a = shmalloc_tlsf_malloc(t, 100), *grown, *start = NULL;
+    size_t size = 0;
+    cr_assert_not_null(a);
+    grown = shmalloc_tlsf_realloc(t, a, 3 * MIB);
+    cr_assert_eq(grown, a, "the top is right behind a: it grows in place");
+    cr_assert_eq(shmalloc_tlsf_block_of(t, a + 3 * MIB - 1, (void **)&start, &size), SHMALLOC_TLSF_OK);
+    cr_assert(start == a && size == shmalloc_tlsf_usable_size(t, a), "start %p size %zu", (void *)start, size);
+    cr_assert_eq(shmalloc_tlsf_free(t, a + 3 * MIB - 16), SHMALLOC_TLSF_NOT_A_BLOCK, "inside a used block");
+    cr_assert_eq(shmalloc_tlsf_block_of(t, a + 3 * MIB + 16, (void **)&start, &size), SHMALLOC_TLSF_NOT_A_BLOCK,
+                 "past it: the top, never handed out");
+    assert_tlsf_ok(t);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    assert_tlsf_ok(t);
     shmalloc_tlsf_destroy(t);
 }
 

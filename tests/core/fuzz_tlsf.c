@@ -225,6 +225,50 @@ static void op_sbreak(const op *o)
     if (inc > 0) memset(top, 0xee, (size_t)inc);
 }
 
+/* The collective layer's tentative calls: a take into an empty slot or a
+   resize of a live one, undone, then made again and kept.  A refusal and
+   an undo leave the counters as they were, and the call made again after
+   an undo gives the same answer. */
+static void expect_unchanged(const shmalloc_counters *before, const char *what, size_t i)
+{
+    shmalloc_counters now;
+    shmalloc_tlsf_counters(heap, &now);
+    if (memcmp(before, &now, sizeof now)) fail(what, i);
+}
+
+static int tentative(size_t i, size_t align, size_t size, shmalloc_tlsf_pending *op)
+{
+    return live[i].p ? shmalloc_tlsf_resize(heap, live[i].p, size, op) : shmalloc_tlsf_take(heap, align, size, op);
+}
+
+static void op_tentative(const op *o)
+{
+    size_t i = o->i, align = o->b & 1 ? o->align : 1, keep = o->size < live[i].size ? o->size : live[i].size;
+    shmalloc_tlsf_pending first, again;
+    shmalloc_counters before;
+    unsigned char *p, *made;
+    if (live[i].p && !o->size) return;
+    shmalloc_tlsf_counters(heap, &before);
+    if (tentative(i, align, o->size, &first) != SHMALLOC_TLSF_OK) {
+        expect_unchanged(&before, "a refused tentative call changed the counters", i);
+        return;
+    }
+    made = (unsigned char *)first.ptr;
+    shmalloc_tlsf_undo(heap, &first);
+    expect_unchanged(&before, "an undo left the counters changed", i);
+    if (live[i].p) verify_tag(i, live[i].size);
+    if (tentative(i, align, o->size, &again) != SHMALLOC_TLSF_OK || (unsigned char *)again.ptr != made)
+        fail("the same tentative call after an undo gave another answer", i);
+    p = (unsigned char *)shmalloc_tlsf_commit(heap, &again);
+    if (!live[i].p) {
+        admit(i, p, o->size, align, o->a);
+        return;
+    }
+    live[i].p = p;
+    verify_tag(i, keep);
+    admit(i, p, o->size, live[i].align, live[i].tag);
+}
+
 /* absurd requests fail cleanly */
 static void op_absurd(const op *o)
 {
@@ -253,7 +297,10 @@ static void run_op(const uint8_t *bytes)
         op_grow(&o);
         if (o.a & 0x80) op_absurd(&o);
         break;
-    case 6: op_sbreak(&o); break;
+    case 6:
+        if (o.a & 0x40) op_tentative(&o);
+        else op_sbreak(&o);
+        break;
     }
     if (shmalloc_tlsf_check(heap, -1)) fail("heap check failed", o.i);
 }

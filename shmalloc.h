@@ -2793,7 +2793,8 @@ typedef struct shm__rec {
 } shm__rec;
 
 struct shm__records {
-    shm__rec *r;
+    shm__rec *r;           /* on a cache line's start, in the allocation at r_mem */
+    void *r_mem;
     uint32_t cap, spare;   /* records allocated; top of the spare stack */
     uint32_t fresh;        /* the first record never used */
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
@@ -2926,6 +2927,15 @@ SHM__INLINE void shm__rec_drop(shmalloc_tlsf *t, uint32_t i)
     s->spare = i;
 }
 
+/* An array of cap zeroed records that starts a cache line, so that none
+   spans two: its allocation goes to *mem, or NULL. */
+static shm__rec *shm__rec_array(uint32_t cap, void **mem)
+{
+    char *p = (char *)shmalloc_mem_alloc((size_t)cap + 2, sizeof(shm__rec));
+    *mem = p;
+    return p ? (shm__rec *)(void *)(p + ((0u - (uintptr_t)p) & 63)) : NULL;
+}
+
 /* Doubles the records and the buckets: 0, or -1 (nothing changed) when
    the hooks have no memory. */
 static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
@@ -2934,18 +2944,20 @@ static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
     uint32_t cap = s->cap * 2, i;
     shm__rec *r;
     uint32_t *b;
+    void *mem;
     if (s->cap > UINT32_MAX / 2) return -1;
-    r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *r);
+    r = shm__rec_array(cap, &mem);
     b = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *b);
     if (!r || !b) {
-        shmalloc_mem_free(r);
+        shmalloc_mem_free(mem);
         shmalloc_mem_free(b);
         return -1;
     }
     SHMALLOC_MEMCPY(r, s->r, s->cap * sizeof *r); /* the new half is zeroed: never used */
-    shmalloc_mem_free(s->r);
+    shmalloc_mem_free(s->r_mem);
     shmalloc_mem_free(s->buckets);
     s->r = r;
+    s->r_mem = mem;
     s->buckets = b;
     s->cap = cap;
     s->bucket_shift--;
@@ -3697,7 +3709,7 @@ static void *shm__rec_sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
 
 static void shm__rec_destroy(shmalloc_tlsf *t)
 {
-    shmalloc_mem_free(t->records->r);
+    shmalloc_mem_free(t->records->r_mem);
     shmalloc_mem_free(t->records->buckets);
     shmalloc_mem_free(t->records->map);
     shmalloc_mem_free(t->records);
@@ -3724,7 +3736,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
     while (cap < s->lists + 2 + SHM__REC_HEADROOM) cap *= 2;
     s->cap = cap;
     s->bucket_shift = 64 - shm__fls(cap);
-    s->r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *s->r);
+    s->r = shm__rec_array(cap, &s->r_mem);
     s->buckets = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *s->buckets);
     initial = initial < bytes ? (initial + 15) & ~(size_t)15 : bytes;
     initial = initial < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : initial;
@@ -4366,6 +4378,7 @@ static void shm__rec_check(shm__checker *c)
     size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
     if (!shm__marks_sound(s->large, s->large_words, s->large_words))
         shm__problem(c, "the large marks' summary disagrees with them");
+    if ((uintptr_t)r & 63) shm__problem(c, "the records do not start a cache line: half of them span two");
     for (i = r[0].next; i; p = i, i = r[i].next) {
         int is_free = (r[i].size & SHM__FREE) != 0;
         size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]), at = (size_t)off;

@@ -2790,11 +2790,12 @@ typedef struct shm__rec {
     uint64_t off;          /* of the block (its user pointer) from base */
     uint64_t size;         /* bytes | SHM__FREE | SHM__TOP; a used block's align log2 on top */
     uint32_t prev, next;   /* physical neighbours, 0 at the ends; a sentinel's next: its list bits */
-    uint32_t fprev, fnext; /* free: the list; used: the bucket chain; spare: the stack */
+    uint32_t fprev, fnext; /* free: the list (a first's fprev is stale, shm__rec_before); used: the bucket chain; spare: the stack */
 } shm__rec;
 
 struct shm__records {
-    shm__rec *r;
+    shm__rec *r;           /* on a cache line's start, in the allocation at r_mem */
+    void *r_mem;
     uint32_t cap, spare;   /* records allocated; top of the spare stack */
     uint32_t fresh;        /* the first record never used */
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
@@ -2927,6 +2928,15 @@ SHM__INLINE void shm__rec_drop(shmalloc_tlsf *t, uint32_t i)
     s->spare = i;
 }
 
+/* An array of cap zeroed records that starts a cache line, so that none
+   spans two: its allocation goes to *mem, or NULL. */
+static shm__rec *shm__rec_array(uint32_t cap, void **mem)
+{
+    char *p = (char *)shmalloc_mem_alloc((size_t)cap + 2, sizeof(shm__rec));
+    *mem = p;
+    return p ? (shm__rec *)(void *)(p + ((0u - (uintptr_t)p) & 63)) : NULL;
+}
+
 /* Doubles the records and the buckets: 0, or -1 (nothing changed) when
    the hooks have no memory. */
 static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
@@ -2935,18 +2945,20 @@ static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
     uint32_t cap = s->cap * 2, i;
     shm__rec *r;
     uint32_t *b;
+    void *mem;
     if (s->cap > UINT32_MAX / 2) return -1;
-    r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *r);
+    r = shm__rec_array(cap, &mem);
     b = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *b);
     if (!r || !b) {
-        shmalloc_mem_free(r);
+        shmalloc_mem_free(mem);
         shmalloc_mem_free(b);
         return -1;
     }
     SHMALLOC_MEMCPY(r, s->r, s->cap * sizeof *r); /* the new half is zeroed: never used */
-    shmalloc_mem_free(s->r);
+    shmalloc_mem_free(s->r_mem);
     shmalloc_mem_free(s->buckets);
     s->r = r;
+    s->r_mem = mem;
     s->buckets = b;
     s->cap = cap;
     s->bucket_shift--;
@@ -3008,10 +3020,20 @@ SHM__INLINE void shm__rec_push(shmalloc_tlsf *t, uint32_t b, uint32_t l)
     if (head == l) shm__rec_filled(t, l);
 }
 
-SHM__INLINE void shm__rec_remove(shmalloc_tlsf *t, uint32_t b)
+/* What comes before free block b, listed for `size` bytes: a pop leaves
+   the new first's fprev naming the block it took, which no longer links
+   to it; that saves the pop a write to a cold record. */
+SHM__INLINE uint32_t shm__rec_before(const shmalloc_tlsf *t, uint32_t b, size_t size)
+{
+    uint32_t prev = shm__r(t)[b].fprev;
+    return shm__r(t)[prev].fnext == b ? prev : shm__rec_list(size);
+}
+
+/* Free block b, listed for `size` bytes, leaves its list. */
+SHM__INLINE void shm__rec_remove(shmalloc_tlsf *t, uint32_t b, size_t size)
 {
     shm__rec *r = shm__r(t);
-    uint32_t next = r[b].fnext, prev = r[b].fprev;
+    uint32_t next = r[b].fnext, prev = shm__rec_before(t, b, size);
     r[next].fprev = prev;
     r[prev].fnext = next;
     if (next == prev) shm__rec_emptied(t, prev);
@@ -3022,15 +3044,17 @@ SHM__INLINE void shm__rec_pop(shmalloc_tlsf *t, uint32_t b, uint32_t l)
     shm__rec *r = shm__r(t);
     uint32_t next = r[b].fnext;
     r[l].fnext = next;
-    r[next].fprev = l;
-    if (next == l) shm__rec_emptied(t, l);
+    if (next == l) {
+        r[l].fprev = l;
+        shm__rec_emptied(t, l);
+    }
 }
 
 /* Free block b, not the top, changed size from old: to its new list, if another. */
 SHM__INLINE void shm__rec_relist(shmalloc_tlsf *t, uint32_t b, size_t old, size_t size)
 {
     if (shm__list_key(old) == shm__list_key(size)) return;
-    shm__rec_remove(t, b);
+    shm__rec_remove(t, b, old);
     shm__rec_push(t, b, shm__rec_list(size));
 }
 
@@ -3091,7 +3115,7 @@ static SHM__NOINLINE void *shm__rec_take_own(shmalloc_tlsf *t, size_t size)
 {
     uint32_t h;
     if (size > t->records->capacity || !(h = shm__rec_find_own(t, shm__rec_list(size), size))) return NULL;
-    shm__rec_remove(t, h);
+    shm__rec_remove(t, h, shm__rec_fsize(&shm__r(t)[h]));
     shm__r(t)[h].size &= ~SHM__FREE;
     return shm__rec_taken(t, h);
 }
@@ -3187,7 +3211,7 @@ static uint32_t shm__rec_own_prev(const shmalloc_tlsf *t, size_t size, size_t al
     if (align > SHMALLOC_ALIGNMENT || size > t->records->capacity || (top && shm__rec_fsize(&r[top]) >= size))
         return 0;
     b = shm__rec_find_own(t, shm__rec_list(size), size);
-    return b ? r[b].fprev : 0;
+    return b ? shm__rec_before(t, b, shm__rec_fsize(&r[b])) : 0;
 }
 
 static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
@@ -3255,14 +3279,14 @@ static SHM__NOINLINE int shm__rec_merge_prev(shmalloc_tlsf *t, uint32_t b, uint3
         total += shm__rec_fsize(&r[n]);
         after = r[n].next;
         if (n == t->records->top) t->records->top = 0;
-        else shm__rec_remove(t, n);
+        else shm__rec_remove(t, n, shm__rec_fsize(&r[n]));
         shm__rec_drop(t, n);
     }
     r[p].next = after;
     r[after].prev = p;
     shm__rec_drop(t, b);
     if (!after) { /* p reaches the end: the top */
-        shm__rec_remove(t, p);
+        shm__rec_remove(t, p, psize);
         r[p].size = total | SHM__FREE | SHM__TOP;
         t->records->top = p;
         return SHMALLOC_TLSF_OK;
@@ -3433,7 +3457,7 @@ SHM__INLINE int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
     } else { /* too little is left for a block: b takes all of n */
         after = r[n].next;
         if (n == t->records->top) t->records->top = 0;
-        else shm__rec_remove(t, n);
+        else shm__rec_remove(t, n, nsize);
         r[b].next = after;
         r[after].prev = b;
         shm__rec_drop(t, n);
@@ -3479,7 +3503,7 @@ static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr
     if (p) {
         if (ops->copy(ops->user, t->base + r[p].off, ptr, keep)) return NULL;
         shm__rec_mark(t->records, shm__rec_unhash(t, r[b].off));
-        shm__rec_remove(t, p);
+        shm__rec_remove(t, p, shm__rec_fsize(&r[p]));
         r[p].size = (shm__rec_fsize(&r[p]) + shm__rec_usize(&r[b])) | (r[b].size & SHM__ALIGN_MASK);
         r[p].next = r[b].next;
         r[r[b].next].prev = p;
@@ -3591,8 +3615,8 @@ static void shm__rec_untake(shmalloc_tlsf *t, uint32_t b, uint32_t after)
     shm__rec_release(t, b);
     if (r[f].size & SHM__TOP) return;
     if (!after) after = shm__rec_list(shm__rec_fsize(&r[f])); /* to the head */
-    if (r[f].fprev == after) return;
-    shm__rec_remove(t, f); /* f has company, after: the list stays filled */
+    if (r[after].fnext == f) return;
+    shm__rec_remove(t, f, shm__rec_fsize(&r[f])); /* f has company, after: the list stays filled */
     r[f].fnext = r[after].fnext;
     r[f].fprev = after;
     r[r[after].fnext].fprev = f;
@@ -3703,7 +3727,7 @@ static void *shm__rec_sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
 
 static void shm__rec_destroy(shmalloc_tlsf *t)
 {
-    shmalloc_mem_free(t->records->r);
+    shmalloc_mem_free(t->records->r_mem);
     shmalloc_mem_free(t->records->buckets);
     shmalloc_mem_free(t->records->map);
     shmalloc_mem_free(t->records);
@@ -3730,7 +3754,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
     while (cap < s->lists + 2 + SHM__REC_HEADROOM) cap *= 2;
     s->cap = cap;
     s->bucket_shift = 64 - shm__fls(cap);
-    s->r = (shm__rec *)shmalloc_mem_alloc(cap, sizeof *s->r);
+    s->r = shm__rec_array(cap, &s->r_mem);
     s->buckets = (uint32_t *)shmalloc_mem_alloc(cap, sizeof *s->buckets);
     initial = initial < bytes ? (initial + 15) & ~(size_t)15 : bytes;
     initial = initial < SHM__MIN_BLOCK ? SHM__MIN_BLOCK : initial;
@@ -4362,6 +4386,24 @@ static void shm__check_lists(shm__checker *c, size_t nfree)
    both ways, no two free blocks side by side, the top last; every free
    block in its list and every used one in its bucket and the map, and
    nothing else there. */
+/* Each free list links both ways (but for its first's fprev) and its
+   bitmap bit says whether it has blocks; a list longer than the records
+   is a cycle. */
+static void shm__rec_check_lists(shm__checker *c)
+{
+    const shmalloc_tlsf *t = c->t;
+    const shm__rec *r = t->records->r;
+    uint32_t l, x, prev, n;
+    for (l = 1; l <= t->records->lists; l++) {
+        for (prev = l, x = r[l].fnext, n = 0; x != l && n < t->records->cap; prev = x, x = r[x].fnext, n++)
+            if (prev != l && r[x].fprev != prev)
+                shm__problem(c, "free list %u: a block's fprev is not its predecessor", (unsigned)l);
+        if (x != l || r[l].fprev != prev) shm__problem(c, "free list %u: it does not end at its last block", (unsigned)l);
+        if (!(t->sl_bitmap[(l - 1) >> SHMALLOC_SL_LOG2] >> ((l - 1) & (SHM__SL_COUNT - 1)) & 1) != !n)
+            shm__problem(c, "free list %u: its bitmap bit disagrees with its blocks", (unsigned)l);
+    }
+}
+
 static void shm__rec_check(shm__checker *c)
 {
     const shmalloc_tlsf *t = c->t;
@@ -4373,6 +4415,7 @@ static void shm__rec_check(shm__checker *c)
     size_t marked = shm__bits(s->map, s->map_words), large = shm__bits(s->large, s->large_words);
     if (!shm__marks_sound(s->large, s->large_words, s->large_words))
         shm__problem(c, "the large marks' summary disagrees with them");
+    if ((uintptr_t)r & 63) shm__problem(c, "the records do not start a cache line: half of them span two");
     for (i = r[0].next; i; p = i, i = r[i].next) {
         int is_free = (r[i].size & SHM__FREE) != 0;
         size_t size = is_free ? shm__rec_fsize(&r[i]) : shm__rec_usize(&r[i]), at = (size_t)off;
@@ -4403,6 +4446,7 @@ static void shm__rec_check(shm__checker *c)
     if (off != s->capacity || r[0].prev != p)
         shm__problem(c, "the blocks end at offset %zu, not at the capacity %zu", (size_t)off, s->capacity);
     if (marked || large) shm__problem(c, "the start map or the large marks mark blocks the heap does not have");
+    shm__rec_check_lists(c);
 }
 
 /* shmalloc_tlsf_check for a heap of PE pe, which its lines name (-1: none). */

@@ -3381,15 +3381,9 @@ static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
 }
 
 /* ---- resizing ---- */
-/* Free block f, in no list, not the top, is filed in list l: ptr back,
-   for a resize's tail call, so that the resize keeps no frame. */
-static SHM__NOINLINE void *shm__rec_pushed(shmalloc_tlsf *t, uint32_t f, uint32_t l, void *ptr)
-{
-    shm__rec_push(t, f, l);
-    return ptr;
-}
-
-/* Free block f, listed, not the top, changed size to list l's: as shm__rec_pushed. */
+/* Free block f, listed, not the top, changed size to list l's: to that
+   list, returning ptr for a resize's tail call, so that the resize keeps
+   no frame. */
 static SHM__NOINLINE void *shm__rec_relisted(shmalloc_tlsf *t, uint32_t f, uint32_t l, void *ptr)
 {
     shm__rec_remove(t, f);
@@ -3407,9 +3401,9 @@ static SHM__NOINLINE void *shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size
     r[b].size -= tail;
     if (r[n].size & SHM__FREE) {
         size_t nsize = shm__rec_fsize(&r[n]);
-        r[n].off -= tail;
+        r[n].off = r[b].off + size;
         r[n].size += tail;
-        if (n == t->records->top || shm__list_key(nsize) == shm__list_key(nsize + tail)) return ptr;
+        if ((r[n].size & SHM__TOP) || shm__list_key(nsize) == shm__list_key(nsize + tail)) return ptr;
         return shm__rec_relisted(t, n, shm__rec_list(nsize + tail), ptr);
     }
     f = shm__rec_new(t);
@@ -3424,7 +3418,8 @@ static SHM__NOINLINE void *shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size
         return ptr;
     }
     r[f].size = tail | SHM__FREE;
-    return shm__rec_pushed(t, f, shm__rec_list(tail), ptr);
+    shm__rec_push(t, f, shm__rec_list(tail));
+    return ptr;
 }
 
 SHM__INLINE void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
@@ -3515,14 +3510,13 @@ static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr
     return q;
 }
 
-/* A valid block's grow that shm__rec_regrow leaves: a move, a grow that
-   takes all of the next block, or one that crosses SHM__LARGE. */
+/* A valid block's grow into its free next block that shm__rec_regrow
+   leaves: one that takes all of it, or one that crosses SHM__LARGE. */
 static SHM__NOINLINE void *shm__rec_regrow_rest(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
 {
     size_t old = shm__rec_usize(&shm__r(t)[b]);
-    if (!shm__rec_grow(t, b, size)) return shm__rec_move(t, b, ptr, size);
-    if (SHM__UNLIKELY(shm__crossed_large(old, shm__rec_usize(&shm__r(t)[b])))) return shm__rec_remark(t->records, b, ptr);
-    return ptr;
+    shm__rec_grow(t, b, size);
+    return shm__crossed_large(old, shm__rec_usize(&shm__r(t)[b])) ? shm__rec_remark(t->records, b, ptr) : ptr;
 }
 
 /* A valid block's grow to `size` (a block size) into its free next block,
@@ -3533,8 +3527,8 @@ static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *p
     shm__rec *r = shm__r(t);
     size_t grow = size - shm__rec_usize(&r[b]), nsize;
     uint32_t x = r[b].next;
-    if (!(r[x].size & SHM__FREE) || (nsize = shm__rec_fsize(&r[x])) < grow + SHM__MIN_BLOCK ||
-        SHM__UNLIKELY(shm__crossed_large(size - grow, size)))
+    if (!(r[x].size & SHM__FREE) || (nsize = shm__rec_fsize(&r[x])) < grow) return shm__rec_move(t, b, ptr, size);
+    if (SHM__UNLIKELY(nsize < grow + SHM__MIN_BLOCK || shm__crossed_large(size - grow, size)))
         return shm__rec_regrow_rest(t, b, ptr, size);
     r[x].off += grow;
     r[x].size -= grow;

@@ -3394,7 +3394,7 @@ static SHM__NOINLINE void *shm__rec_relisted(shmalloc_tlsf *t, uint32_t f, uint3
 /* Used block b (at ptr) gives back its bytes beyond `size` when they are
    more than a minimum block (else they stay its slack, as in the inline
    core): ptr. */
-static SHM__NOINLINE void *shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail, void *ptr)
+SHM__INLINE void *shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail, void *ptr)
 {
     shm__rec *r = shm__r(t);
     uint32_t n = r[b].next, f;
@@ -3547,8 +3547,8 @@ static SHM__NOINLINE void *shm__rec_reshrink_rest(shmalloc_tlsf *t, uint32_t b, 
     return shm__rec_give_back(t, b, size, old - size, ptr);
 }
 
-/* A valid block's shrink that gives its tail back, which may need a
-   record: at tail calls, without a frame. */
+/* A valid block's shrink that gives its tail back; one that needs
+   records or crosses SHM__LARGE is out of line. */
 static SHM__NOINLINE void *shm__rec_reshrink(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
 {
     const struct shm__records *s = t->records;

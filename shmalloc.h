@@ -3486,7 +3486,7 @@ static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr
     if (!ops->copy || shm__rec_room(t)) return NULL; /* before r: the records may move */
     r = shm__r(t);
     keep = shm__rec_usize(&r[b]);
-    p = shm__rec_slide(t, b, size, keep);
+    p = r[r[b].prev].size & SHM__FREE ? shm__rec_slide(t, b, size, keep) : 0; /* most have a used one: no call */
     if (p) {
         if (ops->copy(ops->user, t->base + r[p].off, ptr, keep)) return NULL;
         shm__rec_mark(t->records, shm__rec_unhash(t, r[b].off));

@@ -3388,15 +3388,21 @@ static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
     return shm__rec_release(t, b);
 }
 
+/* Used block b, out of its bucket, is freed. */
+SHM__INLINE int shm__rec_free_used(shmalloc_tlsf *t, uint32_t b)
+{
+    if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
+    shm__rec_flip_start(t->records, (size_t)shm__r(t)[b].off);
+    return shm__rec_release(t, b);
+}
+
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
     if (!ptr) return SHMALLOC_TLSF_OK;
     b = shm__rec_unhash(t, shm__rec_offset(t, ptr));
     if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
-    if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
-    shm__rec_flip_start(t->records, (size_t)shm__r(t)[b].off);
-    return shm__rec_release(t, b);
+    return shm__rec_free_used(t, b);
 }
 
 static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
@@ -3405,19 +3411,30 @@ static int shm__rec_validate(const shmalloc_tlsf *t, const void *ptr)
 }
 
 /* ---- resizing ---- */
-/* Used block b gives back its bytes beyond `size` when they are more than
-   a minimum block (else they stay its slack, as in the inline core). */
-static void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail)
+/* Free block f, listed for `old` bytes, not the top, changed size to list
+   l's: to that list, returning ptr for a resize's tail call, so that the
+   resize keeps no frame. */
+static SHM__NOINLINE void *shm__rec_relisted(shmalloc_tlsf *t, uint32_t f, size_t old, uint32_t l, void *ptr)
+{
+    shm__rec_remove(t, f, old);
+    shm__rec_push(t, f, l);
+    return ptr;
+}
+
+/* Used block b (at ptr) gives back its bytes beyond `size` when they are
+   more than a minimum block (else they stay its slack, as in the inline
+   core): ptr. */
+SHM__INLINE void *shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t tail, void *ptr)
 {
     shm__rec *r = shm__r(t);
     uint32_t n = r[b].next, f;
     r[b].size -= tail;
     if (r[n].size & SHM__FREE) {
         size_t nsize = shm__rec_fsize(&r[n]);
-        r[n].off -= tail;
+        r[n].off = r[b].off + size;
         r[n].size += tail;
-        if (n != t->records->top) shm__rec_relist(t, n, nsize, nsize + tail);
-        return;
+        if ((r[n].size & SHM__TOP) || shm__list_key(nsize) == shm__list_key(nsize + tail)) return ptr;
+        return shm__rec_relisted(t, n, nsize, shm__rec_list(nsize + tail), ptr);
     }
     f = shm__rec_new(t);
     r[f].off = r[b].off + size;
@@ -3428,16 +3445,17 @@ static void shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, size_t
     if (!n) {
         r[f].size = tail | SHM__FREE | SHM__TOP;
         t->records->top = f;
-        return;
+        return ptr;
     }
     r[f].size = tail | SHM__FREE;
     shm__rec_push(t, f, shm__rec_list(tail));
+    return ptr;
 }
 
 SHM__INLINE void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
 {
     size_t tail = shm__rec_usize(&shm__r(t)[b]) - size;
-    if (tail > SHM__MIN_BLOCK) shm__rec_give_back(t, b, size, tail);
+    if (tail > SHM__MIN_BLOCK) shm__rec_give_back(t, b, size, tail, NULL);
 }
 
 /* Used block b grows to `size` into a free next block: 0, changing
@@ -3485,82 +3503,110 @@ static uint32_t shm__rec_slide(const shmalloc_tlsf *t, uint32_t b, size_t size, 
     return p;
 }
 
-/* Used block b (at ptr) moves, through the caller's copy: down into its
-   free previous block p, or to a new block of its alignment.  NULL,
-   changing nothing, without room or copy. */
-static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
+/* Used block b (at ptr) grows to `size` (a block size) elsewhere, through
+   the caller's copy: down into its free previous block p, or to a new
+   block of its alignment.  NULL, changing nothing, without room or copy. */
+static SHM__NOINLINE void *shm__rec_move(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
 {
     const shmalloc_memops *ops = &t->records->ops;
     shm__rec *r;
-    size_t keep, align;
+    size_t keep;
     uint32_t p;
     void *q;
     if (!ops->copy || shm__rec_room(t)) return NULL; /* before r: the records may move */
     r = shm__r(t);
-    keep = shm__rec_usize(&r[b]) < n ? shm__rec_usize(&r[b]) : n;
-    align = shm__rec_alignment(&r[b]);
-    p = shm__rec_slide(t, b, shm__rec_bsize(n), keep);
+    keep = shm__rec_usize(&r[b]);
+    p = r[r[b].prev].size & SHM__FREE ? shm__rec_slide(t, b, size, keep) : 0; /* most have a used one: no call */
     if (p) {
         if (ops->copy(ops->user, t->base + r[p].off, ptr, keep)) return NULL;
         shm__rec_mark(t->records, shm__rec_unhash(t, r[b].off));
         shm__rec_remove(t, p, shm__rec_fsize(&r[p]));
-        r[p].size = (shm__rec_fsize(&r[p]) + shm__rec_usize(&r[b])) | (r[b].size & SHM__ALIGN_MASK);
+        r[p].size = (shm__rec_fsize(&r[p]) + keep) | (r[b].size & SHM__ALIGN_MASK);
         r[p].next = r[b].next;
         r[r[b].next].prev = p;
         shm__rec_drop(t, b);
-        if (shm__rec_bsize(n) > shm__rec_usize(&r[p])) shm__rec_grow(t, p, shm__rec_bsize(n)); /* room enough: the slide said so */
-        else shm__rec_shrink(t, p, shm__rec_bsize(n));
+        if (size > shm__rec_usize(&r[p])) shm__rec_grow(t, p, size); /* room enough: the slide said so */
+        else shm__rec_shrink(t, p, size);
         return shm__rec_taken(t, p);
     }
-    q = shm__rec_align(t, align, n);
-    if (!q) return NULL;
+    if (!(q = shm__rec_align(t, shm__rec_alignment(&r[b]), size))) return NULL;
+    shm__rec_unhash(t, r[b].off); /* b's lines are warm before the copy, and it needs no second lookup */
     if (ops->copy(ops->user, q, ptr, keep)) {
+        shm__bucket_put(t->records, b);
         shm__rec_free(t, q);
         return NULL;
     }
-    shm__rec_free(t, ptr);
+    shm__rec_free_used(t, b);
     return q;
 }
 
-/* A valid block's grow: in place, or moved.  Out of line, as is the
-   shrink's giving back: the common path keeps no frame. */
-static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t n)
+/* A valid block's grow into its free next block that shm__rec_regrow
+   leaves: one that takes all of it, or one that crosses SHM__LARGE. */
+static SHM__NOINLINE void *shm__rec_regrow_rest(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
 {
     size_t old = shm__rec_usize(&shm__r(t)[b]);
-    if (!shm__rec_grow(t, b, shm__rec_bsize(n))) return shm__rec_move(t, b, ptr, n);
-    if (SHM__UNLIKELY(shm__crossed_large(old, shm__rec_usize(&shm__r(t)[b])))) return shm__rec_remark(t->records, b, ptr);
-    return ptr;
+    shm__rec_grow(t, b, size);
+    return shm__crossed_large(old, shm__rec_usize(&shm__r(t)[b])) ? shm__rec_remark(t->records, b, ptr) : ptr;
 }
 
-/* A valid block's shrink that gives its tail back, which may need a record. */
-static SHM__NOINLINE void *shm__rec_reshrink(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
+/* A valid block's grow to `size` (a block size) into its free next block,
+   which keeps a block after it; the rest out of line.  As the shrink, it
+   keeps no frame: the top is known by its flag, not by a load. */
+static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
+{
+    shm__rec *r = shm__r(t);
+    size_t grow = size - shm__rec_usize(&r[b]), nsize;
+    uint32_t x = r[b].next;
+    if (!(r[x].size & SHM__FREE) || (nsize = shm__rec_fsize(&r[x])) < grow) return shm__rec_move(t, b, ptr, size);
+    if (SHM__UNLIKELY(nsize < grow + SHM__MIN_BLOCK || shm__crossed_large(size - grow, size)))
+        return shm__rec_regrow_rest(t, b, ptr, size);
+    r[x].off += grow;
+    r[x].size -= grow;
+    r[b].size += grow;
+    if (r[b].off + size > t->high_water) t->high_water = r[b].off + size;
+    if ((r[x].size & SHM__TOP) || shm__list_key(nsize) == shm__list_key(nsize - grow)) return ptr;
+    return shm__rec_relisted(t, x, nsize, shm__rec_list(nsize - grow), ptr);
+}
+
+/* A valid block's shrink that needs more records or crosses SHM__LARGE. */
+static SHM__NOINLINE void *shm__rec_reshrink_rest(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
 {
     size_t old = shm__rec_usize(&shm__r(t)[b]);
     if (shm__rec_room(t)) return NULL;
-    shm__rec_give_back(t, b, size, old - size);
-    if (SHM__UNLIKELY(shm__crossed_large(size, old))) return shm__rec_remark(t->records, b, ptr);
-    return ptr;
+    if (shm__crossed_large(size, old)) shm__rec_remark(t->records, b, ptr);
+    return shm__rec_give_back(t, b, size, old - size, ptr);
 }
 
-/* realloc(NULL, n) and realloc(p, 0). */
+/* A valid block's shrink that gives its tail back; one that needs
+   records or crosses SHM__LARGE is out of line. */
+static SHM__NOINLINE void *shm__rec_reshrink(shmalloc_tlsf *t, uint32_t b, void *ptr, size_t size)
+{
+    const struct shm__records *s = t->records;
+    size_t old = shm__rec_usize(&s->r[b]);
+    if (SHM__UNLIKELY(s->fresh + SHM__REC_HEADROOM > s->cap || shm__crossed_large(size, old)))
+        return shm__rec_reshrink_rest(t, b, ptr, size);
+    return shm__rec_give_back(t, b, size, old - size, ptr);
+}
+
+/* realloc(NULL, n), realloc(p, 0), a pointer no bucket holds, a request too large. */
 static SHM__NOINLINE void *shm__rec_realloc_edge(shmalloc_tlsf *t, void *ptr, size_t n)
 {
     if (!ptr) return shm__rec_malloc(t, n);
-    shm__rec_free(t, ptr);
+    if (!n) shm__rec_free(t, ptr);
     return NULL;
 }
 
 /* Every path but the shrink within the slack is out of line and reached
-   at a tail call: the common grow and shrink keep no frame. */
+   at a tail call: the common grow and shrink keep no frame.  NULL is in
+   no bucket (its offset is no block's), so one test sends it, n == 0 and
+   a bad pointer to the edge. */
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
-    uint32_t b;
+    uint32_t b = shm__rec_find(t, shm__rec_offset(t, ptr));
     size_t size, old;
-    if (SHM__UNLIKELY(!ptr || !n)) return shm__rec_realloc_edge(t, ptr, n);
-    b = shm__rec_find(t, shm__rec_offset(t, ptr));
-    if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return NULL;
+    if (SHM__UNLIKELY(!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST)) return shm__rec_realloc_edge(t, ptr, n);
     size = shm__rec_bsize(n);
-    if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, n);
+    if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, size);
     if (old - size > SHM__MIN_BLOCK) return shm__rec_reshrink(t, b, ptr, size);
     return ptr;
 }

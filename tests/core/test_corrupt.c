@@ -230,7 +230,7 @@ Test(corrupt_separate, a_free_block_out_of_its_list_and_a_used_one_out_of_the_ma
     shmalloc_tlsf *t = busy_separate(&a, &b);
     uint32_t fb = shm__r(t)[shm__r(t)[0].next].next, ua = shm__rec_find(t, shm__rec_offset(t, a));
     cr_assert(shm__r(t)[fb].size & SHM__FREE);
-    shm__rec_remove(t, fb);
+    shm__rec_remove(t, fb, shm__rec_fsize(&shm__r(t)[fb]));
     expect_reported(t, "free block at offset 112 is not in its list");
     shm__rec_push(t, fb, shm__rec_list(shm__rec_fsize(&shm__r(t)[fb])));
     assert_tlsf_ok(t);

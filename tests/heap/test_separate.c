@@ -14,6 +14,7 @@ typedef struct device {
     char *view;   /* the same bytes, writable */
     size_t bytes;
     int fills, copies;
+    int broken; /* the copy engine fails */
 } device;
 
 /* A test's devices: each test runs in a process of its own, and the
@@ -52,6 +53,7 @@ static int dev_fill(void *user, void *dst, int byte, size_t n)
 static int dev_copy(void *user, void *dst, const void *src, size_t n)
 {
     device *d = user;
+    if (d->broken) return -1;
     memmove(dev_at(d, dst, n), dev_at(d, src, n), n);
     d->copies++;
     return 0;
@@ -267,6 +269,49 @@ Test(tlsf_separate, without_fill_or_copy_calloc_and_a_move_fail_and_change_nothi
     cr_assert(memcmp(&before, &after, sizeof before) == 0);
     cr_assert(tagged(d, a, 100, 0x44));
     cr_assert_eq(shmalloc_tlsf_realloc(t, b, 5000), b, "b grows in place: no copy needed");
+    assert_tlsf_ok(t);
+    shmalloc_tlsf_destroy(t);
+}
+
+/* A move whose copy fails leaves the block where it was, whole and
+   still the heap's: a slide into the free block before it, and a move to
+   a new block. */
+Test(tlsf_separate, a_move_whose_copy_fails_changes_nothing)
+{
+    device *d = dev_make(MIB);
+    shmalloc_tlsf *t = dev_heap(d, MIB, 1);
+    char *x = shmalloc_tlsf_malloc(t, 200), *a = shmalloc_tlsf_malloc(t, 100), *b = shmalloc_tlsf_malloc(t, 100);
+    char *grown[2] = {NULL, NULL};
+    size_t to[2] = {150, 5000}; /* 150 fits where x was; 5000 needs a new block */
+    shmalloc_counters before, after;
+    void *start;
+    size_t size;
+    int i;
+    cr_assert(x && a && b);
+    shmalloc_tlsf_free(t, x);
+    tag(d, a, 100, 0x5a);
+    for (i = 0; i < 2; i++) {
+        shmalloc_tlsf_counters(t, &before);
+        d->broken = 1;
+        cr_assert_null(shmalloc_tlsf_realloc(t, a, to[i]), "a, hemmed in by b, must move: its copy fails");
+        d->broken = 0;
+        shmalloc_tlsf_counters(t, &after);
+        after.high_water = before.high_water; /* a record, not a state: the new block may have raised it */
+        cr_assert(memcmp(&before, &after, sizeof before) == 0);
+        cr_assert_eq(shmalloc_tlsf_validate(t, a), SHMALLOC_TLSF_OK, "a is still a used block");
+        cr_assert_eq(shmalloc_tlsf_block_of(t, a + 50, &start, &size), SHMALLOC_TLSF_OK);
+        cr_assert(start == a && size >= 100);
+        cr_assert(tagged(d, a, 100, 0x5a));
+        assert_tlsf_ok(t);
+    }
+    for (i = 0; i < 2; i++) { /* and the same moves, with the copy working */
+        cr_assert((grown[i] = shmalloc_tlsf_realloc(t, a, to[i])) != NULL);
+        cr_assert(i == 0 ? grown[i] == x : grown[i] != a, "moved as planned");
+        cr_assert(tagged(d, grown[i], 100, 0x5a));
+        a = grown[i];
+    }
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_OK);
+    cr_assert_eq(shmalloc_tlsf_free(t, a), SHMALLOC_TLSF_ALREADY_FREE);
     assert_tlsf_ok(t);
     shmalloc_tlsf_destroy(t);
 }

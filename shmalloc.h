@@ -2797,6 +2797,7 @@ struct shm__records {
     uint32_t cap, spare;   /* records allocated; top of the spare stack */
     uint32_t fresh;        /* the first record never used */
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
+    size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__rec_set_capacity */
     uint32_t *buckets;     /* as many as records: a chain of one on average */
     uint32_t bucket_shift; /* 64 - log2(buckets) */
     uint64_t *map;         /* the start map: bit i, a used block starts in [32 i, 32 i + 32), up to the highest block */
@@ -2977,6 +2978,14 @@ static int shm__rec_ready(shmalloc_tlsf *t, size_t n, size_t align)
     const struct shm__records *s = t->records;
     size_t end = s->top ? (size_t)s->r[s->top].off + shm__rec_bsize(n) + (align > SHMALLOC_ALIGNMENT ? align : 0) : 0;
     return !shm__rec_mapped(t, end) || shm__rec_room(t) ? -1 : 0;
+}
+
+/* As shm__set_capacity: malloc tests a request's size once. */
+static void shm__rec_set_capacity(struct shm__records *s, size_t capacity)
+{
+    size_t most = capacity >= SHM__MIN_BLOCK ? capacity & ~(size_t)15 : 0;
+    s->capacity = capacity;
+    s->malloc_limit = most < SHMALLOC_TLSF_MAX_REQUEST ? most : SHMALLOC_TLSF_MAX_REQUEST;
 }
 
 /* ---- the free lists, as the inline core's, over record indices ---- */
@@ -3189,24 +3198,39 @@ static uint32_t shm__rec_own_prev(const shmalloc_tlsf *t, size_t size, size_t al
     return b ? r[b].fprev : 0;
 }
 
-static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
+/* malloc's block of `size` bytes when no list serves it: as the inline
+   malloc, the top, then the own list. */
+static SHM__NOINLINE void *shm__rec_malloc_top(shmalloc_tlsf *t, size_t size)
 {
-    size_t size;
-    uint32_t l, h;
-    if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
-    size = shm__rec_bsize(n);
-    if (size > t->records->capacity) return NULL;
-    l = shm__rec_list(size);
-    h = shm__r(t)[l].fnext;
-    if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
-    if (t->fl_bitmap && shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
-    h = t->records->top; /* as the inline malloc: the top, then the own list */
+    uint32_t h = t->records->top;
+    if (shm__rec_room(t)) return NULL;
     if (SHM__LIKELY(h && shm__rec_fsize(&shm__r(t)[h]) >= size + SHM__MIN_BLOCK &&
                     shm__r(t)[h].off + size <= t->records->map_words * SHM__REC_MAP_WORD)) {
         shm__r(t)[h].size -= size; /* take_top's common cut, inline: its frame would cost more */
         return shm__rec_taken(t, shm__rec_cut(t, h, size, 0));
     }
     return shm__rec_take_top(t, size, 0);
+}
+
+/* malloc's block of `size` bytes from the lists, or else the top. */
+static SHM__NOINLINE void *shm__rec_malloc_listed(shmalloc_tlsf *t, size_t size)
+{
+    uint32_t l = shm__rec_list(size), h = shm__r(t)[l].fnext;
+    if (shm__rec_room(t)) return NULL;
+    if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
+    if (shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
+    return shm__rec_malloc_top(t, size);
+}
+
+/* The inline core's malloc sends here every request its paths refuse:
+   all of a separate core's (see shmalloc_tlsf_create_separate), and its
+   own 0 and too large, which find no records.  Its two ways are out of
+   line, at tail calls: with no listed block, the lists' frame is not paid. */
+static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
+{
+    if (!t->records || n - 1 >= t->records->malloc_limit) return NULL;
+    if (!t->fl_bitmap) return shm__rec_malloc_top(t, shm__rec_bsize(n)); /* every list is empty */
+    return shm__rec_malloc_listed(t, shm__rec_bsize(n));
 }
 
 /* The top's aligned block; the gap before it becomes a listed free block. */
@@ -3358,10 +3382,13 @@ static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
     return shm__rec_release(t, b);
 }
 
+/* The inline core's free sends here every pointer its start map refuses:
+   all of a separate core's, and its own NULL and bad ones. */
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
     if (!ptr) return SHMALLOC_TLSF_OK;
+    if (!t->records) return shm__invalid(t, ptr);
     b = shm__rec_unhash(t, shm__rec_offset(t, ptr));
     if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
     if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
@@ -3657,7 +3684,7 @@ static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
         r[s->top].next = 0;
         r[last].next = r[0].prev = s->top;
     }
-    s->capacity += n;
+    shm__rec_set_capacity(s, s->capacity + n);
     return SHMALLOC_TLSF_OK;
 }
 
@@ -3685,10 +3712,10 @@ static void *shm__rec_sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
         r[0].prev = last;
         shm__rec_drop(t, s->top);
         s->top = 0;
-        s->capacity -= n;
+        shm__rec_set_capacity(s, s->capacity - n);
     } else if (inc > 0) {
         r[s->top].size -= n;
-        s->capacity -= n;
+        shm__rec_set_capacity(s, s->capacity - n);
     } else if (inc < 0) {
         shm__rec_extend(t, n);
     }
@@ -3744,7 +3771,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
     t->base = (char *)mem;
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + bytes;
-    s->capacity = initial; /* t's capacity, malloc_limit and mapped_bits stay 0: the inline paths send every call here */
+    shm__rec_set_capacity(s, initial); /* t's capacity, malloc_limit and mapped_bits stay 0: the inline paths send every call here */
     return t;
 }
 
@@ -3826,19 +3853,11 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
     return p;
 }
 
-/* A request the inline paths refuse: 0, too large, or for a separate
-   core, whose malloc_limit is 0 so that its test costs the inline core
-   nothing. */
-static SHM__NOINLINE void *shm__malloc_refused(shmalloc_tlsf *t, size_t size)
-{
-    return t->records ? shm__rec_malloc(t, size) : NULL;
-}
-
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *list;
     size_t bsize;
-    if (size - 1 >= t->malloc_limit) return shm__malloc_refused(t, size); /* 0, too large, or separate */
+    if (size - 1 >= t->malloc_limit) return shm__rec_malloc(t, size); /* 0, too large, or separate: its limit is 0 */
     bsize = shm__block_size(size);
     list = shm__list_for(t, bsize);
     if (list->next_free->header >= bsize) /* as shm__find_list_fits: an exact-class hit */
@@ -3876,19 +3895,13 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
     return p;
 }
 
-/* A pointer the start map refuses: a bad one, or any of a separate core,
-   whose map is empty. */
-static SHM__NOINLINE int shm__free_refused(shmalloc_tlsf *t, void *ptr)
-{
-    return t->records ? shm__rec_free(t, ptr) : shm__invalid(t, ptr);
-}
-
-/* NULL fails the start-map test too: it is told apart only then. */
+/* A pointer the start map refuses (NULL, a bad one, or any of a separate
+   core, whose map is empty) is shm__rec_free's. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
     shm__block *b = shm__of_user(ptr);
     if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, b);
-    return b != shm__of_user(NULL) ? shm__free_refused(t, shm__user(b)) : SHMALLOC_TLSF_OK;
+    return shm__rec_free(t, shm__user(b));
 }
 
 /* realloc's shrink of b below SHM__LARGE: its mark goes, at a tail call,

@@ -2955,10 +2955,16 @@ static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
     return 0;
 }
 
+/* Are the records too few for what a call may create? */
+SHM__INLINE int shm__rec_short(const shmalloc_tlsf *t)
+{
+    return t->records->fresh + SHM__REC_HEADROOM > t->records->cap;
+}
+
 /* Room for the records a call may create: 0, or -1 when there is none. */
 SHM__INLINE int shm__rec_room(shmalloc_tlsf *t)
 {
-    return SHM__LIKELY(t->records->fresh + SHM__REC_HEADROOM <= t->records->cap) ? 0 : shm__rec_more(t);
+    return SHM__UNLIKELY(shm__rec_short(t)) ? shm__rec_more(t) : 0;
 }
 
 /* Does the start map reach `end`, where a block taken from the top would
@@ -3198,13 +3204,23 @@ static uint32_t shm__rec_own_prev(const shmalloc_tlsf *t, size_t size, size_t al
     return b ? r[b].fprev : 0;
 }
 
+static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n);
+
+/* malloc when the records are short: they double, and malloc starts again
+   (a block size is its own).  Reached at a tail call: malloc keeps no
+   frame for it. */
+static SHM__NOINLINE void *shm__rec_malloc_more(shmalloc_tlsf *t, size_t size)
+{
+    return shm__rec_more(t) ? NULL : shm__rec_malloc(t, size);
+}
+
 /* malloc's block of `size` bytes when no list serves it: as the inline
    malloc, the top, then the own list. */
 static SHM__NOINLINE void *shm__rec_malloc_top(shmalloc_tlsf *t, size_t size)
 {
-    uint32_t h = t->records->top;
-    if (shm__rec_room(t)) return NULL;
-    if (SHM__LIKELY(h && shm__rec_fsize(&shm__r(t)[h]) >= size + SHM__MIN_BLOCK &&
+    uint32_t h = t->records->top; /* 0 for none: r[0]'s size is 0 */
+    if (SHM__UNLIKELY(shm__rec_short(t))) return shm__rec_malloc_more(t, size);
+    if (SHM__LIKELY(shm__rec_fsize(&shm__r(t)[h]) >= size + SHM__MIN_BLOCK &&
                     shm__r(t)[h].off + size <= t->records->map_words * SHM__REC_MAP_WORD)) {
         shm__r(t)[h].size -= size; /* take_top's common cut, inline: its frame would cost more */
         return shm__rec_taken(t, shm__rec_cut(t, h, size, 0));
@@ -3216,7 +3232,7 @@ static SHM__NOINLINE void *shm__rec_malloc_top(shmalloc_tlsf *t, size_t size)
 static SHM__NOINLINE void *shm__rec_malloc_listed(shmalloc_tlsf *t, size_t size)
 {
     uint32_t l = shm__rec_list(size), h = shm__r(t)[l].fnext;
-    if (shm__rec_room(t)) return NULL;
+    if (SHM__UNLIKELY(shm__rec_short(t))) return shm__rec_malloc_more(t, size);
     if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
     if (shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
     return shm__rec_malloc_top(t, size);

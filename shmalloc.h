@@ -3403,10 +3403,9 @@ static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
-    if (!ptr) return SHMALLOC_TLSF_OK;
-    if (!t->records) return shm__invalid(t, ptr);
-    b = shm__rec_unhash(t, shm__rec_offset(t, ptr));
-    if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
+    if (!t->records) return ptr ? shm__invalid(t, ptr) : SHMALLOC_TLSF_OK;
+    b = shm__rec_unhash(t, shm__rec_offset(t, ptr)); /* NULL's offset lies beyond every block */
+    if (SHM__UNLIKELY(!b)) return ptr ? shm__rec_invalid(t, ptr) : SHMALLOC_TLSF_OK;
     if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
     shm__rec_flip_start(t->records, (size_t)shm__r(t)[b].off);
     return shm__rec_release(t, b);

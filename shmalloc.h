@@ -3391,6 +3391,14 @@ SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
     return (uint64_t)((uintptr_t)ptr - (uintptr_t)t->base);
 }
 
+/* free's pointer at offset off, which no bucket holds: NULL, or a bad one.
+   Its offset, not the pointer, so that the free keeps one value less. */
+static SHM__NOINLINE int shm__rec_unheld(const shmalloc_tlsf *t, uint64_t off)
+{
+    uintptr_t q = (uintptr_t)t->base + (uintptr_t)off;
+    return q ? shm__rec_invalid(t, (const void *)q) : SHMALLOC_TLSF_OK;
+}
+
 /* A large block's free: its mark flips out of line, so that the others' keeps no frame. */
 static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
 {
@@ -3403,9 +3411,11 @@ static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
+    uint64_t off;
     if (!t->records) return ptr ? shm__invalid(t, ptr) : SHMALLOC_TLSF_OK;
-    b = shm__rec_unhash(t, shm__rec_offset(t, ptr)); /* NULL's offset lies beyond every block */
-    if (SHM__UNLIKELY(!b)) return ptr ? shm__rec_invalid(t, ptr) : SHMALLOC_TLSF_OK;
+    off = shm__rec_offset(t, ptr);
+    b = shm__rec_unhash(t, off); /* NULL's offset lies beyond every block */
+    if (SHM__UNLIKELY(!b)) return shm__rec_unheld(t, off);
     if (SHM__UNLIKELY(shm__rec_usize(&shm__r(t)[b]) >= SHM__LARGE)) return shm__rec_free_large(t, b);
     shm__rec_flip_start(t->records, (size_t)shm__r(t)[b].off);
     return shm__rec_release(t, b);
@@ -3562,12 +3572,16 @@ static SHM__NOINLINE void *shm__rec_realloc_edge(shmalloc_tlsf *t, void *ptr, si
     return NULL;
 }
 
+static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size);
+
 /* Every path but the shrink within the slack is out of line and reached
-   at a tail call: the common grow and shrink keep no frame. */
+   at a tail call: the common grow and shrink keep no frame.  The inline
+   core's realloc sends here every call its start map refuses. */
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
     uint32_t b;
     size_t size, old;
+    if (!t->records) return shm__realloc_planned(t, ptr, n);
     if (SHM__UNLIKELY(!ptr || !n)) return shm__rec_realloc_edge(t, ptr, n);
     b = shm__rec_find(t, shm__rec_offset(t, ptr));
     if (!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST) return NULL;
@@ -3977,7 +3991,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
         SHM__UNPOISON(ptr, old - 8); /* the slack after the old request */
         return shm__fit(ptr, size);
     }
-    return t->records ? shm__rec_realloc(t, ptr, size) : shm__realloc_planned(t, ptr, size);
+    return shm__rec_realloc(t, ptr, size);
 }
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)

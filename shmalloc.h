@@ -3407,7 +3407,7 @@ static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
 }
 
 /* The inline core's free sends here every pointer its start map refuses:
-   all of a separate core's, and its own NULL and bad ones. */
+   all of a separate core's, and its own bad ones; NULL is no error. */
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
@@ -3924,13 +3924,13 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
     return p;
 }
 
-/* A pointer the start map refuses (NULL, a bad one, or any of a separate
-   core, whose map is empty) is shm__rec_free's. */
+/* A pointer the start map refuses (a bad one, or any of a separate core,
+   whose map is empty) is shm__rec_free's; NULL is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
     shm__block *b = shm__of_user(ptr);
     if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, b);
-    return shm__rec_free(t, shm__user(b));
+    return b != shm__of_user(NULL) ? shm__rec_free(t, shm__user(b)) : SHMALLOC_TLSF_OK;
 }
 
 /* realloc's shrink of b below SHM__LARGE: its mark goes, at a tail call,

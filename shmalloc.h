@@ -2799,6 +2799,7 @@ struct shm__records {
     uint32_t cap, spare;   /* records allocated; top of the spare stack */
     uint32_t fresh;        /* the first record never used */
     size_t capacity;       /* bytes of the blocks (the inline paths see 0, so come here) */
+    size_t malloc_limit;   /* malloc(n) can succeed only for 1 <= n <= this: shm__rec_set_capacity */
     uint32_t *buckets;     /* as many as records: a chain of one on average */
     uint32_t bucket_shift; /* 64 - log2(buckets) */
     uint64_t *map;         /* the start map: bit i, a used block starts in [32 i, 32 i + 32), up to the highest block */
@@ -2967,10 +2968,16 @@ static SHM__NOINLINE int shm__rec_more(shmalloc_tlsf *t)
     return 0;
 }
 
+/* Are the records too few for what a call may create? */
+SHM__INLINE int shm__rec_short(const shmalloc_tlsf *t)
+{
+    return t->records->fresh + SHM__REC_HEADROOM > t->records->cap;
+}
+
 /* Room for the records a call may create: 0, or -1 when there is none. */
 SHM__INLINE int shm__rec_room(shmalloc_tlsf *t)
 {
-    return SHM__LIKELY(t->records->fresh + SHM__REC_HEADROOM <= t->records->cap) ? 0 : shm__rec_more(t);
+    return SHM__UNLIKELY(shm__rec_short(t)) ? shm__rec_more(t) : 0;
 }
 
 /* Does the start map reach `end`, where a block taken from the top would
@@ -2990,6 +2997,14 @@ static int shm__rec_ready(shmalloc_tlsf *t, size_t n, size_t align)
     const struct shm__records *s = t->records;
     size_t end = s->top ? (size_t)s->r[s->top].off + shm__rec_bsize(n) + (align > SHMALLOC_ALIGNMENT ? align : 0) : 0;
     return !shm__rec_mapped(t, end) || shm__rec_room(t) ? -1 : 0;
+}
+
+/* As shm__set_capacity: malloc tests a request's size once. */
+static void shm__rec_set_capacity(struct shm__records *s, size_t capacity)
+{
+    size_t most = capacity >= SHM__MIN_BLOCK ? capacity & ~(size_t)15 : 0;
+    s->capacity = capacity;
+    s->malloc_limit = most < SHMALLOC_TLSF_MAX_REQUEST ? most : SHMALLOC_TLSF_MAX_REQUEST;
 }
 
 /* ---- the free lists, as the inline core's, over record indices ---- */
@@ -3214,24 +3229,49 @@ static uint32_t shm__rec_own_prev(const shmalloc_tlsf *t, size_t size, size_t al
     return b ? shm__rec_before(t, b, shm__rec_fsize(&r[b])) : 0;
 }
 
-static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
+static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n);
+
+/* malloc when the records are short: they double, and malloc starts again
+   (a block size is its own).  Reached at a tail call: malloc keeps no
+   frame for it. */
+static SHM__NOINLINE void *shm__rec_malloc_more(shmalloc_tlsf *t, size_t size)
 {
-    size_t size;
-    uint32_t l, h;
-    if (n - 1 >= SHMALLOC_TLSF_MAX_REQUEST || shm__rec_room(t)) return NULL;
-    size = shm__rec_bsize(n);
-    if (size > t->records->capacity) return NULL;
-    l = shm__rec_list(size);
-    h = shm__r(t)[l].fnext;
-    if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
-    if (t->fl_bitmap && shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
-    h = t->records->top; /* as the inline malloc: the top, then the own list */
-    if (SHM__LIKELY(h && shm__rec_fsize(&shm__r(t)[h]) >= size + SHM__MIN_BLOCK &&
+    return shm__rec_more(t) ? NULL : shm__rec_malloc(t, size);
+}
+
+/* malloc's block of `size` bytes when no list serves it: as the inline
+   malloc, the top, then the own list. */
+static SHM__NOINLINE void *shm__rec_malloc_top(shmalloc_tlsf *t, size_t size)
+{
+    uint32_t h = t->records->top; /* 0 for none: r[0]'s size is 0 */
+    if (SHM__UNLIKELY(shm__rec_short(t))) return shm__rec_malloc_more(t, size);
+    if (SHM__LIKELY(shm__rec_fsize(&shm__r(t)[h]) >= size + SHM__MIN_BLOCK &&
                     shm__r(t)[h].off + size <= t->records->map_words * SHM__REC_MAP_WORD)) {
         shm__r(t)[h].size -= size; /* take_top's common cut, inline: its frame would cost more */
         return shm__rec_taken(t, shm__rec_cut(t, h, size, 0));
     }
     return shm__rec_take_top(t, size, 0);
+}
+
+/* malloc's block of `size` bytes from the lists, or else the top. */
+static SHM__NOINLINE void *shm__rec_malloc_listed(shmalloc_tlsf *t, size_t size)
+{
+    uint32_t l = shm__rec_list(size), h = shm__r(t)[l].fnext;
+    if (SHM__UNLIKELY(shm__rec_short(t))) return shm__rec_malloc_more(t, size);
+    if (shm__r(t)[h].size >= size) return shm__rec_whole(t, h, l);
+    if (shm__rec_above(t, &l)) return shm__rec_carve(t, shm__r(t)[l].fnext, l, size);
+    return shm__rec_malloc_top(t, size);
+}
+
+/* The inline core's malloc sends here every request its paths refuse:
+   all of a separate core's (see shmalloc_tlsf_create_separate), and its
+   own 0 and too large, which find no records.  Its two ways are out of
+   line, at tail calls: with no listed block, the lists' frame is not paid. */
+static void *shm__rec_malloc(shmalloc_tlsf *t, size_t n)
+{
+    if (!t->records || n - 1 >= t->records->malloc_limit) return NULL;
+    if (!t->fl_bitmap) return shm__rec_malloc_top(t, shm__rec_bsize(n)); /* every list is empty */
+    return shm__rec_malloc_listed(t, shm__rec_bsize(n));
 }
 
 /* The top's aligned block; the gap before it becomes a listed free block. */
@@ -3381,6 +3421,14 @@ SHM__INLINE uint64_t shm__rec_offset(const shmalloc_tlsf *t, const void *ptr)
     return (uint64_t)((uintptr_t)ptr - (uintptr_t)t->base);
 }
 
+/* free's pointer at offset off, which no bucket holds: NULL, or a bad one.
+   Its offset, not the pointer, so that the free keeps one value less. */
+static SHM__NOINLINE int shm__rec_unheld(const shmalloc_tlsf *t, uint64_t off)
+{
+    uintptr_t q = (uintptr_t)t->base + (uintptr_t)off;
+    return q ? shm__rec_invalid(t, (const void *)q) : SHMALLOC_TLSF_OK;
+}
+
 /* A large block's free: its mark flips out of line, so that the others' keeps no frame. */
 static SHM__NOINLINE int shm__rec_free_large(shmalloc_tlsf *t, uint32_t b)
 {
@@ -3396,12 +3444,16 @@ SHM__INLINE int shm__rec_free_used(shmalloc_tlsf *t, uint32_t b)
     return shm__rec_release(t, b);
 }
 
+/* The inline core's free sends here every pointer its start map refuses:
+   all of a separate core's, and its own bad ones; NULL is no error. */
 static int shm__rec_free(shmalloc_tlsf *t, void *ptr)
 {
     uint32_t b;
-    if (!ptr) return SHMALLOC_TLSF_OK;
-    b = shm__rec_unhash(t, shm__rec_offset(t, ptr));
-    if (SHM__UNLIKELY(!b)) return shm__rec_invalid(t, ptr);
+    uint64_t off;
+    if (!t->records) return ptr ? shm__invalid(t, ptr) : SHMALLOC_TLSF_OK;
+    off = shm__rec_offset(t, ptr);
+    b = shm__rec_unhash(t, off); /* NULL's offset lies beyond every block */
+    if (SHM__UNLIKELY(!b)) return shm__rec_unheld(t, off);
     return shm__rec_free_used(t, b);
 }
 
@@ -3596,14 +3648,19 @@ static SHM__NOINLINE void *shm__rec_realloc_edge(shmalloc_tlsf *t, void *ptr, si
     return NULL;
 }
 
+static SHM__NOINLINE void *shm__realloc_planned(shmalloc_tlsf *t, void *ptr, size_t size);
+
 /* Every path but the shrink within the slack is out of line and reached
-   at a tail call: the common grow and shrink keep no frame.  NULL is in
-   no bucket (its offset is no block's), so one test sends it, n == 0 and
-   a bad pointer to the edge. */
+   at a tail call: the common grow and shrink keep no frame.  The inline
+   core's realloc sends here every call its start map refuses.  NULL is
+   in no bucket (its offset is no block's), so one test sends it, n == 0
+   and a bad pointer to the edge. */
 static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
 {
-    uint32_t b = shm__rec_find(t, shm__rec_offset(t, ptr));
+    uint32_t b;
     size_t size, old;
+    if (!t->records) return shm__realloc_planned(t, ptr, n);
+    b = shm__rec_find(t, shm__rec_offset(t, ptr));
     if (SHM__UNLIKELY(!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST)) return shm__rec_realloc_edge(t, ptr, n);
     size = shm__rec_bsize(n);
     if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, size);
@@ -3733,7 +3790,7 @@ static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
         r[s->top].next = 0;
         r[last].next = r[0].prev = s->top;
     }
-    s->capacity += n;
+    shm__rec_set_capacity(s, s->capacity + n);
     return SHMALLOC_TLSF_OK;
 }
 
@@ -3761,10 +3818,10 @@ static void *shm__rec_sbreak(shmalloc_tlsf *t, ptrdiff_t inc)
         r[0].prev = last;
         shm__rec_drop(t, s->top);
         s->top = 0;
-        s->capacity -= n;
+        shm__rec_set_capacity(s, s->capacity - n);
     } else if (inc > 0) {
         r[s->top].size -= n;
-        s->capacity -= n;
+        shm__rec_set_capacity(s, s->capacity - n);
     } else if (inc < 0) {
         shm__rec_extend(t, n);
     }
@@ -3820,7 +3877,7 @@ SHMALLOC_DEF SHMALLOC_API shmalloc_tlsf *shmalloc_tlsf_create_separate(void *mem
     t->base = (char *)mem;
     t->limit = (char *)mem + initial;
     t->end = (char *)mem + bytes;
-    s->capacity = initial; /* t's capacity, malloc_limit and mapped_bits stay 0: the inline paths send every call here */
+    shm__rec_set_capacity(s, initial); /* t's capacity, malloc_limit and mapped_bits stay 0: the inline paths send every call here */
     return t;
 }
 
@@ -3903,19 +3960,11 @@ SHM__INLINE void *shm__fit(void *p, size_t n)
     return p;
 }
 
-/* A request the inline paths refuse: 0, too large, or for a separate
-   core, whose malloc_limit is 0 so that its test costs the inline core
-   nothing. */
-static SHM__NOINLINE void *shm__malloc_refused(shmalloc_tlsf *t, size_t size)
-{
-    return t->records ? shm__rec_malloc(t, size) : NULL;
-}
-
 SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_malloc(shmalloc_tlsf *t, size_t size)
 {
     shm__block *list;
     size_t bsize;
-    if (size - 1 >= t->malloc_limit) return shm__malloc_refused(t, size); /* 0, too large, or separate */
+    if (size - 1 >= t->malloc_limit) return shm__rec_malloc(t, size); /* 0, too large, or separate: its limit is 0 */
     bsize = shm__block_size(size);
     list = shm__list_for(t, bsize);
     if (list->next_free->header >= bsize) /* as shm__find_list_fits: an exact-class hit */
@@ -3953,19 +4002,13 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_calloc(shmalloc_tlsf *t, size_t co
     return p;
 }
 
-/* A pointer the start map refuses: a bad one, or any of a separate core,
-   whose map is empty. */
-static SHM__NOINLINE int shm__free_refused(shmalloc_tlsf *t, void *ptr)
-{
-    return t->records ? shm__rec_free(t, ptr) : shm__invalid(t, ptr);
-}
-
-/* NULL fails the start-map test too: it is told apart only then. */
+/* A pointer the start map refuses (a bad one, or any of a separate core,
+   whose map is empty) is shm__rec_free's; NULL is told apart only then. */
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_free(shmalloc_tlsf *t, void *ptr)
 {
     shm__block *b = shm__of_user(ptr);
     if (SHM__LIKELY(shm__valid(t, ptr))) return shm__release(t, b);
-    return b != shm__of_user(NULL) ? shm__free_refused(t, shm__user(b)) : SHMALLOC_TLSF_OK;
+    return b != shm__of_user(NULL) ? shm__rec_free(t, shm__user(b)) : SHMALLOC_TLSF_OK;
 }
 
 /* realloc's shrink of b below SHM__LARGE: its mark goes, at a tail call,
@@ -4026,7 +4069,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
         SHM__UNPOISON(ptr, old - 8); /* the slack after the old request */
         return shm__fit(ptr, size);
     }
-    return t->records ? shm__rec_realloc(t, ptr, size) : shm__realloc_planned(t, ptr, size);
+    return shm__rec_realloc(t, ptr, size);
 }
 
 SHMALLOC_DEF SHMALLOC_API int shmalloc_tlsf_validate(const shmalloc_tlsf *t, const void *ptr)

@@ -236,6 +236,27 @@ Test(tlsf_separate, bad_pointers_get_the_inline_cores_codes_and_change_nothing)
     }
 }
 
+Test(tlsf_separate, free_null_and_malloc_0_or_too_much_change_nothing_in_both_cores)
+{
+    device *d = dev_make(MIB);
+    shmalloc_tlsf *cores[2] = {dev_heap(d, MIB, 1), heap_with_capacity(MIB, NULL)};
+    for (int i = 0; i < 2; i++) {
+        shmalloc_counters before, after;
+        void *p = shmalloc_tlsf_malloc(cores[i], 64);
+        cr_assert(p != NULL);
+        shmalloc_tlsf_counters(cores[i], &before);
+        cr_assert_eq(shmalloc_tlsf_free(cores[i], NULL), SHMALLOC_TLSF_OK, "core %d", i);
+        cr_assert_null(shmalloc_tlsf_malloc(cores[i], 0), "core %d", i);
+        cr_assert_null(shmalloc_tlsf_malloc(cores[i], 2 * MIB), "core %d", i);
+        cr_assert_null(shmalloc_tlsf_malloc(cores[i], SIZE_MAX), "core %d", i);
+        shmalloc_tlsf_counters(cores[i], &after);
+        cr_assert(memcmp(&before, &after, sizeof before) == 0, "core %d changed", i);
+        cr_assert_eq(shmalloc_tlsf_free(cores[i], p), SHMALLOC_TLSF_OK, "core %d", i);
+        assert_tlsf_ok(cores[i]);
+    }
+    shmalloc_tlsf_destroy(cores[0]);
+}
+
 Test(tlsf_separate, growth_adds_to_the_top_up_to_the_reservation)
 {
     device *d = dev_make(MIB);

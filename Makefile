@@ -311,7 +311,7 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	mkdir -p build/fuzz-corpus
 	clang -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	  -DSHMALLOC_DEBUG_LEVEL=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/core/fuzz_tlsf.c shmalloc.c -o build/fuzz_tlsf
+	  -DSHMALLOC_DEBUG_LEVEL=2 -DSHMALLOC_POISON $(WARN) -Wno-missing-prototypes -I. tests/core/fuzz_tlsf.c -o build/fuzz_tlsf
 	./build/fuzz_tlsf -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus tests/core/fuzz_seeds 2>&1 | \
 	  grep -E 'DONE|stat::number_of_executed_units|fuzz_tlsf:|ERROR|SUMMARY'; test $${PIPESTATUS[0]} -eq 0
 

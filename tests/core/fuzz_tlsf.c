@@ -6,16 +6,33 @@
    every operation.  Any disagreement aborts, which libFuzzer reports.
    The first byte picks the core: bit 0 a region that starts small and
    grows, bit 1 separate metadata (else the headers are in the region).
+   The allocator hooks are the fuzzer's: an operation may make one of the
+   next few refuse, and the call that meets the refusal must fail and
+   change nothing (a separate core's records and map come from them).
 
        make fuzz                  (FUZZ_SECONDS=60 by default)
 */
 #define _GNU_SOURCE
-#include "shmalloc.h"
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The hooks: the refuse_in-th call from now returns NULL (0: none). */
+static unsigned refuse_in;
+static int refused; /* a hook refused during the current operation */
+static void *fuzz_malloc(size_t n)
+{
+    if (refuse_in && !--refuse_in) {
+        refused = 1;
+        return NULL;
+    }
+    return malloc(n);
+}
+#define SHMALLOC_MALLOC(n) fuzz_malloc(n)
+#define SHMALLOC_FREE(p) free(p)
+#define SHMALLOC_IMPLEMENTATION
+#include "shmalloc.h"
 
 #define SLOTS 64
 #define HEAP (1u << 18)
@@ -208,7 +225,7 @@ static void op_grow(const op *o)
         shmalloc_tlsf_counters(heap, &after);
         if (before.spec || got < n || got > n + 47 || after.capacity != before.capacity + got)
             fail("growth by the wrong amount", o->i);
-    } else if (room >= (n < 32 ? 32 : (n + 15) & ~(size_t)15) && !before.spec) {
+    } else if (room >= (n < 32 ? 32 : (n + 15) & ~(size_t)15) && !before.spec && !refused) {
         fail("growth refused with room to spare", o->i);
     }
 }
@@ -228,7 +245,7 @@ static void op_sbreak(const op *o)
 /* The collective layer's tentative calls: a take into an empty slot or a
    resize of a live one, undone, then made again and kept.  A refusal and
    an undo leave the counters as they were, and the call made again after
-   an undo gives the same answer. */
+   an undo gives the same answer (unless a hook refuses it). */
 static void expect_unchanged(const shmalloc_counters *before, const char *what, size_t i)
 {
     shmalloc_counters now;
@@ -257,8 +274,12 @@ static void op_tentative(const op *o)
     shmalloc_tlsf_undo(heap, &first);
     expect_unchanged(&before, "an undo left the counters changed", i);
     if (live[i].p) verify_tag(i, live[i].size);
-    if (tentative(i, align, o->size, &again) != SHMALLOC_TLSF_OK || (unsigned char *)again.ptr != made)
-        fail("the same tentative call after an undo gave another answer", i);
+    if (tentative(i, align, o->size, &again) != SHMALLOC_TLSF_OK) {
+        if (!refused) fail("the same tentative call after an undo was refused", i);
+        expect_unchanged(&before, "a refused tentative call changed the counters", i);
+        return;
+    }
+    if ((unsigned char *)again.ptr != made) fail("the same tentative call after an undo gave another answer", i);
     p = (unsigned char *)shmalloc_tlsf_commit(heap, &again);
     if (!live[i].p) {
         admit(i, p, o->size, align, o->a);
@@ -281,6 +302,7 @@ static void op_absurd(const op *o)
 static void run_op(const uint8_t *bytes)
 {
     op o;
+    refused = 0;
     o.kind = bytes[0];
     o.i = bytes[1] % SLOTS;
     o.a = bytes[2];
@@ -294,6 +316,7 @@ static void run_op(const uint8_t *bytes)
     case 3: op_free(&o); break;
     case 4: op_bad_pointer(&o); break;
     case 5:
+        if (o.a & 0x40) refuse_in = 1 + o.b % 4; /* one of the next hook calls, in this operation or a later one */
         op_grow(&o);
         if (o.a & 0x80) op_absurd(&o);
         break;
@@ -327,6 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     shmalloc_memops ops = {NULL, host->fill, host->copy};
     size_t pos, initial = len && (data[0] & 1) ? (size_t)data[0] << 6 : HEAP; /* growth: kind 5 */
     memset(live, 0, sizeof live);
+    refuse_in = 0;
     header = len && (data[0] & 2) ? 0 : 16;
     heap = header ? shmalloc_tlsf_create_reserved(region, HEAP, initial)
                   : shmalloc_tlsf_create_separate(region, HEAP, initial, &ops);

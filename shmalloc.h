@@ -1767,6 +1767,43 @@ SHM__INLINE int shm__find_above(const shmalloc_tlsf *t, shm__block **list)
     return 1;
 }
 
+/* ---- placement rules: what both cores decide, wherever they keep a block's size ----
+   A cut from a free block (a carve, the top's cut, a grow into a free
+   neighbour) leaves the rest a free block of its own only when it makes a
+   minimum block; fewer bytes stay the taken block's slack. */
+SHM__INLINE int shm__rest_splits(size_t rest) { return rest >= SHM__MIN_BLOCK; }
+/* A shrink gives its tail back only when it is more than a minimum block:
+   a block that shrinks often grows again into those bytes, and a free
+   block that small is seldom of use. */
+SHM__INLINE int shm__tail_goes_back(size_t tail) { return tail > SHM__MIN_BLOCK; }
+/* The bytes after an aligned block carved from a free block's end become
+   a free block only when they are more than half the aligned block (so
+   at least a minimum block: it is one, and they are a multiple of 16);
+   fewer stay its slack: fewer list moves and merges. */
+SHM__INLINE int shm__tail_stays_apart(size_t tail, size_t size) { return tail > size / 2; }
+/* A realloc that cannot grow in place slides down into a free previous
+   block, with the next one's bytes when free (room: the block's own and
+   those), when the previous one starts on the block's alignment and is
+   smaller than SHM__SLIDE_MAX; else it moves to a new block of the same
+   alignment.  Sliding down fills a small hole; a large one is kept for the
+   requests that need it, as sliding into whatever lies below a growing
+   block keeps raising the top of the heap. */
+#define SHM__SLIDE_MAX ((size_t)8192)
+SHM__INLINE int shm__may_slide(size_t prev_size, uintptr_t prev_start, size_t room, size_t size, size_t align)
+{
+    return prev_size < SHM__SLIDE_MAX && room + prev_size >= size && !(prev_start & (align - 1));
+}
+/* Can the break move by inc (a multiple of 16), with `spec` bytes above
+   it and a free top of `top` bytes (0: none)?  Up, the top gives them and
+   keeps at least a minimum block, or goes whole; down, they join the top,
+   or make a block of their own. */
+SHM__INLINE int shm__break_moves(size_t spec, size_t top, ptrdiff_t inc)
+{
+    size_t n = (size_t)(inc < 0 ? -inc : inc);
+    if (inc < 0) return n <= spec && (top || shm__rest_splits(n));
+    return !inc || (top && (top == n || (top > n && shm__rest_splits(top - n))));
+}
+
 /* The own list's search, when neither the lists above nor the top serve
    a request: its first SHM__OWN_SCAN blocks, a bound that keeps malloc
    O(1); largest_request counts the same blocks (shm__largest_served). */
@@ -2210,7 +2247,7 @@ SHM__INLINE void *shm__carve(shmalloc_tlsf *t, shm__block *b, size_t size, shm__
     shm__block *next = shm__at(b, bsize);
     SHM__ASSERT(size >= SHM__MIN_BLOCK && bsize >= size && !(size & 15));
     if (list == shm__list_for(t, size)) return shm__take_whole(t, b, list);
-    if (rest_size >= SHM__MIN_BLOCK) {
+    if (shm__rest_splits(rest_size)) {
         shm__block *rest = shm__at(b, size);
         shm__block *rest_list = shm__list_for(t, rest_size);
         shm__set_free(rest, rest_size);
@@ -2250,7 +2287,7 @@ SHM__INLINE void *shm__carve_end(shmalloc_tlsf *t, shm__block *b, shm__block *li
     front = (size_t)((uintptr_t)a - (uintptr_t)b);
     tail = bsize - front - size;
     SHM__ASSERT(front >= SHM__MIN_BLOCK && tail < align && !(tail & 15));
-    if (tail > size / 2) { /* so at least a minimum block: size is one, and tail a multiple of 16 */
+    if (shm__tail_stays_apart(tail, size)) {
         shm__block *rest = shm__at(a, size);
         shm__set_free(rest, tail);
         next->prev_phys = rest;
@@ -2320,7 +2357,7 @@ SHM__INLINE void *shm__cut_top(shmalloc_tlsf *t, shm__block *a, size_t size, siz
 {
     shm__block *end = t->sentinel, *rest = shm__at(a, size);
     size_t rest_size = (size_t)shm__top_after(t, a, size);
-    if (SHM__LIKELY(rest_size >= SHM__MIN_BLOCK)) {
+    if (SHM__LIKELY(shm__rest_splits(rest_size))) {
         shm__set_top(rest, rest_size);
         end->prev_phys = rest;
         SHM__POISON((char *)rest + 32, rest_size - 32);
@@ -2557,12 +2594,7 @@ typedef struct shm__resize {
 } shm__resize;
 
 /* Order of preference: in place (shrink, or grow into a free next block),
-   into a free previous block (and the next) smaller than SHM__SLIDE_MAX,
-   then move to a new block with the same alignment.  Sliding down fills a
-   small hole; a large one is kept for the requests that need it, as
-   sliding into whatever lies below a growing block keeps raising the top
-   of the heap. */
-#define SHM__SLIDE_MAX ((size_t)8192)
+   into a free previous block (shm__may_slide), then move. */
 
 /* The bytes used block b can have where it starts: its own and a free next block's. */
 SHM__INLINE size_t shm__room(const shm__block *b)
@@ -2577,8 +2609,7 @@ static int shm__plan_elsewhere(const shmalloc_tlsf *t, const shm__block *b, size
     if (shm__is_prev_free(b)) {
         const shm__block *prev = b->prev_phys;
         r->how = SHM__INTO_PREV;
-        if (shm__size(prev) < SHM__SLIDE_MAX && avail + shm__size(prev) >= r->size &&
-            ((uintptr_t)shm__user(prev) & (shm__align_of(b) - 1)) == 0)
+        if (shm__may_slide(shm__size(prev), (uintptr_t)shm__user(prev), avail, r->size, shm__align_of(b)))
             return SHMALLOC_TLSF_OK;
     }
     r->how = SHM__MOVE;
@@ -2659,7 +2690,7 @@ SHM__INLINE int shm__shrink_in_place(shmalloc_tlsf *t, shm__block *b, size_t siz
 {
     size_t old = shm__size(b);
     SHM__UNPOISON(shm__user(b), old - 8); /* the slack after the old request */
-    if (old - size <= SHM__MIN_BLOCK) return 1;
+    if (!shm__tail_goes_back(old - size)) return 1;
     if (!shm__give_tail(t, b, size)) return 0;
     shm__resized(t, b, size, old);
     return 1;
@@ -2682,7 +2713,7 @@ SHM__INLINE int shm__grow_in_place(shmalloc_tlsf *t, shm__block *b, size_t size)
         return 0;
     SHM__UNPOISON(shm__user(b), bsize - 8);
     SHM__UNPOISON((char *)next + 32, nsize - 32);
-    if (bsize + nsize - size >= SHM__MIN_BLOCK) {
+    if (shm__rest_splits(bsize + nsize - size)) {
         if (next_header & SHM__TOP) {
             shm__to_top(t, rest, bsize + nsize - size);
         } else {
@@ -3145,7 +3176,7 @@ static SHM__NOINLINE void *shm__rec_take_top(shmalloc_tlsf *t, size_t size, size
     if (!top) return flags ? NULL : shm__rec_take_own(t, size);
     tsize = shm__rec_fsize(&r[top]);
     if (tsize < size || !shm__rec_mapped(t, r[top].off + size)) return flags ? NULL : shm__rec_take_own(t, size);
-    if (tsize - size >= SHM__MIN_BLOCK) {
+    if (shm__rest_splits(tsize - size)) {
         uint32_t u = shm__rec_cut(t, top, size, flags);
         r[top].size = (tsize - size) | SHM__FREE | SHM__TOP;
         return shm__rec_taken(t, u);
@@ -3169,7 +3200,7 @@ SHM__INLINE void *shm__rec_carve(shmalloc_tlsf *t, uint32_t b, uint32_t l, size_
     shm__rec *r = shm__r(t);
     size_t rest = shm__rec_fsize(&r[b]) - size;
     uint32_t u;
-    if (l == shm__rec_list(size) || rest < SHM__MIN_BLOCK) return shm__rec_whole(t, b, l);
+    if (l == shm__rec_list(size) || !shm__rest_splits(rest)) return shm__rec_whole(t, b, l);
     u = shm__rec_cut(t, b, size, 0);
     r[b].size = rest | SHM__FREE;
     if (shm__rec_list(rest) != l) {
@@ -3190,7 +3221,7 @@ static void *shm__rec_carve_end(shmalloc_tlsf *t, uint32_t b, uint32_t l, size_t
     aoff = ((base + end - size) & ~(uintptr_t)(align - 1)) - base;
     front = aoff - r[b].off;
     tail = end - aoff - size;
-    if (tail > size / 2) {
+    if (shm__tail_stays_apart(tail, size)) {
         uint32_t f = shm__rec_new(t);
         r[f].off = aoff + size;
         r[f].size = tail | SHM__FREE;
@@ -3507,7 +3538,7 @@ SHM__INLINE void *shm__rec_give_back(shmalloc_tlsf *t, uint32_t b, size_t size, 
 SHM__INLINE void shm__rec_shrink(shmalloc_tlsf *t, uint32_t b, size_t size)
 {
     size_t tail = shm__rec_usize(&shm__r(t)[b]) - size;
-    if (tail > SHM__MIN_BLOCK) shm__rec_give_back(t, b, size, tail, NULL);
+    if (shm__tail_goes_back(tail)) shm__rec_give_back(t, b, size, tail, NULL);
 }
 
 /* Used block b grows to `size` into a free next block: 0, changing
@@ -3520,7 +3551,7 @@ SHM__INLINE int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
     if (!(r[n].size & SHM__FREE)) return 0;
     nsize = shm__rec_fsize(&r[n]);
     if (bsize + nsize < size) return 0;
-    if (bsize + nsize - size >= SHM__MIN_BLOCK) {
+    if (shm__rest_splits(bsize + nsize - size)) {
         r[n].off += size - bsize;
         r[n].size -= size - bsize;
         if (n != t->records->top) shm__rec_relist(t, n, nsize, bsize + nsize - size);
@@ -3539,18 +3570,17 @@ SHM__INLINE int shm__rec_grow(shmalloc_tlsf *t, uint32_t b, size_t size)
 }
 
 /* Can used block b grow to `size` by sliding down into its free previous
-   block, as shm__plan_elsewhere allows: a small one, on b's alignment?
-   And one at least as large as the bytes kept, so that the copy's ranges
-   never overlap (a device's copy engine need not allow it). */
+   block (shm__may_slide)?  Only into one at least as large as the bytes
+   kept, so that the copy's ranges never overlap (a device's copy engine
+   need not allow it). */
 static uint32_t shm__rec_slide(const shmalloc_tlsf *t, uint32_t b, size_t size, size_t keep)
 {
     const shm__rec *r = shm__r(t);
     uint32_t p = r[b].prev, n = r[b].next;
     size_t room = shm__rec_usize(&r[b]) + (r[n].size & SHM__FREE ? shm__rec_fsize(&r[n]) : 0);
-    size_t align = shm__rec_alignment(&r[b]);
-    if (!(r[p].size & SHM__FREE) || shm__rec_fsize(&r[p]) >= SHM__SLIDE_MAX || room + shm__rec_fsize(&r[p]) < size ||
-        shm__rec_fsize(&r[p]) < (keep < size ? keep : size) ||
-        (((uintptr_t)t->base + r[p].off) & (align - 1)))
+    size_t psize = shm__rec_fsize(&r[p]);
+    if (!(r[p].size & SHM__FREE) || psize < (keep < size ? keep : size) ||
+        !shm__may_slide(psize, (uintptr_t)t->base + r[p].off, room, size, shm__rec_alignment(&r[b])))
         return 0;
     return p;
 }
@@ -3610,7 +3640,7 @@ static SHM__NOINLINE void *shm__rec_regrow(shmalloc_tlsf *t, uint32_t b, void *p
     size_t grow = size - shm__rec_usize(&r[b]), nsize;
     uint32_t x = r[b].next;
     if (!(r[x].size & SHM__FREE) || (nsize = shm__rec_fsize(&r[x])) < grow) return shm__rec_move(t, b, ptr, size);
-    if (SHM__UNLIKELY(nsize < grow + SHM__MIN_BLOCK || shm__crossed_large(size - grow, size)))
+    if (SHM__UNLIKELY(!shm__rest_splits(nsize - grow) || shm__crossed_large(size - grow, size)))
         return shm__rec_regrow_rest(t, b, ptr, size);
     r[x].off += grow;
     r[x].size -= grow;
@@ -3664,7 +3694,7 @@ static void *shm__rec_realloc(shmalloc_tlsf *t, void *ptr, size_t n)
     if (SHM__UNLIKELY(!b || n - 1 >= SHMALLOC_TLSF_MAX_REQUEST)) return shm__rec_realloc_edge(t, ptr, n);
     size = shm__rec_bsize(n);
     if (size > (old = shm__rec_usize(&shm__r(t)[b]))) return shm__rec_regrow(t, b, ptr, size);
-    if (old - size > SHM__MIN_BLOCK) return shm__rec_reshrink(t, b, ptr, size);
+    if (shm__tail_goes_back(old - size)) return shm__rec_reshrink(t, b, ptr, size);
     return ptr;
 }
 
@@ -3794,16 +3824,13 @@ static int shm__rec_extend(shmalloc_tlsf *t, size_t n)
     return SHMALLOC_TLSF_OK;
 }
 
-/* shm__sbreak_ok's rules, the top a record: the top must be free and
-   keep at least a minimum block, or be taken whole; a break moved down
-   with no top needs a record (a test every PE answers alike). */
+/* shm__break_moves, the top a record; a break moved down with no top
+   makes one, so needs a record's room (a test every PE answers alike). */
 static int shm__rec_sbreak_ok(const shmalloc_tlsf *t, ptrdiff_t inc)
 {
     const struct shm__records *s = t->records;
-    size_t spec = (size_t)(t->limit - t->base) - s->capacity, n = (size_t)(inc < 0 ? -inc : inc);
-    size_t top = s->top ? shm__rec_fsize(&s->r[s->top]) : 0;
-    if (inc < 0) return n <= spec && (s->top || (n >= SHM__MIN_BLOCK && s->fresh + SHM__REC_HEADROOM <= s->cap));
-    return !inc || (s->top && (top == n || top >= n + SHM__MIN_BLOCK));
+    size_t spec = (size_t)(t->limit - t->base) - s->capacity, top = s->top ? shm__rec_fsize(&s->r[s->top]) : 0;
+    return shm__break_moves(spec, top, inc) && (inc >= 0 || top || s->fresh + SHM__REC_HEADROOM <= s->cap);
 }
 
 /* Moves the break (shm__sbreak): the top shrinks or grows to match. */
@@ -4065,7 +4092,7 @@ SHMALLOC_DEF SHMALLOC_API void *shmalloc_tlsf_realloc(shmalloc_tlsf *t, void *pt
     if (SHM__LIKELY(shm__valid(t, ptr) && size - 1 < SHMALLOC_TLSF_MAX_REQUEST)) {
         size_t bsize = shm__block_size(size), old = shm__size(shm__of_user(ptr));
         if (bsize > old) return shm__realloc_grow(t, ptr, size, bsize);
-        if (old - bsize > SHM__MIN_BLOCK) return shm__realloc_shrink(t, shm__of_user(ptr), size, bsize);
+        if (shm__tail_goes_back(old - bsize)) return shm__realloc_shrink(t, shm__of_user(ptr), size, bsize);
         SHM__UNPOISON(ptr, old - 8); /* the slack after the old request */
         return shm__fit(ptr, size);
     }
@@ -4137,16 +4164,10 @@ SHMALLOC_DEF SHMALLOC_API size_t shmalloc_tlsf_alignment(const shmalloc_tlsf *t,
     return align < SHMALLOC_ALIGNMENT ? SHMALLOC_ALIGNMENT : align;
 }
 
-/* Can the break move by inc (a multiple of 16)?  The top block must be
-   free and keep at least a minimum block, or be taken whole. */
 static int shm__sbreak_ok(const shmalloc_tlsf *t, ptrdiff_t inc)
 {
-    const shm__block *top = t->sentinel->prev_phys;
-    size_t spec = (size_t)(t->limit - (char *)t->sentinel) - 16, n = (size_t)(inc < 0 ? -inc : inc);
-    if (inc < 0) return n <= spec && (n >= SHM__MIN_BLOCK || shm__has_top(t));
-    if (!inc) return 1;
-    if (!shm__has_top(t)) return 0;
-    return shm__size(top) == n || shm__size(top) >= n + SHM__MIN_BLOCK;
+    size_t spec = (size_t)(t->limit - (char *)t->sentinel) - 16;
+    return shm__break_moves(spec, shm__has_top(t) ? shm__size(t->sentinel->prev_phys) : 0, inc);
 }
 
 /* Moves the sentinel; the top shrinks or grows to match. */
@@ -4628,9 +4649,9 @@ static int shm__grow_undoable(const shmalloc_tlsf *t, const shm__block *b, size_
 {
     const shm__block *next = shm__at(b, shm__size(b));
     size_t grown = size - shm__size(b), nsize = shm__size(next);
-    if (grown <= SHM__MIN_BLOCK) return 0;
+    if (!shm__tail_goes_back(grown)) return 0;
     if (shm__is_top(next)) return 1;
-    if (nsize - grown >= SHM__MIN_BLOCK && shm__list_key(nsize - grown) == shm__list_key(nsize)) return 1;
+    if (shm__rest_splits(nsize - grown) && shm__list_key(nsize - grown) == shm__list_key(nsize)) return 1;
     return next->prev_free == shm__list_for(t, nsize); /* the head: its predecessor is the list's sentinel */
 }
 
